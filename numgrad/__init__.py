@@ -1,0 +1,87 @@
+"""numgrad: PyTorch's autograd API over Numba kernels. ``import numgrad as torch``.
+
+Importing numgrad compiles nothing and does not import Numba; kernels load and compile on
+first use and are cached on disk (see ``numgrad.kernels._jit``).
+"""
+
+from numgrad import autograd  # noqa: I001  (autograd first: it wires tensor <-> graph)
+from numgrad._version import __version__
+from numgrad import _dtype
+from numgrad._dtype import (
+    bool_ as bool,  # noqa: A004
+    dtype,
+    float32,
+    float64,
+    get_default_dtype,
+    int8,
+    int16,
+    int32,
+    int64,
+    promote_types,
+    set_default_dtype,
+    uint8,
+)
+from numgrad._device import device
+from numgrad._shape import Size
+from numgrad.tensor import Tensor
+from numgrad import ops as _ops
+from numgrad.ops.elementwise import (
+    abs, add, ceil, clamp, clamp_max, clamp_min, clip, cos, div, divide, eq, exp, floor,  # noqa: A004
+    floor_divide, ge, greater, greater_equal, gt, isfinite, isnan, le, less, less_equal, log,
+    logical_and, logical_not, logical_or, logical_xor, lt, maximum, minimum, mul, multiply, ne,
+    neg, negative, not_equal, pow, reciprocal, relu, remainder, round, rsub, sigmoid, sign, sin,
+    sqrt, square, sub, subtract, tanh, true_divide, trunc, where,
+)
+from numgrad.ops.indexing import (
+    argwhere, gather, index_select, masked_select, nonzero, scatter_add, take_along_dim,
+)
+from numgrad.ops.linalg import bmm, dot, inner, matmul, mm, mv, outer
+from numgrad.ops.reduction import (
+    amax, amin, argmax, argmin, log_softmax, logsumexp, max, mean, min, norm, softmax, sum,  # noqa: A004
+)
+from numgrad.ops.shape import (
+    broadcast_to, cat, chunk, clone, concat, concatenate, flatten, hstack, movedim, moveaxis,
+    narrow, permute, reshape, select, split, squeeze, stack, swapaxes, swapdims, t, transpose,
+    unbind, unflatten, unsqueeze, vstack,
+)
+from numgrad._factories import (
+    arange, as_tensor, asarray, empty, empty_like, eye, from_numpy, full, full_like, linspace,
+    logspace, normal, ones, ones_like, rand, rand_like, randint, randint_like, randn,
+    randn_like, randperm, scalar_tensor, tensor, zeros, zeros_like,
+)
+from numgrad.random import Generator, default_generator, get_rng_state, initial_seed
+from numgrad.random import manual_seed, seed, set_rng_state
+from numgrad.autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from numgrad._printing import set_printoptions
+
+float = float32  # noqa: A001
+double = float64
+long = int64
+int = int32  # noqa: A001
+short = int16
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(input):
+    return input.is_floating_point()
+
+
+def numel(input):
+    return input.numel()
+
+
+def detach(input):
+    return input.detach()
+
+
+def precompile():
+    """Compile (or load from the disk cache) the kernels of the common float32/float64 ops,
+    so the first real call pays no compile time."""
+    from numgrad._warmup import warmup
+    warmup()
+
+
+__all__ = [n for n in dir() if not n.startswith("_")]

@@ -1,0 +1,152 @@
+"""dtype objects (``numgrad.float32`` ...) and PyTorch's type-promotion rules."""
+
+import numpy as np
+
+__all__ = ["dtype", "float32", "float64", "int64", "int32", "int16", "int8", "uint8", "bool"]
+
+
+class dtype:
+    """A tensor element type; prints as PyTorch prints its dtypes (``torch.float32``)."""
+
+    __slots__ = ("name", "np", "is_floating_point", "is_signed", "itemsize", "_kind", "_legacy")
+
+    def __init__(self, name, np_dtype, kind, legacy):
+        self.name = name
+        self.np = np.dtype(np_dtype)
+        self._kind = kind  # 0 bool, 1 integer, 2 floating: PyTorch's promotion categories
+        self.is_floating_point = kind == 2
+        self.is_signed = self.np.kind in "if"
+        self.itemsize = self.np.itemsize
+        self._legacy = legacy  # the name PyTorch uses in some messages ("Float", "Long")
+
+    def __repr__(self):
+        return "torch." + self.name
+
+    def __reduce__(self):
+        return (_by_name, (self.name,))
+
+    @property
+    def is_complex(self):
+        return False
+
+    def to_complex(self):  # pragma: no cover - complex dtypes are not supported
+        raise TypeError("complex dtypes are not supported by numgrad")
+
+
+bool_ = dtype("bool", np.bool_, 0, "Bool")
+uint8 = dtype("uint8", np.uint8, 1, "Byte")
+int8 = dtype("int8", np.int8, 1, "Char")
+int16 = dtype("int16", np.int16, 1, "Short")
+int32 = dtype("int32", np.int32, 1, "Int")
+int64 = dtype("int64", np.int64, 1, "Long")
+float32 = dtype("float32", np.float32, 2, "Float")
+float64 = dtype("float64", np.float64, 2, "Double")
+
+ALL = (bool_, uint8, int8, int16, int32, int64, float32, float64)
+_NP_TO_DTYPE = {d.np: d for d in ALL}
+_BY_NAME = {d.name: d for d in ALL}
+_BY_NAME.update({"float": float32, "double": float64, "long": int64, "int": int32,
+                 "short": int16, "bool": bool_})
+
+
+def _by_name(name):
+    return _BY_NAME[name]
+
+
+def from_numpy_dtype(np_dtype):
+    """The numgrad dtype of a NumPy dtype, or None when numgrad has no such dtype."""
+    return _NP_TO_DTYPE.get(np_dtype)
+
+
+def get(spec):
+    """Normalize a user's dtype argument: a numgrad dtype, a NumPy dtype/type or a name."""
+    if spec.__class__ is dtype:
+        return spec
+    if spec is None:
+        return None
+    if spec is float:
+        return float64
+    if spec is int:
+        return int64
+    if spec is bool or spec is np.bool_:
+        return bool_
+    if isinstance(spec, str):
+        d = _BY_NAME.get(spec.removeprefix("torch."))
+        if d is not None:
+            return d
+    try:
+        d = _NP_TO_DTYPE.get(np.dtype(spec))
+    except TypeError:
+        d = None
+    if d is None:
+        raise TypeError(f"dtype must be a numgrad dtype, got {spec!r}")
+    return d
+
+
+_default = [float32]
+
+
+def get_default_dtype():
+    return _default[0]
+
+
+def set_default_dtype(d):
+    d = get(d)
+    if not d.is_floating_point:
+        raise TypeError("only floating-point types are supported as the default type")
+    _default[0] = d
+
+
+def promote_types(a, b):
+    """PyTorch's promote_types: the smallest dtype both ``a`` and ``b`` convert to safely."""
+    if a is b:
+        return a
+    if a._kind != b._kind:
+        hi, lo = (a, b) if a._kind > b._kind else (b, a)
+        return hi
+    if a._kind == 2:
+        return float64
+    return _NP_TO_DTYPE[np.promote_types(a.np, b.np)]
+
+
+def _scalar_dtype(value):
+    """The dtype PyTorch gives a wrapped Python number."""
+    if isinstance(value, bool) or isinstance(value, np.bool_):
+        return bool_
+    if isinstance(value, (int, np.integer)):
+        return int64
+    return _default[0]
+
+
+def result_type(*operands):
+    """PyTorch's result_type over tensors and Python scalars.
+
+    Three tiers are promoted separately (tensors with dimensions, zero-dim tensors, Python
+    numbers) and a lower tier only wins when it is of a higher category (bool < int < float).
+    """
+    dim = zero = wrapped = None
+    for op in operands:
+        d = getattr(op, "dtype", None)
+        if d is None or op.__class__ in _PY_SCALARS or isinstance(op, np.generic):
+            d = _scalar_dtype(op)
+            wrapped = d if wrapped is None else promote_types(wrapped, d)
+        elif op.ndim == 0:
+            zero = d if zero is None else promote_types(zero, d)
+        else:
+            dim = d if dim is None else promote_types(dim, d)
+    return _combine(dim, _combine(zero, wrapped))
+
+
+_PY_SCALARS = (int, float, bool)
+
+
+def _combine(higher, lower):
+    if higher is None:
+        return lower
+    if lower is None:
+        return higher
+    if higher._kind == 2:
+        return higher
+    if higher is bool_ or lower._kind == 2:
+        return promote_types(higher, lower)
+    return higher

@@ -1,0 +1,315 @@
+"""Tensor factories: ``tensor``, ``as_tensor``, ``from_numpy``, ``zeros``/``ones``/``empty``/
+``full``, ``rand``/``randn``/``randint``/``randperm``, ``arange``, ``linspace``, ``eye`` and
+the ``*_like`` forms, with PyTorch's dtype inference and errors."""
+
+import numbers
+import warnings
+
+import numpy as np
+
+from numgrad import _device, _dtype
+from numgrad._shape import parse_shape
+from numgrad.random import default_generator
+from numgrad.tensor import Tensor, _wrap
+
+_NUMPY_SUPPORTED = ("float64, float32, float16, complex64, complex128, int64, int32, int16, "
+                    "int8, uint64, uint32, uint16, uint8, and bool")
+
+
+def _finish(arr, requires_grad, device=None):
+    _device.get(device)
+    t = _wrap(arr)
+    if requires_grad:
+        if arr.dtype.kind != "f":
+            raise RuntimeError(
+                "Only Tensors of floating point and complex dtype can require gradients")
+        t._requires_grad = True
+    return t
+
+
+def _ragged_error(data, dim=0):
+    """PyTorch's message for a nested sequence whose lengths differ."""
+    if not isinstance(data, (list, tuple)) or not data:
+        return None
+    lens = [len(x) if isinstance(x, (list, tuple)) else None for x in data]
+    first = lens[0]
+    for n in lens[1:]:
+        if n != first:
+            return ValueError(
+                f"expected sequence of length {first} at dim {dim + 1} (got {n})")
+    for x in data:
+        err = _ragged_error(x, dim + 1)
+        if err is not None:
+            return err
+    return None
+
+
+def _from_python(data):
+    """A NumPy array from nested Python data, with PyTorch's dtype inference."""
+    if isinstance(data, str):
+        raise TypeError("new(): invalid data type 'str'")
+    if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in data):
+        data = [x.detach()._data if isinstance(x, Tensor) else x for x in data]
+    try:
+        arr = np.array(data)
+    except ValueError:
+        err = _ragged_error(data)
+        raise (err or ValueError("could not convert the data to a tensor")) from None
+    if arr.dtype == object or arr.dtype.kind in "USV":
+        bad = arr.reshape(-1)[0] if arr.size else data
+        raise TypeError(f"new(): invalid data type '{type(bad).__name__}'")
+    if arr.dtype.kind == "f" and arr.dtype != np.float32 and not _has_numpy_floats(data):
+        arr = arr.astype(_dtype.get_default_dtype().np)
+    elif arr.dtype.kind == "c":
+        raise TypeError("complex tensors are not supported by numgrad")
+    return arr
+
+
+def _has_numpy_floats(data):
+    if isinstance(data, np.ndarray):
+        return True
+    if isinstance(data, np.generic):
+        return True
+    if isinstance(data, (list, tuple)):
+        return any(_has_numpy_floats(x) for x in data[:1])
+    return False
+
+
+def _check_dtype(arr):
+    d = _dtype.from_numpy_dtype(arr.dtype)
+    if d is None:
+        conv = {np.dtype(np.uint16): np.int32, np.dtype(np.uint32): np.int64,
+                np.dtype(np.uint64): np.int64, np.dtype(np.float16): np.float32}
+        if arr.dtype in conv:
+            return arr.astype(conv[arr.dtype])
+        raise TypeError(
+            f"can't convert np.ndarray of type numpy.{arr.dtype.type.__name__}. The only "
+            f"supported types are: {_NUMPY_SUPPORTED}.")
+    return arr
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    """A new tensor that copies ``data`` (a number, nested sequence, array or tensor)."""
+    if isinstance(data, Tensor):
+        warnings.warn(
+            "To copy construct from a tensor, it is recommended to use sourceTensor.detach()."
+            "clone() or sourceTensor.detach().clone().requires_grad_(True), rather than "
+            "torch.tensor(sourceTensor).", UserWarning, stacklevel=2)
+        arr = data._data.copy()
+    elif isinstance(data, np.ndarray):
+        arr = _check_dtype(np.array(data, copy=True))
+    else:
+        arr = _from_python(data)
+    d = _dtype.get(dtype)
+    if d is not None and arr.dtype != d.np:
+        arr = arr.astype(d.np)
+    return _finish(np.ascontiguousarray(arr), requires_grad, device)
+
+
+def as_tensor(data, dtype=None, device=None):
+    """Shares memory with ``data`` when it is a tensor or array of the requested dtype."""
+    d = _dtype.get(dtype)
+    if isinstance(data, Tensor):
+        return data if d is None or data.dtype is d else data.to(d)
+    if isinstance(data, np.ndarray):
+        t = from_numpy(data)
+        return t if d is None or t.dtype is d else t.to(d)
+    return tensor(data, dtype=d, device=device)
+
+
+def from_numpy(ndarray):
+    """A tensor sharing memory with ``ndarray``."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    if any(s < 0 for s in ndarray.strides):
+        raise ValueError(
+            "At least one stride in the given numpy array is negative, and tensors with "
+            "negative strides are not currently supported. (You can probably work around this "
+            "by making a copy of your array with array.copy().) ")
+    if _dtype.from_numpy_dtype(ndarray.dtype) is None:
+        raise TypeError(
+            f"can't convert np.ndarray of type numpy.{ndarray.dtype.type.__name__}. The only "
+            f"supported types are: {_NUMPY_SUPPORTED}.")
+    if not ndarray.dtype.isnative:
+        raise ValueError("given numpy array has byte order different from the native byte "
+                         "order. Conversion between byte orders is currently not supported.")
+    return _wrap(ndarray)
+
+
+def asarray(obj, dtype=None, device=None, copy=None, requires_grad=False):
+    t = tensor(obj, dtype=dtype) if copy else as_tensor(obj, dtype=dtype)
+    if requires_grad:
+        t.requires_grad_()
+    return t
+
+
+def _size_dtype(size, dtype):
+    return parse_shape(size), (_dtype.get(dtype) or _dtype.get_default_dtype())
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None):
+    shape, d = _size_dtype(size, dtype)
+    return _finish(np.zeros(shape, d.np), requires_grad, device)
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None):
+    shape, d = _size_dtype(size, dtype)
+    return _finish(np.ones(shape, d.np), requires_grad, device)
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None,
+          memory_format=None):
+    shape, d = _size_dtype(size, dtype)
+    return _finish(np.empty(shape, d.np), requires_grad, device)
+
+
+def _fill_dtype(value):
+    if isinstance(value, (bool, np.bool_)):
+        return _dtype.bool_
+    if isinstance(value, numbers.Integral):
+        return _dtype.int64
+    return _dtype.get_default_dtype()
+
+
+def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None,
+         layout=None):
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    d = _dtype.get(dtype) or _fill_dtype(fill_value)
+    return _finish(np.full(parse_shape((size,)), fill_value, d.np), requires_grad, device)
+
+
+def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
+    shape, d = _size_dtype(size, dtype)
+    if d._kind != 2:
+        raise RuntimeError(f'"check_uniform_bounds" not implemented for \'{d._legacy}\'')
+    g = generator or default_generator
+    return _finish(g.uniform(shape, d.np), requires_grad, device)
+
+
+def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
+    shape, d = _size_dtype(size, dtype)
+    if d._kind != 2:
+        raise RuntimeError(f'"normal_kernel_cpu" not implemented for \'{d._legacy}\'')
+    g = generator or default_generator
+    return _finish(g.normal(shape, d.np), requires_grad, device)
+
+
+def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None,
+            requires_grad=False):
+    if size is None:
+        if isinstance(high, (tuple, list)):
+            low, high, size = 0, low, high
+        else:
+            raise TypeError("randint() missing 1 required positional arguments: \"size\"")
+    d = _dtype.get(dtype) or _dtype.int64
+    g = generator or default_generator
+    return _finish(g.randint(int(low), int(high), parse_shape((size,)), d.np), requires_grad,
+                   device)
+
+
+def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
+    d = _dtype.get(dtype) or _dtype.int64
+    g = generator or default_generator
+    return _finish(g.randperm(int(n)).astype(d.np, copy=False), requires_grad, device)
+
+
+def normal(mean, std, size=None, *, generator=None, dtype=None):
+    g = generator or default_generator
+    if size is None:
+        raise NotImplementedError("normal() with tensor mean/std is not supported by numgrad")
+    d = _dtype.get(dtype) or _dtype.get_default_dtype()
+    return _wrap(g.normal(parse_shape((size,)), d.np, float(mean), float(std)))
+
+
+def _like(fn, input, dtype, requires_grad, **kw):
+    d = _dtype.get(dtype) or input.dtype
+    return fn(input._data.shape, dtype=d, requires_grad=requires_grad, **kw)
+
+
+def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
+               layout=None):
+    return _like(zeros, input, dtype, requires_grad)
+
+
+def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
+              layout=None):
+    return _like(ones, input, dtype, requires_grad)
+
+
+def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
+               layout=None):
+    return _like(empty, input, dtype, requires_grad)
+
+
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False,
+              memory_format=None, layout=None):
+    d = _dtype.get(dtype) or input.dtype
+    return full(input._data.shape, fill_value, dtype=d, requires_grad=requires_grad)
+
+
+def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
+              layout=None):
+    return _like(rand, input, dtype, requires_grad)
+
+
+def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
+               layout=None):
+    return _like(randn, input, dtype, requires_grad)
+
+
+def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False,
+                 memory_format=None):
+    if high is None:
+        low, high = 0, low
+    d = _dtype.get(dtype) or input.dtype
+    return randint(low, high, input._data.shape, dtype=d, requires_grad=requires_grad)
+
+
+def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None):
+    if end is None:
+        start, end = 0, start
+    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    start, end, step = vals
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (end - start) * step < 0:
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+    floating = any(isinstance(v, float) for v in vals)
+    d = _dtype.get(dtype) or (_dtype.get_default_dtype() if floating else _dtype.int64)
+    n = int(np.ceil((end - start) / step))
+    arr = (start + step * np.arange(n, dtype=np.float64)) if floating else \
+        (start + step * np.arange(n, dtype=np.int64))
+    return _finish(arr.astype(d.np), requires_grad, device)
+
+
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None):
+    d = _dtype.get(dtype) or _dtype.get_default_dtype()
+    steps = int(steps)
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    if steps == 1:
+        arr = np.array([start], np.float64)
+    else:
+        # PyTorch's symmetric formula: the second half counts back from ``end``
+        step = (end - start) / (steps - 1)
+        i = np.arange(steps, dtype=np.float64)
+        half = steps // 2
+        arr = np.where(i < half, start + step * i, end - step * (steps - i - 1))
+    return _finish(arr.astype(d.np), requires_grad, device)
+
+
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
+    lin = linspace(start, end, steps, dtype=_dtype.float64)._data
+    d = _dtype.get(dtype) or _dtype.get_default_dtype()
+    return _finish((base ** lin).astype(d.np), requires_grad, device)
+
+
+def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None):
+    d = _dtype.get(dtype) or _dtype.get_default_dtype()
+    return _finish(np.eye(n, m if m is not None else n, dtype=d.np), requires_grad, device)
+
+
+def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
+    d = _dtype.get(dtype) or _dtype.get_default_dtype()
+    return _finish(np.array(s, d.np), requires_grad, device)

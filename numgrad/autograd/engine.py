@@ -1,0 +1,196 @@
+"""The backward engine: reverse topological execution without recursion.
+
+1. Count, for every node reachable from the roots, how many edges point at it (an explicit
+   stack, so a 100,000-op chain is fine).
+2. Run ready nodes (all their consumers done) from a heap ordered by creation sequence,
+   newest first, as PyTorch's CPU engine does; ``AccumulateGrad`` runs as soon as it is ready.
+3. Each gradient is summed to its input's shape and cast to its dtype in one place
+   (``_conform``) using the node's ``_meta``; fan-in gradients are added; saved values are
+   freed after a node runs unless ``retain_graph``.
+"""
+
+import heapq
+import itertools
+
+from numgrad.autograd import grad_mode
+from numgrad.autograd.graph import AccumulateGrad
+
+
+def _count_deps(roots):
+    deps = {}
+    stack = list(roots)
+    seen = set(roots)
+    while stack:
+        node = stack.pop()
+        for nxt, _ in node.next_functions:
+            if nxt is not None:
+                deps[nxt] = deps.get(nxt, 0) + 1
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append(nxt)
+    return deps
+
+
+def _needed(roots, targets):
+    """Nodes with a path to any of ``targets`` (only those run for ``autograd.grad``)."""
+    parents = {}
+    stack = list(roots)
+    seen = set(roots)
+    while stack:
+        node = stack.pop()
+        for nxt, _ in node.next_functions:
+            if nxt is not None:
+                parents.setdefault(nxt, []).append(node)
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append(nxt)
+    needed = set(t for t in targets if t in seen)
+    stack = list(needed)
+    while stack:
+        node = stack.pop()
+        for p in parents.get(node, ()):
+            if p not in needed:
+                needed.add(p)
+                stack.append(p)
+    return needed
+
+
+def _conform(node, outs):
+    """Sum each gradient to its input's recorded shape and cast it to the input's dtype."""
+    outs = list(outs)
+    for i, m in enumerate(node._meta):
+        g = outs[i]
+        if m is None or g is None:
+            continue
+        shape, dtype = m
+        if g._data.shape != shape:
+            g = g.sum_to_size(shape)
+        if g.dtype is not dtype:
+            g = g.to(dtype)
+        outs[i] = g
+    return outs
+
+
+def _run_hooks_before(node, hooks, grads, captured, capture):
+    """Tensor hooks, retain_grad, captures for autograd.grad and node pre-hooks, in PyTorch's order."""
+    if hooks is not None:
+        for nr, fns in hooks.tensor_pre.items():
+            for fn in list(fns.values()):
+                g = grads[nr]
+                if g is None:
+                    continue
+                r = fn(g)
+                if r is not None:
+                    grads[nr] = r
+        for nr, fn in hooks.retain.items():
+            if grads[nr] is not None:
+                fn(grads[nr])
+    if capture is not None:
+        for nr, slots in capture.get(node, {}).items():
+            for slot in slots:
+                captured[slot] = grads[nr]
+    if hooks is not None:
+        for fn in list(hooks.pre.values()):
+            r = fn(tuple(grads))
+            if r is not None:
+                grads = list(r)
+    return grads
+
+
+def _accumulate(var, g, shared):
+    """Add ``g`` into ``var.grad`` (PyTorch's AccumulateGrad)."""
+    hooks = var._hooks
+    if hooks:
+        for fn in list(hooks.values()):
+            r = fn(g)
+            if r is not None:
+                g = r
+    old = var._grad
+    if grad_mode.state.enabled:  # create_graph: keep the gradient's own graph
+        var._grad = g.clone() if old is None else old + g
+    elif old is None:
+        # steal the buffer when nothing else can see it, else copy
+        if g._data.base is None and id(g) not in shared and not g._requires_grad:
+            shared.add(id(g))
+            var._grad = g
+        else:
+            var._grad = g.detach().clone()
+    else:
+        old._add_inplace_raw(g)
+    post = var._post_acc_hooks
+    if post:
+        for fn in list(post.values()):
+            fn(var)
+
+
+def execute(roots, grads, keep_graph, create_graph, capture=None, targets=None,
+            accumulate=True):
+    """Run backward from ``roots`` ((node, output_nr) pairs) seeded with ``grads``.
+
+    ``capture`` maps node -> {output_nr: [slot, ...]}: the gradients arriving there are
+    returned in a list (autograd.grad). ``targets`` limits execution to nodes that lead to
+    them. ``accumulate`` is True (every leaf), False (none) or a set of AccumulateGrad nodes.
+    """
+    root_nodes = list(dict.fromkeys(n for n, _ in roots))
+    deps = _count_deps(root_nodes)
+    needed = _needed(root_nodes, targets) if targets is not None else None
+    shared = set(id(g) for g in grads)  # user-provided gradients are never stolen
+    buffers = {}
+    for (node, nr), g in zip(roots, grads):
+        buf = buffers.get(node)
+        if buf is None:
+            buf = buffers[node] = [None] * node._n_outputs
+        buf[nr] = g if buf[nr] is None else buf[nr] + g
+    tie = itertools.count()
+    heap = [(-n._seq, next(tie), n) for n in root_nodes if n not in deps]
+    heapq.heapify(heap)
+    n_slots = 0 if capture is None else 1 + max(s for d in capture.values() for v in d.values() for s in v)
+    captured = [None] * n_slots
+    state = grad_mode.state
+    prev = state.enabled
+    state.enabled = create_graph
+    try:
+        while heap:
+            node = heapq.heappop(heap)[2]
+            inp = buffers.pop(node, None)
+            outs = None
+            if inp is not None:
+                hooks = node._hooks
+                if hooks is not None or capture is not None:
+                    inp = _run_hooks_before(node, hooks, inp, captured, capture)
+                if node.__class__ is AccumulateGrad:
+                    if accumulate is True or (accumulate and node in accumulate):
+                        if inp[0] is not None:
+                            _accumulate(node.variable, inp[0], shared)
+                    continue
+                if needed is None or node in needed:
+                    outs = node._run(inp)
+                    if not keep_graph:
+                        node._release()
+                    if node._meta is not None:
+                        outs = _conform(node, outs)
+                    if hooks is not None and hooks.post:
+                        for fn in list(hooks.post.values()):
+                            r = fn(tuple(outs), tuple(inp))
+                            if r is not None:
+                                outs = r
+                    if node._shares_outputs:
+                        shared.update(id(g) for g in outs if g is not None)
+            for i, (nxt, nr) in enumerate(node.next_functions):
+                if nxt is None:
+                    continue
+                if outs is not None:
+                    g = outs[i]
+                    if g is not None:
+                        buf = buffers.get(nxt)
+                        if buf is None:
+                            buf = buffers[nxt] = [None] * nxt._n_outputs
+                        old = buf[nr]
+                        buf[nr] = g if old is None else old + g
+                d = deps[nxt] - 1
+                deps[nxt] = d
+                if d == 0:
+                    heapq.heappush(heap, (-nxt._seq, next(tie), nxt))
+    finally:
+        state.enabled = prev
+    return captured

@@ -1,0 +1,104 @@
+"""Thread-local grad mode: ``no_grad``, ``enable_grad``, ``set_grad_enabled``."""
+
+import functools
+import inspect
+import threading
+
+
+class _State(threading.local):
+    enabled = True  # class attributes are each new thread's defaults
+
+
+state = _State()
+
+
+def is_grad_enabled():
+    return state.enabled
+
+
+class _Mode:
+    """A context manager that also decorates functions (and generator functions)."""
+
+    def __call__(self, fn):
+        if inspect.isclass(fn):
+            raise TypeError(f"{type(self).__name__} cannot decorate a class")
+        mode = self
+
+        if inspect.isgeneratorfunction(fn):
+            @functools.wraps(fn)
+            def gen_wrapper(*args, **kwargs):
+                gen = fn(*args, **kwargs)
+                with mode.clone():
+                    response = gen.send(None)
+                while True:
+                    try:
+                        request = yield response
+                    except GeneratorExit:
+                        with mode.clone():
+                            gen.close()
+                        raise
+                    with mode.clone():
+                        try:
+                            response = gen.send(request)
+                        except StopIteration as e:
+                            return e.value
+            return gen_wrapper
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with mode.clone():
+                return fn(*args, **kwargs)
+        return wrapper
+
+    def clone(self):
+        return self.__class__()
+
+
+class no_grad(_Mode):
+    """Disable graph recording inside the block (or the decorated function)."""
+
+    def __init__(self):
+        self.prev = False
+
+    def __enter__(self):
+        self.prev = state.enabled
+        state.enabled = False
+
+    def __exit__(self, *exc):
+        state.enabled = self.prev
+
+
+class enable_grad(_Mode):
+    """Enable graph recording inside the block (or the decorated function)."""
+
+    def __init__(self):
+        self.prev = False
+
+    def __enter__(self):
+        self.prev = state.enabled
+        state.enabled = True
+
+    def __exit__(self, *exc):
+        state.enabled = self.prev
+
+
+class set_grad_enabled(_Mode):
+    """Set grad mode now; used as a context manager it restores the previous mode on exit."""
+
+    def __init__(self, mode):
+        self.prev = state.enabled
+        self.mode = bool(mode)
+        state.enabled = self.mode
+
+    def __call__(self, fn):
+        state.enabled = self.prev
+        return super().__call__(fn)
+
+    def __enter__(self):
+        pass
+
+    def __exit__(self, *exc):
+        state.enabled = self.prev
+
+    def clone(self):
+        return self.__class__(self.mode)

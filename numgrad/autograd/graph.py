@@ -1,0 +1,136 @@
+"""Graph nodes (``grad_fn``), ``AccumulateGrad`` and hook handles.
+
+A node holds ``next_functions`` (one ``(node or None, output_nr)`` edge per input of the
+forward op, exactly as PyTorch builds them), what its backward rule needs (``_saved``, a
+tuple; ``None`` once freed) and, only for broadcasting or type-promoting ops, ``_meta``: per
+input ``(shape, dtype)`` or ``None``, which the engine uses to sum each gradient back to its
+input's shape in one place. Node classes print as PyTorch's (``<MulBackward0 object at ...>``).
+"""
+
+import itertools
+
+_seq = itertools.count()
+_ACC_SEQ = 1 << 62  # AccumulateGrad runs as soon as it is ready, as in PyTorch
+
+FREED_MSG = (
+    "Trying to backward through the graph a second time (or directly access saved tensors "
+    "after they have already been freed). Saved intermediate values of the graph are freed "
+    "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+    "backward through the graph a second time or if you need to access saved tensors after "
+    "calling backward.")
+
+
+class RemovableHandle:
+    """Returned by ``register_hook``; ``remove()`` unregisters the hook."""
+
+    __slots__ = ("_hooks", "id")
+    _ids = itertools.count()
+
+    def __init__(self, hooks):
+        self._hooks = hooks
+        self.id = next(self._ids)
+
+    def remove(self):
+        self._hooks.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+class _NodeHooks:
+    """Hooks of one node, created on first registration (most nodes have none)."""
+
+    __slots__ = ("tensor_pre", "retain", "pre", "post")
+
+    def __init__(self):
+        self.tensor_pre = {}  # output_nr -> {handle id: fn(grad)}
+        self.retain = {}  # output_nr -> fn(grad), runs after the tensor hooks
+        self.pre = {}  # handle id -> fn(grad_outputs)
+        self.post = {}  # handle id -> fn(grad_inputs, grad_outputs)
+
+
+class Node:
+    """Base of every ``grad_fn``. Subclasses implement ``_backward(self, grad)``."""
+
+    __slots__ = ("next_functions", "_seq", "_saved", "_meta", "_hooks", "_metadata",
+                 "__weakref__")
+    _n_outputs = 1
+    _shares_outputs = False  # True where backward may return tensors the user still holds
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # ``type(node)`` prints as in PyTorch (<class 'MulBackward0'>); custom Function nodes
+        # set their module back to the user's
+        cls.__module__ = "builtins"
+
+    def __init__(self, next_functions=(), saved=()):
+        self.next_functions = next_functions
+        self._seq = next(_seq)
+        self._saved = saved
+        self._meta = None
+        self._hooks = None
+
+    def __repr__(self):
+        return f"<{type(self).__name__} object at {id(self):#x}>"
+
+    def name(self):
+        return type(self).__name__
+
+    @property
+    def metadata(self):
+        try:
+            return self._metadata
+        except AttributeError:
+            self._metadata = {}
+            return self._metadata
+
+    def _run(self, grads):
+        """Apply the backward rule to the list of output gradients (one per output)."""
+        if self._saved is None:
+            raise RuntimeError(FREED_MSG)
+        return self._backward(grads[0])
+
+    def _backward(self, grad):
+        raise NotImplementedError
+
+    def _release(self):
+        """Free saved values (after a backward without retain_graph)."""
+        if self._saved:
+            self._saved = None
+
+    def _node_hooks(self):
+        if self._hooks is None:
+            self._hooks = _NodeHooks()
+        return self._hooks
+
+    def register_hook(self, fn):
+        """``fn(grad_inputs, grad_outputs)`` runs after this node; it may return new grad_inputs."""
+        hooks = self._node_hooks().post
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = fn
+        return handle
+
+    def register_prehook(self, fn):
+        """``fn(grad_outputs)`` runs before this node; it may return new grad_outputs."""
+        hooks = self._node_hooks().pre
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = fn
+        return handle
+
+
+class AccumulateGrad(Node):
+    """The node of a leaf tensor: accumulates the incoming gradient into ``variable.grad``."""
+
+    __slots__ = ("variable",)
+
+    def __init__(self, variable):
+        self.variable = variable
+        self.next_functions = ()
+        self._seq = _ACC_SEQ
+        self._saved = ()
+        self._meta = None
+        self._hooks = None
+

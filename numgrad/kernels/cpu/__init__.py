@@ -1,0 +1,11 @@
+"""CPU kernels (``@njit``). Submodules are imported on first use, which is when Numba loads."""
+
+import importlib
+
+_SUBMODULES = ("elementwise", "reduction", "indexing", "linalg", "random")
+
+
+def __getattr__(name):
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,668 @@
+"""Elementwise kernels.
+
+Each op is a scalar formula ``f(x, p, q)`` (unary), ``f(a, b, p, q)`` (binary) or
+``f(a, b, c, p, q)`` (ternary), where ``p`` and ``q`` are optional scalar parameters cast to
+the dtype of the last array input. The formula is bound into two loop templates:
+
+* ``flat``: C-contiguous operands of identical shape, passed as 1-D views;
+* ``nd``:   any strides, operands broadcast against a 4-D output (size-1 dims repeat).
+
+``unary``/``binary``/``ternary`` pick the variant, allocate the output outside Numba and
+fold tensors of more than 4 dims into several 4-D calls.
+"""
+
+import math
+
+import numpy as np
+
+from numgrad.kernels._jit import inline, specialize
+from numgrad.kernels.cpu._scalar import like
+
+# ----------------------------------------------------------------------------------------
+# loop templates: ``f`` is bound by ``specialize``
+# ----------------------------------------------------------------------------------------
+
+
+@inline
+def _bst(shape):
+    """Per-dim index multipliers of a broadcast operand: 0 where its size is 1."""
+    return (0 if shape[0] == 1 else 1, 0 if shape[1] == 1 else 1,
+            0 if shape[2] == 1 else 1, 0 if shape[3] == 1 else 1)
+
+
+
+def u_flat(x, out, p, q):
+    p = x.dtype.type(p)
+    q = x.dtype.type(q)
+    for i in range(out.size):
+        out[i] = f(x[i], p, q)  # noqa: F821
+
+
+def u_nd(x, out, p, q):
+    p = x.dtype.type(p)
+    q = x.dtype.type(q)
+    n0, n1, n2, n3 = out.shape
+    s0, s1, s2, s3 = _bst(x.shape)
+    for i0 in range(n0):
+        for i1 in range(n1):
+            for i2 in range(n2):
+                for i3 in range(n3):
+                    out[i0, i1, i2, i3] = f(x[i0 * s0, i1 * s1, i2 * s2, i3 * s3], p, q)  # noqa: F821
+
+
+def b_flat(a, b, out, p, q):
+    p = b.dtype.type(p)
+    q = b.dtype.type(q)
+    for i in range(out.size):
+        out[i] = f(a[i], b[i], p, q)  # noqa: F821
+
+
+def b_nd(a, b, out, p, q):
+    p = b.dtype.type(p)
+    q = b.dtype.type(q)
+    n0, n1, n2, n3 = out.shape
+    a0, a1, a2, a3 = _bst(a.shape)
+    b0, b1, b2, b3 = _bst(b.shape)
+    for i0 in range(n0):
+        for i1 in range(n1):
+            for i2 in range(n2):
+                for i3 in range(n3):
+                    out[i0, i1, i2, i3] = f(  # noqa: F821
+                        a[i0 * a0, i1 * a1, i2 * a2, i3 * a3],
+                        b[i0 * b0, i1 * b1, i2 * b2, i3 * b3], p, q)
+
+
+def t_flat(a, b, c, out, p, q):
+    p = c.dtype.type(p)
+    q = c.dtype.type(q)
+    for i in range(out.size):
+        out[i] = f(a[i], b[i], c[i], p, q)  # noqa: F821
+
+
+def t_nd(a, b, c, out, p, q):
+    p = c.dtype.type(p)
+    q = c.dtype.type(q)
+    n0, n1, n2, n3 = out.shape
+    a0, a1, a2, a3 = _bst(a.shape)
+    b0, b1, b2, b3 = _bst(b.shape)
+    c0, c1, c2, c3 = _bst(c.shape)
+    for i0 in range(n0):
+        for i1 in range(n1):
+            for i2 in range(n2):
+                for i3 in range(n3):
+                    out[i0, i1, i2, i3] = f(  # noqa: F821
+                        a[i0 * a0, i1 * a1, i2 * a2, i3 * a3],
+                        b[i0 * b0, i1 * b1, i2 * b2, i3 * b3],
+                        c[i0 * c0, i1 * c1, i2 * c2, i3 * c3], p, q)
+
+
+_TEMPLATES = {1: (u_flat, u_nd), 2: (b_flat, b_nd), 3: (t_flat, t_nd)}
+
+
+class Kernel:
+    """One elementwise formula compiled lazily into its flat and 4-D loops."""
+
+    __slots__ = ("name", "arity", "flat", "nd")
+
+    def __init__(self, name, arity, fn):
+        flat, nd = _TEMPLATES[arity]
+        self.name = name
+        self.arity = arity
+        self.flat = specialize(flat, name, f=fn)
+        self.nd = specialize(nd, name, f=fn)
+
+    def __repr__(self):
+        return f"<elementwise kernel {self.name}>"
+
+
+def _kernel(arity):
+    def register(fn):
+        name = fn.__name__
+        return Kernel(name, arity, inline(fn))
+    return register
+
+
+unary_kernel = _kernel(1)
+binary_kernel = _kernel(2)
+ternary_kernel = _kernel(3)
+
+# ----------------------------------------------------------------------------------------
+# unary formulas f(x, p, q)
+# ----------------------------------------------------------------------------------------
+
+
+@unary_kernel
+def copy(x, p, q):
+    return x
+
+
+@unary_kernel
+def fill(x, p, q):
+    return p
+
+
+@unary_kernel
+def neg(x, p, q):
+    return -x
+
+
+@unary_kernel
+def abs(x, p, q):  # noqa: A001
+    return x if x >= 0 else -x
+
+
+@unary_kernel
+def sign(x, p, q):
+    if x > 0:
+        return like(x, 1)
+    if x < 0:
+        return like(x, -1)
+    return x - x  # 0 keeps 0, nan stays nan
+
+
+@unary_kernel
+def exp(x, p, q):
+    return math.exp(x)
+
+
+@unary_kernel
+def log(x, p, q):
+    return math.log(x)
+
+
+@unary_kernel
+def sqrt(x, p, q):
+    return math.sqrt(x)
+
+
+@unary_kernel
+def sin(x, p, q):
+    return math.sin(x)
+
+
+@unary_kernel
+def cos(x, p, q):
+    return math.cos(x)
+
+
+@unary_kernel
+def tanh(x, p, q):
+    return math.tanh(x)
+
+
+@unary_kernel
+def sigmoid(x, p, q):
+    # stable on both sides: 1/(1+e^-x) for x >= 0, e^x/(1+e^x) for x < 0
+    if x >= 0:
+        return like(x, 1.0) / (like(x, 1.0) + math.exp(-x))
+    z = math.exp(x)
+    return z / (like(x, 1.0) + z)
+
+
+@unary_kernel
+def relu(x, p, q):
+    return like(x, 0) if x <= 0 else x
+
+
+@unary_kernel
+def clamp(x, p, q):
+    # min(max(x, p), q); nan stays nan
+    r = x
+    if r < p:
+        r = p
+    if r > q:
+        r = q
+    return r
+
+
+@unary_kernel
+def add_s(x, p, q):
+    return x + p
+
+
+@unary_kernel
+def sub_s(x, p, q):
+    return x - p
+
+
+@unary_kernel
+def rsub_s(x, p, q):
+    return p - x
+
+
+@unary_kernel
+def mul_s(x, p, q):
+    return x * p
+
+
+@unary_kernel
+def div_s(x, p, q):
+    return x / p
+
+
+@unary_kernel
+def reciprocal(x, p, q):
+    return like(x, 1.0) / x
+
+
+@unary_kernel
+def pow_s(x, p, q):
+    # the exponents PyTorch special-cases are computed the same way here
+    if p == 2:
+        return x * x
+    if p == 3:
+        return x * x * x
+    if p == 1:
+        return x
+    if p == 0.5:
+        return math.sqrt(x)
+    if p == -1:
+        return like(x, 1.0) / x
+    if p == -2:
+        return like(x, 1.0) / (x * x)
+    return x ** p
+
+
+@unary_kernel
+def pow_int_s(x, p, q):
+    # integer power by repeated squaring (p >= 0)
+    r = x - x + 1
+    b = x
+    e = p
+    while e > 0:
+        if e & 1:
+            r = r * b
+        b = b * b
+        e >>= 1
+    return r
+
+
+@unary_kernel
+def rpow_s(x, p, q):
+    return p ** x
+
+
+@unary_kernel
+def eq_s(x, p, q):
+    return x == p
+
+
+@unary_kernel
+def ne_s(x, p, q):
+    return x != p
+
+
+@unary_kernel
+def lt_s(x, p, q):
+    return x < p
+
+
+@unary_kernel
+def le_s(x, p, q):
+    return x <= p
+
+
+@unary_kernel
+def gt_s(x, p, q):
+    return x > p
+
+
+@unary_kernel
+def ge_s(x, p, q):
+    return x >= p
+
+
+@unary_kernel
+def floor(x, p, q):
+    return math.floor(x)
+
+
+@unary_kernel
+def ceil(x, p, q):
+    return math.ceil(x)
+
+
+@unary_kernel
+def trunc(x, p, q):
+    return math.trunc(x)
+
+
+@unary_kernel
+def round(x, p, q):  # noqa: A001
+    return np.rint(x)  # half to even, as PyTorch rounds
+
+
+@unary_kernel
+def logical_not(x, p, q):
+    return not x
+
+
+@unary_kernel
+def isfinite(x, p, q):
+    return x - x == 0
+
+
+@unary_kernel
+def isnan(x, p, q):
+    return x != x
+
+
+# ----------------------------------------------------------------------------------------
+# binary formulas f(a, b, p, q)
+# ----------------------------------------------------------------------------------------
+
+
+@binary_kernel
+def add(a, b, p, q):
+    return a + b
+
+
+@binary_kernel
+def add_scaled(a, b, p, q):
+    return a + p * b
+
+
+@binary_kernel
+def sub(a, b, p, q):
+    return a - b
+
+
+@binary_kernel
+def mul(a, b, p, q):
+    return a * b
+
+
+@binary_kernel
+def div(a, b, p, q):
+    return a / b
+
+
+@binary_kernel
+def pow(a, b, p, q):  # noqa: A001
+    return a ** b
+
+
+@binary_kernel
+def maximum(a, b, p, q):
+    if a != a:
+        return a
+    if b != b:
+        return b
+    return a if a > b else b
+
+
+@binary_kernel
+def minimum(a, b, p, q):
+    if a != a:
+        return a
+    if b != b:
+        return b
+    return a if a < b else b
+
+
+@binary_kernel
+def eq(a, b, p, q):
+    return a == b
+
+
+@binary_kernel
+def ne(a, b, p, q):
+    return a != b
+
+
+@binary_kernel
+def lt(a, b, p, q):
+    return a < b
+
+
+@binary_kernel
+def le(a, b, p, q):
+    return a <= b
+
+
+@binary_kernel
+def gt(a, b, p, q):
+    return a > b
+
+
+@binary_kernel
+def ge(a, b, p, q):
+    return a >= b
+
+
+@binary_kernel
+def logical_and(a, b, p, q):
+    return bool(a) and bool(b)
+
+
+@binary_kernel
+def logical_or(a, b, p, q):
+    return bool(a) or bool(b)
+
+
+@binary_kernel
+def logical_xor(a, b, p, q):
+    return bool(a) != bool(b)
+
+
+# --- fused backward formulas: g is the incoming gradient --------------------------------
+
+
+# d/dx |x| = sgn(x)
+@binary_kernel
+def abs_bwd(g, x, p, q):
+    if x > 0:
+        return g
+    if x < 0:
+        return -g
+    return g * (x - x)
+
+
+# d/dx log(x) = 1/x
+@binary_kernel
+def log_bwd(g, x, p, q):
+    return g / x
+
+
+# d/dx sqrt(x) = 1 / (2 sqrt(x)), written over the saved result y
+@binary_kernel
+def sqrt_bwd(g, y, p, q):
+    return g / (y + y)
+
+
+# d/dx sin(x) = cos(x)
+@binary_kernel
+def sin_bwd(g, x, p, q):
+    return g * math.cos(x)
+
+
+# d/dx cos(x) = -sin(x)
+@binary_kernel
+def cos_bwd(g, x, p, q):
+    return -g * math.sin(x)
+
+
+# d/dx tanh(x) = 1 - tanh(x)^2, over the result y
+@binary_kernel
+def tanh_bwd(g, y, p, q):
+    return g * (like(y, 1.0) - y * y)
+
+
+# d/dx sigmoid(x) = s (1 - s), over the result s
+@binary_kernel
+def sigmoid_bwd(g, y, p, q):
+    return g * y * (like(y, 1.0) - y)
+
+
+# d/dx relu(x) = [x > 0], over the result y (y > 0 iff x > 0)
+@binary_kernel
+def relu_bwd(g, y, p, q):
+    return g if y > 0 else like(g, 0)
+
+
+# d/dx clamp(x, p, q) = [p <= x <= q]
+@binary_kernel
+def clamp_bwd(g, x, p, q):
+    return g if (x >= p and x <= q) else like(g, 0)
+
+
+# d/dx x^p = p x^(p-1); zero when p == 0
+@binary_kernel
+def pow_s_bwd(g, x, p, q):
+    if p == 0:
+        return like(g, 0)
+    if p == 2:
+        return g * (p * x)
+    return g * (p * x ** (p - 1))
+
+
+# d/dx p^x = p^x log(p); zero where p == 0 and x >= 0
+@binary_kernel
+def rpow_s_bwd(g, x, p, q):
+    if p == 0 and x >= 0:
+        return like(g, 0)
+    return g * (p ** x * math.log(p))
+
+
+# d/dx where(c, x, 0) = c
+@binary_kernel
+def mask_keep(c, g, p, q):
+    return g if c else like(g, 0)
+
+
+# d/dy where(c, 0, y) = !c
+@binary_kernel
+def mask_drop(c, g, p, q):
+    return like(g, 0) if c else g
+
+
+# ----------------------------------------------------------------------------------------
+# ternary formulas f(a, b, c, p, q)
+# ----------------------------------------------------------------------------------------
+
+
+@ternary_kernel
+def where(c, a, b, p, q):
+    return a if c else b
+
+
+@ternary_kernel
+def clamp_t(x, lo, hi, p, q):
+    # clamp with tensor bounds: min(max(x, lo), hi); nan stays nan
+    r = x
+    if r < lo:
+        r = lo
+    if r > hi:
+        r = hi
+    return r
+
+
+# d/db (a / b) = -a / b^2
+@ternary_kernel
+def div_bwd_other(g, a, b, p, q):
+    return -g * a / (b * b)
+
+
+# d/da a^b = b a^(b-1); zero where b == 0
+@ternary_kernel
+def pow_bwd_self(g, a, b, p, q):
+    if b == 0:
+        return like(g, 0)
+    return g * (b * a ** (b - like(b, 1.0)))
+
+
+# d/db a^b = a^b log(a); zero where a == 0 and b >= 0
+@ternary_kernel
+def pow_bwd_exponent(g, a, b, p, q):
+    if a == 0 and b >= 0:
+        return like(g, 0)
+    return g * (a ** b * math.log(a))
+
+
+# d/da max(a, b) = [a > b] + [a == b] / 2 (ties split the gradient, as PyTorch does)
+@ternary_kernel
+def maximum_bwd_a(g, a, b, p, q):
+    if a > b:
+        return g
+    if a == b:
+        return g * like(g, 0.5)
+    return like(g, 0)
+
+
+# d/da min(a, b) = [a < b] + [a == b] / 2
+@ternary_kernel
+def minimum_bwd_a(g, a, b, p, q):
+    if a < b:
+        return g
+    if a == b:
+        return g * like(g, 0.5)
+    return like(g, 0)
+
+
+# d/dx clamp(x, lo, hi) = [lo <= x <= hi]
+@ternary_kernel
+def clamp_t_bwd(g, x, lo_hi_ok, p, q):
+    return g if lo_hi_ok else like(g, 0)
+
+
+# ----------------------------------------------------------------------------------------
+# launchers (plain Python: choose a variant, allocate outputs outside Numba)
+# ----------------------------------------------------------------------------------------
+
+_PAD = ((1, 1, 1, 1), (1, 1, 1), (1, 1), (1,), ())
+
+
+def _as4d(a):
+    """View ``a`` (at most 4-D) as 4-D by prepending size-1 dims (right-aligned broadcast)."""
+    return a.reshape(_PAD[a.ndim] + a.shape) if a.ndim < 4 else a
+
+
+def _nd(k, ins, out, p, q):
+    nd = out.ndim
+    if nd <= 4:
+        k.nd(*[_as4d(a) for a in ins], _as4d(out), p, q)
+        return
+    # more than 4 dims: one 4-D call per index of the leading dims
+    lead = out.shape[: nd - 4]
+    padded = [a.reshape((1,) * (nd - a.ndim) + a.shape) for a in ins]
+    for idx in np.ndindex(*lead):
+        subs = [a[tuple(i if a.shape[d] != 1 else 0 for d, i in enumerate(idx))] for a in padded]
+        k.nd(*subs, out[idx], p, q)
+
+
+def unary(k, x, dtype, p=0.0, q=0.0, out=None):
+    """``k`` applied to array ``x`` into a new array of ``dtype`` (or into ``out``)."""
+    if out is None:
+        out = np.empty(x.shape, dtype)
+    if out.size:
+        if x.flags.c_contiguous and out.flags.c_contiguous and x.shape == out.shape:
+            k.flat(x.ravel(), out.ravel(), p, q)
+        else:
+            _nd(k, (x,), out, p, q)
+    return out
+
+
+def binary(k, a, b, dtype, shape, p=0.0, q=0.0, out=None):
+    """``k`` over arrays ``a`` and ``b`` broadcast to ``shape``."""
+    if out is None:
+        out = np.empty(shape, dtype)
+    if out.size:
+        if (a.shape == shape and b.shape == shape and a.flags.c_contiguous
+                and b.flags.c_contiguous and out.flags.c_contiguous):
+            k.flat(a.ravel(), b.ravel(), out.ravel(), p, q)
+        else:
+            _nd(k, (a, b), out, p, q)
+    return out
+
+
+def ternary(k, a, b, c, dtype, shape, p=0.0, q=0.0, out=None):
+    """``k`` over arrays ``a``, ``b`` and ``c`` broadcast to ``shape``."""
+    if out is None:
+        out = np.empty(shape, dtype)
+    if out.size:
+        if (a.shape == shape and b.shape == shape and c.shape == shape and a.flags.c_contiguous
+                and b.flags.c_contiguous and c.flags.c_contiguous and out.flags.c_contiguous):
+            k.flat(a.ravel(), b.ravel(), c.ravel(), out.ravel(), p, q)
+        else:
+            _nd(k, (a, b, c), out, p, q)
+    return out

@@ -1,0 +1,123 @@
+"""Indexing kernels: gather/scatter along one axis, index checks, mask positions, copies."""
+
+import numpy as np
+
+from numgrad.kernels._jit import jit
+
+
+@jit
+def wrap_indices(idx, size, out):
+    """out = idx with negatives wrapped; returns the position of the first bad index or -1."""
+    for k in range(idx.size):
+        v = idx[k]
+        if v < 0:
+            v += size
+        if v < 0 or v >= size:
+            return k
+        out[k] = v
+    return -1
+
+
+@jit
+def linearize(idx, sizes, out):
+    """Row-major flat index of k index arrays (rows of ``idx``) into dims of ``sizes``.
+
+    Negatives wrap; returns (row, column) of the first out-of-range index, or (-1, -1).
+    """
+    k, m = idx.shape
+    for j in range(m):
+        flat = 0
+        for d in range(k):
+            v = idx[d, j]
+            if v < 0:
+                v += sizes[d]
+            if v < 0 or v >= sizes[d]:
+                return d, j
+            flat = flat * sizes[d] + v
+        out[j] = flat
+    return -1, -1
+
+
+@jit
+def mask_positions(mask):
+    """Flat positions of the true entries of a flat boolean mask."""
+    n = 0
+    for k in range(mask.size):
+        if mask[k]:
+            n += 1
+    out = np.empty(n, np.int64)
+    n = 0
+    for k in range(mask.size):
+        if mask[k]:
+            out[n] = k
+            n += 1
+    return out
+
+
+@jit
+def gather_axis(x, idx, out):
+    """out[o, k, i] = x[o, idx[k], i]."""
+    n_o, n_k, n_i = out.shape
+    for o in range(n_o):
+        for k in range(n_k):
+            j = idx[k]
+            for i in range(n_i):
+                out[o, k, i] = x[o, j, i]
+
+
+@jit
+def scatter_add_axis(src, idx, out):
+    """out[o, idx[k], i] += src[o, k, i] (repeated indices accumulate)."""
+    n_o, n_k, n_i = src.shape
+    for o in range(n_o):
+        for k in range(n_k):
+            j = idx[k]
+            for i in range(n_i):
+                out[o, j, i] += src[o, k, i]
+
+
+@jit
+def put_axis(src, idx, out):
+    """out[o, idx[k], i] = src[o, k, i] (later writes win)."""
+    n_o, n_k, n_i = src.shape
+    for o in range(n_o):
+        for k in range(n_k):
+            j = idx[k]
+            for i in range(n_i):
+                out[o, j, i] = src[o, k, i]
+
+
+@jit
+def unravel(pos, shape, out):
+    """Row-major multi-indices of flat positions: out[d, k] is the index along dim d."""
+    nd = len(shape)
+    for k in range(pos.size):
+        p = pos[k]
+        for d in range(nd - 1, -1, -1):
+            out[d, k] = p % shape[d]
+            p //= shape[d]
+
+
+@jit
+def gather_dim(x, idx, out):
+    """out[o, j, i] = x[o, idx[o, j, i], i]; returns the first bad flat position or -1."""
+    n_o, n_j, n_i = idx.shape
+    size = x.shape[1]
+    for o in range(n_o):
+        for j in range(n_j):
+            for i in range(n_i):
+                v = idx[o, j, i]
+                if v < 0 or v >= size:
+                    return (o * n_j + j) * n_i + i
+                out[o, j, i] = x[o, v, i]
+    return -1
+
+
+@jit
+def scatter_add_dim(src, idx, out):
+    """out[o, idx[o, j, i], i] += src[o, j, i]."""
+    n_o, n_j, n_i = idx.shape
+    for o in range(n_o):
+        for j in range(n_j):
+            for i in range(n_i):
+                out[o, idx[o, j, i], i] += src[o, j, i]

@@ -1,0 +1,124 @@
+"""MT19937, seeded and consumed exactly as PyTorch's CPU generator consumes it.
+
+The state is a uint32[625] array: 624 words and the position in the last slot. Uniform
+floats use 24 random bits (float32) or 53 bits from two draws (float64), as PyTorch does,
+so ``manual_seed(s); rand(...)`` reproduces PyTorch's numbers.
+"""
+
+import math
+
+import numpy as np
+
+from numgrad.kernels._jit import jit
+
+_N = 624
+
+
+@jit
+def seed(state, s):
+    state[0] = s & 0xFFFFFFFF
+    for i in range(1, _N):
+        prev = np.uint64(state[i - 1])
+        state[i] = (np.uint64(1812433253) * (prev ^ (prev >> np.uint64(30))) + np.uint64(i)) \
+            & np.uint64(0xFFFFFFFF)
+    state[_N] = _N
+
+
+@jit
+def _twist(state):
+    for i in range(_N):
+        y = (np.uint64(state[i]) & np.uint64(0x80000000)) | \
+            (np.uint64(state[(i + 1) % _N]) & np.uint64(0x7FFFFFFF))
+        v = np.uint64(state[(i + 397) % _N]) ^ (y >> np.uint64(1))
+        if y & np.uint64(1):
+            v ^= np.uint64(0x9908B0DF)
+        state[i] = v
+    state[_N] = 0
+
+
+@jit
+def next_u32(state, out):
+    """Fill uint32 array ``out`` with the next draws."""
+    for k in range(out.size):
+        if state[_N] >= _N:
+            _twist(state)
+        y = np.uint64(state[state[_N]])
+        state[_N] += 1
+        y ^= y >> np.uint64(11)
+        y ^= (y << np.uint64(7)) & np.uint64(0x9D2C5680)
+        y ^= (y << np.uint64(15)) & np.uint64(0xEFC60000)
+        y ^= y >> np.uint64(18)
+        out[k] = y
+
+
+@jit
+def uniform32(raw, out, low, high):
+    """out = u * (high - low) + low in float32, u from the low 24 bits of one draw."""
+    span = np.float32(high - low)
+    lo = np.float32(low)
+    for k in range(out.size):
+        u = np.float32((np.uint64(raw[k]) & np.uint64(0xFFFFFF)) * (1.0 / 16777216.0))
+        out[k] = u * span + lo
+
+
+@jit
+def uniform64(raw, out, low, high):
+    """out = u * (high - low) + low, u from 53 bits of two draws (first draw high)."""
+    span = high - low
+    for k in range(out.size):
+        v = ((np.uint64(raw[2 * k]) << np.uint64(32)) | np.uint64(raw[2 * k + 1])) \
+            & np.uint64((1 << 53) - 1)
+        out[k] = v * (1.0 / 9007199254740992.0) * span + low
+
+
+@jit
+def normal16(d, mean, std):
+    """Box-Muller on 16 uniforms in place: d[j], d[j+8] from (1 - d[j], d[j+8])."""
+    for j in range(8):
+        u1 = 1.0 - d[j]
+        u2 = d[j + 8]
+        radius = math.sqrt(-2.0 * math.log(u1))
+        theta = 2.0 * math.pi * u2
+        d[j] = radius * math.cos(theta) * std + mean
+        d[j + 8] = radius * math.sin(theta) * std + mean
+
+
+@jit
+def normal_small(u, out, mean, std):
+    """Box-Muller with PyTorch's pairing for fewer than 16 values: (cos, sin) of each pair."""
+    for k in range(out.size):
+        pair = k // 2
+        u1 = u[2 * pair]
+        u2 = u[2 * pair + 1]
+        radius = math.sqrt(-2.0 * math.log1p(-u2))
+        theta = 2.0 * math.pi * u1
+        z = radius * math.cos(theta) if k % 2 == 0 else radius * math.sin(theta)
+        out[k] = z * std + mean
+
+
+@jit
+def randint(raw, out, low, span):
+    """out = low + raw % span."""
+    for k in range(out.size):
+        out[k] = low + np.int64(np.uint64(raw[k]) % np.uint64(span))
+
+
+@jit
+def randperm(raw, out):
+    """Fisher-Yates as PyTorch's CPU randperm runs it: swap i with i + raw[i] % (n - i)."""
+    n = out.size
+    for i in range(n):
+        out[i] = i
+    for i in range(n - 1):
+        z = np.int64(np.uint64(raw[i]) % np.uint64(n - i))
+        t = out[i]
+        out[i] = out[z + i]
+        out[z + i] = t
+
+
+@jit
+def bernoulli(raw, out, p):
+    """out = 1 where the 24-bit uniform is below p, else 0."""
+    for k in range(out.size):
+        u = (np.uint64(raw[k]) & np.uint64(0xFFFFFF)) * (1.0 / 16777216.0)
+        out[k] = 1 if u < p else 0

@@ -1,0 +1,308 @@
+"""Reduction kernels: sum/mean, amax/amin, max/min with indices, norms, softmax family.
+
+Every kernel works on a 3-D view ``(outer, reduced, inner)`` of its input and writes an
+``(outer, inner)`` result, so one signature per dtype covers any dim of any tensor; a
+reduction over several non-adjacent dims runs one pass per run of adjacent dims.
+Float32 sums accumulate in float64.
+"""
+
+import math
+
+import numpy as np
+from numba import types
+from numba.extending import overload
+
+from numgrad.kernels._jit import jit
+
+
+def acc_zero(x):
+    """Zero of the accumulator type for elements of array ``x``."""
+    raise NotImplementedError
+
+
+@overload(acc_zero, inline="always")
+def _acc_zero(x):
+    if isinstance(x.dtype, types.Float):
+        return lambda x: 0.0
+    return lambda x: 0
+
+
+def acc_buffer(x, n):
+    """A zeroed accumulator array of length ``n`` for elements of array ``x``."""
+    raise NotImplementedError
+
+
+@overload(acc_buffer, inline="always")
+def _acc_buffer(x, n):
+    if isinstance(x.dtype, types.Float):
+        return lambda x, n: np.zeros(n, np.float64)
+    return lambda x, n: np.zeros(n, np.int64)
+
+
+_FAST = {"fastmath": {"reassoc", "nsz", "contract"}}
+
+
+@jit(**_FAST)
+def sum_3d(x, out, scale):
+    """out[o, i] = scale * sum_r x[o, r, i]."""
+    n_o, n_r, n_i = x.shape
+    if n_i == 1:
+        for o in range(n_o):
+            acc = acc_zero(x)
+            for r in range(n_r):
+                acc += x[o, r, 0]
+            out[o, 0] = acc * scale
+        return
+    tmp = acc_buffer(x, n_i)
+    for o in range(n_o):
+        tmp[:] = 0
+        for r in range(n_r):
+            for i in range(n_i):
+                tmp[i] += x[o, r, i]
+        for i in range(n_i):
+            out[o, i] = tmp[i] * scale
+
+
+@jit
+def extreme_3d(x, out, largest):
+    """out[o, i] = max_r (or min_r) x[o, r, i]; nan wins, as in PyTorch."""
+    n_o, n_r, n_i = x.shape
+    for o in range(n_o):
+        for i in range(n_i):
+            m = x[o, 0, i]
+            if m == m:
+                for r in range(1, n_r):
+                    v = x[o, r, i]
+                    if v != v:
+                        m = v
+                        break
+                    if (v > m) if largest else (v < m):
+                        m = v
+            out[o, i] = m
+
+
+@jit
+def extreme_index_3d(x, values, indices, largest):
+    """Values and first indices of the max (or min) along r; nan wins."""
+    n_o, n_r, n_i = x.shape
+    for o in range(n_o):
+        for i in range(n_i):
+            m = x[o, 0, i]
+            k = 0
+            if m == m:
+                for r in range(1, n_r):
+                    v = x[o, r, i]
+                    if v != v:
+                        m = v
+                        k = r
+                        break
+                    if (v > m) if largest else (v < m):
+                        m = v
+                        k = r
+            values[o, i] = m
+            indices[o, i] = k
+
+
+@jit
+def put_along_3d(src, idx, out):
+    """out = 0; out[o, idx[o, i], i] = src[o, i] (the backward of max/min along a dim)."""
+    out[:] = 0
+    n_o, n_i = src.shape
+    for o in range(n_o):
+        for i in range(n_i):
+            out[o, idx[o, i], i] = src[o, i]
+
+
+@jit
+def take_along_3d(x, idx, out):
+    """out[o, i] = x[o, idx[o, i], i] (gather along r with per-position indices)."""
+    n_o, n_i = out.shape
+    for o in range(n_o):
+        for i in range(n_i):
+            out[o, i] = x[o, idx[o, i], i]
+
+
+@jit(**_FAST)
+def norm_3d(x, out, p):
+    """out[o, i] = (sum_r |x|^p)^(1/p), with p in {0, 1, 2, inf, -inf} special-cased."""
+    n_o, n_r, n_i = x.shape
+    for o in range(n_o):
+        for i in range(n_i):
+            if p == math.inf or p == -math.inf:
+                m = abs(x[o, 0, i]) if n_r else 0.0
+                for r in range(1, n_r):
+                    v = abs(x[o, r, i])
+                    if v != v or ((v > m) if p > 0 else (v < m)):
+                        m = v
+                out[o, i] = m
+                continue
+            acc = 0.0
+            if p == 2:
+                for r in range(n_r):
+                    v = x[o, r, i]
+                    acc += v * v
+                out[o, i] = math.sqrt(acc)
+            elif p == 1:
+                for r in range(n_r):
+                    acc += abs(x[o, r, i])
+                out[o, i] = acc
+            elif p == 0:
+                for r in range(n_r):
+                    acc += 1.0 if x[o, r, i] != 0 else 0.0
+                out[o, i] = acc
+            else:
+                for r in range(n_r):
+                    acc += abs(x[o, r, i]) ** p
+                out[o, i] = acc ** (1.0 / p)
+
+
+@jit
+def softmax_3d(x, out, log):
+    """softmax (or log_softmax) along r: e^(x - m) / sum e^(x - m), m = max_r x."""
+    n_o, n_r, n_i = x.shape
+    for o in range(n_o):
+        for i in range(n_i):
+            m = x[o, 0, i]
+            for r in range(1, n_r):
+                if x[o, r, i] > m:
+                    m = x[o, r, i]
+            s = 0.0
+            for r in range(n_r):
+                s += math.exp(x[o, r, i] - m)
+            if log:
+                lse = m + math.log(s)
+                for r in range(n_r):
+                    out[o, r, i] = x[o, r, i] - lse
+            else:
+                inv = 1.0 / s
+                for r in range(n_r):
+                    out[o, r, i] = math.exp(x[o, r, i] - m) * inv
+
+
+@jit
+def logsumexp_3d(x, out):
+    """out[o, i] = m + log sum_r e^(x - m), m = max_r x (inf-safe)."""
+    n_o, n_r, n_i = x.shape
+    for o in range(n_o):
+        for i in range(n_i):
+            m = x[o, 0, i]
+            for r in range(1, n_r):
+                if x[o, r, i] > m:
+                    m = x[o, r, i]
+            if m == math.inf or m == -math.inf:
+                out[o, i] = m
+                continue
+            s = 0.0
+            for r in range(n_r):
+                s += math.exp(x[o, r, i] - m)
+            out[o, i] = m + math.log(s)
+
+
+# d softmax: gx = y * (g - sum_r g y)
+@jit
+def softmax_bwd_3d(g, y, out):
+    n_o, n_r, n_i = y.shape
+    for o in range(n_o):
+        for i in range(n_i):
+            s = 0.0
+            for r in range(n_r):
+                s += g[o, r, i] * y[o, r, i]
+            for r in range(n_r):
+                out[o, r, i] = y[o, r, i] * (g[o, r, i] - s)
+
+
+# d log_softmax: gx = g - e^y * sum_r g
+@jit
+def log_softmax_bwd_3d(g, y, out):
+    n_o, n_r, n_i = y.shape
+    for o in range(n_o):
+        for i in range(n_i):
+            s = 0.0
+            for r in range(n_r):
+                s += g[o, r, i]
+            for r in range(n_r):
+                out[o, r, i] = g[o, r, i] - math.exp(y[o, r, i]) * s
+
+
+# ----------------------------------------------------------------------------------------
+# launchers
+# ----------------------------------------------------------------------------------------
+
+
+def runs(dims):
+    """Split sorted dims into runs of adjacent dims: (0, 1, 3) -> [(0, 2), (3, 4)]."""
+    out = []
+    for d in dims:
+        if out and out[-1][1] == d:
+            out[-1][1] = d + 1
+        else:
+            out.append([d, d + 1])
+    return out
+
+
+def as3d(x, start, stop):
+    """View (or copy, when strides forbid a view) ``x`` as (outer, prod(dims[start:stop]), inner)."""
+    shape = x.shape
+    outer = 1
+    for s in shape[:start]:
+        outer *= s
+    red = 1
+    for s in shape[start:stop]:
+        red *= s
+    inner = 1
+    for s in shape[stop:]:
+        inner *= s
+    return x.reshape(outer, red, inner)
+
+
+def _keep_shape(shape, start, stop):
+    return shape[:start] + (1,) * (stop - start) + shape[stop:]
+
+
+def reduce_dims(kernel, x, dims, dtype, *args):
+    """Apply an (outer, r, inner) -> (outer, inner) kernel over ``dims`` (sorted, non-empty).
+
+    Returns the result with the reduced dims kept as size 1.
+    """
+    for k, (start, stop) in enumerate(reversed(runs(dims))):
+        x3 = as3d(x, start, stop)
+        out = np.empty((x3.shape[0], x3.shape[2]), dtype)
+        kernel(x3, out, *args) if k == 0 else kernel(x3, out, *_rest_args(kernel, args))
+        x = out.reshape(_keep_shape(x.shape, start, stop))
+    return x
+
+
+def _rest_args(kernel, args):
+    # the scale of sum/mean applies once; other kernels take the same arguments every pass
+    if kernel is sum_3d:
+        return (args[0].__class__(1),)
+    return args
+
+
+def sum_all(x, dtype, scale):
+    """scale * sum of every element, as a 0-d array."""
+    out = np.empty((1, 1), dtype)
+    sum_3d(x.reshape(1, x.size, 1), out, scale)
+    return out.reshape(())
+
+
+def sum_dims(x, dims, dtype, scale):
+    """sum over ``dims`` (non-empty) times ``scale`` (mean: 1/n); reduced dims kept as 1."""
+    return reduce_dims(sum_3d, x, dims, dtype, scale)
+
+
+def along(kernel, x, dim, out_dtype, *args):
+    """Apply an (o, r, i) -> (o, r, i) kernel along ``dim``; the result has x's shape."""
+    x3 = as3d(x, dim, dim + 1)
+    out = np.empty(x3.shape, out_dtype)
+    kernel(x3, out, *args)
+    return out.reshape(x.shape)
+
+
+def along2(kernel, g, y, dim, out_dtype):
+    """Like ``along`` for backward kernels of two same-shaped inputs."""
+    g3 = as3d(g, dim, dim + 1)
+    y3 = as3d(y, dim, dim + 1)
+    out = np.empty(y3.shape, out_dtype)
+    kernel(g3, y3, out)
+    return out.reshape(y.shape)

@@ -1,0 +1,167 @@
+"""Every op, and the binding of Tensor methods and operators to them."""
+
+import numpy as np
+
+from numgrad import _dtype
+from numgrad.ops import elementwise as ew
+from numgrad.ops import indexing as ix
+from numgrad.ops import linalg as la
+from numgrad.ops import reduction as red
+from numgrad.ops import shape as sh
+from numgrad.ops._util import EW, is_scalar, state
+from numgrad.tensor import Tensor
+
+# ----------------------------------------------------------------------------------------
+# in-place helpers used before autograd-tracked in-place ops exist
+# ----------------------------------------------------------------------------------------
+
+_INPLACE_LEAF = "a leaf Variable that requires grad is being used in an in-place operation."
+
+
+def _check_inplace(t):
+    if state.enabled and t._requires_grad:
+        if t._grad_fn is None:
+            raise RuntimeError(_INPLACE_LEAF)
+        raise NotImplementedError(
+            "in-place operations on tensors that are part of a graph are not supported yet")
+
+
+def zero_(self):
+    _check_inplace(self)
+    EW.unary(EW.fill, self._data, self._data.dtype, 0, out=self._data)
+    self._bump_version()
+    return self
+
+
+def fill_(self, value):
+    _check_inplace(self)
+    if isinstance(value, Tensor):
+        value = value.item()
+    EW.unary(EW.fill, self._data, self._data.dtype, value, out=self._data)
+    self._bump_version()
+    return self
+
+
+def _add_inplace_raw(self, other):
+    """self += other without recording (gradient accumulation)."""
+    a = self._data
+    EW.binary(EW.add, a, other._data, a.dtype, a.shape, out=a)
+    self._bump_version()
+
+
+def setitem(self, key, value):
+    _check_inplace(self)
+    if isinstance(value, Tensor) and state.enabled and value._requires_grad:
+        raise NotImplementedError(
+            "assigning a tensor that requires grad into another tensor is not supported yet")
+    ix.assign(self, key, value)
+
+
+# ----------------------------------------------------------------------------------------
+# Tensor methods
+# ----------------------------------------------------------------------------------------
+
+
+def _binop(fn):
+    def op(self, other):
+        if isinstance(other, Tensor) or is_scalar(other) or isinstance(other, np.ndarray):
+            return fn(self, other)
+        return NotImplemented
+    op.__name__ = fn.__name__
+    return op
+
+
+def _rbinop(fn):
+    def op(self, other):
+        if is_scalar(other) or isinstance(other, np.ndarray):
+            return fn(other, self)
+        return NotImplemented
+    op.__name__ = fn.__name__
+    return op
+
+
+def _where_method(self, condition, y):
+    return ew.where(condition, self, y)
+
+
+def _masked_fill(self, mask, value):
+    return ew.where(mask, value, self)
+
+
+def _type_conv(dt):
+    def conv(self, memory_format=None):
+        return sh.to_dtype(self, dt)
+    return conv
+
+
+_METHODS = {
+    # elementwise
+    "add": ew.add, "sub": ew.sub, "subtract": ew.sub, "mul": ew.mul, "multiply": ew.mul,
+    "div": ew.div, "divide": ew.div, "true_divide": ew.div, "pow": ew.pow, "neg": ew.neg,
+    "negative": ew.neg, "abs": ew.abs, "absolute": ew.abs, "exp": ew.exp, "log": ew.log,
+    "sqrt": ew.sqrt, "sin": ew.sin, "cos": ew.cos, "tanh": ew.tanh, "sigmoid": ew.sigmoid,
+    "relu": ew.relu, "clamp": ew.clamp, "clip": ew.clamp, "clamp_min": ew.clamp_min,
+    "clamp_max": ew.clamp_max, "maximum": ew.maximum, "minimum": ew.minimum, "sign": ew.sign,
+    "square": ew.square, "reciprocal": ew.reciprocal, "rsub": ew.rsub,
+    "floor": ew.floor, "ceil": ew.ceil, "trunc": ew.trunc, "round": ew.round,
+    "floor_divide": ew.floor_divide, "remainder": ew.remainder,
+    "eq": ew.eq, "ne": ew.ne, "lt": ew.lt, "le": ew.le, "gt": ew.gt, "ge": ew.ge,
+    "greater": ew.gt, "greater_equal": ew.ge, "less": ew.lt, "less_equal": ew.le,
+    "not_equal": ew.ne, "logical_and": ew.logical_and, "logical_or": ew.logical_or,
+    "logical_xor": ew.logical_xor, "logical_not": ew.logical_not, "isnan": ew.isnan,
+    "isfinite": ew.isfinite, "where": _where_method, "masked_fill": _masked_fill,
+    # reductions
+    "sum": red.sum, "mean": red.mean, "max": red.max, "min": red.min, "amax": red.amax,
+    "amin": red.amin, "argmax": red.argmax, "argmin": red.argmin, "norm": red.norm,
+    "logsumexp": red.logsumexp, "softmax": red.softmax, "log_softmax": red.log_softmax,
+    "sum_to_size": red.sum_to_size,
+    # shapes
+    "view": sh.view, "reshape": sh.reshape, "flatten": sh.flatten, "unflatten": sh.unflatten,
+    "view_as": sh.view_as, "reshape_as": sh.reshape_as, "permute": sh.permute,
+    "transpose": sh.transpose, "swapaxes": sh.transpose, "swapdims": sh.transpose, "t": sh.t,
+    "squeeze": sh.squeeze, "unsqueeze": sh.unsqueeze, "expand": sh.expand,
+    "expand_as": sh.expand_as, "broadcast_to": sh.broadcast_to, "select": sh.select,
+    "narrow": sh.narrow, "clone": sh.clone, "contiguous": sh.contiguous, "to": sh.to,
+    "split": sh.split, "chunk": sh.chunk, "unbind": sh.unbind, "movedim": sh.movedim,
+    "moveaxis": sh.movedim,
+    # linear algebra
+    "matmul": la.matmul, "mm": la.mm, "mv": la.mv, "dot": la.dot, "bmm": la.bmm,
+    "outer": la.outer, "inner": la.dot,
+    # indexing
+    "index_select": ix.index_select, "gather": ix.gather, "masked_select": ix.masked_select,
+    "nonzero": ix.nonzero, "scatter_add": ix.scatter_add, "take_along_dim": ix.take_along_dim,
+    # in place
+    "zero_": zero_, "fill_": fill_, "_add_inplace_raw": _add_inplace_raw,
+    # conversions
+    "float": _type_conv(_dtype.float32), "double": _type_conv(_dtype.float64),
+    "long": _type_conv(_dtype.int64), "int": _type_conv(_dtype.int32),
+    "bool": _type_conv(_dtype.bool_), "short": _type_conv(_dtype.int16),
+    "byte": _type_conv(_dtype.uint8), "char": _type_conv(_dtype.int8),
+}
+
+_OPERATORS = {
+    "__add__": _binop(ew.add), "__radd__": _rbinop(ew.add),
+    "__sub__": _binop(ew.sub), "__rsub__": _rbinop(ew.sub),
+    "__mul__": _binop(ew.mul), "__rmul__": _rbinop(ew.mul),
+    "__truediv__": _binop(ew.div), "__rtruediv__": _rbinop(ew.div),
+    "__floordiv__": _binop(ew.floor_divide), "__rfloordiv__": _rbinop(ew.floor_divide),
+    "__mod__": _binop(ew.remainder), "__rmod__": _rbinop(ew.remainder),
+    "__pow__": _binop(ew.pow), "__rpow__": _rbinop(ew.pow),
+    "__matmul__": _binop(la.matmul), "__rmatmul__": _rbinop(la.matmul),
+    "__eq__": _binop(ew.eq), "__ne__": _binop(ew.ne), "__lt__": _binop(ew.lt),
+    "__le__": _binop(ew.le), "__gt__": _binop(ew.gt), "__ge__": _binop(ew.ge),
+    "__and__": _binop(ew.bitwise_and), "__or__": _binop(ew.bitwise_or),
+    "__xor__": _binop(ew.bitwise_xor), "__rand__": _rbinop(ew.bitwise_and),
+    "__ror__": _rbinop(ew.bitwise_or), "__rxor__": _rbinop(ew.bitwise_xor),
+    "__invert__": ew.bitwise_not, "__neg__": ew.neg, "__abs__": ew.abs,
+    "__pos__": lambda self: self, "__getitem__": ix.getitem, "__setitem__": setitem,
+}
+
+for _name, _fn in {**_METHODS, **_OPERATORS}.items():
+    setattr(Tensor, _name, _fn)
+
+Tensor.T = property(sh.T)
+Tensor.mT = property(sh.mT)
+Tensor.__hash__ = object.__hash__
+
+__all__ = ["ew", "red", "sh", "ix", "la", "zero_", "fill_", "setitem"]

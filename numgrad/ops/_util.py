@@ -1,0 +1,110 @@
+"""Helpers shared by the op modules: lazy kernel access, argument coercion, recording."""
+
+import importlib
+
+import numpy as np
+
+from numgrad import _dtype
+from numgrad.autograd import grad_mode
+from numgrad.tensor import NO_EDGE, Tensor, _wrap, edge
+
+state = grad_mode.state
+_NP2DT = {d.np: d for d in _dtype.ALL}
+SCALAR_TYPES = (int, float, bool)
+
+
+class LazyKernels:
+    """Attribute access to a kernel module that imports it (and Numba) on first use and then
+    caches every attribute on the instance, so later lookups cost one dict hit."""
+
+    def __init__(self, module):
+        self._module_name = module
+
+    def __getattr__(self, name):
+        mod = importlib.import_module(f"numgrad.kernels.cpu.{self._module_name}")
+        value = getattr(mod, name)
+        setattr(self, name, value)
+        return value
+
+
+EW = LazyKernels("elementwise")
+RED = LazyKernels("reduction")
+IDX = LazyKernels("indexing")
+LIN = LazyKernels("linalg")
+
+
+def dtype_of(t):
+    return _NP2DT[t._data.dtype]
+
+
+def is_scalar(v):
+    return v.__class__ in SCALAR_TYPES or isinstance(v, np.generic)
+
+
+def to_tensor(v, name="other"):
+    """Tensor arguments pass through; NumPy arrays and nested sequences are converted."""
+    if isinstance(v, Tensor):
+        return v
+    from numgrad._factories import tensor
+    return tensor(v)
+
+
+def as_type(t, dt):
+    """The data of ``t`` in dtype ``dt`` (a cast runs the copy kernel)."""
+    a = t._data
+    if a.dtype == dt.np:
+        return a
+    return EW.unary(EW.copy, a, dt.np)
+
+
+def scalar_value(s, dt):
+    """A Python scalar converted for a kernel computing in dtype ``dt``."""
+    if dt._kind == 2:
+        return float(s)
+    if dt._kind == 1:
+        return int(s)
+    return bool(s)
+
+
+def float_type(dt):
+    """The dtype a float-valued op (exp, div, mean, ...) produces for an input of ``dt``."""
+    return dt if dt._kind == 2 else _dtype.get_default_dtype()
+
+
+def needs_grad(*ts):
+    """Whether an op on these tensors records a node."""
+    if not state.enabled:
+        return False
+    for t in ts:
+        if t.__class__ is not float and t._requires_grad:
+            return True
+    return False
+
+
+def attach(out, node):
+    """Make ``node`` the grad_fn of ``out``."""
+    out._grad_fn = node
+    out._requires_grad = True
+    return out
+
+
+def meta_for(t, shape, dt):
+    """(shape, dtype) of input ``t`` when its gradient must be reduced or cast, else None."""
+    a = t._data
+    if a.shape == shape and a.dtype == dt.np:
+        return None
+    return (a.shape, dtype_of(t))
+
+
+def wrap_out(node, arr, nr=0):
+    """A saved output array as a tensor of ``node`` (differentiable when create_graph)."""
+    t = _wrap(arr)
+    t._grad_fn = node
+    t._output_nr = nr
+    t._requires_grad = True
+    return t
+
+
+__all__ = ["EW", "RED", "IDX", "LIN", "Tensor", "_wrap", "edge", "NO_EDGE", "state",
+           "dtype_of", "is_scalar", "to_tensor", "as_type", "scalar_value", "float_type",
+           "needs_grad", "attach", "meta_for", "wrap_out"]

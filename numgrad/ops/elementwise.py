@@ -1,0 +1,968 @@
+"""Elementwise ops: arithmetic, comparisons, activations, where/clamp/maximum.
+
+Each op runs one Numba kernel forward; its node's backward rule is written with numgrad
+ops, so gradients are themselves differentiable (``create_graph=True``). Rules that would
+take several ops (tanh, sigmoid, pow, ...) call one fused backward op, which is declared
+here too, with its own node and derivative. Broadcasting never appears in a rule: binary
+ops record the input shapes (``_meta``) and the engine sums gradients back to them.
+"""
+
+import numpy as np
+
+from numgrad import _dtype
+from numgrad._shape import broadcast_shapes
+from numgrad.autograd.graph import Node
+from numgrad.ops._util import (
+    EW, NO_EDGE, Tensor, _wrap, as_type, attach, dtype_of, edge, float_type, is_scalar,
+    meta_for, scalar_value, state, wrap_out)
+
+# ========================================================================================
+# generic launchers
+# ========================================================================================
+
+
+def _unary(kernel, x, dt, p=0.0, q=0.0):
+    """Kernel on tensor ``x`` computed in dtype ``dt``; returns the new array."""
+    return EW.unary(kernel, as_type(x, dt), dt.np, p, q)
+
+
+def _bin_out(kernel, a, b, dt, out_dt, p=0.0, q=0.0):
+    """Binary kernel on tensors broadcast together; returns (array, shape)."""
+    shape = broadcast_shapes(a._data.shape, b._data.shape)
+    return EW.binary(kernel, as_type(a, dt), as_type(b, dt), out_dt.np, shape, p, q), shape
+
+
+def _record(out, node, inputs, shape, dt):
+    """Attach ``node`` to ``out`` and record input metadata when shapes/dtypes differ."""
+    attach(out, node)
+    metas = tuple(meta_for(t, shape, dt) if isinstance(t, Tensor) else None for t in inputs)
+    if any(m is not None for m in metas):
+        node._meta = metas
+    return out
+
+
+def _fused(kernel, node_cls, g, x, p=0.0, q=0.0):
+    """A fused backward formula ``kernel(g, x; p, q)`` as a differentiable op."""
+    dt = dtype_of(x)
+    r, shape = _bin_out(kernel, g, x, dt, dt, p, q)
+    out = _wrap(r)
+    if state.enabled and (g._requires_grad or x._requires_grad):
+        _record(out, node_cls((edge(g), edge(x)), (g, x, p, q)), (g, x), shape, dt)
+    return out
+
+
+def _check_tensor(x, fn):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{fn}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(x).__name__}")
+
+
+# ========================================================================================
+# unary float ops
+# ========================================================================================
+
+
+class ExpBackward0(Node):
+    __slots__ = ()
+
+    # d/dx exp(x) = exp(x)
+    def _backward(self, g):
+        return (mul(g, wrap_out(self, self._saved[0])),)
+
+
+class LogBackward0(Node):
+    __slots__ = ()
+
+    # d/dx log(x) = 1 / x
+    def _backward(self, g):
+        return (div(g, self._saved[0]),)
+
+
+class SqrtBackward0(Node):
+    __slots__ = ()
+
+    # d/dx sqrt(x) = 1 / (2 sqrt(x))
+    def _backward(self, g):
+        return (_fused(EW.sqrt_bwd, SqrtBackwardBackward0, g, wrap_out(self, self._saved[0])),)
+
+
+class SinBackward0(Node):
+    __slots__ = ()
+
+    # d/dx sin(x) = cos(x)
+    def _backward(self, g):
+        return (_fused(EW.sin_bwd, SinBackwardBackward0, g, self._saved[0]),)
+
+
+class CosBackward0(Node):
+    __slots__ = ()
+
+    # d/dx cos(x) = -sin(x)
+    def _backward(self, g):
+        return (_fused(EW.cos_bwd, CosBackwardBackward0, g, self._saved[0]),)
+
+
+class TanhBackward0(Node):
+    __slots__ = ()
+
+    # d/dx tanh(x) = 1 - tanh(x)^2
+    def _backward(self, g):
+        return (_fused(EW.tanh_bwd, TanhBackwardBackward0, g, wrap_out(self, self._saved[0])),)
+
+
+class SigmoidBackward0(Node):
+    __slots__ = ()
+
+    # d/dx sigmoid(x) = sigmoid(x) (1 - sigmoid(x))
+    def _backward(self, g):
+        y = wrap_out(self, self._saved[0])
+        return (_fused(EW.sigmoid_bwd, SigmoidBackwardBackward0, g, y),)
+
+
+class ReluBackward0(Node):
+    __slots__ = ()
+
+    # d/dx relu(x) = [x > 0]
+    def _backward(self, g):
+        y = wrap_out(self, self._saved[0])
+        return (_fused(EW.relu_bwd, ThresholdBackwardBackward0, g, y),)
+
+
+class AbsBackward0(Node):
+    __slots__ = ()
+
+    # d/dx |x| = sgn(x)
+    def _backward(self, g):
+        return (_fused(EW.abs_bwd, AbsBackwardBackward0, g, self._saved[0]),)
+
+
+class NegBackward0(Node):
+    __slots__ = ()
+
+    # d/dx (-x) = -1
+    def _backward(self, g):
+        return (neg(g),)
+
+
+class ReciprocalBackward0(Node):
+    __slots__ = ()
+
+    # d/dx (1/x) = -1/x^2 = -r^2
+    def _backward(self, g):
+        r = wrap_out(self, self._saved[0])
+        return (mul(g, neg(mul(r, r))),)
+
+
+def _float_unary_op(kernel_name, node_cls, save_result):
+    def op(input):
+        _check_tensor(input, kernel_name)
+        dt = float_type(dtype_of(input))
+        r = _unary(getattr(EW, kernel_name), input, dt)
+        out = _wrap(r)
+        if state.enabled and input._requires_grad:
+            attach(out, node_cls((edge(input),), (r,) if save_result else (input,)))
+        return out
+    op.__name__ = op.__qualname__ = kernel_name
+    op.__doc__ = f"Elementwise {kernel_name} (``{node_cls.__name__}`` in the graph)."
+    return op
+
+
+exp = _float_unary_op("exp", ExpBackward0, True)
+log = _float_unary_op("log", LogBackward0, False)
+sqrt = _float_unary_op("sqrt", SqrtBackward0, True)
+sin = _float_unary_op("sin", SinBackward0, False)
+cos = _float_unary_op("cos", CosBackward0, False)
+tanh = _float_unary_op("tanh", TanhBackward0, True)
+sigmoid = _float_unary_op("sigmoid", SigmoidBackward0, True)
+reciprocal = _float_unary_op("reciprocal", ReciprocalBackward0, True)
+
+
+def relu(input):
+    """max(x, 0) elementwise (``ReluBackward0``)."""
+    _check_tensor(input, "relu")
+    dt = dtype_of(input)
+    r = _unary(EW.relu, input, dt)
+    out = _wrap(r)
+    if state.enabled and input._requires_grad:
+        attach(out, ReluBackward0((edge(input),), (r,)))
+    return out
+
+
+def abs(input):  # noqa: A001
+    _check_tensor(input, "abs")
+    dt = dtype_of(input)
+    out = _wrap(_unary(EW.abs, input, dt))
+    if state.enabled and input._requires_grad:
+        attach(out, AbsBackward0((edge(input),), (input,)))
+    return out
+
+
+def neg(input):
+    _check_tensor(input, "neg")
+    dt = dtype_of(input)
+    if dt is _dtype.bool_:
+        raise RuntimeError(
+            "Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
+            "to invert a mask, use the `~` or `logical_not()` operator instead.")
+    out = _wrap(_unary(EW.neg, input, dt))
+    if state.enabled and input._requires_grad:
+        attach(out, NegBackward0((edge(input),)))
+    return out
+
+
+negative = neg
+
+
+def sign(input):
+    """-1, 0 or 1 elementwise; its gradient is zero (``SignBackward0``)."""
+    dt = dtype_of(input)
+    out = _wrap(_unary(EW.sign, input, dt))
+    if state.enabled and input._requires_grad:
+        attach(out, SignBackward0((edge(input),)))
+    return out
+
+
+class SignBackward0(Node):
+    __slots__ = ()
+
+    # d/dx sign(x) = 0
+    def _backward(self, g):
+        return (mul(g, 0),)
+
+
+def square(input):
+    return pow(input, 2)
+
+
+def clamp(input, min=None, max=None):  # noqa: A002
+    """Clamp into [min, max] (``ClampBackward1`` for numbers, ``ClampBackward0`` for tensors)."""
+    _check_tensor(input, "clamp")
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        return _clamp_tensor(input, min, max)
+    dt = _dtype.result_type(input, *[v for v in (min, max) if v is not None])
+    if dt._kind == 2:
+        lo = -np.inf if min is None else float(min)
+        hi = np.inf if max is None else float(max)
+    else:
+        info = np.iinfo(dt.np) if dt._kind == 1 else None
+        lo = (info.min if info else False) if min is None else int(min)
+        hi = (info.max if info else True) if max is None else int(max)
+    out = _wrap(_unary(EW.clamp, input, dt, lo, hi))
+    if state.enabled and input._requires_grad:
+        attach(out, ClampBackward1((edge(input),), (input, lo, hi)))
+    return out
+
+
+clip = clamp
+
+
+def clamp_min(input, min):  # noqa: A002
+    return clamp(input, min=min)
+
+
+def clamp_max(input, max):  # noqa: A002
+    return clamp(input, max=max)
+
+
+class ClampBackward1(Node):
+    __slots__ = ()
+
+    # d/dx clamp(x, lo, hi) = [lo <= x <= hi]
+    def _backward(self, g):
+        x, lo, hi = self._saved
+        return (_fused(EW.clamp_bwd, ClampBackwardBackward0, g, x, lo, hi),)
+
+
+def _clamp_tensor(x, lo, hi):
+    xdt = dtype_of(x)
+    big = np.inf if xdt._kind == 2 else np.iinfo(x._data.dtype).max
+    lo_t = lo if isinstance(lo, Tensor) else _scalar_tensor(-big if lo is None else lo, xdt)
+    hi_t = hi if isinstance(hi, Tensor) else _scalar_tensor(big if hi is None else hi, xdt)
+    dt = _dtype.result_type(x, lo_t, hi_t)
+    shape = broadcast_shapes(broadcast_shapes(x._data.shape, lo_t._data.shape), hi_t._data.shape)
+    r = EW.ternary(EW.clamp_t, as_type(x, dt), as_type(lo_t, dt), as_type(hi_t, dt), dt.np, shape)
+    out = _wrap(r)
+    if state.enabled and (x._requires_grad or lo_t._requires_grad or hi_t._requires_grad):
+        node = ClampBackward0((edge(x), edge(lo) if isinstance(lo, Tensor) else NO_EDGE,
+                               edge(hi) if isinstance(hi, Tensor) else NO_EDGE), (x, lo_t, hi_t))
+        _record(out, node, (x, lo_t, hi_t), shape, dt)
+    return out
+
+
+class ClampBackward0(Node):
+    __slots__ = ()
+
+    # d/dx clamp = [lo <= x <= hi]; d/dlo = [x < lo]; d/dhi = [x > hi] (when lo <= hi)
+    def _backward(self, g):
+        x, lo, hi = self._saved
+        inside = logical_and(ge(x, lo), le(x, hi))
+        return (where(inside, g, 0.0), where(lt(x, lo), g, 0.0),
+                where(logical_and(gt(x, hi), ge(x, lo)), g, 0.0))
+
+
+# ========================================================================================
+# binary arithmetic
+# ========================================================================================
+
+
+def _scalar_binary(x, s, scalar_kernel, node_cls, saved, dt=None):
+    """Tensor (op) Python number, computed in PyTorch's promoted dtype."""
+    if dt is None:
+        dt = _dtype.result_type(x, s)
+    r = _unary(scalar_kernel, x, dt, scalar_value(s, dt))
+    out = _wrap(r)
+    if node_cls is not None and state.enabled and x._requires_grad:
+        node = node_cls((edge(x), NO_EDGE), saved)
+        if x._data.dtype != dt.np:
+            node._meta = ((x._data.shape, dtype_of(x)), None)
+        attach(out, node)
+    return out
+
+
+def _tensor_binary(a, b, kernel, node_cls, saved_fn, p=0.0):
+    dt = _dtype.result_type(a, b)
+    r, shape = _bin_out(kernel, a, b, dt, dt, p)
+    out = _wrap(r)
+    if state.enabled and (a._requires_grad or b._requires_grad):
+        _record(out, node_cls((edge(a), edge(b)), saved_fn(a, b)), (a, b), shape, dt)
+    return out
+
+
+def _coerce(other, opname):
+    if isinstance(other, Tensor) or is_scalar(other):
+        return other
+    if isinstance(other, (np.ndarray, list, tuple)):
+        from numgrad._factories import tensor
+        return tensor(other)
+    raise TypeError(f"{opname}(): argument 'other' (position 2) must be Tensor, not "
+                    f"{type(other).__name__}")
+
+
+class AddBackward0(Node):
+    __slots__ = ()
+
+    # d/da (a + alpha b) = 1, d/db = alpha
+    def _backward(self, g):
+        alpha = self._saved[0]
+        gb = None
+        if self.next_functions[1][0] is not None:
+            gb = g if alpha == 1 else mul(g, alpha)
+        return (g, gb)
+
+
+class SubBackward0(Node):
+    __slots__ = ()
+
+    # d/da (a - alpha b) = 1, d/db = -alpha
+    def _backward(self, g):
+        alpha = self._saved[0]
+        gb = None
+        if self.next_functions[1][0] is not None:
+            gb = neg(g) if alpha == 1 else mul(g, -alpha)
+        return (g, gb)
+
+
+class RsubBackward1(Node):
+    __slots__ = ()
+
+    # d/dx (s - x) = -1
+    def _backward(self, g):
+        return (neg(g),)
+
+
+class MulBackward0(Node):
+    __slots__ = ()
+
+    # d/da (a b) = b, d/db = a
+    def _backward(self, g):
+        a, b = self._saved
+        na, nb = self.next_functions
+        return (mul(g, b) if na[0] is not None else None,
+                mul(g, a) if nb[0] is not None else None)
+
+
+class DivBackward0(Node):
+    __slots__ = ()
+
+    # d/da (a / b) = 1 / b, d/db = -a / b^2
+    def _backward(self, g):
+        a, b = self._saved
+        na, nb = self.next_functions
+        ga = div(g, b) if na[0] is not None else None
+        gb = None
+        if nb[0] is not None:
+            gb = _div_other_backward(g, a, b)
+        return (ga, gb)
+
+
+def _div_other_backward(g, a, b):
+    dt = dtype_of(b)
+    shape = broadcast_shapes(broadcast_shapes(g._data.shape, a._data.shape), b._data.shape)
+    r = EW.ternary(EW.div_bwd_other, as_type(g, dt), as_type(a, dt), b._data, dt.np, shape)
+    out = _wrap(r)
+    if state.enabled and (g._requires_grad or a._requires_grad or b._requires_grad):
+        # -g a / b^2 expressed with differentiable ops for higher orders
+        attach(out, DivOtherBackwardBackward0((edge(g), edge(a), edge(b)), (g, a, b)))
+        out._grad_fn._meta = tuple(meta_for(t, shape, dt) for t in (g, a, b))
+        if all(m is None for m in out._grad_fn._meta):
+            out._grad_fn._meta = None
+    return out
+
+
+class DivOtherBackwardBackward0(Node):
+    __slots__ = ()
+
+    # f = -g a / b^2: df/dg = -a / b^2, df/da = -g / b^2, df/db = 2 g a / b^3
+    def _backward(self, gg):
+        g, a, b = self._saved
+        b2 = mul(b, b)
+        return (neg(div(mul(gg, a), b2)), neg(div(mul(gg, g), b2)),
+                div(mul(mul(gg, g), mul(a, 2)), mul(b2, b)))
+
+
+def add(input, other, *, alpha=1):
+    """input + alpha * other (``AddBackward0``)."""
+    other = _coerce(other, "add")
+    if not isinstance(input, Tensor):
+        return add(other, input, alpha=1) if alpha == 1 else add(_as_t(input), other, alpha=alpha)
+    if is_scalar(other):
+        return _scalar_binary(input, other * alpha, EW.add_s, AddBackward0, (alpha,),
+                              _dtype.result_type(input, other))
+    if alpha == 1:
+        return _tensor_binary(input, other, EW.add, AddBackward0, _alpha1)
+    return _tensor_binary(input, other, EW.add_scaled, AddBackward0, lambda a, b: (alpha,), alpha)
+
+
+def _alpha1(a, b):
+    return (1,)
+
+
+def _as_t(v):
+    from numgrad._factories import tensor
+    return tensor(v)
+
+
+def sub(input, other, *, alpha=1):
+    """input - alpha * other (``SubBackward0``)."""
+    other = _coerce(other, "sub")
+    if not isinstance(input, Tensor):
+        return rsub(other, input)
+    if input.dtype is _dtype.bool_ and (
+            other.dtype is _dtype.bool_ if isinstance(other, Tensor) else isinstance(other, bool)):
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
+            "`^` or `logical_xor()` operator instead.")
+    if is_scalar(other):
+        return _scalar_binary(input, other * alpha, EW.sub_s, SubBackward0, (alpha,),
+                              _dtype.result_type(input, other))
+    if alpha == 1:
+        return _tensor_binary(input, other, EW.sub, SubBackward0, _alpha1)
+    return _tensor_binary(input, other, EW.add_scaled, SubBackward0, lambda a, b: (alpha,),
+                          -alpha)
+
+
+subtract = sub
+
+
+def rsub(input, other, *, alpha=1):
+    """other - alpha * input; with a number ``other`` the node is ``RsubBackward1``."""
+    if is_scalar(other):
+        dt = _dtype.result_type(input, other)
+        x = input if alpha == 1 else mul(input, alpha)
+        r = _unary(EW.rsub_s, x, dt, scalar_value(other, dt))
+        out = _wrap(r)
+        if state.enabled and x._requires_grad:
+            attach(out, RsubBackward1((edge(x),)))
+        return out
+    return sub(other, input, alpha=alpha)
+
+
+def mul(input, other):
+    """Elementwise product (``MulBackward0``)."""
+    other = _coerce(other, "mul")
+    if not isinstance(input, Tensor):
+        return mul(other, input)
+    if is_scalar(other):
+        return _scalar_binary(input, other, EW.mul_s, MulBackward0, (None, other))
+    return _tensor_binary(input, other, EW.mul, MulBackward0, _mul_saved)
+
+
+def _mul_saved(a, b):
+    # save only what the other input's gradient needs
+    return (a if b._requires_grad else None, b if a._requires_grad else None)
+
+
+multiply = mul
+
+
+def div(input, other, *, rounding_mode=None):
+    """True division (``DivBackward0``); integers divide as floats."""
+    other = _coerce(other, "div")
+    if not isinstance(input, Tensor):
+        return mul(reciprocal(other), input)
+    if rounding_mode is not None:
+        return _div_rounded(input, other, rounding_mode)
+    if is_scalar(other):
+        dt = float_type(_dtype.result_type(input, other))
+        r = _unary(EW.div_s, input, dt, float(other))
+        out = _wrap(r)
+        if state.enabled and input._requires_grad:
+            node = DivScalarBackward((edge(input), NO_EDGE), (None, other))
+            if input._data.dtype != dt.np:
+                node._meta = ((input._data.shape, dtype_of(input)), None)
+            attach(out, node)
+        return out
+    dt = float_type(_dtype.result_type(input, other))
+    r, shape = _bin_out(EW.div, input, other, dt, dt)
+    out = _wrap(r)
+    if state.enabled and (input._requires_grad or other._requires_grad):
+        saved = (input if other._requires_grad else None, other)
+        _record(out, DivBackward0((edge(input), edge(other)), saved), (input, other), shape, dt)
+    return out
+
+
+class DivScalarBackward(Node):
+    __slots__ = ()
+
+    # d/dx (x / s) = 1 / s
+    def _backward(self, g):
+        return (div(g, self._saved[1]), None)
+
+
+DivScalarBackward.__name__ = DivScalarBackward.__qualname__ = "DivBackward0"
+
+divide = true_divide = div
+
+
+def _div_rounded(a, b, mode):
+    if mode not in ("floor", "trunc"):
+        raise RuntimeError(
+            f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{mode}'")
+    dt = _dtype.result_type(a, b)
+    q = div(a, b)
+    r = _wrap(_unary(EW.floor if mode == "floor" else EW.trunc, q, dtype_of(q)))
+    return r if dt._kind == 2 else _wrap(as_type(r, dt))
+
+
+def _rounding(name):
+    def op(input):
+        dt = dtype_of(input)
+        if dt._kind != 2:
+            return _wrap(input._data.copy())
+        out = _wrap(_unary(getattr(EW, name), input, dt))
+        if state.enabled and input._requires_grad:
+            attach(out, ZeroGradBackward((edge(input),)))
+        return out
+    op.__name__ = op.__qualname__ = name
+    return op
+
+
+class ZeroGradBackward(Node):
+    __slots__ = ()
+
+    # d/dx floor(x) = d/dx ceil(x) = d/dx trunc(x) = d/dx round(x) = 0 (almost everywhere)
+    def _backward(self, g):
+        return (mul(g, 0),)
+
+
+floor = _rounding("floor")
+ceil = _rounding("ceil")
+trunc = _rounding("trunc")
+round = _rounding("round")  # noqa: A001
+
+
+def floor_divide(input, other):
+    if not isinstance(input, Tensor):
+        input = _as_t(input)
+    return _div_rounded(input, _coerce(other, "floor_divide"), "floor")
+
+
+def remainder(input, other):
+    """a - floor(a / b) * b, the sign of the divisor (Python's %)."""
+    if not isinstance(input, Tensor):
+        input = _as_t(input)
+    other = _coerce(other, "remainder")
+    return sub(input, mul(floor_divide(input, other), other))
+
+
+# ---- pow --------------------------------------------------------------------------------
+
+
+class PowBackward0(Node):
+    __slots__ = ()
+
+    # d/dx x^p = p x^(p-1)
+    def _backward(self, g):
+        x, p = self._saved
+        return (_fused(EW.pow_s_bwd, PowScalarBackwardBackward0, g, x, p),)
+
+
+class PowBackward1(Node):
+    __slots__ = ()
+
+    # d/da a^b = b a^(b-1), d/db a^b = a^b log(a)
+    def _backward(self, g):
+        a, b = self._saved
+        na, nb = self.next_functions
+        ga = _pow_grad(EW.pow_bwd_self, g, a, b) if na[0] is not None else None
+        gb = _pow_grad(EW.pow_bwd_exponent, g, a, b) if nb[0] is not None else None
+        return (ga, gb)
+
+
+class PowBackward2(Node):
+    __slots__ = ()
+
+    # d/dx s^x = s^x log(s)
+    def _backward(self, g):
+        x, base = self._saved
+        return (_fused(EW.rpow_s_bwd, RpowBackwardBackward0, g, x, base),)
+
+
+def _pow_grad(kernel, g, a, b):
+    dt = dtype_of(g)
+    if state.enabled and (g._requires_grad or a._requires_grad or b._requires_grad):
+        # create_graph: the same formulas in differentiable ops
+        if kernel is EW.pow_bwd_self:
+            return where(eq(b, 0), 0.0, mul(g, mul(b, pow(a, sub(b, 1)))))
+        return where(logical_and(eq(a, 0), ge(b, 0)), 0.0, mul(g, mul(pow(a, b), log(a))))
+    shape = broadcast_shapes(broadcast_shapes(g._data.shape, a._data.shape), b._data.shape)
+    return _wrap(EW.ternary(kernel, g._data, as_type(a, dt), as_type(b, dt), dt.np, shape))
+
+
+def pow(input, exponent):  # noqa: A001
+    """input ** exponent (``PowBackward0`` number exponent, ``PowBackward1`` tensor,
+    ``PowBackward2`` number base)."""
+    if not isinstance(input, Tensor):
+        return _rpow(exponent, input)
+    exponent = _coerce(exponent, "pow")
+    if is_scalar(exponent):
+        dt = _dtype.result_type(input, exponent)
+        if dt._kind != 2:
+            e = int(exponent)
+            if e < 0:
+                raise RuntimeError("Integers to negative integer powers are not allowed.")
+            r = _unary(EW.pow_int_s, input, dt, e)
+        else:
+            r = _unary(EW.pow_s, input, dt, float(exponent))
+        out = _wrap(r)
+        if state.enabled and input._requires_grad:
+            attach(out, PowBackward0((edge(input),), (input, exponent)))
+        return out
+    dt = _dtype.result_type(input, exponent)
+    r, shape = _bin_out(EW.pow, input, exponent, dt, dt)
+    out = _wrap(r)
+    if state.enabled and (input._requires_grad or exponent._requires_grad):
+        node = PowBackward1((edge(input), edge(exponent)), (input, exponent))
+        _record(out, node, (input, exponent), shape, dt)
+    return out
+
+
+def _rpow(x, base):
+    """base ** x for a number ``base`` (``PowBackward2``)."""
+    dt = _dtype.result_type(x, base)
+    r = _unary(EW.rpow_s, x, dt, scalar_value(base, dt))
+    out = _wrap(r)
+    if state.enabled and x._requires_grad:
+        attach(out, PowBackward2((edge(x),), (x, base)))
+    return out
+
+
+float_power = pow
+
+
+# ---- maximum / minimum ------------------------------------------------------------------
+
+
+class MaximumBackward0(Node):
+    __slots__ = ()
+
+    # d/da max(a, b) = [a > b] + [a == b]/2, and symmetrically for b
+    def _backward(self, g):
+        a, b = self._saved
+        na, nb = self.next_functions
+        return (_tie_grad(EW.maximum_bwd_a, g, a, b) if na[0] is not None else None,
+                _tie_grad(EW.maximum_bwd_a, g, b, a) if nb[0] is not None else None)
+
+
+class MinimumBackward0(Node):
+    __slots__ = ()
+
+    # d/da min(a, b) = [a < b] + [a == b]/2, and symmetrically for b
+    def _backward(self, g):
+        a, b = self._saved
+        na, nb = self.next_functions
+        return (_tie_grad(EW.minimum_bwd_a, g, a, b) if na[0] is not None else None,
+                _tie_grad(EW.minimum_bwd_a, g, b, a) if nb[0] is not None else None)
+
+
+def _tie_grad(kernel, g, a, b):
+    dt = dtype_of(g)
+    shape = broadcast_shapes(broadcast_shapes(g._data.shape, a._data.shape), b._data.shape)
+    if state.enabled and g._requires_grad:
+        # piecewise-constant in a and b: under create_graph the derivative flows through g
+        mask = EW.ternary(kernel, np.ones((), dt.np), as_type(a, dt), as_type(b, dt), dt.np, shape)
+        return mul(g, _wrap(mask))
+    return _wrap(EW.ternary(kernel, g._data, as_type(a, dt), as_type(b, dt), dt.np, shape))
+
+
+def maximum(input, other):
+    other = _coerce(other, "maximum")
+    return _tensor_binary(input, other, EW.maximum, MaximumBackward0, lambda a, b: (a, b))
+
+
+def minimum(input, other):
+    other = _coerce(other, "minimum")
+    return _tensor_binary(input, other, EW.minimum, MinimumBackward0, lambda a, b: (a, b))
+
+
+# ========================================================================================
+# comparisons and logical ops (bool results, no gradient)
+# ========================================================================================
+
+
+def _compare(name, tensor_kernel, scalar_kernel):
+    def op(input, other):
+        other = _coerce(other, name)
+        if not isinstance(input, Tensor):
+            input = _as_t(input)
+        if is_scalar(other):
+            dt = _dtype.result_type(input, other)
+            return _wrap(EW.unary(getattr(EW, scalar_kernel), as_type(input, dt), np.bool_,
+                                  scalar_value(other, dt)))
+        dt = _dtype.result_type(input, other)
+        r, _ = _bin_out(getattr(EW, tensor_kernel), input, other, dt, _dtype.bool_)
+        return _wrap(r)
+    op.__name__ = op.__qualname__ = name
+    return op
+
+
+eq = _compare("eq", "eq", "eq_s")
+ne = _compare("ne", "ne", "ne_s")
+lt = _compare("lt", "lt", "lt_s")
+le = _compare("le", "le", "le_s")
+gt = _compare("gt", "gt", "gt_s")
+ge = _compare("ge", "ge", "ge_s")
+greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
+
+
+def _logical(name):
+    def op(input, other):
+        other = _coerce(other, name)
+        if is_scalar(other):
+            other = _as_t(other)
+        r, _ = _bin_out(getattr(EW, name), input, other, dtype_of(input), _dtype.bool_)
+        return _wrap(r)
+    op.__name__ = op.__qualname__ = name
+    return op
+
+
+logical_and = _logical("logical_and")
+logical_or = _logical("logical_or")
+logical_xor = _logical("logical_xor")
+
+
+def logical_not(input):
+    return _wrap(EW.unary(EW.logical_not, input._data, np.bool_))
+
+
+def isnan(input):
+    return _wrap(EW.unary(EW.isnan, input._data, np.bool_))
+
+
+def isfinite(input):
+    return _wrap(EW.unary(EW.isfinite, input._data, np.bool_))
+
+
+def _bitwise(name, logical):
+    def op(input, other):
+        if not isinstance(other, Tensor):
+            other = _as_t(other)
+        if input._data.dtype != np.bool_ or other._data.dtype != np.bool_:
+            raise TypeError(f"{name} is only supported on bool tensors in numgrad")
+        return logical(input, other)
+    op.__name__ = op.__qualname__ = name
+    return op
+
+
+bitwise_and = _bitwise("bitwise_and", logical_and)
+bitwise_or = _bitwise("bitwise_or", logical_or)
+bitwise_xor = _bitwise("bitwise_xor", logical_xor)
+
+
+def bitwise_not(input):
+    if input._data.dtype != np.bool_:
+        raise TypeError("bitwise_not is only supported on bool tensors in numgrad")
+    return logical_not(input)
+
+
+# ========================================================================================
+# where
+# ========================================================================================
+
+
+class WhereBackward0(Node):
+    __slots__ = ()
+
+    # d/da where(c, a, b) = c, d/db = !c
+    def _backward(self, g):
+        c = self._saved[0]
+        na, nb = self.next_functions
+        return (_masked(EW.mask_keep, c, g) if na[0] is not None else None,
+                _masked(EW.mask_drop, c, g) if nb[0] is not None else None)
+
+
+def _masked(kernel, c, g):
+    """``g`` where the mask selects (mask_keep: c, mask_drop: !c), else 0; linear in g."""
+    shape = broadcast_shapes(c._data.shape, g._data.shape)
+    out = _wrap(EW.binary(kernel, c._data, g._data, g._data.dtype, shape))
+    if state.enabled and g._requires_grad:
+        node = MaskedBackward((NO_EDGE, edge(g)), (c, kernel))
+        _record(out, node, (None, g), shape, dtype_of(g))
+    return out
+
+
+class MaskedBackward(Node):
+    __slots__ = ()
+
+    # d/dg mask(c, g) = mask(c, .): the same masking of the incoming gradient
+    def _backward(self, gg):
+        c, kernel = self._saved
+        return (None, _masked(kernel, c, gg))
+
+
+def where(condition, input=None, other=None):
+    """Elements of ``input`` where ``condition`` else of ``other`` (``WhereBackward0``)."""
+    if input is None and other is None:
+        from numgrad.ops.indexing import nonzero
+        return nonzero(condition, as_tuple=True)
+    if not isinstance(condition, Tensor):
+        condition = _as_t(condition)
+    if condition._data.dtype != np.bool_:
+        raise RuntimeError(
+            f"where expected condition to be a boolean tensor, but got a tensor with dtype "
+            f"{condition.dtype._legacy}")
+    a_t = isinstance(input, Tensor)
+    b_t = isinstance(other, Tensor)
+    dt = _dtype.result_type(input, other)
+    a = input if a_t else _scalar_tensor(input, dt)
+    b = other if b_t else _scalar_tensor(other, dt)
+    shape = broadcast_shapes(broadcast_shapes(condition._data.shape, a._data.shape), b._data.shape)
+    r = EW.ternary(EW.where, condition._data, as_type(a, dt), as_type(b, dt), dt.np, shape)
+    out = _wrap(r)
+    if state.enabled and ((a_t and a._requires_grad) or (b_t and b._requires_grad)):
+        node = WhereBackward0((edge(a) if a_t else NO_EDGE, edge(b) if b_t else NO_EDGE),
+                              (condition,))
+        _record(out, node, (a if a_t else None, b if b_t else None), shape, dt)
+    return out
+
+
+def _scalar_tensor(v, dt):
+    return _wrap(np.full((), scalar_value(v, dt), dt.np))
+
+
+# ========================================================================================
+# nodes of the fused backward ops (their own derivatives, for higher-order gradients)
+# ========================================================================================
+
+
+class _FusedNode(Node):
+    """Backward of ``_fused(kernel, cls, g, x, p, q)``; ``_saved = (g, x, p, q)``."""
+
+    __slots__ = ()
+
+
+class SqrtBackwardBackward0(_FusedNode):
+    __slots__ = ()
+
+    # f = g / (2y): df/dg = 1/(2y), df/dy = -g / (2 y^2)
+    def _backward(self, gg):
+        g, y = self._saved[0], self._saved[1]
+        return (div(gg, mul(y, 2)), neg(div(mul(gg, g), mul(mul(y, y), 2))))
+
+
+class SinBackwardBackward0(_FusedNode):
+    __slots__ = ()
+
+    # f = g cos(x): df/dg = cos(x), df/dx = -g sin(x)
+    def _backward(self, gg):
+        g, x = self._saved[0], self._saved[1]
+        return (mul(gg, cos(x)), neg(mul(mul(gg, g), sin(x))))
+
+
+class CosBackwardBackward0(_FusedNode):
+    __slots__ = ()
+
+    # f = -g sin(x): df/dg = -sin(x), df/dx = -g cos(x)
+    def _backward(self, gg):
+        g, x = self._saved[0], self._saved[1]
+        return (neg(mul(gg, sin(x))), neg(mul(mul(gg, g), cos(x))))
+
+
+class TanhBackwardBackward0(_FusedNode):
+    __slots__ = ()
+
+    # f = g (1 - y^2): df/dg = 1 - y^2, df/dy = -2 g y
+    def _backward(self, gg):
+        g, y = self._saved[0], self._saved[1]
+        return (_fused(EW.tanh_bwd, TanhBackwardBackward0, gg, y), mul(mul(gg, g), mul(y, -2)))
+
+
+class SigmoidBackwardBackward0(_FusedNode):
+    __slots__ = ()
+
+    # f = g y (1 - y): df/dg = y (1 - y), df/dy = g (1 - 2y)
+    def _backward(self, gg):
+        g, y = self._saved[0], self._saved[1]
+        return (_fused(EW.sigmoid_bwd, SigmoidBackwardBackward0, gg, y),
+                mul(mul(gg, g), rsub(mul(y, 2), 1)))
+
+
+class ThresholdBackwardBackward0(_FusedNode):
+    __slots__ = ()
+
+    # f = g [y > 0]: df/dg = [y > 0], df/dy = 0
+    def _backward(self, gg):
+        y = self._saved[1]
+        return (_fused(EW.relu_bwd, ThresholdBackwardBackward0, gg, y), None)
+
+
+class AbsBackwardBackward0(_FusedNode):
+    __slots__ = ()
+
+    # f = g sgn(x): df/dg = sgn(x), df/dx = 0
+    def _backward(self, gg):
+        x = self._saved[1]
+        return (_fused(EW.abs_bwd, AbsBackwardBackward0, gg, x), None)
+
+
+class ClampBackwardBackward0(_FusedNode):
+    __slots__ = ()
+
+    # f = g [lo <= x <= hi]: df/dg = [lo <= x <= hi], df/dx = 0
+    def _backward(self, gg):
+        _, x, lo, hi = self._saved
+        return (_fused(EW.clamp_bwd, ClampBackwardBackward0, gg, x, lo, hi), None)
+
+
+class PowScalarBackwardBackward0(_FusedNode):
+    __slots__ = ()
+
+    # f = g p x^(p-1): df/dg = p x^(p-1), df/dx = g p (p-1) x^(p-2)
+    def _backward(self, gg):
+        g, x, p, _ = self._saved
+        dg = _fused(EW.pow_s_bwd, PowScalarBackwardBackward0, gg, x, p)
+        dx = mul(_fused(EW.pow_s_bwd, PowScalarBackwardBackward0, mul(gg, g), x, p - 1), p)
+        return (dg, dx)
+
+
+class RpowBackwardBackward0(_FusedNode):
+    __slots__ = ()
+
+    # f = g s^x log(s): df/dg = s^x log(s), df/dx = g s^x log(s)^2
+    def _backward(self, gg):
+        g, x, s, _ = self._saved
+        dg = _fused(EW.rpow_s_bwd, RpowBackwardBackward0, gg, x, s)
+        dx = mul(_fused(EW.rpow_s_bwd, RpowBackwardBackward0, mul(gg, g), x, s), float(np.log(s)))
+        return (dg, dx)

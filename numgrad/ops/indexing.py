@@ -1,0 +1,447 @@
+"""Indexing: ``x[key]`` and ``x[key] = v`` with ints, slices (steps), None, ``...``, integer
+lists/arrays/tensors and boolean masks; ``index_select``, ``gather``, ``nonzero``.
+
+Basic parts of a key become select/slice/unsqueeze views, in PyTorch's order and with its
+node names; the advanced parts then run as one gather (``IndexBackward0``) through a plan
+that views the input as (outer, indexed, inner) and linearizes the index arrays.
+"""
+
+import operator
+
+import numpy as np
+
+from numgrad import _dtype
+from numgrad._shape import broadcast_shapes, wrap_dim
+from numgrad.autograd.graph import Node
+from numgrad.ops import shape as sh
+from numgrad.ops._util import EW, IDX, Tensor, _wrap, as_type, attach, dtype_of, edge, state
+
+
+def _is_int(k):
+    return isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_))
+
+
+def _is_int_scalar_tensor(k):
+    return isinstance(k, Tensor) and k._data.ndim == 0 and k._data.dtype.kind in "iu"
+
+
+def _advanced_array(k):
+    if isinstance(k, Tensor):
+        a = k._data
+    else:
+        a = np.asarray(k)
+        if a.dtype == object:
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        if a.size == 0 and a.dtype.kind == "f":
+            a = a.astype(np.int64)
+    if a.dtype.kind not in "iub":
+        raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+    if a.dtype == np.uint8 and isinstance(k, Tensor):
+        a = a.astype(np.bool_)
+    return a
+
+
+def _parse(key, ndim):
+    """Classify key items; returns [(kind, value)] with Ellipsis expanded to a dim count."""
+    single = not isinstance(key, tuple)
+    items = [key] if single else list(key)
+    parsed = []
+    used = 0
+    ellipsis = False
+    for k in items:
+        if k is None:
+            parsed.append(("none", None))
+        elif k is Ellipsis:
+            if ellipsis:
+                raise IndexError("an index can only have a single ellipsis ('...')")
+            ellipsis = True
+            parsed.append(("ellipsis", None))
+        elif isinstance(k, (bool, np.bool_)):
+            raise IndexError("boolean scalar indices are not supported by numgrad")
+        elif _is_int(k) or _is_int_scalar_tensor(k):
+            parsed.append(("int", operator.index(k)))
+            used += 1
+        elif isinstance(k, slice):
+            parsed.append(("slice", k))
+            used += 1
+        else:
+            a = _advanced_array(k)
+            parsed.append(("adv", a))
+            used += a.ndim if a.dtype == np.bool_ else 1
+    if used > ndim:
+        if ndim == 0 and any(kind == "int" for kind, _ in parsed):
+            raise IndexError(
+                "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
+        raise IndexError(f"too many indices for tensor of dimension {ndim}")
+    out = []
+    for kind, v in parsed:
+        out.append((kind, ndim - used if kind == "ellipsis" else v))
+    return out, single
+
+
+def getitem(x, key):
+    """``x[key]`` with PyTorch's semantics and node names."""
+    parsed, single = _parse(key, x._data.ndim)
+    r = x
+    dim = 0
+    adv = []
+    for kind, v in parsed:
+        if kind == "int":
+            size = r._data.shape[dim]
+            if v < -size or v >= size:
+                raise IndexError(
+                    f"index {v} is out of bounds for dimension {dim} with size {size}")
+            r = sh.select(r, dim, v)
+        elif kind == "slice":
+            if single or v != slice(None):
+                if v.step is not None and v.step <= 0:
+                    raise ValueError("step must be greater than zero")
+                r = sh.slice_dim(r, dim, v.start, v.stop, v.step)
+            dim += 1
+        elif kind == "none":
+            r = sh.unsqueeze(r, dim)
+            dim += 1
+        elif kind == "ellipsis":
+            dim += v
+        else:
+            adv.append((dim, v))
+            dim += v.ndim if v.dtype == np.bool_ else 1
+    if adv:
+        r = _index(r, adv)
+    elif r is x:
+        r = sh.view_of(x, x._data)  # x[...] is a new view, like PyTorch's alias
+    return r
+
+
+# ========================================================================================
+# advanced indexing through a gather plan
+# ========================================================================================
+
+
+class _Plan:
+    """How an advanced index maps ``x`` (shape ``in_shape``) to the result.
+
+    ``perm`` moves the indexed dims together (None when already adjacent), ``start`` is
+    where they begin after that, ``flat`` holds the linearized indices and ``out_shape`` the
+    result's shape. Gather and its adjoint (scatter-add) both run from the plan.
+    """
+
+    __slots__ = ("in_shape", "perm", "start", "k", "flat", "out_shape", "outer", "n", "inner")
+
+    def permuted(self, arr):
+        return arr if self.perm is None else arr.transpose(self.perm)
+
+
+def _plan(x_shape, adv):
+    ndim = len(x_shape)
+    dims = []
+    arrays = []
+    for d, a in adv:
+        if a.dtype == np.bool_:
+            k = a.ndim
+            mshape = x_shape[d:d + k]
+            if tuple(a.shape) != tuple(mshape):
+                bad = next(i for i in range(k) if i >= len(mshape) or a.shape[i] != mshape[i])
+                raise IndexError(
+                    f"The shape of the mask {list(a.shape)} at index {bad} does not match the "
+                    f"shape of the indexed tensor {list(x_shape)} at index {d + bad}")
+            pos = IDX.mask_positions(np.ascontiguousarray(a).reshape(-1))
+            multi = np.empty((max(k, 1), pos.size), np.int64)
+            if k:
+                IDX.unravel(pos, np.asarray(mshape, np.int64), multi)
+            for j in range(k):
+                dims.append(d + j)
+                arrays.append(multi[j])
+        else:
+            dims.append(d)
+            arrays.append(a.astype(np.int64, copy=False))
+    bshape = ()
+    for a in arrays:
+        bshape = broadcast_shapes(bshape, a.shape)
+    m = 1
+    for s in bshape:
+        m *= s
+    k = len(dims)
+    idx = np.empty((k, m), np.int64)
+    for j, a in enumerate(arrays):
+        idx[j] = np.broadcast_to(a, bshape).reshape(-1)
+    sizes = np.asarray([x_shape[d] for d in dims], np.int64)
+    flat = np.empty(m, np.int64)
+    bad_row, bad_col = IDX.linearize(idx, sizes, flat)
+    if bad_row >= 0:
+        raise IndexError(f"index {idx[bad_row, bad_col]} is out of bounds for dimension "
+                         f"{bad_row} with size {sizes[bad_row]}")
+    plan = _Plan()
+    plan.in_shape = tuple(x_shape)
+    plan.k = k
+    plan.flat = flat
+    adjacent = all(dims[j + 1] == dims[j] + 1 for j in range(k - 1))
+    if adjacent:
+        plan.perm = None
+        plan.start = dims[0]
+        pshape = x_shape
+    else:
+        rest = [d for d in range(ndim) if d not in dims]
+        plan.perm = tuple(dims + rest)
+        plan.start = 0
+        pshape = tuple(x_shape[d] for d in plan.perm)
+    s = plan.start
+    plan.outer = int(np.prod(pshape[:s], dtype=np.int64))
+    plan.n = int(np.prod(pshape[s:s + k], dtype=np.int64))
+    plan.inner = int(np.prod(pshape[s + k:], dtype=np.int64))
+    plan.out_shape = tuple(pshape[:s]) + tuple(bshape) + tuple(pshape[s + k:])
+    return plan
+
+
+def _gather(arr, plan):
+    x3 = plan.permuted(arr).reshape(plan.outer, plan.n, plan.inner)
+    out = np.empty((plan.outer, plan.flat.size, plan.inner), arr.dtype)
+    if out.size:
+        IDX.gather_axis(x3, plan.flat, out)
+    return out.reshape(plan.out_shape)
+
+
+def _scatter_add(g_arr, plan):
+    out = np.zeros((plan.outer, plan.n, plan.inner), g_arr.dtype)
+    g3 = g_arr.reshape(plan.outer, plan.flat.size, plan.inner)
+    if g3.size:
+        IDX.scatter_add_axis(g3, plan.flat, out)
+    pshape = plan.in_shape if plan.perm is None else tuple(plan.in_shape[d] for d in plan.perm)
+    out = out.reshape(pshape)
+    if plan.perm is not None:
+        out = out.transpose(np.argsort(plan.perm))
+    return out
+
+
+class IndexBackward0(Node):
+    __slots__ = ()
+
+    # d/dx x[idx] = zeros with g added at idx (repeated indices accumulate)
+    def _backward(self, g):
+        return (_index_scatter(g, self._saved[0]),)
+
+
+class IndexScatterBackward(Node):
+    __slots__ = ()
+
+    # d/dg scatter_add(g, idx) = gg[idx]
+    def _backward(self, gg):
+        return (_index_gather(gg, self._saved[0]),)
+
+
+def _index_gather(x, plan, node_cls=IndexBackward0):
+    out = _wrap(_gather(x._data, plan))
+    if state.enabled and x._requires_grad:
+        attach(out, node_cls((edge(x),), (plan,)))
+    return out
+
+
+def _index_scatter(g, plan):
+    out = _wrap(_scatter_add(g._data, plan))
+    if state.enabled and g._requires_grad:
+        attach(out, IndexScatterBackward((edge(g),), (plan,)))
+    return out
+
+
+def _index(x, adv):
+    return _index_gather(x, _plan(x._data.shape, adv))
+
+
+class IndexSelectBackward0(IndexBackward0):
+    __slots__ = ()
+
+
+def index_select(input, dim, index):
+    d = wrap_dim(dim, input._data.ndim)
+    a = _advanced_array(index)
+    if a.ndim > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    return _index_gather(input, _plan(input._data.shape, [(d, a.reshape(-1))]),
+                         IndexSelectBackward0)
+
+
+def masked_select(input, mask):
+    shape = broadcast_shapes(input._data.shape, mask._data.shape)
+    x = input if input._data.shape == shape else sh.expand(input, shape)
+    m = mask._data if mask._data.shape == shape else np.broadcast_to(mask._data, shape)
+    return _index(x, [(0, m)])
+
+
+def nonzero(input, *, as_tuple=False):
+    a = input._data
+    pos = IDX.mask_positions(EW.unary(EW.ne_s, a, np.bool_, 0).reshape(-1))
+    multi = np.empty((max(a.ndim, 1), pos.size), np.int64)
+    if a.ndim:
+        IDX.unravel(pos, np.asarray(a.shape, np.int64), multi)
+    if as_tuple:
+        return tuple(_wrap(multi[j].copy()) for j in range(a.ndim)) if a.ndim else \
+            (_wrap(np.zeros(pos.size, np.int64)),)
+    return _wrap(np.ascontiguousarray(multi[:a.ndim].T))
+
+
+def argwhere(input):
+    return nonzero(input)
+
+
+# ========================================================================================
+# gather (take along a dim with per-position indices)
+# ========================================================================================
+
+
+class GatherBackward0(Node):
+    __slots__ = ()
+
+    # d/dx gather(x, d, idx) = zeros with g added at idx along d
+    def _backward(self, g):
+        index, dim, shape = self._saved
+        return (scatter_add(_zeros(shape, g), dim, index, g),)
+
+
+class ScatterAddBackward0(Node):
+    __slots__ = ()
+
+    # d/dself scatter_add(self, d, idx, src) = g; d/dsrc = gather(g, d, idx)
+    def _backward(self, g):
+        index, dim = self._saved
+        na, nb = self.next_functions
+        return (g if na[0] is not None else None,
+                gather(g, dim, index) if nb[0] is not None else None)
+
+
+def _zeros(shape, like):
+    return _wrap(np.zeros(shape, like._data.dtype))
+
+
+def _dim_views(x_arr, idx_arr, d):
+    """3-D (outer, size, inner) views of x restricted to the index's extent in other dims."""
+    key = tuple(slice(None) if i == d else slice(0, s) for i, s in enumerate(idx_arr.shape))
+    xs = x_arr[key]
+    outer = int(np.prod(idx_arr.shape[:d], dtype=np.int64))
+    inner = int(np.prod(idx_arr.shape[d + 1:], dtype=np.int64))
+    return xs, outer, inner
+
+
+def gather(input, dim, index, *, sparse_grad=False):
+    x = input._data
+    idx = _advanced_array(index)
+    d = wrap_dim(dim, x.ndim)
+    if idx.ndim != x.ndim:
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    for i, s in enumerate(idx.shape):
+        if i != d and s > x.shape[i]:
+            raise RuntimeError(
+                f"Size does not match at dimension {i} expected index {list(idx.shape)} to be "
+                f"no larger than self {list(x.shape)} apart from dimension {d}")
+    xs, outer, inner = _dim_views(x, idx, d)
+    x3 = xs.reshape(outer, x.shape[d], inner)
+    i3 = idx.astype(np.int64, copy=False).reshape(outer, idx.shape[d], inner)
+    out = np.empty(i3.shape, x.dtype)
+    bad = IDX.gather_dim(x3, i3, out) if out.size else -1
+    if bad >= 0:
+        raise RuntimeError(f"index {i3.reshape(-1)[bad]} is out of bounds for dimension {d} "
+                           f"with size {x.shape[d]}")
+    r = _wrap(out.reshape(idx.shape))
+    if state.enabled and input._requires_grad:
+        attach(r, GatherBackward0((edge(input),), (index if isinstance(index, Tensor)
+                                                     else _wrap(idx), d, x.shape)))
+    return r
+
+
+def take_along_dim(input, indices, dim):
+    return gather(input, dim, indices)
+
+
+def scatter_add(input, dim, index, src):
+    """A copy of ``input`` with ``src`` added at ``index`` along ``dim``."""
+    x = input._data
+    idx = _advanced_array(index).astype(np.int64, copy=False)
+    d = wrap_dim(dim, x.ndim)
+    out_arr = EW.unary(EW.copy, x, x.dtype)
+    xs, outer, inner = _dim_views(out_arr, idx, d)
+    o3 = xs.reshape(outer, x.shape[d], inner)
+    s3 = np.ascontiguousarray(src._data[tuple(slice(0, s) for s in idx.shape)]).reshape(
+        outer, idx.shape[d], inner)
+    if np.shares_memory(o3, out_arr):
+        IDX.scatter_add_dim(s3, idx.reshape(outer, idx.shape[d], inner), o3)
+    else:  # the restricted view needed a copy: scatter there and write back
+        IDX.scatter_add_dim(s3, idx.reshape(outer, idx.shape[d], inner), o3)
+        EW.unary(EW.copy, o3.reshape(xs.shape), x.dtype, out=xs)
+    r = _wrap(out_arr)
+    if state.enabled and (input._requires_grad or src._requires_grad):
+        attach(r, ScatterAddBackward0((edge(input), edge(src)), (index, d)))
+    return r
+
+
+# ========================================================================================
+# item assignment (untracked: autograd-tracked assignment is the in-place ops' job)
+# ========================================================================================
+
+
+def _basic_numpy_key(parsed, ndim):
+    key = []
+    for kind, v in parsed:
+        if kind == "int":
+            key.append(v)
+        elif kind == "slice":
+            if v.step is not None and v.step <= 0:
+                raise ValueError("step must be greater than zero")
+            key.append(v)
+        elif kind == "none":
+            key.append(None)
+        elif kind == "ellipsis":
+            key.append(Ellipsis)
+    key.append(Ellipsis)
+    return tuple(key)
+
+
+def assign(x, key, value):
+    """Write ``value`` (tensor or number) into ``x[key]`` in place; bumps the version."""
+    parsed, _ = _parse(key, x._data.ndim)
+    dt = dtype_of(x)
+    if isinstance(value, Tensor):
+        src = as_type(value, dt)
+    else:
+        src = np.asarray(value, dtype=dt.np)
+    if any(kind == "adv" for kind, _ in parsed):
+        # basic part first (a view), then scatter into it along the advanced plan
+        dim = 0
+        view_key = []
+        adv = []
+        for kind, v in parsed:
+            if kind == "adv":
+                adv.append((dim, v))
+                view_key.append(slice(None) if v.dtype != np.bool_ else Ellipsis)
+                dim += v.ndim if v.dtype == np.bool_ else 1
+                if v.dtype == np.bool_:
+                    view_key[-1] = slice(None)
+                    view_key.extend([slice(None)] * (v.ndim - 1))
+            elif kind == "int":
+                view_key.append(v)
+            elif kind == "slice":
+                view_key.append(v)
+                dim += 1
+            elif kind == "none":
+                view_key.append(None)
+                dim += 1
+            else:
+                view_key.append(Ellipsis)
+                dim += v
+        target = x._data[tuple(view_key) + (Ellipsis,)]
+        plan = _plan(target.shape, adv)
+        vals = np.empty(plan.out_shape, dt.np)
+        EW.unary(EW.copy, src, dt.np, out=vals)
+        t3 = plan.permuted(target)
+        shaped = t3.reshape(plan.outer, plan.n, plan.inner)
+        v3 = vals.reshape(plan.outer, plan.flat.size, plan.inner)
+        IDX.put_axis(v3, plan.flat, shaped)
+        if not np.shares_memory(shaped, target):
+            EW.unary(EW.copy, shaped.reshape(t3.shape), dt.np, out=t3)
+    else:
+        view = x._data[_basic_numpy_key(parsed, x._data.ndim)]
+        EW.unary(EW.copy, src, dt.np, out=view)
+    x._bump_version()
+
+
+__all__ = ["getitem", "assign", "index_select", "masked_select", "nonzero", "argwhere",
+           "gather", "take_along_dim", "scatter_add", "_dtype"]

@@ -1,0 +1,566 @@
+"""Reductions: sum, mean, max/min (with indices), amax/amin, argmax/argmin, norm,
+logsumexp, and the softmax family (which reduce along a dim inside their kernel)."""
+
+import numpy as np
+
+from numgrad import _dtype
+from numgrad._shape import reduced_shape, sum_to_axes, wrap_dim, wrap_dims
+from numgrad.autograd.graph import Node
+from numgrad.ops import elementwise as ew
+from numgrad.ops._util import (
+    EW, RED, Tensor, _wrap, as_type, attach, dtype_of, edge, state, wrap_out)
+
+# ========================================================================================
+# broadcasting a reduced gradient back (the differentiable "expand" of reduction rules)
+# ========================================================================================
+
+
+class ExpandBackward0(Node):
+    __slots__ = ()
+
+    # d/dg broadcast(g, shape) * scale = scale * sum_to_size(gg, g.shape)
+    def _backward(self, gg):
+        g_shape, scale = self._saved
+        r = sum_to_size(gg, g_shape)
+        return (r if scale == 1 else ew.mul(r, scale),)
+
+
+def broadcast_to_shape(g, shape, scale=1):
+    """``g`` (broadcastable to ``shape``) materialized at ``shape`` and multiplied by ``scale``;
+    a fresh array, so the engine can hand it to a leaf without copying."""
+    out_arr = np.empty(shape, g._data.dtype)
+    if scale == 1:
+        EW.unary(EW.copy, g._data, out_arr.dtype, out=out_arr)
+    else:
+        EW.unary(EW.mul_s, g._data, out_arr.dtype, scale, out=out_arr)
+    out = _wrap(out_arr)
+    if state.enabled and g._requires_grad:
+        attach(out, ExpandBackward0((edge(g),), (g._data.shape, scale)))
+    return out
+
+
+class SumToSizeBackward(Node):
+    __slots__ = ()
+
+    # d/dg sum_to_size(g, s) = broadcast back to g's shape
+    def _backward(self, gg):
+        return (broadcast_to_shape(gg, self._saved[0]),)
+
+
+SumToSizeBackward.__name__ = SumToSizeBackward.__qualname__ = "SumBackward1"
+
+
+def sum_to_size(input, *size):
+    """Sum ``input`` down to a shape it broadcasts from (the engine's unbroadcast)."""
+    shape = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
+    src = input._data.shape
+    if src == shape:
+        return input
+    lead, kept = sum_to_axes(src, shape)
+    dims = tuple(range(lead)) + kept
+    r = RED.sum_dims(input._data, dims, input._data.dtype, _one(input)) if dims else input._data
+    out = _wrap(r.reshape(shape))
+    if state.enabled and input._requires_grad:
+        attach(out, SumToSizeBackward((edge(input),), (src,)))
+    return out
+
+
+def _one(t):
+    return 1.0 if t._data.dtype.kind == "f" else 1
+
+
+# ========================================================================================
+# sum / mean
+# ========================================================================================
+
+
+class SumBackward0(Node):
+    __slots__ = ()
+
+    # d/dx sum(x) = 1 everywhere
+    def _backward(self, g):
+        return (broadcast_to_shape(g, self._saved[0]),)
+
+
+class SumBackward1(Node):
+    __slots__ = ()
+
+    # d/dx sum(x, dims) = 1, the gradient repeated along the reduced dims
+    def _backward(self, g):
+        shape, keep_shape = self._saved
+        return (broadcast_to_shape(_keepdim_view(g, keep_shape), shape),)
+
+
+class MeanBackward0(Node):
+    __slots__ = ()
+
+    # d/dx mean(x) = 1/n
+    def _backward(self, g):
+        shape, n = self._saved
+        return (broadcast_to_shape(g, shape, 1.0 / n if n else np.nan),)
+
+
+class MeanBackward1(Node):
+    __slots__ = ()
+
+    # d/dx mean(x, dims) = 1/n over the reduced dims
+    def _backward(self, g):
+        shape, keep_shape, n = self._saved
+        return (broadcast_to_shape(_keepdim_view(g, keep_shape), shape, 1.0 / n if n else np.nan),)
+
+
+def _keepdim_view(g, keep_shape):
+    if g._data.shape == keep_shape:
+        return g
+    from numgrad.ops.shape import reshape
+    return reshape(g, keep_shape)
+
+
+def _is_all(dim):
+    return dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0)
+
+
+def _reduce_sum(input, dim, keepdim, dt, mean):
+    x = input._data
+    shape = x.shape
+    xd = as_type(input, dt)
+    if _is_all(dim):
+        n = x.size
+        scale = (1.0 / n if n else np.nan) if mean else _one_dt(dt)
+        r = RED.sum_all(xd, dt.np, scale)
+        if keepdim:
+            r = r.reshape((1,) * x.ndim)
+        out = _wrap(r)
+        if state.enabled and input._requires_grad:
+            node = (MeanBackward0((edge(input),), (shape, n)) if mean
+                    else SumBackward0((edge(input),), (shape,)))
+            attach(out, node)
+        return out
+    dims = wrap_dims(dim, x.ndim)
+    n = 1
+    for d in dims:
+        n *= shape[d]
+    scale = (1.0 / n if n else np.nan) if mean else _one_dt(dt)
+    r = RED.sum_dims(xd, dims, dt.np, scale) if dims else EW.unary(EW.mul_s, xd, dt.np, scale)
+    keep_shape = r.shape
+    if not keepdim:
+        r = r.reshape(reduced_shape(shape, dims, False))
+    out = _wrap(r)
+    if state.enabled and input._requires_grad:
+        node = (MeanBackward1((edge(input),), (shape, keep_shape, n)) if mean
+                else SumBackward1((edge(input),), (shape, keep_shape)))
+        attach(out, node)
+    return out
+
+
+def _one_dt(dt):
+    return 1.0 if dt._kind == 2 else 1
+
+
+def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001
+    """Sum over all elements (``SumBackward0``) or over ``dim`` (``SumBackward1``)."""
+    in_dt = dtype_of(input)
+    dt = _dtype.get(dtype) or (in_dt if in_dt._kind == 2 else _dtype.int64)
+    return _reduce_sum(input, dim, keepdim, dt, mean=False)
+
+
+def mean(input, dim=None, keepdim=False, *, dtype=None):
+    """Mean over all elements (``MeanBackward0``) or over ``dim`` (``MeanBackward1``)."""
+    dt = _dtype.get(dtype) or dtype_of(input)
+    if dt._kind != 2:
+        raise RuntimeError(
+            "mean(): could not infer output dtype. Input dtype must be either a floating point "
+            f"or complex dtype. Got: {dt._legacy}")
+    return _reduce_sum(input, dim, keepdim, dt, mean=True)
+
+
+# ========================================================================================
+# max / min / amax / amin / argmax / argmin
+# ========================================================================================
+
+
+class _ReturnType(tuple):
+    """Named (values, indices) pair that prints like ``torch.return_types.max``."""
+
+    __slots__ = ()
+    _name = "max"
+
+    def __new__(cls, values, indices):
+        return tuple.__new__(cls, (values, indices))
+
+    @property
+    def values(self):
+        return self[0]
+
+    @property
+    def indices(self):
+        return self[1]
+
+    def __repr__(self):
+        return f"torch.return_types.{self._name}(\nvalues={self[0]!r},\nindices={self[1]!r})"
+
+
+def _return_type(name):
+    return type(name, (_ReturnType,), {"__slots__": (), "_name": name})
+
+
+max_return = _return_type("max")
+min_return = _return_type("min")
+
+
+class EvenlyDistributedBackward(Node):
+    """max()/min()/amax/amin: the gradient is shared equally by all elements that attain
+    the extreme value."""
+
+    __slots__ = ()
+
+    # d/dx max(x) = [x == max] / #[x == max]
+    def _backward(self, g):
+        x, result, dims, keep_shape = self._saved
+        r = wrap_out(self, result)
+        if keep_shape is not None:
+            from numgrad.ops.shape import reshape
+            r = reshape(r, keep_shape)
+            g = _keepdim_view(g, keep_shape)
+        mask = ew.eq(x, r)
+        count = sum(mask, dims if dims is not None else None, keepdim=keep_shape is not None)
+        return (ew.where(mask, ew.div(g, count), 0.0),)
+
+
+def _named(name):
+    cls = type(name, (EvenlyDistributedBackward,), {"__slots__": ()})
+    return cls
+
+
+MaxBackward1 = _named("MaxBackward1")
+MinBackward1 = _named("MinBackward1")
+AmaxBackward0 = _named("AmaxBackward0")
+AminBackward0 = _named("AminBackward0")
+
+
+class MaxBackward0(Node):
+    __slots__ = ()
+
+    # d/dx max(x, dim) = 1 at the selected index along dim, 0 elsewhere
+    def _backward(self, g):
+        indices, shape, dim, keepdim = self._saved
+        return (_scatter_along(g, indices, shape, dim, keepdim),)
+
+
+MinBackward0 = type("MinBackward0", (MaxBackward0,), {"__slots__": ()})
+
+
+def _check_nonempty(x, name):
+    if x._data.size == 0:
+        raise RuntimeError(
+            f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
+            "Specify the reduction dim with the 'dim' argument.")
+
+
+def _extreme_all(input, largest, node_cls, name):
+    _check_nonempty(input, name)
+    x = input._data
+    r = RED.reduce_dims(RED.extreme_3d, x, tuple(range(x.ndim)), x.dtype, largest) \
+        if x.ndim else x.copy()
+    r = r.reshape(())
+    out = _wrap(r)
+    if state.enabled and input._requires_grad:
+        attach(out, node_cls((edge(input),), (input, r, None, None)))
+    return out
+
+
+def _extreme_dim(input, dim, keepdim, largest, node_cls, ret):
+    x = input._data
+    d = wrap_dim(dim, x.ndim)
+    if x.ndim == 0:
+        v, i = x.copy(), np.zeros((), np.int64)
+    else:
+        if x.shape[d] == 0:
+            raise IndexError(
+                f"{ret._name}(): Expected reduction dim {d} to have non-zero size.")
+        x3 = RED.as3d(x, d, d + 1)
+        v = np.empty((x3.shape[0], x3.shape[2]), x.dtype)
+        i = np.empty((x3.shape[0], x3.shape[2]), np.int64)
+        RED.extreme_index_3d(x3, v, i, largest)
+        shape = reduced_shape(x.shape, (d,), keepdim)
+        v = v.reshape(shape)
+        i = i.reshape(shape)
+    values = _wrap(v)
+    indices = _wrap(i)
+    if state.enabled and input._requires_grad:
+        attach(values, node_cls((edge(input),), (i, x.shape, d, keepdim)))
+    return ret(values, indices)
+
+
+def max(input, dim=None, keepdim=False, *, out=None):  # noqa: A001
+    """max of all elements, max along ``dim`` -> (values, indices), or ``maximum(a, b)``."""
+    if isinstance(dim, Tensor):
+        return ew.maximum(input, dim)
+    if dim is None:
+        return _extreme_all(input, True, MaxBackward1, "max")
+    return _extreme_dim(input, dim, keepdim, True, MaxBackward0, max_return)
+
+
+def min(input, dim=None, keepdim=False, *, out=None):  # noqa: A001
+    """min of all elements, min along ``dim`` -> (values, indices), or ``minimum(a, b)``."""
+    if isinstance(dim, Tensor):
+        return ew.minimum(input, dim)
+    if dim is None:
+        return _extreme_all(input, False, MinBackward1, "min")
+    return _extreme_dim(input, dim, keepdim, False, MinBackward0, min_return)
+
+
+def _amax(input, dim, keepdim, largest, node_cls, name):
+    x = input._data
+    dims = wrap_dims(dim if not _is_all(dim) else None, x.ndim)
+    for d in dims:
+        if x.shape[d] == 0:
+            raise IndexError(
+                f"{name}(): Expected reduction dim {d} to have non-zero size.")
+    if not dims:
+        r = x.copy()
+        keep_shape = r.shape
+    else:
+        r = RED.reduce_dims(RED.extreme_3d, x, dims, x.dtype, largest)
+        keep_shape = r.shape
+        if not keepdim:
+            r = r.reshape(reduced_shape(x.shape, dims, False))
+    out = _wrap(r)
+    if state.enabled and input._requires_grad:
+        attach(out, node_cls((edge(input),), (input, r, dims, keep_shape)))
+    return out
+
+
+def amax(input, dim=(), keepdim=False):
+    return _amax(input, dim, keepdim, True, AmaxBackward0, "amax")
+
+
+def amin(input, dim=(), keepdim=False):
+    return _amax(input, dim, keepdim, False, AminBackward0, "amin")
+
+
+def _arg(input, dim, keepdim, largest):
+    x = input._data
+    if dim is None:
+        flat = x.reshape(1, -1, 1) if x.ndim else x.reshape(1, 1, 1)
+        if flat.shape[1] == 0:
+            raise RuntimeError(
+                f"{'argmax' if largest else 'argmin'}(): Expected reduction dim to be "
+                "specified for input.numel() == 0.")
+        v = np.empty((1, 1), x.dtype)
+        i = np.empty((1, 1), np.int64)
+        RED.extreme_index_3d(flat, v, i, largest)
+        return _wrap(i.reshape((1,) * x.ndim if keepdim else ()))
+    res = _extreme_dim(input.detach(), dim, keepdim, largest, None,
+                       max_return if largest else min_return)
+    return res[1]
+
+
+def argmax(input, dim=None, keepdim=False):
+    return _arg(input, dim, keepdim, True)
+
+
+def argmin(input, dim=None, keepdim=False):
+    return _arg(input, dim, keepdim, False)
+
+
+class ScatterAlongBackward(Node):
+    __slots__ = ()
+
+    # d/dg scatter(g, idx) = gather(gg, idx)
+    def _backward(self, gg):
+        indices, dim = self._saved
+        x3 = RED.as3d(gg._data, dim, dim + 1)
+        out = np.empty((x3.shape[0], x3.shape[2]), gg._data.dtype)
+        RED.take_along_3d(x3, indices.reshape(out.shape), out)
+        return (_wrap(out.reshape(indices.shape)),)
+
+
+def _scatter_along(g, indices, shape, dim, keepdim):
+    """Zeros of ``shape`` with ``g`` placed at ``indices`` along ``dim``."""
+    out_arr = np.empty(shape, g._data.dtype)
+    o3 = RED.as3d(out_arr, dim, dim + 1)
+    RED.put_along_3d(np.ascontiguousarray(g._data).reshape(o3.shape[0], o3.shape[2]),
+                     indices.reshape(o3.shape[0], o3.shape[2]), o3)
+    out = _wrap(out_arr)
+    if state.enabled and g._requires_grad:
+        attach(out, ScatterAlongBackward((edge(g),), (indices, dim)))
+    return out
+
+
+# ========================================================================================
+# norm
+# ========================================================================================
+
+
+class LinalgVectorNormBackward0(Node):
+    __slots__ = ()
+
+    # d/dx ||x||_p = sgn(x) |x|^(p-1) / ||x||^(p-1)  (p=2: x/||x||; p=inf: ties share; 0 at 0)
+    def _backward(self, g):
+        x, result, p, dims, keep_shape = self._saved
+        n = wrap_out(self, result)
+        if keep_shape is not None:
+            from numgrad.ops.shape import reshape
+            n = reshape(n, keep_shape)
+            g = _keepdim_view(g, keep_shape)
+        if p == 0:
+            return (ew.mul(x, 0),)
+        if p == 1:
+            return (ew.mul(g, ew.sign(x)),)
+        if p == 2:
+            return (ew.where(ew.eq(n, 0), 0.0, ew.mul(x, ew.div(g, n))),)
+        if p in (np.inf, -np.inf):
+            mask = ew.eq(ew.abs(x), n)
+            count = sum(mask, dims, keepdim=True)
+            return (ew.mul(ew.where(mask, ew.div(g, count), 0.0), ew.sign(x)),)
+        ax = ew.abs(x)
+        num = ew.mul(ew.mul(x, ew.pow(ax, p - 2)), g)
+        return (ew.where(ew.eq(n, 0), 0.0, ew.div(num, ew.pow(n, p - 1))),)
+
+
+def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+    """Vector p-norm over all elements or ``dim`` (``LinalgVectorNormBackward0``)."""
+    if p == "fro" or p is None:
+        p = 2
+    elif p == "nuc":
+        raise NotImplementedError("nuclear norm is not supported by numgrad")
+    p = float(p)
+    x = input._data
+    if x.dtype.kind != "f":
+        raise RuntimeError(
+            "linalg.vector_norm: Expected a floating point or complex tensor as input. "
+            f"Got {dtype_of(input)._legacy}")
+    all_dims = _is_all(dim)
+    dims = tuple(range(x.ndim)) if all_dims else wrap_dims(dim, x.ndim)
+    if x.ndim == 0:
+        r = RED.reduce_dims(RED.norm_3d, x.reshape(1), (0,), x.dtype, p).reshape(())
+    else:
+        r = RED.reduce_dims(RED.norm_3d, x, dims, x.dtype, p)
+    keep_shape = r.shape
+    if not keepdim:
+        r = r.reshape(reduced_shape(x.shape, dims, False))
+    out = _wrap(r)
+    if state.enabled and input._requires_grad:
+        saved = (input, r, p, dims, keep_shape if keep_shape != r.shape else None)
+        attach(out, LinalgVectorNormBackward0((edge(input),), saved))
+    return out
+
+
+# ========================================================================================
+# logsumexp and the softmax family
+# ========================================================================================
+
+
+class LogsumexpBackward0(Node):
+    __slots__ = ()
+
+    # d/dx log sum exp(x) = exp(x - lse) = softmax(x)
+    def _backward(self, g):
+        x, result, keep_shape = self._saved
+        r = wrap_out(self, result)
+        if keep_shape is not None:
+            from numgrad.ops.shape import reshape
+            r = reshape(r, keep_shape)
+            g = _keepdim_view(g, keep_shape)
+        return (ew.mul(g, ew.exp(ew.sub(x, r))),)
+
+
+def logsumexp(input, dim, keepdim=False):
+    x = input._data
+    dt = dtype_of(input)
+    if dt._kind != 2:
+        x = as_type(input, _dtype.get_default_dtype())
+    dims = wrap_dims(dim, x.ndim)
+    if not dims:
+        r = x.copy()
+    else:
+        r = RED.reduce_dims(RED.logsumexp_3d, x, dims, x.dtype)
+    keep_shape = r.shape
+    if not keepdim and dims:
+        r = r.reshape(reduced_shape(x.shape, dims, False))
+    out = _wrap(r)
+    if state.enabled and input._requires_grad:
+        attach(out, LogsumexpBackward0(
+            (edge(input),), (input, r, keep_shape if keep_shape != r.shape else None)))
+    return out
+
+
+class SoftmaxBackward0(Node):
+    __slots__ = ()
+
+    # d softmax: gx = y (g - sum(g y))
+    def _backward(self, g):
+        result, dim = self._saved
+        return (_softmax_backward_data(g, wrap_out(self, result), dim, False),)
+
+
+class LogSoftmaxBackward0(Node):
+    __slots__ = ()
+
+    # d log_softmax: gx = g - exp(y) sum(g)
+    def _backward(self, g):
+        result, dim = self._saved
+        return (_softmax_backward_data(g, wrap_out(self, result), dim, True),)
+
+
+class SoftmaxBackwardDataBackward0(Node):
+    __slots__ = ()
+
+    # f = y (g - <g, y>): df/dg = softmax_bwd(gg, y), df/dy = gg (g - <g, y>) - g <gg, y>
+    def _backward(self, gg):
+        g, y, dim = self._saved
+        s = sum(ew.mul(g, y), dim, keepdim=True)
+        t = sum(ew.mul(gg, y), dim, keepdim=True)
+        dy = ew.sub(ew.mul(gg, ew.sub(g, s)), ew.mul(g, t))
+        return (_softmax_backward_data(gg, y, dim, False), dy)
+
+
+class LogSoftmaxBackwardDataBackward0(Node):
+    __slots__ = ()
+
+    # f = g - e^y sum(g): df/dg = gg - sum(gg e^y), df/dy = -gg e^y sum(g)
+    def _backward(self, gg):
+        g, y, dim = self._saved
+        ey = ew.exp(y)
+        dg = ew.sub(gg, sum(ew.mul(gg, ey), dim, keepdim=True))
+        dy = ew.neg(ew.mul(ew.mul(gg, ey), sum(g, dim, keepdim=True)))
+        return (dg, dy)
+
+
+def _softmax_backward_data(g, y, dim, log):
+    kernel = RED.log_softmax_bwd_3d if log else RED.softmax_bwd_3d
+    r = RED.along2(kernel, as_type(g, dtype_of(y)), y._data, dim, y._data.dtype)
+    out = _wrap(r)
+    if state.enabled and (g._requires_grad or y._requires_grad):
+        cls = LogSoftmaxBackwardDataBackward0 if log else SoftmaxBackwardDataBackward0
+        attach(out, cls((edge(g), edge(y)), (g, y, dim)))
+    return out
+
+
+def _softmax(input, dim, dtype, log):
+    x = input._data
+    dt = _dtype.get(dtype) or dtype_of(input)
+    if dt._kind != 2:
+        dt = _dtype.get_default_dtype()
+    d = wrap_dim(dim, x.ndim)
+    if x.ndim == 0:
+        from numgrad.ops.shape import reshape
+        return reshape(_softmax(reshape(input, (1,)), 0, dtype, log), ())
+    r = RED.along(RED.softmax_3d, as_type(input, dt), d, dt.np, log)
+    out = _wrap(r)
+    if state.enabled and input._requires_grad:
+        cls = LogSoftmaxBackward0 if log else SoftmaxBackward0
+        attach(out, cls((edge(input),), (r, d)))
+    return out
+
+
+def softmax(input, dim, dtype=None):
+    """exp(x) / sum(exp(x)) along ``dim``, max-shifted (``SoftmaxBackward0``)."""
+    return _softmax(input, dim, dtype, False)
+
+
+def log_softmax(input, dim, dtype=None):
+    """x - logsumexp(x) along ``dim``, stable for any spread of logits (``LogSoftmaxBackward0``)."""
+    return _softmax(input, dim, dtype, True)
+

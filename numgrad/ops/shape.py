@@ -1,0 +1,643 @@
+"""Shape ops. Views (view, reshape of viewable data, permute, transpose, t, squeeze,
+unsqueeze, expand, select, slice) share storage and version counter with their base as in
+PyTorch; their backward rules are shape ops too. cat/stack copy with the copy kernel."""
+
+import numpy as np
+
+from numgrad import _dtype
+from numgrad._shape import infer_size, parse_shape, wrap_dim
+from numgrad.autograd.graph import Node
+from numgrad.ops._util import EW, Tensor, _wrap, as_type, attach, dtype_of, edge, state
+from numgrad.ops.reduction import ExpandBackward0, sum_to_size
+
+
+def view_of(base, arr):
+    """A tensor viewing ``arr`` (a view of ``base``'s data): shares the version counter."""
+    t = _wrap(arr)
+    t._vc = base._shared_vc()
+    t._base = base if base._base is None else base._base
+    return t
+
+
+# ========================================================================================
+# view / reshape / flatten
+# ========================================================================================
+
+
+class ViewBackward0(Node):
+    __slots__ = ()
+
+    # d/dx view(x, s) = view(g, x.shape)
+    def _backward(self, g):
+        return (reshape(g, self._saved[0]),)
+
+
+UnsafeViewBackward0 = type("UnsafeViewBackward0", (ViewBackward0,), {"__slots__": ()})
+
+
+def _target_shape(x, shape):
+    return infer_size(parse_shape(shape), x._data.size)
+
+
+def _try_view(arr, shape):
+    try:
+        return arr.reshape(shape, copy=False)
+    except ValueError:
+        return None
+
+
+def view(input, *shape):
+    """The same data with a new shape; fails when strides make that impossible."""
+    if len(shape) == 1 and isinstance(shape[0], _dtype.dtype):
+        raise NotImplementedError("view(dtype) is not supported by numgrad")
+    target = _target_shape(input, shape)
+    arr = _try_view(input._data, target)
+    if arr is None:
+        raise RuntimeError(
+            "view size is not compatible with input tensor's size and stride (at least one "
+            "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
+    out = view_of(input, arr)
+    if state.enabled and input._requires_grad:
+        attach(out, ViewBackward0((edge(input),), (input._data.shape,)))
+    return out
+
+
+def reshape(input, *shape):
+    """A view when the strides allow it (``ViewBackward0``), else a copy (``UnsafeViewBackward0``
+    over ``CloneBackward0``)."""
+    target = _target_shape(input, shape)
+    if target == input._data.shape:
+        if not (state.enabled and input._requires_grad):
+            return view_of(input, input._data)
+        out = view_of(input, input._data.reshape(target))
+        return attach(out, ViewBackward0((edge(input),), (input._data.shape,)))
+    arr = _try_view(input._data, target)
+    if arr is not None:
+        out = view_of(input, arr)
+        if state.enabled and input._requires_grad:
+            attach(out, ViewBackward0((edge(input),), (input._data.shape,)))
+        return out
+    c = clone(input)
+    out = _wrap(c._data.reshape(target))
+    if state.enabled and c._requires_grad:
+        attach(out, UnsafeViewBackward0((edge(c),), (c._data.shape,)))
+    return out
+
+
+def flatten(input, start_dim=0, end_dim=-1):
+    nd = input._data.ndim
+    if nd == 0:
+        return reshape(input, (1,))
+    s = wrap_dim(start_dim, nd)
+    e = wrap_dim(end_dim, nd)
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:
+        return input
+    shape = input._data.shape
+    n = 1
+    for d in shape[s:e + 1]:
+        n *= d
+    return reshape(input, shape[:s] + (n,) + shape[e + 1:])
+
+
+def unflatten(input, dim, sizes):
+    shape = input._data.shape
+    d = wrap_dim(dim, len(shape))
+    sizes = infer_size(tuple(sizes), shape[d])
+    return view(input, shape[:d] + sizes + shape[d + 1:])
+
+
+def view_as(input, other):
+    return view(input, other._data.shape)
+
+
+def reshape_as(input, other):
+    return reshape(input, other._data.shape)
+
+
+# ========================================================================================
+# permute / transpose / t
+# ========================================================================================
+
+
+class PermuteBackward0(Node):
+    __slots__ = ()
+
+    # d/dx permute(x, p) = permute(g, p^-1)
+    def _backward(self, g):
+        inv = np.argsort(self._saved[0]).tolist()
+        return (permute(g, inv),)
+
+
+class TransposeBackward0(Node):
+    __slots__ = ()
+
+    # d/dx transpose(x, a, b) = transpose(g, a, b)
+    def _backward(self, g):
+        return (transpose(g, *self._saved),)
+
+
+class TBackward0(Node):
+    __slots__ = ()
+
+    # d/dx t(x) = t(g)
+    def _backward(self, g):
+        return (t(g),)
+
+
+def permute(input, *dims):
+    dims = parse_shape(dims)
+    nd = input._data.ndim
+    if len(dims) != nd:
+        raise RuntimeError(
+            "permute(sparse_coo): number of dimensions in the tensor input does not match the "
+            "length of the desired ordering of dimensions i.e. input.dim() = "
+            f"{nd} is not equal to len(dims) = {len(dims)}")
+    dims = tuple(wrap_dim(d, nd) for d in dims)
+    if len(set(dims)) != nd:
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    out = view_of(input, input._data.transpose(dims))
+    if state.enabled and input._requires_grad:
+        attach(out, PermuteBackward0((edge(input),), (dims,)))
+    return out
+
+
+def transpose(input, dim0, dim1):
+    nd = input._data.ndim
+    a = wrap_dim(dim0, nd)
+    b = wrap_dim(dim1, nd)
+    out = view_of(input, input._data.swapaxes(a, b) if nd else input._data)
+    if state.enabled and input._requires_grad:
+        attach(out, TransposeBackward0((edge(input),), (a, b)))
+    return out
+
+
+swapaxes = swapdims = transpose
+
+
+def t(input):
+    nd = input._data.ndim
+    if nd > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {nd}D")
+    out = view_of(input, input._data.T)
+    if state.enabled and input._requires_grad:
+        attach(out, TBackward0((edge(input),)))
+    return out
+
+
+def T(input):  # noqa: N802 - PyTorch's property name
+    nd = input._data.ndim
+    return permute(input, tuple(range(nd - 1, -1, -1))) if nd != 1 else input
+
+
+def mT(input):  # noqa: N802
+    return transpose(input, -2, -1)
+
+
+def movedim(input, source, destination):
+    nd = input._data.ndim
+    src = [wrap_dim(d, nd) for d in (source if isinstance(source, (tuple, list)) else [source])]
+    dst = [wrap_dim(d, nd) for d in
+           (destination if isinstance(destination, (tuple, list)) else [destination])]
+    order = [d for d in range(nd) if d not in src]
+    for dd, s in sorted(zip(dst, src)):
+        order.insert(dd, s)
+    return permute(input, order)
+
+
+moveaxis = movedim
+
+
+# ========================================================================================
+# squeeze / unsqueeze / expand
+# ========================================================================================
+
+
+class SqueezeBackward0(Node):
+    __slots__ = ()
+
+    # d/dx squeeze(x) = reshape(g, x.shape)
+    def _backward(self, g):
+        return (reshape(g, self._saved[0]),)
+
+
+SqueezeBackward1 = type("SqueezeBackward1", (SqueezeBackward0,), {"__slots__": ()})
+SqueezeBackward2 = type("SqueezeBackward2", (SqueezeBackward0,), {"__slots__": ()})
+
+
+class UnsqueezeBackward0(Node):
+    __slots__ = ()
+
+    # d/dx unsqueeze(x, d) = squeeze(g, d)
+    def _backward(self, g):
+        return (squeeze(g, self._saved[0]),)
+
+
+def squeeze(input, dim=None):
+    shape = input._data.shape
+    nd = len(shape)
+    if dim is None:
+        new = tuple(s for s in shape if s != 1)
+        cls = SqueezeBackward0
+    elif isinstance(dim, (tuple, list)):
+        ds = {wrap_dim(d, nd) for d in dim}
+        new = tuple(s for i, s in enumerate(shape) if not (i in ds and s == 1))
+        cls = SqueezeBackward2
+    else:
+        d = wrap_dim(dim, nd)
+        new = tuple(s for i, s in enumerate(shape) if not (i == d and s == 1))
+        cls = SqueezeBackward1
+    out = view_of(input, input._data.reshape(new))
+    if state.enabled and input._requires_grad:
+        attach(out, cls((edge(input),), (shape,)))
+    return out
+
+
+def unsqueeze(input, dim):
+    shape = input._data.shape
+    d = wrap_dim(dim, len(shape) + 1)
+    out = view_of(input, input._data.reshape(shape[:d] + (1,) + shape[d:]))
+    if state.enabled and input._requires_grad:
+        attach(out, UnsqueezeBackward0((edge(input),), (d,)))
+    return out
+
+
+def expand(input, *sizes):
+    """A broadcast view (no copy); -1 keeps a size (``ExpandBackward0``)."""
+    sizes = parse_shape(sizes)
+    shape = input._data.shape
+    nd, n = len(shape), len(sizes)
+    if n < nd:
+        raise RuntimeError(
+            f"expand(torch.FloatTensor{{{list(shape)}}}, size={list(sizes)}): the number of sizes "
+            "provided (" + str(n) + ") must be greater or equal to the number of dimensions in "
+            "the tensor (" + str(nd) + ")")
+    target = list(sizes)
+    strides = [0] * n
+    src_strides = input._data.strides
+    for i in range(n - 1, -1, -1):
+        j = i - (n - nd)
+        if j >= 0:
+            s = shape[j]
+            if target[i] == -1:
+                target[i] = s
+            if s == target[i]:
+                strides[i] = src_strides[j]
+            elif s == 1:
+                strides[i] = 0
+            else:
+                raise RuntimeError(
+                    f"The expanded size of the tensor ({target[i]}) must match the existing size "
+                    f"({s}) at non-singleton dimension {i}.  Target sizes: {list(sizes)}.  "
+                    f"Tensor sizes: {list(shape)}")
+        elif target[i] < 0:
+            raise RuntimeError(
+                f"The expanded size of the tensor ({target[i]}) isn't allowed in a leading, "
+                "non-existing dimension " + str(i))
+    arr = np.lib.stride_tricks.as_strided(input._data, tuple(target), tuple(strides))
+    out = view_of(input, arr)
+    if state.enabled and input._requires_grad:
+        attach(out, ExpandBackward0((edge(input),), (shape, 1)))
+    return out
+
+
+def expand_as(input, other):
+    return expand(input, other._data.shape)
+
+
+def broadcast_to(input, size):
+    return expand(input, size)
+
+
+# ========================================================================================
+# select / slice (basic indexing) and their backward "embeddings"
+# ========================================================================================
+
+
+class _EmbedBackward(Node):
+    """Backward of select/slice: the incoming gradient placed into zeros of the input shape."""
+
+    __slots__ = ()
+
+    def _backward(self, g):
+        shape, key = self._saved
+        return (embed(g, shape, key),)
+
+
+class SelectBackward0(_EmbedBackward):
+    """d/dx x[..., i, ...] = zeros with g at index i."""
+
+    __slots__ = ()
+
+
+class SliceBackward0(_EmbedBackward):
+    """d/dx x[..., a:b:c, ...] = zeros with g in the slice."""
+
+    __slots__ = ()
+
+
+class EmbedBackward(Node):
+    __slots__ = ()
+
+    # d/dg embed(g, key) = gg[key]
+    def _backward(self, gg):
+        return (_take(gg, self._saved[0]),)
+
+
+def embed(g, shape, key):
+    """Zeros of ``shape`` with ``g`` written at ``key`` (a tuple of ints and slices)."""
+    out_arr = np.zeros(shape, g._data.dtype)
+    EW.unary(EW.copy, g._data, out_arr.dtype, out=out_arr[key + (Ellipsis,)])
+    out = _wrap(out_arr)
+    if state.enabled and g._requires_grad:
+        attach(out, EmbedBackward((edge(g),), (key,)))
+    return out
+
+
+def _take(x, key):
+    """x[key] for a tuple of ints/slices as one differentiable view (used by EmbedBackward)."""
+    out = view_of(x, x._data[key + (Ellipsis,)])
+    if state.enabled and x._requires_grad:
+        attach(out, SliceBackward0((edge(x),), (x._data.shape, key)))
+    return out
+
+
+def select(input, dim, index):
+    shape = input._data.shape
+    nd = len(shape)
+    if nd == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = wrap_dim(dim, nd)
+    size = shape[d]
+    i = int(index)
+    if i < -size or i >= size:
+        raise IndexError(f"index {i} is out of bounds for dimension {d} with size {size}")
+    if i < 0:
+        i += size
+    key = (slice(None),) * d + (i,)
+    out = view_of(input, input._data[key + (Ellipsis,)])
+    if state.enabled and input._requires_grad:
+        attach(out, SelectBackward0((edge(input),), (shape, key)))
+    return out
+
+
+def slice_dim(input, dim, start, stop, step):
+    """x[..., start:stop:step] along ``dim`` (``SliceBackward0``)."""
+    shape = input._data.shape
+    d = wrap_dim(dim, len(shape))
+    if step is not None and step <= 0:
+        raise ValueError("step must be greater than zero")
+    key = (slice(None),) * d + (slice(start, stop, step),)
+    out = view_of(input, input._data[key])
+    if state.enabled and input._requires_grad:
+        attach(out, SliceBackward0((edge(input),), (shape, key)))
+    return out
+
+
+def narrow(input, dim, start, length):
+    d = wrap_dim(dim, input._data.ndim)
+    size = input._data.shape[d]
+    if start < 0:
+        start += size
+    if start < 0 or start + length > size:
+        raise RuntimeError(
+            f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    return slice_dim(input, d, start, start + length, 1)
+
+
+# ========================================================================================
+# copies: clone, contiguous, to(dtype)
+# ========================================================================================
+
+
+class CloneBackward0(Node):
+    __slots__ = ()
+
+    # d/dx clone(x) = 1
+    def _backward(self, g):
+        return (g,)
+
+
+class ToCopyBackward0(Node):
+    __slots__ = ()
+
+    # d/dx x.to(dtype) = g.to(x.dtype)
+    def _backward(self, g):
+        return (to_dtype(g, self._saved[0]),)
+
+
+def clone(input, *, memory_format=None):
+    out = _wrap(EW.unary(EW.copy, input._data, input._data.dtype))
+    if state.enabled and input._requires_grad:
+        attach(out, CloneBackward0((edge(input),)))
+    return out
+
+
+def contiguous(input, memory_format=None):
+    return input if input._data.flags.c_contiguous else clone(input)
+
+
+def to_dtype(input, dtype, copy=False):
+    dt = _dtype.get(dtype)
+    if dt is dtype_of(input) and not copy:
+        return input
+    out = _wrap(as_type(input, dt) if dt is not dtype_of(input) else input._data.copy())
+    if state.enabled and input._requires_grad:
+        if dt._kind != 2:
+            return out
+        attach(out, ToCopyBackward0((edge(input),), (dtype_of(input),)))
+    return out
+
+
+def to(input, *args, **kwargs):
+    """``to(dtype)``, ``to(device)``, ``to(other)`` and ``to(device, dtype)``."""
+    from numgrad import _device
+    dtype = kwargs.pop("dtype", None)
+    device = kwargs.pop("device", None)
+    copy = kwargs.pop("copy", False)
+    kwargs.pop("non_blocking", None)
+    kwargs.pop("memory_format", None)
+    if kwargs:
+        raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    for a in args:
+        if isinstance(a, Tensor):
+            dtype = dtype_of(a)
+        elif isinstance(a, _dtype.dtype) or (a in (float, int, bool)):
+            dtype = a
+        elif a is not None:
+            device = a
+    if device is not None:
+        _device.get(device)
+    if dtype is None:
+        return clone(input) if copy else input
+    return to_dtype(input, dtype, copy)
+
+
+# ========================================================================================
+# cat / stack / split
+# ========================================================================================
+
+
+class CatBackward0(Node):
+    __slots__ = ()
+
+    # d/dx_i cat(xs, d) = the i-th slice of g along d
+    def _backward(self, g):
+        dim, sizes = self._saved
+        out = []
+        off = 0
+        for (nxt, _), n in zip(self.next_functions, sizes):
+            out.append(slice_dim(g, dim, off, off + n, 1) if nxt is not None and n >= 0 else None)
+            off += max(n, 0)
+        return tuple(out)
+
+
+class StackBackward0(Node):
+    __slots__ = ()
+
+    # d/dx_i stack(xs, d) = select(g, d, i)
+    def _backward(self, g):
+        dim = self._saved[0]
+        return tuple(select(g, dim, i) if nxt is not None else None
+                     for i, (nxt, _) in enumerate(self.next_functions))
+
+
+def _tensor_list(tensors, fn):
+    if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"{fn}(): argument 'tensors' (position 1) must be tuple of Tensors, not "
+                        f"{type(tensors).__name__}")
+    if len(tensors) == 0:
+        raise ValueError(f"torch.{fn}(): expected a non-empty list of Tensors")
+    for v in tensors:
+        if not isinstance(v, Tensor):
+            raise TypeError(f"expected Tensor as element {tensors.index(v)} in argument 0, but "
+                            f"got {type(v).__name__}")
+    return list(tensors)
+
+
+def cat(tensors, dim=0):
+    """Concatenate along an existing dim (``CatBackward0``)."""
+    ts = _tensor_list(tensors, "cat")
+    # legacy: 1-D empty tensors are skipped
+    parts = [t_ for t_ in ts if not (t_._data.ndim == 1 and t_._data.shape[0] == 0)]
+    if not parts:
+        return _wrap(np.empty((0,), _dtype.result_type(*ts).np))
+    ref = parts[0]._data.shape
+    nd = len(ref)
+    if nd == 0:
+        raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
+    d = wrap_dim(dim, nd)
+    for i, p in enumerate(parts):
+        s = p._data.shape
+        if len(s) != nd:
+            raise RuntimeError(
+                f"Tensors must have same number of dimensions: got {nd} and {len(s)}")
+        for k in range(nd):
+            if k != d and s[k] != ref[k]:
+                raise RuntimeError(
+                    f"Sizes of tensors must match except in dimension {d}. Expected size "
+                    f"{ref[k]} but got size {s[k]} for tensor number {ts.index(p)} in the list.")
+    dt = parts[0].dtype
+    for p in parts[1:]:
+        dt = _dtype.promote_types(dt, p.dtype)
+    total = sum(p._data.shape[d] for p in parts)
+    out_arr = np.empty(ref[:d] + (total,) + ref[d + 1:], dt.np)
+    off = 0
+    lead = (slice(None),) * d
+    for p in parts:
+        n = p._data.shape[d]
+        if n:
+            EW.unary(EW.copy, p._data, dt.np, out=out_arr[lead + (slice(off, off + n),)])
+        off += n
+    out = _wrap(out_arr)
+    if state.enabled and any(t_._requires_grad for t_ in ts):
+        sizes = tuple(t_._data.shape[d] if t_ in parts else -1 for t_ in ts)
+        node = CatBackward0(tuple(edge(t_) for t_ in ts), (d, sizes))
+        metas = tuple((t_._data.shape, t_.dtype) if t_.dtype is not dt else None for t_ in ts)
+        if any(m is not None for m in metas):
+            node._meta = metas
+        attach(out, node)
+    return out
+
+
+concat = concatenate = cat
+
+
+def stack(tensors, dim=0):
+    """Stack along a new dim (``StackBackward0``)."""
+    ts = _tensor_list(tensors, "stack")
+    ref = ts[0]._data.shape
+    for i, p in enumerate(ts):
+        if p._data.shape != ref:
+            raise RuntimeError(
+                f"stack expects each tensor to be equal size, but got {list(ref)} at entry 0 and "
+                f"{list(p._data.shape)} at entry {i}")
+    d = wrap_dim(dim, len(ref) + 1)
+    dt = ts[0].dtype
+    for p in ts[1:]:
+        dt = _dtype.promote_types(dt, p.dtype)
+    out_arr = np.empty(ref[:d] + (len(ts),) + ref[d:], dt.np)
+    lead = (slice(None),) * d
+    for i, p in enumerate(ts):
+        EW.unary(EW.copy, p._data, dt.np, out=out_arr[lead + (i, Ellipsis)])
+    out = _wrap(out_arr)
+    if state.enabled and any(t_._requires_grad for t_ in ts):
+        node = StackBackward0(tuple(edge(t_) for t_ in ts), (d,))
+        metas = tuple((t_._data.shape, t_.dtype) if t_.dtype is not dt else None for t_ in ts)
+        if any(m is not None for m in metas):
+            node._meta = metas
+        attach(out, node)
+    return out
+
+
+def hstack(tensors):
+    return cat(tensors, 0 if tensors[0]._data.ndim == 1 else 1)
+
+
+def vstack(tensors):
+    return cat([t_ if t_._data.ndim > 1 else unsqueeze(t_, 0) for t_ in tensors], 0)
+
+
+def split(input, split_size_or_sections, dim=0):
+    d = wrap_dim(dim, input._data.ndim)
+    size = input._data.shape[d]
+    if isinstance(split_size_or_sections, int):
+        n = split_size_or_sections
+        sizes = [n] * (size // n) + ([size % n] if size % n else [])
+        if size == 0:
+            sizes = [0]
+    else:
+        sizes = list(split_size_or_sections)
+        if sum(sizes) != size:
+            raise RuntimeError(
+                f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's "
+                f"size at dimension {d}), but got split_sizes={sizes}")
+    out = []
+    off = 0
+    for n in sizes:
+        out.append(slice_dim(input, d, off, off + n, 1))
+        off += n
+    return tuple(out)
+
+
+def chunk(input, chunks, dim=0):
+    d = wrap_dim(dim, input._data.ndim)
+    size = input._data.shape[d]
+    n = -(-size // chunks) if chunks > 0 else 0
+    if chunks <= 0:
+        raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
+    return split(input, max(n, 1), d)
+
+
+def unbind(input, dim=0):
+    d = wrap_dim(dim, input._data.ndim)
+    return tuple(select(input, d, i) for i in range(input._data.shape[d]))
+
+
+__all__ = ["view", "reshape", "flatten", "unflatten", "view_as", "reshape_as", "permute",
+           "transpose", "swapaxes", "swapdims", "t", "T", "mT", "movedim", "moveaxis",
+           "squeeze", "unsqueeze", "expand", "expand_as", "broadcast_to", "select",
+           "slice_dim", "narrow", "clone", "contiguous", "to_dtype", "to", "cat", "concat",
+           "concatenate", "stack", "hstack", "vstack", "split", "chunk", "unbind", "embed",
+           "sum_to_size", "view_of"]

@@ -1,0 +1,458 @@
+"""``numgrad.Tensor``: a NumPy array plus autograd state.
+
+The hot path creates tensors with ``_wrap`` (no ``__init__``), reads ``_data`` directly and
+checks ``_requires_grad``; public properties carry PyTorch's checks and messages. Operators
+and methods are bound to the op functions in ``numgrad.ops`` (see ``numgrad/ops/__init__``).
+"""
+
+import warnings
+import weakref
+
+import numpy as np
+
+from numgrad import _dtype
+from numgrad._device import CPU
+from numgrad._shape import Size, wrap_dim
+from numgrad.autograd import grad_mode
+from numgrad.autograd.graph import AccumulateGrad, RemovableHandle
+
+_NP2DT = {d.np: d for d in _dtype.ALL}
+_new = object.__new__
+
+NONLEAF_GRAD_WARNING = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
+    "attribute won't be populated during autograd.backward(). If you indeed want the .grad "
+    "field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. "
+    "If you access the non-leaf Tensor by mistake, make sure you access the leaf Tensor "
+    "instead. See github.com/pytorch/pytorch/pull/30531 for more information.")
+
+
+def _wrap(arr):
+    """A new tensor that owns ``arr`` (no copy), requires no grad and has no history."""
+    t = _new(Tensor)
+    t._data = arr
+    t._requires_grad = False
+    t._grad = None
+    t._grad_fn = None
+    t._output_nr = 0
+    t._accum = None
+    t._hooks = None
+    t._post_acc_hooks = None
+    t._retains_grad = False
+    t._base = None
+    t._vc = None
+    return t
+
+
+def _grad_accumulator(t):
+    """The (unique while alive) AccumulateGrad node of leaf ``t``."""
+    ref = t._accum
+    if ref is not None:
+        node = ref()
+        if node is not None:
+            return node
+    node = AccumulateGrad(t)
+    t._accum = weakref.ref(node)
+    return node
+
+
+def edge(t):
+    """The ``next_functions`` entry for tensor input ``t``."""
+    fn = t._grad_fn
+    if fn is not None:
+        return (fn, t._output_nr)
+    if t._requires_grad:
+        return (_grad_accumulator(t), 0)
+    return (None, 0)
+
+
+NO_EDGE = (None, 0)
+
+
+class Tensor:
+    __slots__ = ("_data", "_requires_grad", "_grad", "_grad_fn", "_output_nr", "_accum",
+                 "_hooks", "_post_acc_hooks", "_retains_grad", "_base", "_vc", "__weakref__")
+    __array_priority__ = 1000  # NumPy defers binary operators to numgrad
+
+    def __init__(self, *args, dtype=None, device=None):
+        # legacy constructor: Tensor([1., 2.]) copies data, Tensor(2, 3) is uninitialized
+        from numgrad import _factories
+        d = _dtype.get(dtype) or _dtype.get_default_dtype()
+        if len(args) == 1 and not isinstance(args[0], int):
+            src = _factories.tensor(args[0], dtype=d)._data
+        else:
+            src = np.empty(tuple(args), d.np)
+        self._data = src
+        self._requires_grad = False
+        self._grad = None
+        self._grad_fn = None
+        self._output_nr = 0
+        self._accum = None
+        self._hooks = None
+        self._post_acc_hooks = None
+        self._retains_grad = False
+        self._base = None
+        self._vc = None
+
+    # ------------------------------------------------------------------ metadata
+    @property
+    def shape(self):
+        return Size(self._data.shape)
+
+    def size(self, dim=None):
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[wrap_dim(dim, self._data.ndim)]
+
+    def dim(self):
+        return self._data.ndim
+
+    ndimension = dim
+
+    @property
+    def ndim(self):
+        return self._data.ndim
+
+    def numel(self):
+        return self._data.size
+
+    nelement = numel
+
+    @property
+    def dtype(self):
+        return _NP2DT[self._data.dtype]
+
+    @property
+    def device(self):
+        return CPU
+
+    @property
+    def is_cuda(self):
+        return False
+
+    @property
+    def is_leaf(self):
+        return self._grad_fn is None
+
+    @property
+    def grad_fn(self):
+        return self._grad_fn
+
+    @property
+    def output_nr(self):
+        return self._output_nr
+
+    def is_floating_point(self):
+        return self._data.dtype.kind == "f"
+
+    def element_size(self):
+        return self._data.itemsize
+
+    @property
+    def itemsize(self):
+        return self._data.itemsize
+
+    @property
+    def nbytes(self):
+        return self._data.nbytes
+
+    def stride(self, dim=None):
+        st = tuple(s // self._data.itemsize for s in self._data.strides)
+        return st if dim is None else st[wrap_dim(dim, self._data.ndim)]
+
+    def is_contiguous(self, memory_format=None):
+        return self._data.flags.c_contiguous
+
+    def data_ptr(self):
+        return self._data.__array_interface__["data"][0] if self._data.size else 0
+
+    @property
+    def _version(self):
+        vc = self._vc
+        return 0 if vc is None else vc[0]
+
+    # ------------------------------------------------------------------ autograd state
+    @property
+    def requires_grad(self):
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        if self._grad_fn is not None:
+            if not value:
+                raise RuntimeError(
+                    "you can only change requires_grad flags of leaf variables. If you want to "
+                    "use a computed variable in a subgraph that doesn't require differentiation "
+                    "use var_no_grad = var.detach().")
+            raise RuntimeError("you can only change requires_grad flags of leaf variables.")
+        if value and self._data.dtype.kind != "f":
+            raise RuntimeError(
+                "only Tensors of floating point and complex dtype can require gradients")
+        self._requires_grad = bool(value)
+
+    def requires_grad_(self, requires_grad=True):
+        if requires_grad and self._data.dtype.kind != "f" and self._grad_fn is None:
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def grad(self):
+        if self._grad_fn is not None and not self._retains_grad:
+            warnings.warn(NONLEAF_GRAD_WARNING, UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(
+                    "assigned grad expected to be a Tensor or None but got grad of type "
+                    f"{type(value).__name__}")
+            if value._data.dtype != self._data.dtype:
+                raise RuntimeError(
+                    f"attempting to assign a gradient with dtype '{value.dtype.np.name}' to a "
+                    f"tensor with grad_dtype '{self.dtype._legacy}'. The gradient must match the "
+                    "tensor's grad_dtype (defaults to the tensor's dtype). You can set the "
+                    "tensor's grad_dtype attribute with a specific dtype, or None to allow any "
+                    "dtype. Set grad_dtype with caution. Diverging the dtypes of a tensor and "
+                    "its gradient may break downstream systems that assume they match.")
+            if value._data.shape != self._data.shape:
+                raise RuntimeError(
+                    f"attempting to assign a gradient of size '{list(value._data.shape)}' to a "
+                    f"tensor of size '{list(self._data.shape)}'. Please ensure that the "
+                    "gradient and the tensor are the same size")
+        self._grad = value
+
+    @grad.deleter
+    def grad(self):
+        self._grad = None
+
+    @property
+    def retains_grad(self):
+        return self._retains_grad
+
+    @property
+    def data(self):
+        """The same storage without history (changes through it are not tracked)."""
+        t = _wrap(self._data)
+        return t
+
+    @data.setter
+    def data(self, value):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
+        self._data = value._data
+
+    def detach(self):
+        """A tensor sharing storage (and version counter) with no history."""
+        t = _wrap(self._data)
+        t._vc = self._shared_vc()
+        return t
+
+    def detach_(self):
+        if self._base is not None and self._base._requires_grad:
+            raise RuntimeError(
+                "Can't detach views in-place. Use detach() instead. If you are using "
+                "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is "
+                "set as True, gradients are views of DDP buckets, and hence detach_() cannot "
+                "be called on these gradients. To fix this error, please refer to the "
+                "Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution.")
+        self._grad_fn = None
+        self._requires_grad = False
+        return self
+
+    def _shared_vc(self):
+        vc = self._vc
+        if vc is None:
+            vc = self._vc = [0]
+        return vc
+
+    def _bump_version(self):
+        vc = self._vc
+        if vc is None:
+            self._vc = [1]
+        else:
+            vc[0] += 1
+
+    def retain_grad(self):
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self._grad_fn is None or self._retains_grad:
+            return
+        self._retains_grad = True
+        ref = weakref.ref(self)
+
+        def retain(grad):
+            t = ref()
+            if t is None:
+                return
+            if t._grad is None:
+                t._grad = grad.detach().clone() if not grad_mode.state.enabled else grad.clone()
+            else:
+                t._grad = t._grad + grad
+
+        self._grad_fn._node_hooks().retain[self._output_nr] = retain
+
+    def register_hook(self, hook):
+        """``hook(grad)`` runs when the gradient of this tensor is computed; a returned tensor
+        replaces the gradient."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._grad_fn is None:
+            if self._hooks is None:
+                self._hooks = {}
+            hooks = self._hooks
+        else:
+            hooks = self._grad_fn._node_hooks().tensor_pre.setdefault(self._output_nr, {})
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        return handle
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """``hook(tensor)`` runs after the gradient was accumulated into this leaf's ``.grad``."""
+        if self._grad_fn is not None:
+            raise RuntimeError(
+                "post accumulate grad hooks cannot be registered on non-leaf tensors")
+        if not self._requires_grad:
+            raise RuntimeError(
+                "cannot register a hook on a tensor that doesn't require gradient")
+        if self._post_acc_hooks is None:
+            self._post_acc_hooks = {}
+        handle = RemovableHandle(self._post_acc_hooks)
+        self._post_acc_hooks[handle.id] = hook
+        return handle
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        from numgrad.autograd import backward
+        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    # ------------------------------------------------------------------ conversion
+    def item(self):
+        if self._data.size != 1:
+            raise RuntimeError(
+                f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+        return self._data.reshape(()).item()
+
+    def tolist(self):
+        return self._data.tolist()
+
+    def numpy(self, *, force=False):
+        if self._requires_grad and not force:
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                "instead.")
+        return self._data
+
+    def __array__(self, dtype=None, copy=None):
+        if self._requires_grad:
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                "instead.")
+        a = self._data
+        if dtype is not None and a.dtype != dtype:
+            return a.astype(dtype)
+        return a.copy() if copy else a
+
+    def __len__(self):
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._data.shape[0]))
+
+    def __bool__(self):
+        if self._data.size != 1:
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self._data.reshape(()))
+
+    def _scalar_value(self, kind):
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return kind(self._data.reshape(()))
+
+    def __float__(self):
+        return self._scalar_value(float)
+
+    def __int__(self):
+        return self._scalar_value(int)
+
+    def __index__(self):
+        if self._data.dtype.kind not in "iub" or self._data.size != 1:
+            raise TypeError(
+                "only integer tensors of a single element can be converted to an index")
+        return int(self._data.reshape(()))
+
+    def __complex__(self):
+        return self._scalar_value(complex)
+
+    __hash__ = object.__hash__
+
+    def __repr__(self, *, tensor_contents=None):
+        from numgrad._printing import tensor_repr
+        return tensor_repr(self)
+
+    def __format__(self, spec):
+        if self._data.ndim == 0 and spec:
+            return self._data.item().__format__(spec)
+        return object.__format__(self, spec)
+
+    def __reduce_ex__(self, proto):
+        if self._requires_grad and self._grad_fn is not None:
+            raise RuntimeError("Can't pickle a non-leaf tensor that requires grad")
+        return (_rebuild, (self._data.copy(), self._requires_grad))
+
+    def __deepcopy__(self, memo):
+        if self._grad_fn is not None:
+            raise RuntimeError(
+                "Only Tensors created explicitly by the user (graph leaves) support the "
+                "deepcopy protocol at the moment.  If you were attempting to deepcopy a module, "
+                "this may be because of a torch.nn.utils.weight_norm usage, see "
+                "https://github.com/pytorch/pytorch/pull/103001")
+        t = _wrap(self._data.copy())
+        t._requires_grad = self._requires_grad
+        if self._grad is not None:
+            t._grad = _wrap(self._grad._data.copy())
+        memo[id(self)] = t
+        return t
+
+    def cpu(self):
+        return self
+
+    def cuda(self, device=None, non_blocking=False):
+        from numgrad import _device
+        _device.get("cuda")
+
+    def type(self, dtype=None):
+        if dtype is None:
+            return f"torch.{self.dtype._legacy}Tensor"
+        return self.to(dtype)
+
+    def new_tensor(self, data, dtype=None, requires_grad=False):
+        from numgrad._factories import tensor
+        return tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+    def new_zeros(self, *size, dtype=None, requires_grad=False):
+        from numgrad._factories import zeros
+        return zeros(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+    def new_ones(self, *size, dtype=None, requires_grad=False):
+        from numgrad._factories import ones
+        return ones(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+    def new_empty(self, *size, dtype=None, requires_grad=False):
+        from numgrad._factories import empty
+        return empty(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+    def new_full(self, size, fill_value, dtype=None, requires_grad=False):
+        from numgrad._factories import full
+        return full(size, fill_value, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+
+def _rebuild(data, requires_grad):
+    t = _wrap(data)
+    t._requires_grad = requires_grad
+    return t
