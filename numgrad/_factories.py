@@ -97,13 +97,13 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
             "torch.tensor(sourceTensor).", UserWarning, stacklevel=2)
         arr = data._data.copy()
     elif isinstance(data, np.ndarray):
-        arr = _check_dtype(np.array(data, copy=True))
+        arr = _check_dtype(np.array(data, order="C", copy=True))
     else:
         arr = _from_python(data)
     d = _dtype.get(dtype)
     if d is not None and arr.dtype != d.np:
         arr = arr.astype(d.np)
-    return _finish(np.ascontiguousarray(arr), requires_grad, device)
+    return _finish(arr, requires_grad, device)
 
 
 def as_tensor(data, dtype=None, device=None):

@@ -33,14 +33,14 @@ def broadcast_shapes(a, b):
         return a
     na, nb = len(a), len(b)
     n = max(na, nb)
-    out = []
-    for i in range(-n, 0):
+    out = [0] * n
+    for i in range(-1, -n - 1, -1):  # from the last dim, as PyTorch reports the first mismatch
         sa = a[i] if -i <= na else 1
         sb = b[i] if -i <= nb else 1
         if sa == sb or sb == 1:
-            out.append(sa)
+            out[i] = sa
         elif sa == 1:
-            out.append(sb)
+            out[i] = sb
         else:
             raise RuntimeError(
                 f"The size of tensor a ({sa}) must match the size of tensor b ({sb}) "

@@ -32,7 +32,11 @@ def _count_deps(roots):
 
 
 def _needed(roots, targets):
-    """Nodes with a path to any of ``targets`` (only those run for ``autograd.grad``)."""
+    """Nodes that must run to deliver gradients to ``targets``: those with an edge path to one.
+
+    A target itself runs only when another target lies beyond it; its incoming gradient is
+    captured before that (so grad(z, y) leaves y's own node, and its saved values, alone).
+    """
     parents = {}
     stack = list(roots)
     seen = set(roots)
@@ -44,8 +48,8 @@ def _needed(roots, targets):
                 if nxt not in seen:
                     seen.add(nxt)
                     stack.append(nxt)
-    needed = set(t for t in targets if t in seen)
-    stack = list(needed)
+    needed = set()
+    stack = [t for t in targets if t in seen]
     while stack:
         node = stack.pop()
         for p in parents.get(node, ()):

@@ -59,6 +59,9 @@ class Node:
                  "__weakref__")
     _n_outputs = 1
     _shares_outputs = False  # True where backward may return tensors the user still holds
+    # True where ``_saved`` holds only shapes/dims/scalars, which PyTorch does not free: such
+    # nodes can run again after a backward without retain_graph (AddBackward0, SumBackward0...)
+    _meta_only = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -98,7 +101,7 @@ class Node:
 
     def _release(self):
         """Free saved values (after a backward without retain_graph)."""
-        if self._saved:
+        if self._saved and not self._meta_only:
             self._saved = None
 
     def _node_hooks(self):

@@ -138,6 +138,7 @@ class AbsBackward0(Node):
 
 class NegBackward0(Node):
     __slots__ = ()
+    _meta_only = True
 
     # d/dx (-x) = -1
     def _backward(self, g):
@@ -342,6 +343,7 @@ def _coerce(other, opname):
 
 class AddBackward0(Node):
     __slots__ = ()
+    _meta_only = True
 
     # d/da (a + alpha b) = 1, d/db = alpha
     def _backward(self, g):
@@ -354,6 +356,7 @@ class AddBackward0(Node):
 
 class SubBackward0(Node):
     __slots__ = ()
+    _meta_only = True
 
     # d/da (a - alpha b) = 1, d/db = -alpha
     def _backward(self, g):
@@ -366,6 +369,7 @@ class SubBackward0(Node):
 
 class RsubBackward1(Node):
     __slots__ = ()
+    _meta_only = True
 
     # d/dx (s - x) = -1
     def _backward(self, g):

@@ -84,29 +84,35 @@ def getitem(x, key):
     """``x[key]`` with PyTorch's semantics and node names."""
     parsed, single = _parse(key, x._data.ndim)
     r = x
-    dim = 0
+    dim = 0  # position in the result so far
+    src = 0  # position in x (for error messages)
     adv = []
     for kind, v in parsed:
         if kind == "int":
             size = r._data.shape[dim]
             if v < -size or v >= size:
                 raise IndexError(
-                    f"index {v} is out of bounds for dimension {dim} with size {size}")
+                    f"index {v} is out of bounds for dimension {src} with size {size}")
             r = sh.select(r, dim, v)
+            src += 1
         elif kind == "slice":
             if single or v != slice(None):
                 if v.step is not None and v.step <= 0:
                     raise ValueError("step must be greater than zero")
                 r = sh.slice_dim(r, dim, v.start, v.stop, v.step)
             dim += 1
+            src += 1
         elif kind == "none":
             r = sh.unsqueeze(r, dim)
             dim += 1
         elif kind == "ellipsis":
             dim += v
+            src += v
         else:
             adv.append((dim, v))
-            dim += v.ndim if v.dtype == np.bool_ else 1
+            k = v.ndim if v.dtype == np.bool_ else 1
+            dim += k
+            src += k
     if adv:
         r = _index(r, adv)
     elif r is x:

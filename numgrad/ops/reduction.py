@@ -17,6 +17,7 @@ from numgrad.ops._util import (
 
 class ExpandBackward0(Node):
     __slots__ = ()
+    _meta_only = True
 
     # d/dg broadcast(g, shape) * scale = scale * sum_to_size(gg, g.shape)
     def _backward(self, gg):
@@ -41,6 +42,7 @@ def broadcast_to_shape(g, shape, scale=1):
 
 class SumToSizeBackward(Node):
     __slots__ = ()
+    _meta_only = True
 
     # d/dg sum_to_size(g, s) = broadcast back to g's shape
     def _backward(self, gg):
@@ -76,6 +78,7 @@ def _one(t):
 
 class SumBackward0(Node):
     __slots__ = ()
+    _meta_only = True
 
     # d/dx sum(x) = 1 everywhere
     def _backward(self, g):
@@ -84,6 +87,7 @@ class SumBackward0(Node):
 
 class SumBackward1(Node):
     __slots__ = ()
+    _meta_only = True
 
     # d/dx sum(x, dims) = 1, the gradient repeated along the reduced dims
     def _backward(self, g):
@@ -93,6 +97,7 @@ class SumBackward1(Node):
 
 class MeanBackward0(Node):
     __slots__ = ()
+    _meta_only = True
 
     # d/dx mean(x) = 1/n
     def _backward(self, g):
@@ -102,6 +107,7 @@ class MeanBackward0(Node):
 
 class MeanBackward1(Node):
     __slots__ = ()
+    _meta_only = True
 
     # d/dx mean(x, dims) = 1/n over the reduced dims
     def _backward(self, g):

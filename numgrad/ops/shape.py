@@ -26,6 +26,7 @@ def view_of(base, arr):
 
 class ViewBackward0(Node):
     __slots__ = ()
+    _meta_only = True
 
     # d/dx view(x, s) = view(g, x.shape)
     def _backward(self, g):
@@ -123,6 +124,7 @@ def reshape_as(input, other):
 
 class PermuteBackward0(Node):
     __slots__ = ()
+    _meta_only = True
 
     # d/dx permute(x, p) = permute(g, p^-1)
     def _backward(self, g):
@@ -132,6 +134,7 @@ class PermuteBackward0(Node):
 
 class TransposeBackward0(Node):
     __slots__ = ()
+    _meta_only = True
 
     # d/dx transpose(x, a, b) = transpose(g, a, b)
     def _backward(self, g):
@@ -140,6 +143,7 @@ class TransposeBackward0(Node):
 
 class TBackward0(Node):
     __slots__ = ()
+    _meta_only = True
 
     # d/dx t(x) = t(g)
     def _backward(self, g):
@@ -216,6 +220,7 @@ moveaxis = movedim
 
 class SqueezeBackward0(Node):
     __slots__ = ()
+    _meta_only = True
 
     # d/dx squeeze(x) = reshape(g, x.shape)
     def _backward(self, g):
@@ -228,6 +233,7 @@ SqueezeBackward2 = type("SqueezeBackward2", (SqueezeBackward0,), {"__slots__": (
 
 class UnsqueezeBackward0(Node):
     __slots__ = ()
+    _meta_only = True
 
     # d/dx unsqueeze(x, d) = squeeze(g, d)
     def _backward(self, g):
@@ -319,6 +325,7 @@ class _EmbedBackward(Node):
     """Backward of select/slice: the incoming gradient placed into zeros of the input shape."""
 
     __slots__ = ()
+    _meta_only = True
 
     def _backward(self, g):
         shape, key = self._saved
@@ -339,6 +346,7 @@ class SliceBackward0(_EmbedBackward):
 
 class EmbedBackward(Node):
     __slots__ = ()
+    _meta_only = True
 
     # d/dg embed(g, key) = gg[key]
     def _backward(self, gg):
@@ -413,6 +421,7 @@ def narrow(input, dim, start, length):
 
 class CloneBackward0(Node):
     __slots__ = ()
+    _meta_only = True
 
     # d/dx clone(x) = 1
     def _backward(self, g):
@@ -421,6 +430,7 @@ class CloneBackward0(Node):
 
 class ToCopyBackward0(Node):
     __slots__ = ()
+    _meta_only = True
 
     # d/dx x.to(dtype) = g.to(x.dtype)
     def _backward(self, g):
@@ -481,6 +491,7 @@ def to(input, *args, **kwargs):
 
 class CatBackward0(Node):
     __slots__ = ()
+    _meta_only = True
 
     # d/dx_i cat(xs, d) = the i-th slice of g along d
     def _backward(self, g):
@@ -495,6 +506,7 @@ class CatBackward0(Node):
 
 class StackBackward0(Node):
     __slots__ = ()
+    _meta_only = True
 
     # d/dx_i stack(xs, d) = select(g, d, i)
     def _backward(self, g):
@@ -509,9 +521,9 @@ def _tensor_list(tensors, fn):
                         f"{type(tensors).__name__}")
     if len(tensors) == 0:
         raise ValueError(f"torch.{fn}(): expected a non-empty list of Tensors")
-    for v in tensors:
+    for i, v in enumerate(tensors):
         if not isinstance(v, Tensor):
-            raise TypeError(f"expected Tensor as element {tensors.index(v)} in argument 0, but "
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but "
                             f"got {type(v).__name__}")
     return list(tensors)
 
@@ -520,7 +532,9 @@ def cat(tensors, dim=0):
     """Concatenate along an existing dim (``CatBackward0``)."""
     ts = _tensor_list(tensors, "cat")
     # legacy: 1-D empty tensors are skipped
-    parts = [t_ for t_ in ts if not (t_._data.ndim == 1 and t_._data.shape[0] == 0)]
+    skipped = [t_._data.ndim == 1 and t_._data.shape[0] == 0 for t_ in ts]
+    parts = [t_ for t_, s in zip(ts, skipped) if not s]
+    position = [i for i, s in enumerate(skipped) if not s]
     if not parts:
         return _wrap(np.empty((0,), _dtype.result_type(*ts).np))
     ref = parts[0]._data.shape
@@ -528,7 +542,7 @@ def cat(tensors, dim=0):
     if nd == 0:
         raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
     d = wrap_dim(dim, nd)
-    for i, p in enumerate(parts):
+    for i, p in zip(position, parts):
         s = p._data.shape
         if len(s) != nd:
             raise RuntimeError(
@@ -537,7 +551,7 @@ def cat(tensors, dim=0):
             if k != d and s[k] != ref[k]:
                 raise RuntimeError(
                     f"Sizes of tensors must match except in dimension {d}. Expected size "
-                    f"{ref[k]} but got size {s[k]} for tensor number {ts.index(p)} in the list.")
+                    f"{ref[k]} but got size {s[k]} for tensor number {i} in the list.")
     dt = parts[0].dtype
     for p in parts[1:]:
         dt = _dtype.promote_types(dt, p.dtype)
@@ -552,7 +566,7 @@ def cat(tensors, dim=0):
         off += n
     out = _wrap(out_arr)
     if state.enabled and any(t_._requires_grad for t_ in ts):
-        sizes = tuple(t_._data.shape[d] if t_ in parts else -1 for t_ in ts)
+        sizes = tuple(-1 if s else t_._data.shape[d] for t_, s in zip(ts, skipped))
         node = CatBackward0(tuple(edge(t_) for t_ in ts), (d, sizes))
         metas = tuple((t_._data.shape, t_.dtype) if t_.dtype is not dt else None for t_ in ts)
         if any(m is not None for m in metas):

@@ -1,0 +1,55 @@
+"""Shared test helpers: PyTorch (optional) conversion and float64 finite differences."""
+
+import numpy as np
+import pytest
+
+import numgrad as ng
+
+try:  # PyTorch is a reference only; tests that need it skip without it
+    import torch
+except ImportError:  # pragma: no cover - exercised on machines without torch
+    torch = None
+
+requires_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
+
+
+def to_torch(t, requires_grad=None):
+    """A torch tensor with the same values, dtype and requires_grad as numgrad tensor ``t``."""
+    arr = np.array(t.detach().numpy(), copy=True)
+    out = torch.from_numpy(arr)
+    rg = t.requires_grad if requires_grad is None else requires_grad
+    if rg:
+        out.requires_grad_(True)
+    return out
+
+
+def to_numpy(x):
+    """NumPy array of a numgrad or torch tensor (detached)."""
+    if isinstance(x, ng.Tensor):
+        return np.array(x.detach().numpy())
+    return x.detach().cpu().numpy()
+
+
+def finite_difference(fn, arrays, index, weight, eps=1e-6):
+    """d/d(arrays[index]) of sum(fn(*arrays) * weight) by central differences (float64)."""
+    base = [np.array(a, dtype=np.float64) for a in arrays]
+    x = base[index]
+    grad = np.zeros_like(x)
+    flat = x.reshape(-1)
+    gflat = grad.reshape(-1)
+    for k in range(flat.size):
+        old = flat[k]
+        flat[k] = old + eps
+        plus = np.sum(np.asarray(fn(*base)) * weight)
+        flat[k] = old - eps
+        minus = np.sum(np.asarray(fn(*base)) * weight)
+        flat[k] = old
+        gflat[k] = (plus - minus) / (2 * eps)
+    return grad
+
+
+def assert_close(actual, expected, rtol=1e-5, atol=1e-6, msg=""):
+    a = to_numpy(actual) if not isinstance(actual, np.ndarray) else actual
+    e = to_numpy(expected) if not isinstance(expected, np.ndarray) else expected
+    assert a.shape == e.shape, f"{msg} shape {a.shape} != {e.shape}"
+    np.testing.assert_allclose(a, e, rtol=rtol, atol=atol, err_msg=msg, equal_nan=True)

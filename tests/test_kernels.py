@@ -1,0 +1,95 @@
+"""Kernel loading: nothing compiles (or imports Numba) at import, the disk cache is
+versioned and optional, and every elementwise kernel keeps float32 math in float32."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numgrad as ng
+
+
+def _run(code, env=None):
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, env=full_env, timeout=300)
+
+
+def test_import_does_not_load_numba():
+    r = _run("""
+        import sys, numgrad
+        print('numba' in sys.modules)
+    """)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "False"
+
+
+def test_works_without_a_writable_cache(tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    try:
+        r = _run("""
+            import numgrad as ng
+            from numgrad.kernels import _jit
+            x = ng.ones(3, requires_grad=True)
+            (x * 2).sum().backward()
+            print(_jit.CACHE, x.grad.tolist())
+        """, env={"NUMGRAD_CACHE_DIR": str(ro / "sub")})
+    finally:
+        ro.chmod(0o700)
+    assert r.returncode == 0, r.stderr
+    if os.geteuid() != 0:  # root can write anywhere
+        assert r.stdout.strip() == "False [2.0, 2.0, 2.0]"
+    else:
+        assert r.stdout.strip().endswith("[2.0, 2.0, 2.0]")
+
+
+def test_cache_disabled_explicitly():
+    r = _run("""
+        import numgrad as ng
+        from numgrad.kernels import _jit
+        print(_jit.CACHE, (ng.ones(2) + 1).tolist())
+    """, env={"NUMGRAD_CACHE_DIR": "off"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "False [2.0, 2.0]"
+
+
+def test_versioned_cache_directory(tmp_path):
+    r = _run("""
+        import numgrad as ng
+        from numgrad.kernels import _jit
+        (ng.ones(2) * 3).tolist()
+        print(_jit.CACHE_DIR)
+    """, env={"NUMGRAD_CACHE_DIR": str(tmp_path)})
+    assert r.returncode == 0, r.stderr
+    path = r.stdout.strip()
+    assert path.startswith(str(tmp_path)) and ng.__version__ in os.path.basename(path)
+    assert any(f.endswith(".nbi") for f in os.listdir(path))
+
+
+def test_float32_stays_float32_inside_kernels():
+    # compiled fresh (no cache) so that Numba can show the LLVM IR
+    r = _run("""
+        import numpy as np
+        from numgrad.kernels.cpu import elementwise as E
+        x = np.linspace(-2, 2, 64, dtype=np.float32)
+        y = np.linspace(0.5, 2, 64, dtype=np.float32)
+        for k in (E.tanh_bwd, E.sigmoid_bwd, E.sqrt_bwd, E.mul, E.sigmoid):
+            if k.arity == 1:
+                out = E.unary(k, x, np.float32)
+            else:
+                out = E.binary(k, x, y, np.float32, x.shape)
+            assert out.dtype == np.float32
+            ir = k.flat.inspect_llvm(k.flat.signatures[0])
+            assert "fadd float" in ir or "fmul float" in ir or "fdiv float" in ir, k.name
+            assert "fpext float" not in ir, k.name + " widens float32 to double"
+        print("ok")
+    """, env={"NUMGRAD_CACHE_DIR": "off"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "ok"
+
+
+def test_precompile_runs():
+    ng.precompile()
