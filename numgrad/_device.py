@@ -4,20 +4,23 @@
 class device:
     __slots__ = ("type", "index")
 
-    def __init__(self, type, index=None):  # noqa: A002 - PyTorch's argument name
-        if isinstance(type, device):
-            type, index = type.type, type.index
-        if not isinstance(type, str):
-            raise TypeError(f"device() received an invalid combination of arguments - got ({type!r})")
-        if ":" in type:
-            type, _, idx = type.partition(":")
+    def __init__(self, type, index=None):
+        kind = type
+        if isinstance(kind, device):
+            kind, index = kind.type, kind.index
+        if not isinstance(kind, str):
+            raise TypeError(
+                f"device() received an invalid combination of arguments - got ({kind!r})")
+        if ":" in kind:
+            kind, _, idx = kind.partition(":")
             if index is not None:
-                raise RuntimeError("type (string) must not include an index because index was passed explicitly")
+                raise RuntimeError("type (string) must not include an index because index was "
+                                   "passed explicitly")
             index = int(idx)
-        if type not in ("cpu", "cuda"):
+        if kind not in ("cpu", "cuda"):
             raise RuntimeError(
-                f"Expected one of cpu, cuda device type at start of device string: {type}")
-        self.type = type
+                f"Expected one of cpu, cuda device type at start of device string: {kind}")
+        self.type = kind
         self.index = index
 
     def __repr__(self):

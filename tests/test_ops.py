@@ -91,7 +91,8 @@ CASES = [
     ("clamp_max", lambda m, a: a.clamp(max=0.2), lambda a: np.minimum(a, 0.2), [AWAY(3, 4)]),
     ("clamp_tensor", lambda m, a, lo, hi: a.clamp(lo, hi), lambda a, lo, hi: np.minimum(
         np.maximum(a, lo), hi), [U(3, 4), U(3, 4, lo=-2, hi=-1.1), U(4, lo=1.1, hi=2)]),
-    ("maximum", lambda m, a, b: m.maximum(a, b), np.maximum, [DISTINCT(3, 4), U(3, 4, lo=-.1, hi=.1)]),
+    ("maximum", lambda m, a, b: m.maximum(a, b), np.maximum,
+     [DISTINCT(3, 4), U(3, 4, lo=-.1, hi=.1)]),
     ("minimum", lambda m, a, b: m.minimum(a, b), np.minimum, [DISTINCT(3, 4), U(4, lo=-.1, hi=.1)]),
     ("where", lambda m, a, b: m.where(a > 0, a, b), lambda a, b: np.where(a > 0, a, b),
      [AWAY(3, 4), U(4)]),

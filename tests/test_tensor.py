@@ -195,7 +195,7 @@ def test_factory_dtypes_match_pytorch():
 @requires_torch
 def test_random_streams_match_pytorch():
     for seed in (0, 3, 12345, 2**40 + 7):
-        def draw(m):
+        def draw(m, seed=seed):
             m.manual_seed(seed)
             return [m.rand(5), m.rand(3, dtype=m.float64), m.randn(20, dtype=m.float64),
                     m.randn(3, 2), m.randn(1), m.randn(1), m.randint(0, 10, (8,)),

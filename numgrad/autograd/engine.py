@@ -76,7 +76,7 @@ def _conform(node, outs):
 
 
 def _run_hooks_before(node, hooks, grads, captured, capture):
-    """Tensor hooks, retain_grad, captures for autograd.grad and node pre-hooks, in PyTorch's order."""
+    """Tensor hooks, retain_grad, autograd.grad captures, node pre-hooks: PyTorch's order."""
     if hooks is not None:
         for nr, fns in hooks.tensor_pre.items():
             for fn in list(fns.values()):
@@ -148,7 +148,9 @@ def execute(roots, grads, keep_graph, create_graph, capture=None, targets=None,
     tie = itertools.count()
     heap = [(-n._seq, next(tie), n) for n in root_nodes if n not in deps]
     heapq.heapify(heap)
-    n_slots = 0 if capture is None else 1 + max(s for d in capture.values() for v in d.values() for s in v)
+    n_slots = 0
+    if capture is not None:
+        n_slots = 1 + max(s for d in capture.values() for v in d.values() for s in v)
     captured = [None] * n_slots
     state = grad_mode.state
     prev = state.enabled

@@ -56,8 +56,9 @@ def _find_cache_dir():
         candidates = [env]
     else:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        user = os.getuid() if hasattr(os, "getuid") else "user"
         candidates = [os.path.join(base, "numgrad"),
-                      os.path.join(tempfile.gettempdir(), f"numgrad-{os.getuid() if hasattr(os, 'getuid') else 'user'}")]
+                      os.path.join(tempfile.gettempdir(), f"numgrad-{user}")]
     for c in candidates:
         path = os.path.join(c, f"{__version__}-{_SOURCE_HASH}")
         if _writable(path):

@@ -13,8 +13,21 @@ from numgrad import _dtype
 from numgrad._shape import broadcast_shapes
 from numgrad.autograd.graph import Node
 from numgrad.ops._util import (
-    EW, NO_EDGE, Tensor, _wrap, as_type, attach, dtype_of, edge, float_type, is_scalar,
-    meta_for, scalar_value, state, wrap_out)
+    EW,
+    NO_EDGE,
+    Tensor,
+    _wrap,
+    as_type,
+    attach,
+    dtype_of,
+    edge,
+    float_type,
+    is_scalar,
+    meta_for,
+    scalar_value,
+    state,
+    wrap_out,
+)
 
 # ========================================================================================
 # generic launchers

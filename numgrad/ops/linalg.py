@@ -6,7 +6,7 @@ from numgrad._shape import broadcast_shapes
 from numgrad.autograd.graph import Node
 from numgrad.ops import elementwise as ew
 from numgrad.ops import shape as sh
-from numgrad.ops._util import LIN, Tensor, _wrap, attach, edge, meta_for, dtype_of, state
+from numgrad.ops._util import LIN, Tensor, _wrap, attach, dtype_of, edge, meta_for, state
 
 _LEGACY = {"float32": "float", "float64": "double", "int64": "long", "int32": "int"}
 

@@ -8,7 +8,17 @@ from numgrad._shape import reduced_shape, sum_to_axes, wrap_dim, wrap_dims
 from numgrad.autograd.graph import Node
 from numgrad.ops import elementwise as ew
 from numgrad.ops._util import (
-    EW, RED, Tensor, _wrap, as_type, attach, dtype_of, edge, state, wrap_out)
+    EW,
+    RED,
+    Tensor,
+    _wrap,
+    as_type,
+    attach,
+    dtype_of,
+    edge,
+    state,
+    wrap_out,
+)
 
 # ========================================================================================
 # broadcasting a reduced gradient back (the differentiable "expand" of reduction rules)

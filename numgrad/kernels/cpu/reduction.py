@@ -241,7 +241,7 @@ def runs(dims):
 
 
 def as3d(x, start, stop):
-    """View (or copy, when strides forbid a view) ``x`` as (outer, prod(dims[start:stop]), inner)."""
+    """``x`` as (outer, prod(shape[start:stop]), inner): a view, or a copy if strides forbid."""
     shape = x.shape
     outer = 1
     for s in shape[:start]:

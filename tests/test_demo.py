@@ -1,0 +1,16 @@
+"""``python -m numgrad`` walks through the seed tutorials and prints their results."""
+
+import subprocess
+import sys
+
+
+def test_demo_runs_and_prints_tutorial_results():
+    r = subprocess.run([sys.executable, "-m", "numgrad"], capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert "tensor(27., grad_fn=<MeanBackward0>)" in out
+    assert "x.grad = tensor([[4.5000, 4.5000],\n        [4.5000, 4.5000]])" in out
+    assert "tensor([[ 6.3000, 22.5000],\n        [22.5000, 22.5000]])" in out
+    assert "<class 'AccumulateGrad'>" in out and "x_leaf.variable is x: True" in out
+    assert "grad_fn=<MulConstantBackward>" in out
