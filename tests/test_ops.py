@@ -254,3 +254,24 @@ def test_node_names_match_pytorch(case):
     names = [type(n).__name__ if n is not None else None for n, _ in out.grad_fn.next_functions]
     tnames = [type(n).__name__ if n is not None else None for n, _ in tout.grad_fn.next_functions]
     assert names == tnames
+
+
+@pytest.mark.parametrize("dtype", [ng.float32, ng.float64], ids=["f32", "f64"])
+def test_numerically_stable_where_pytorch_is(dtype):
+    x = ng.tensor([-200.0, -50.0, 0.0, 50.0, 200.0], dtype=dtype, requires_grad=True)
+    s = ng.sigmoid(x)
+    assert np.isfinite(s.detach().numpy()).all()
+    assert 0.0 <= s[0].item() < 1e-80 and s[-1].item() == 1.0
+    s.sum().backward()
+    assert np.isfinite(x.grad.numpy()).all()
+    logits = ng.tensor([[1000.0, 0.0, -1000.0]], dtype=dtype, requires_grad=True)
+    lp = logits.log_softmax(1)
+    assert_close(lp, np.array([[0.0, -1000.0, -2000.0]]), rtol=1e-6)
+    assert_close(logits.logsumexp(1), np.array([1000.0]))
+    assert_close(logits.softmax(1), np.array([[1.0, 0.0, 0.0]]))
+    lp[0, 1].backward()
+    assert_close(logits.grad, np.array([[-1.0, 1.0, 0.0]]), atol=1e-6)
+    if torch is not None:
+        t = torch.tensor([[1000.0, 0.0, -1000.0]], dtype=getattr(torch, dtype.name))
+        assert_close(logits.detach().log_softmax(1), t.log_softmax(1))
+        assert_close(ng.sigmoid(x.detach()), torch.sigmoid(to_torch(x.detach())))
