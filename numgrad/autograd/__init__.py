@@ -6,6 +6,7 @@ from numgrad.autograd import function, graph  # noqa: F401
 from numgrad.autograd.engine import execute
 from numgrad.autograd.function import Function, FunctionCtx, once_differentiable
 from numgrad.autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from numgrad.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
 from numgrad.tensor import Tensor, _grad_accumulator, _wrap
 
 
@@ -157,4 +158,5 @@ class Variable(Tensor):
 
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad",
-           "enable_grad", "set_grad_enabled", "is_grad_enabled", "Variable"]
+           "enable_grad", "set_grad_enabled", "is_grad_enabled", "Variable", "gradcheck",
+           "gradgradcheck", "GradcheckError"]
