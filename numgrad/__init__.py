@@ -51,7 +51,10 @@ from numgrad._factories import (
 )
 from numgrad.random import Generator, default_generator, get_rng_state, initial_seed
 from numgrad.random import manual_seed, seed, set_rng_state
-from numgrad.autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from numgrad.autograd.grad_mode import (
+    enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
+    set_grad_enabled,
+)
 from numgrad._printing import set_printoptions
 
 float = float32  # noqa: A001

@@ -19,6 +19,15 @@ from numgrad.autograd.graph import AccumulateGrad, RemovableHandle
 _NP2DT = {d.np: d for d in _dtype.ALL}
 _new = object.__new__
 
+
+class _InferenceVersion(list):
+    """The version counter of inference tensors: shared by all, never checked."""
+
+
+INFERENCE = _InferenceVersion([0])
+# number of threads inside inference_mode: _wrap consults the thread-local flag only then
+_INFERENCE_THREADS = [0]
+
 NONLEAF_GRAD_WARNING = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
     "attribute won't be populated during autograd.backward(). If you indeed want the .grad "
@@ -40,7 +49,7 @@ def _wrap(arr):
     t._post_acc_hooks = None
     t._retains_grad = False
     t._base = None
-    t._vc = None
+    t._vc = INFERENCE if _INFERENCE_THREADS[0] and grad_mode.state.inference else None
     return t
 
 
@@ -58,7 +67,7 @@ def _grad_accumulator(t):
 
 def edge(t):
     """The ``next_functions`` entry for tensor input ``t``."""
-    fn = t._grad_fn
+    fn = t._grad_fn if t._base is None else _view_grad_fn(t)
     if fn is not None:
         return (fn, t._output_nr)
     if t._requires_grad:
@@ -69,9 +78,25 @@ def edge(t):
 NO_EDGE = (None, 0)
 
 
+def _view_grad_fn(t):
+    """grad_fn of view ``t``, regenerated (``AsStridedBackward0`` of the base) when its base
+    was modified in place after the view was made, as PyTorch regenerates stale views."""
+    vc = t._vc
+    if vc[0] != t._view_ver:
+        t._view_ver = vc[0]
+        base = t._base
+        if base._requires_grad and grad_mode.state.enabled and vc is not INFERENCE:
+            from numgrad.ops.inplace import as_strided_node
+            t._grad_fn = as_strided_node(base, t)
+            t._output_nr = 0
+            t._requires_grad = True
+    return t._grad_fn
+
+
 class Tensor:
     __slots__ = ("_data", "_requires_grad", "_grad", "_grad_fn", "_output_nr", "_accum",
-                 "_hooks", "_post_acc_hooks", "_retains_grad", "_base", "_vc", "__weakref__")
+                 "_hooks", "_post_acc_hooks", "_retains_grad", "_base", "_vc", "_view_ver",
+                 "__weakref__")
     __array_priority__ = 1000  # NumPy defers binary operators to numgrad
 
     def __init__(self, *args, dtype=None, device=None):
@@ -136,7 +161,7 @@ class Tensor:
 
     @property
     def grad_fn(self):
-        return self._grad_fn
+        return self._grad_fn if self._base is None else _view_grad_fn(self)
 
     @property
     def output_nr(self):
@@ -169,7 +194,12 @@ class Tensor:
     @property
     def _version(self):
         vc = self._vc
+        if vc is INFERENCE:
+            raise RuntimeError("Inference tensors do not track version counter.")
         return 0 if vc is None else vc[0]
+
+    def is_inference(self):
+        return self._vc is INFERENCE
 
     # ------------------------------------------------------------------ autograd state
     @property
@@ -188,6 +218,9 @@ class Tensor:
         if value and self._data.dtype.kind != "f":
             raise RuntimeError(
                 "only Tensors of floating point and complex dtype can require gradients")
+        if value and self._vc is INFERENCE and not grad_mode.state.inference:
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside "
+                               "InferenceMode is not allowed.")
         self._requires_grad = bool(value)
 
     def requires_grad_(self, requires_grad=True):
@@ -272,6 +305,12 @@ class Tensor:
         vc = self._vc
         if vc is None:
             self._vc = [1]
+        elif vc is INFERENCE:
+            if not grad_mode.state.inference:
+                raise RuntimeError(
+                    "Inplace update to inference tensor outside InferenceMode is not allowed.You "
+                    "can make a clone to get a normal tensor before doing inplace update.See "
+                    "https://github.com/pytorch/rfcs/pull/17 for more details.")
         else:
             vc[0] += 1
 

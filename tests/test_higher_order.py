@@ -3,11 +3,10 @@ PyTorch's gradcheck messages, and create_graph semantics."""
 
 import numpy as np
 import pytest
-from conftest import assert_close, requires_torch, torch
 from test_ops import CASES, IDS
 
 import numgrad as ng
-from numgrad.autograd import GradcheckError, gradcheck, gradgradcheck
+from numgrad.autograd import gradcheck, gradgradcheck
 
 
 def _inputs(case):

@@ -5,7 +5,14 @@ import numpy as np
 from numgrad.autograd import function, graph  # noqa: F401
 from numgrad.autograd.engine import execute
 from numgrad.autograd.function import Function, FunctionCtx, once_differentiable
-from numgrad.autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from numgrad.autograd.grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from numgrad.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
 from numgrad.tensor import Tensor, _grad_accumulator, _wrap
 

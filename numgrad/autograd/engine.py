@@ -11,9 +11,46 @@
 
 import heapq
 import itertools
+import re
 
 from numgrad.autograd import grad_mode
 from numgrad.autograd.graph import AccumulateGrad
+from numgrad.tensor import Tensor
+
+_TYPE_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "int32": "Int",
+               "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+
+
+def _modified_error(shape, dtype, fn, nr, current, expected):
+    desc = f"[torch.{_TYPE_NAMES.get(dtype.name, dtype.name)}Tensor [{', '.join(map(str, shape))}]]"
+    if fn is not None:
+        desc += f", which is output {nr} of {re.sub(r'Backward[0-9]*$', '', type(fn).__name__)},"
+    return RuntimeError(
+        "one of the variables needed for gradient computation has been modified by an inplace "
+        f"operation: {desc} is at version {current}; expected version {expected} instead. Hint: "
+        "enable anomaly detection to find the operation that failed to compute its gradient, "
+        "with torch.autograd.set_detect_anomaly(True, check_nan=False).")
+
+
+def check_versions(node):
+    """Raise PyTorch's error when a tensor this node saved was modified in place since."""
+    chk = node._vchk
+    for v in node._saved:
+        if isinstance(v, Tensor):
+            vc = v._vc
+            if vc is not None:
+                expected = 0
+                if chk:
+                    for target, e, _ in chk:
+                        if target is v:
+                            expected = e
+                if vc[0] != expected:
+                    raise _modified_error(v._data.shape, v._data.dtype, v.grad_fn, v._output_nr,
+                                          vc[0], expected)
+    if chk:
+        for target, e, arr in chk:
+            if arr is not None and target[0] != e:
+                raise _modified_error(arr.shape, arr.dtype, node, 0, target[0], e)
 
 
 def _count_deps(roots):
@@ -170,6 +207,8 @@ def execute(roots, grads, keep_graph, create_graph, capture=None, targets=None,
                             _accumulate(node.variable, inp[0], shared)
                     continue
                 if needed is None or node in needed:
+                    if node._saved:
+                        check_versions(node)
                     outs = node._run(inp)
                     if not keep_graph:
                         node._release()

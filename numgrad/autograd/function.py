@@ -234,7 +234,8 @@ def _wrap_outputs(ctx, args, is_tensor, outputs, record):
 
 def _alias(t):
     a = _wrap(t._data)
-    a._vc = t._shared_vc()
+    vc = a._vc = t._shared_vc()
+    a._view_ver = vc[0]
     a._base = t if t._base is None else t._base
     return a
 

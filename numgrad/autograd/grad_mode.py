@@ -7,6 +7,7 @@ import threading
 
 class _State(threading.local):
     enabled = True  # class attributes are each new thread's defaults
+    inference = False
 
 
 state = _State()
@@ -102,3 +103,39 @@ class set_grad_enabled(_Mode):
 
     def clone(self):
         return self.__class__(self.mode)
+
+
+class inference_mode(_Mode):
+    """Like no_grad, and tensors made inside are inference tensors (no version counter; they
+    cannot be saved for backward or updated in place outside inference mode)."""
+
+    def __init__(self, mode=True):
+        self.mode = bool(mode)
+        self.prev = (True, False)
+
+    def __call__(self, fn):
+        if isinstance(fn, bool):  # @inference_mode(False) style is handled by __init__
+            return inference_mode(fn)
+        return super().__call__(fn)
+
+    def __enter__(self):
+        from numgrad.tensor import _INFERENCE_THREADS
+        self.prev = (state.enabled, state.inference)
+        if self.mode:
+            state.enabled = False
+        state.inference = self.mode
+        if self.mode != self.prev[1]:
+            _INFERENCE_THREADS[0] += 1 if self.mode else -1
+
+    def __exit__(self, *exc):
+        from numgrad.tensor import _INFERENCE_THREADS
+        if self.mode != self.prev[1]:
+            _INFERENCE_THREADS[0] -= 1 if self.mode else -1
+        state.enabled, state.inference = self.prev
+
+    def clone(self):
+        return self.__class__(self.mode)
+
+
+def is_inference_mode_enabled():
+    return state.inference

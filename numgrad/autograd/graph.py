@@ -55,7 +55,7 @@ class _NodeHooks:
 class Node:
     """Base of every ``grad_fn``. Subclasses implement ``_backward(self, grad)``."""
 
-    __slots__ = ("next_functions", "_seq", "_saved", "_meta", "_hooks", "_metadata",
+    __slots__ = ("next_functions", "_seq", "_saved", "_meta", "_hooks", "_metadata", "_vchk",
                  "__weakref__")
     _n_outputs = 1
     _shares_outputs = False  # True where backward may return tensors the user still holds
@@ -75,6 +75,7 @@ class Node:
         self._saved = saved
         self._meta = None
         self._hooks = None
+        self._vchk = None  # version checks beyond "saved tensors were at version 0" (see attach)
 
     def __repr__(self):
         return f"<{type(self).__name__} object at {id(self):#x}>"
@@ -136,4 +137,5 @@ class AccumulateGrad(Node):
         self._saved = ()
         self._meta = None
         self._hooks = None
+        self._vchk = None
 

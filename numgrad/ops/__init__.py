@@ -5,56 +5,19 @@ import numpy as np
 from numgrad import _dtype
 from numgrad.ops import elementwise as ew
 from numgrad.ops import indexing as ix
+from numgrad.ops import inplace
 from numgrad.ops import linalg as la
 from numgrad.ops import reduction as red
 from numgrad.ops import shape as sh
-from numgrad.ops._util import EW, is_scalar, state
+from numgrad.ops._util import EW, is_scalar
 from numgrad.tensor import Tensor
-
-# ----------------------------------------------------------------------------------------
-# in-place helpers used before autograd-tracked in-place ops exist
-# ----------------------------------------------------------------------------------------
-
-_INPLACE_LEAF = "a leaf Variable that requires grad is being used in an in-place operation."
-
-
-def _check_inplace(t):
-    if state.enabled and t._requires_grad:
-        if t._grad_fn is None:
-            raise RuntimeError(_INPLACE_LEAF)
-        raise NotImplementedError(
-            "in-place operations on tensors that are part of a graph are not supported yet")
-
-
-def zero_(self):
-    _check_inplace(self)
-    EW.unary(EW.fill, self._data, self._data.dtype, 0, out=self._data)
-    self._bump_version()
-    return self
-
-
-def fill_(self, value):
-    _check_inplace(self)
-    if isinstance(value, Tensor):
-        value = value.item()
-    EW.unary(EW.fill, self._data, self._data.dtype, value, out=self._data)
-    self._bump_version()
-    return self
 
 
 def _add_inplace_raw(self, other):
-    """self += other without recording (gradient accumulation)."""
+    """self += other without recording or checks (the engine's gradient accumulation)."""
     a = self._data
     EW.binary(EW.add, a, other._data, a.dtype, a.shape, out=a)
     self._bump_version()
-
-
-def setitem(self, key, value):
-    _check_inplace(self)
-    if isinstance(value, Tensor) and state.enabled and value._requires_grad:
-        raise NotImplementedError(
-            "assigning a tensor that requires grad into another tensor is not supported yet")
-    ix.assign(self, key, value)
 
 
 # ----------------------------------------------------------------------------------------
@@ -84,10 +47,6 @@ def _where_method(self, condition, y):
     return ew.where(condition, self, y)
 
 
-def _masked_fill(self, mask, value):
-    return ew.where(mask, value, self)
-
-
 def _type_conv(dt):
     def conv(self, memory_format=None):
         return sh.to_dtype(self, dt)
@@ -109,7 +68,7 @@ _METHODS = {
     "greater": ew.gt, "greater_equal": ew.ge, "less": ew.lt, "less_equal": ew.le,
     "not_equal": ew.ne, "logical_and": ew.logical_and, "logical_or": ew.logical_or,
     "logical_xor": ew.logical_xor, "logical_not": ew.logical_not, "isnan": ew.isnan,
-    "isfinite": ew.isfinite, "where": _where_method, "masked_fill": _masked_fill,
+    "isfinite": ew.isfinite, "where": _where_method,
     # reductions
     "sum": red.sum, "mean": red.mean, "max": red.max, "min": red.min, "amax": red.amax,
     "amin": red.amin, "argmax": red.argmax, "argmin": red.argmin, "norm": red.norm,
@@ -130,8 +89,7 @@ _METHODS = {
     # indexing
     "index_select": ix.index_select, "gather": ix.gather, "masked_select": ix.masked_select,
     "nonzero": ix.nonzero, "scatter_add": ix.scatter_add, "take_along_dim": ix.take_along_dim,
-    # in place
-    "zero_": zero_, "fill_": fill_, "_add_inplace_raw": _add_inplace_raw,
+    "_add_inplace_raw": _add_inplace_raw,
     # conversions
     "float": _type_conv(_dtype.float32), "double": _type_conv(_dtype.float64),
     "long": _type_conv(_dtype.int64), "int": _type_conv(_dtype.int32),
@@ -154,14 +112,14 @@ _OPERATORS = {
     "__xor__": _binop(ew.bitwise_xor), "__rand__": _rbinop(ew.bitwise_and),
     "__ror__": _rbinop(ew.bitwise_or), "__rxor__": _rbinop(ew.bitwise_xor),
     "__invert__": ew.bitwise_not, "__neg__": ew.neg, "__abs__": ew.abs,
-    "__pos__": lambda self: self, "__getitem__": ix.getitem, "__setitem__": setitem,
+    "__pos__": lambda self: self, "__getitem__": ix.getitem,
 }
 
-for _name, _fn in {**_METHODS, **_OPERATORS}.items():
+for _name, _fn in {**_METHODS, **_OPERATORS, **inplace.METHODS}.items():
     setattr(Tensor, _name, _fn)
 
 Tensor.T = property(sh.T)
 Tensor.mT = property(sh.mT)
 Tensor.__hash__ = object.__hash__
 
-__all__ = ["ew", "red", "sh", "ix", "la", "zero_", "fill_", "setitem"]
+__all__ = ["ew", "red", "sh", "ix", "la", "inplace"]

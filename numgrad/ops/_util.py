@@ -6,7 +6,7 @@ import numpy as np
 
 from numgrad import _dtype
 from numgrad.autograd import grad_mode
-from numgrad.tensor import NO_EDGE, Tensor, _wrap, edge
+from numgrad.tensor import INFERENCE, NO_EDGE, Tensor, _wrap, edge
 
 state = grad_mode.state
 _NP2DT = {d.np: d for d in _dtype.ALL}
@@ -82,9 +82,37 @@ def needs_grad(*ts):
 
 
 def attach(out, node):
-    """Make ``node`` the grad_fn of ``out``."""
+    """Make ``node`` the grad_fn of ``out`` and note what its saved values must not lose.
+
+    Saved input tensors are checked at backward against version 0 (the usual case, free to
+    record); only nonzero versions and saved outputs (whose version counter is the output
+    tensor's) are written down here.
+    """
     out._grad_fn = node
     out._requires_grad = True
+    saved = node._saved
+    if saved:
+        chk = None
+        od = out._data
+        for v in saved:
+            if v is od:
+                vc = out._vc
+                if vc is None:
+                    vc = out._vc = [0]
+                chk = (chk or ()) + ((vc, vc[0], v),)
+            elif isinstance(v, Tensor):
+                vc = v._vc
+                if vc is not None:
+                    if vc is INFERENCE:
+                        raise RuntimeError(
+                            "Inference tensors cannot be saved for backward. Please do not use "
+                            "Tensors created in inference mode in computation tracked by "
+                            "autograd. To work around this, you can make a clone to get a normal "
+                            "tensor and use it in autograd, or use `torch.no_grad()` instead of "
+                            "`torch.inference_mode()`.")
+                    if vc[0]:
+                        chk = (chk or ()) + ((v, vc[0], None),)
+        node._vchk = chk
     return out
 
 

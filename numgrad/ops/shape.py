@@ -14,7 +14,8 @@ from numgrad.ops.reduction import ExpandBackward0, sum_to_size
 def view_of(base, arr):
     """A tensor viewing ``arr`` (a view of ``base``'s data): shares the version counter."""
     t = _wrap(arr)
-    t._vc = base._shared_vc()
+    vc = t._vc = base._shared_vc()
+    t._view_ver = vc[0]
     t._base = base if base._base is None else base._base
     return t
 

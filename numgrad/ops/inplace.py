@@ -1,0 +1,598 @@
+"""In-place ops (``add_``, ``mul_``, ``x += y``, ``x[i] = v``, ...) tracked by autograd.
+
+* Without a graph to record (grad mode off, or nothing requires grad) the kernel writes
+  straight into the tensor: this is how optimizers update weights under ``no_grad``.
+* On a tensor with history, the out-of-place op runs on a snapshot that carries the old
+  history, its node becomes the tensor's ``grad_fn`` (named as PyTorch names it:
+  ``MulBackward0`` for ``mul_``) and the version counter is bumped, so any node that saved
+  the old value raises PyTorch's "modified by an inplace operation" error at backward.
+* On a view (or an item assignment), the base gets a ``CopySlices`` node that routes the
+  gradient of the written region through the op and the rest around it; the view becomes
+  ``AsStridedBackward0`` of the base. Regions are (offset, shape, strides) in elements.
+"""
+
+import numpy as np
+
+from numgrad import _dtype
+from numgrad.autograd.grad_mode import no_grad
+from numgrad.autograd.graph import Node
+from numgrad.ops import elementwise as ew
+from numgrad.ops import indexing as ix
+from numgrad.ops._util import (
+    EW,
+    INFERENCE,
+    NO_EDGE,
+    Tensor,
+    _wrap,
+    attach,
+    dtype_of,
+    edge,
+    is_scalar,
+    state,
+)
+
+LEAF = "a leaf Variable that requires grad is being used in an in-place operation."
+VIEW_OF_LEAF = ("a view of a leaf Variable that requires grad is being used in an in-place "
+                "operation.")
+
+
+def check_inplace(t):
+    if t._vc is INFERENCE and not state.inference:
+        t._bump_version()  # raises PyTorch's inference-tensor error
+    if state.enabled:
+        base = t._base
+        if base is not None and base._requires_grad and base._grad_fn is None:
+            raise RuntimeError(VIEW_OF_LEAF)
+        if t._requires_grad and t._grad_fn is None and base is None:
+            raise RuntimeError(LEAF)
+
+
+def _needs_record(t, args):
+    if not state.enabled:
+        return False
+    if t._requires_grad:
+        return True
+    return any(isinstance(a, Tensor) and a._requires_grad for a in args)
+
+
+def _write(t, result):
+    """Copy ``result`` into ``t``'s storage (PyTorch's shape and cast rules) and bump."""
+    r = result._data
+    if r.shape != t._data.shape:
+        raise RuntimeError(
+            f"output with shape {list(t._data.shape)} doesn't match the broadcast shape "
+            f"{list(r.shape)}")
+    rd, td = dtype_of(result), dtype_of(t)
+    if rd._kind > td._kind:
+        raise RuntimeError(
+            f"result type {rd._legacy} can't be cast to the desired output type {td._legacy}")
+    EW.unary(EW.copy, r, t._data.dtype, out=t._data)
+    t._bump_version()
+
+
+def _snapshot(t):
+    """A tensor on t's storage that carries t's current history."""
+    s = _wrap(t._data)
+    s._grad_fn = t._grad_fn
+    s._output_nr = t._output_nr
+    s._requires_grad = t._requires_grad
+    return s
+
+
+def _keep_old_value(node, src):
+    """If ``node`` saved ``src`` (the old value), give it its own copy before the write."""
+    if node is not None and node._saved and any(v is src for v in node._saved):
+        src._data = src._data.copy()
+
+
+def _rebase(t, node):
+    t._grad_fn = node
+    t._output_nr = 0
+    t._requires_grad = True
+
+
+def apply_(t, op, *args, raw=None):
+    """t <- op(t, *args) in place. ``raw(t_data, *args)`` writes directly when no graph is
+    recorded (no temporary)."""
+    check_inplace(t)
+    if not _needs_record(t, args):
+        if raw is not None:
+            raw(t, *args)
+            t._bump_version()
+        else:
+            with no_grad():
+                _write(t, op(_wrap(t._data), *args))
+        return t
+    if t._base is not None:
+        return _apply_on_view(t, op, args)
+    src = _snapshot(t)
+    out = op(src, *args)
+    node = out._grad_fn
+    _keep_old_value(node, src)
+    _write(t, out)
+    _save_result_in_place(node, out, t)
+    _rebase(t, node)
+    return t
+
+
+def _save_result_in_place(node, out, t):
+    """A node that saved its result keeps ``t`` (now holding it) instead of a private copy, so
+    modifying ``t`` again raises PyTorch's version error instead of keeping a second array."""
+    chk = node._vchk
+    if not chk:
+        return
+    od = out._data
+    vc = t._shared_vc()
+    node._saved = tuple(t._data if v is od else v for v in node._saved)
+    node._vchk = tuple((vc, vc[0], t._data) if arr is od else (target, e, arr)
+                       for target, e, arr in chk)
+
+
+# ========================================================================================
+# regions of a base's storage
+# ========================================================================================
+
+
+def region_of(base_arr, arr):
+    """(offset, shape, strides) in elements of view ``arr`` inside ``base_arr``."""
+    if not base_arr.flags.c_contiguous:
+        raise NotImplementedError(
+            "in-place ops on views of a non-contiguous base are not supported by numgrad")
+    item = base_arr.itemsize
+    off = (arr.__array_interface__["data"][0] - base_arr.__array_interface__["data"][0]) // item
+    return (off, arr.shape, tuple(s // item for s in arr.strides))
+
+
+def _strided(arr, region):
+    """The region of C-contiguous ``arr`` as a strided NumPy view."""
+    off, shape, strides = region
+    flat = arr.reshape(-1)
+    item = arr.itemsize
+    return np.lib.stride_tricks.as_strided(flat[off:], shape, tuple(s * item for s in strides))
+
+
+def _contig(a):
+    return a if a.flags.c_contiguous else EW.unary(EW.copy, a, a.dtype)
+
+
+class AsStridedBackward0(Node):
+    __slots__ = ()
+    _meta_only = True
+
+    # d/dx as_strided(x, region) = zeros of x's shape with g in the region
+    def _backward(self, g):
+        shape, region = self._saved
+        return (region_embed(g, shape, region),)
+
+
+class RegionEmbedBackward(Node):
+    __slots__ = ()
+    _meta_only = True
+
+    # d/dg embed(g, region) = gg[region]
+    def _backward(self, gg):
+        return (as_strided_region(gg, self._saved[0]),)
+
+
+class RegionReplaceBackward(Node):
+    __slots__ = ()
+    _meta_only = True
+
+    # d/dg replace(g, region, v) = gg outside the region, d/dv = gg[region]
+    def _backward(self, gg):
+        region = self._saved[0]
+        nv = self.next_functions[1][0]
+        return (region_replace(gg, region, None),
+                as_strided_region(gg, region) if nv is not None else None)
+
+
+def as_strided_region(x, region):
+    """The region of ``x`` (as if C-contiguous) as a view (``AsStridedBackward0``)."""
+    arr = _strided(_contig(x._data), region)
+    out = _wrap(arr)
+    if state.enabled and x._requires_grad:
+        attach(out, AsStridedBackward0((edge(x),), (x._data.shape, region)))
+    return out
+
+
+def region_embed(g, shape, region):
+    out_arr = np.zeros(shape, g._data.dtype)
+    EW.unary(EW.copy, g._data, out_arr.dtype, out=_strided(out_arr, region))
+    out = _wrap(out_arr)
+    if state.enabled and g._requires_grad:
+        attach(out, RegionEmbedBackward((edge(g),), (region,)))
+    return out
+
+
+def region_replace(g, region, v):
+    """A copy of ``g`` whose region holds ``v`` (zeros when ``v`` is None)."""
+    out_arr = EW.unary(EW.copy, g._data, g._data.dtype)
+    target = _strided(out_arr, region)
+    if v is None:
+        EW.unary(EW.fill, target, target.dtype, 0, out=target)
+    else:
+        EW.unary(EW.copy, v._data, target.dtype, out=target)
+    out = _wrap(out_arr)
+    if state.enabled and (g._requires_grad or (v is not None and v._requires_grad)):
+        attach(out, RegionReplaceBackward(
+            (edge(g), edge(v) if v is not None else NO_EDGE), (region,)))
+    return out
+
+
+def as_strided_node(base, view):
+    """A fresh ``AsStridedBackward0`` for a view whose base changed after it was made."""
+    return AsStridedBackward0((edge(base),), (base._data.shape, region_of(base._data, view._data)))
+
+
+class CopySlices(Node):
+    """The base's node after an in-place write into one of its regions.
+
+    ``_saved = (region, fn)``: ``fn`` is the node of the op applied to the region (None for a
+    plain copy, i.e. item assignment), whose inputs after the first are this node's inputs
+    after the base.
+    """
+
+    __slots__ = ()
+    _meta_only = True
+
+    # d/dbase = g outside the region, fn's gradient for the old region inside; d/dothers = fn's
+    def _backward(self, g):
+        region, fn = self._saved
+        g_region = as_strided_region(g, region)
+        if fn is None:
+            return (region_replace(g, region, None), g_region)
+        from numgrad.autograd.engine import _conform, check_versions
+        if fn._saved:
+            check_versions(fn)
+        res = fn._run([g_region])
+        if fn._meta is not None:
+            res = _conform(fn, res)
+        return (region_replace(g, region, res[0]),) + tuple(res[1:])
+
+    def _release(self):
+        fn = self._saved[1]
+        if fn is not None:
+            fn._release()
+
+
+def _apply_on_view(t, op, args):
+    base = t._base
+    region = region_of(base._data, t._data)
+    base_edge = edge(base)
+    src = _wrap(t._data)
+    src._requires_grad = True  # stands for the old region inside the wrapped op's node
+    out = op(src, *args)
+    fn = out._grad_fn
+    _keep_old_value(fn, src)
+    _write(t, out)
+    node = CopySlices((base_edge,) + tuple(fn.next_functions[1:]), (region, fn))
+    _rebase(base, node)
+    _rebase(t, AsStridedBackward0(((node, 0),), (base._data.shape, region)))
+    t._view_ver = t._vc[0]
+    return t
+
+
+# ========================================================================================
+# item assignment
+# ========================================================================================
+
+
+class IndexPutBackward0(Node):
+    __slots__ = ()
+    _meta_only = True
+
+    # d/dself x[idx] = v: g with the written positions zeroed; d/dv = g[idx]
+    def _backward(self, g):
+        key, mask = self._saved
+        nv = self.next_functions[1][0]
+        return (ew.where(_wrap(mask), 0.0, g), ix.getitem(g, key) if nv is not None else None)
+
+
+def setitem(t, key, value):
+    """``t[key] = value``: a tracked CopySlices/IndexPutBackward0 when a graph is recorded."""
+    if state.enabled and t._requires_grad and t._grad_fn is None and t._base is None:
+        parsed, _ = ix._parse(key, t._data.ndim)
+        # PyTorch writes basic keys through a view (x[k].copy_(v)), advanced ones with index_put_
+        raise RuntimeError(LEAF if any(k == "adv" for k, _ in parsed) else VIEW_OF_LEAF)
+    check_inplace(t)
+    vt = isinstance(value, Tensor)
+    if not vt and not is_scalar(value):
+        from numgrad._factories import tensor
+        value = tensor(value, dtype=dtype_of(t))
+        vt = True
+    if not _needs_record(t, (value,)):
+        ix.assign(t, key, value)
+        return
+    parsed, _ = ix._parse(key, t._data.ndim)
+    if any(kind == "adv" for kind, _ in parsed):
+        if t._base is not None:
+            raise NotImplementedError(
+                "tracked advanced-index assignment into a view is not supported by numgrad")
+        old_edge = edge(t)
+        mask_t = _wrap(np.zeros(t._data.shape, np.bool_))
+        ix.assign(mask_t, key, True)
+        ix.assign(t, key, value.detach() if vt else value)
+        node = IndexPutBackward0((old_edge, edge(value) if vt else NO_EDGE), (key, mask_t._data))
+        if vt:
+            node._meta = (None, (value._data.shape, dtype_of(value)))
+        _rebase(t, node)
+        return
+    base = t if t._base is None else t._base
+    region_arr = t._data[ix._basic_numpy_key(parsed, t._data.ndim)]
+    region = region_of(base._data, region_arr)
+    base_edge = edge(base)
+    ix.assign(t, key, value.detach() if vt else value)
+    node = CopySlices((base_edge, edge(value) if vt else NO_EDGE), (region, None))
+    if vt:
+        shape = region_arr.shape
+        if value._data.shape != shape or value._data.dtype != t._data.dtype:
+            node._meta = (None, (value._data.shape, dtype_of(value)))
+    _rebase(base, node)
+    if t is not base:
+        _rebase(t, AsStridedBackward0(((node, 0),), (base._data.shape,
+                                                     region_of(base._data, t._data))))
+        t._view_ver = t._vc[0]
+
+
+# ========================================================================================
+# the in-place methods
+# ========================================================================================
+
+
+class ZeroBackward0(Node):
+    __slots__ = ()
+    _meta_only = True
+
+    # d/dx zero_(x) = 0
+    def _backward(self, g):
+        return (ew.mul(g, 0),)
+
+
+FillBackward2 = type("FillBackward2", (ZeroBackward0,), {"__slots__": ()})
+
+
+class CopyBackwards(Node):
+    __slots__ = ()
+    _meta_only = True
+
+    # d/dself copy_(self, src) = 0, d/dsrc = g (summed/cast to src by the engine)
+    def _backward(self, g):
+        ns = self.next_functions[1][0]
+        return (ew.mul(g, 0) if self.next_functions[0][0] is not None else None,
+                g if ns is not None else None)
+
+
+def _filled(node_cls):
+    def op(src, value=0):
+        out = _wrap(EW.unary(EW.fill, src._data, src._data.dtype, value))
+        if state.enabled and src._requires_grad:
+            attach(out, node_cls((edge(src),)))
+        return out
+    return op
+
+
+def _raw_fill(t, value=0):
+    if isinstance(value, Tensor):
+        value = value.item()
+    EW.unary(EW.fill, t._data, t._data.dtype, value, out=t._data)
+
+
+def zero_(self):
+    return apply_(self, _filled(ZeroBackward0), raw=_raw_fill)
+
+
+def fill_(self, value):
+    if isinstance(value, Tensor):
+        value = value.item()
+    return apply_(self, _filled(FillBackward2), value, raw=_raw_fill)
+
+
+def _copied(dst, src):
+    shape = dst._data.shape
+    arr = np.empty(shape, dst._data.dtype)
+    EW.unary(EW.copy, src._data, arr.dtype, out=arr)
+    out = _wrap(arr)
+    if state.enabled and (dst._requires_grad or src._requires_grad):
+        node = CopyBackwards((edge(dst), edge(src)))
+        if src._data.shape != shape or src._data.dtype != arr.dtype:
+            node._meta = (None, (src._data.shape, dtype_of(src)))
+        attach(out, node)
+    return out
+
+
+def _raw_copy(t, src):
+    EW.unary(EW.copy, src._data, t._data.dtype, out=t._data)
+
+
+def copy_(self, src, non_blocking=False):
+    if not isinstance(src, Tensor):
+        raise TypeError(f"copy_(): argument 'src' (position 1) must be Tensor, not "
+                        f"{type(src).__name__}")
+    from numgrad._shape import broadcast_shapes
+    if broadcast_shapes(self._data.shape, src._data.shape) != self._data.shape:
+        raise RuntimeError(
+            f"The size of tensor a ({self._data.shape[-1] if self._data.ndim else 1}) must "
+            f"match the size of tensor b ({src._data.shape[-1]}) at non-singleton dimension "
+            f"{self._data.ndim - 1}")
+    return apply_(self, _copied, src, raw=_raw_copy)
+
+
+def _raw_binary(kernel_name, scalar_kernel_name):
+    def raw(t, other, alpha=None):
+        td = dtype_of(t)
+        rd = _dtype.result_type(t, other)
+        if rd._kind > td._kind:
+            raise RuntimeError(
+                f"result type {rd._legacy} can't be cast to the desired output type "
+                f"{td._legacy}")
+        a = t._data
+        if isinstance(other, Tensor):
+            b = other._data
+            if alpha is not None and alpha != 1:
+                EW.binary(EW.add_scaled, a, b.astype(a.dtype, copy=False), a.dtype, a.shape,
+                          alpha if kernel_name == "add" else -alpha, out=a)
+                return
+            from numgrad._shape import broadcast_shapes
+            if broadcast_shapes(a.shape, b.shape) != a.shape:
+                raise RuntimeError(
+                    f"output with shape {list(a.shape)} doesn't match the broadcast shape "
+                    f"{list(broadcast_shapes(a.shape, b.shape))}")
+            EW.binary(getattr(EW, kernel_name), a, b.astype(a.dtype, copy=False), a.dtype,
+                      a.shape, out=a)
+        else:
+            v = other if alpha is None else other * alpha
+            v = float(v) if a.dtype.kind == "f" else int(v)
+            EW.unary(getattr(EW, scalar_kernel_name), a, a.dtype, v, out=a)
+    return raw
+
+
+_RAW = {name: _raw_binary(name, name + "_s") for name in ("add", "sub", "mul", "div")}
+
+
+def add_(self, other, *, alpha=1):
+    op = (lambda x, y: ew.add(x, y, alpha=alpha)) if alpha != 1 else ew.add
+    raw = _RAW["add"] if alpha == 1 else (lambda t, o: _RAW["add"](t, o, alpha))
+    return apply_(self, op, other, raw=raw)
+
+
+def sub_(self, other, *, alpha=1):
+    op = (lambda x, y: ew.sub(x, y, alpha=alpha)) if alpha != 1 else ew.sub
+    raw = _RAW["sub"] if alpha == 1 else (lambda t, o: _RAW["sub"](t, o, alpha))
+    return apply_(self, op, other, raw=raw)
+
+
+def mul_(self, other):
+    return apply_(self, ew.mul, other, raw=_RAW["mul"])
+
+
+def div_(self, other, *, rounding_mode=None):
+    if rounding_mode is not None:
+        return apply_(self, lambda x, y: ew.div(x, y, rounding_mode=rounding_mode), other)
+    if self._data.dtype.kind != "f":
+        raise RuntimeError(
+            f"result type Float can't be cast to the desired output type {dtype_of(self)._legacy}")
+    return apply_(self, ew.div, other, raw=_RAW["div"])
+
+
+def _unary_inplace(fn):
+    def method(self, *args, **kwargs):
+        return apply_(self, lambda x: fn(x, *args, **kwargs))
+    method.__name__ = fn.__name__ + "_"
+    return method
+
+
+
+
+def pow_(self, exponent):
+    return apply_(self, ew.pow, exponent)
+
+
+neg_ = _unary_inplace(ew.neg)
+exp_ = _unary_inplace(ew.exp)
+log_ = _unary_inplace(ew.log)
+sqrt_ = _unary_inplace(ew.sqrt)
+abs_ = _unary_inplace(ew.abs)
+sin_ = _unary_inplace(ew.sin)
+cos_ = _unary_inplace(ew.cos)
+tanh_ = _unary_inplace(ew.tanh)
+sigmoid_ = _unary_inplace(ew.sigmoid)
+relu_ = _unary_inplace(ew.relu)
+clamp_ = _unary_inplace(ew.clamp)
+clamp_min_ = _unary_inplace(ew.clamp_min)
+clamp_max_ = _unary_inplace(ew.clamp_max)
+floor_ = _unary_inplace(ew.floor)
+round_ = _unary_inplace(ew.round)
+square_ = _unary_inplace(ew.square)
+reciprocal_ = _unary_inplace(ew.reciprocal)
+
+
+class MaskedFillBackward0(Node):
+    __slots__ = ()
+
+    # d/dx masked_fill(x, m, v) = g where not m
+    def _backward(self, g):
+        return (ew._masked(EW.mask_drop, self._saved[0], g),)
+
+
+class MaskedFillBackward1(Node):
+    __slots__ = ()
+
+    # d/dx = g where not m, d/dv = sum of g where m
+    def _backward(self, g):
+        mask = self._saved[0]
+        nv = self.next_functions[1][0]
+        return (ew._masked(EW.mask_drop, mask, g),
+                ew._masked(EW.mask_keep, mask, g).sum() if nv is not None else None)
+
+
+def masked_fill(self, mask, value):
+    """``value`` where ``mask`` is true (``MaskedFillBackward0``/``1`` for number/tensor)."""
+    if mask._data.dtype != np.bool_:
+        raise RuntimeError(
+            f"masked_fill_ only supports boolean masks, but got mask with dtype "
+            f"{dtype_of(mask)._legacy}")
+    vt = isinstance(value, Tensor)
+    if vt and value._data.ndim:
+        raise RuntimeError(
+            "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+            f"{value._data.ndim} dimension(s).")
+    with no_grad():
+        out = ew.where(mask, value, self)
+    if out._data.shape != self._data.shape:
+        raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the "
+                           f"broadcast shape {list(out._data.shape)}")
+    if state.enabled and (self._requires_grad or (vt and value._requires_grad)):
+        if vt:
+            node = MaskedFillBackward1((edge(self), edge(value)), (mask,))
+        else:
+            node = MaskedFillBackward0((edge(self),), (mask,))
+        attach(out, node)
+    return out
+
+
+def masked_fill_(self, mask, value):
+    return apply_(self, lambda x, m: masked_fill(x, m, value), mask)
+
+
+def _random_(draw):
+    def method(self, *args, generator=None, **kwargs):
+        from numgrad.random import default_generator
+        g = generator or default_generator
+        check_inplace(self)
+        arr = draw(g, self._data.shape, self._data.dtype, *args, **kwargs)
+        EW.unary(EW.copy, arr, self._data.dtype, out=self._data)
+        self._bump_version()
+        return self
+    return method
+
+
+uniform_ = _random_(lambda g, shape, dt, a=0.0, b=1.0: g.uniform(shape, dt, a, b))
+normal_ = _random_(lambda g, shape, dt, mean=0.0, std=1.0: g.normal(shape, dt, mean, std))
+bernoulli_ = _random_(lambda g, shape, dt, p=0.5: g.bernoulli(shape, p, dt))
+
+
+def random_(self, low=0, high=None, *, generator=None):
+    from numgrad.random import default_generator
+    if high is None:
+        low, high = 0, low
+    g = generator or default_generator
+    check_inplace(self)
+    EW.unary(EW.copy, g.randint(low, high, self._data.shape, np.int64), self._data.dtype,
+             out=self._data)
+    self._bump_version()
+    return self
+
+
+METHODS = {
+    "zero_": zero_, "fill_": fill_, "copy_": copy_, "add_": add_, "sub_": sub_, "mul_": mul_,
+    "div_": div_, "pow_": pow_, "neg_": neg_, "exp_": exp_, "log_": log_, "sqrt_": sqrt_,
+    "abs_": abs_, "sin_": sin_, "cos_": cos_, "tanh_": tanh_, "sigmoid_": sigmoid_,
+    "relu_": relu_, "clamp_": clamp_, "clip_": clamp_, "clamp_min_": clamp_min_,
+    "clamp_max_": clamp_max_, "floor_": floor_, "round_": round_, "square_": square_,
+    "reciprocal_": reciprocal_, "masked_fill_": masked_fill_, "masked_fill": masked_fill,
+    "uniform_": uniform_,
+    "normal_": normal_, "bernoulli_": bernoulli_, "random_": random_, "subtract_": sub_,
+    "multiply_": mul_, "divide_": div_, "negative_": neg_,
+    "__iadd__": add_, "__isub__": sub_, "__imul__": mul_, "__itruediv__": div_,
+    "__setitem__": setitem,
+}
