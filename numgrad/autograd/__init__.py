@@ -166,4 +166,4 @@ class Variable(Tensor):
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad",
            "enable_grad", "set_grad_enabled", "is_grad_enabled", "Variable", "gradcheck",
-           "gradgradcheck", "GradcheckError"]
+           "gradgradcheck", "GradcheckError", "inference_mode", "is_inference_mode_enabled"]
