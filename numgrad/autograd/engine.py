@@ -205,6 +205,9 @@ def execute(roots, grads, keep_graph, create_graph, capture=None, targets=None,
                     if accumulate is True or (accumulate and node in accumulate):
                         if inp[0] is not None:
                             _accumulate(node.variable, inp[0], shared)
+                        if hooks is not None:
+                            for fn in list(hooks.post.values()):
+                                fn((), tuple(inp))
                     continue
                 if needed is None or node in needed:
                     if node._saved:

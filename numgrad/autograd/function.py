@@ -217,6 +217,8 @@ def _wrap_outputs(ctx, args, is_tensor, outputs, record):
             continue
         if id(o) in inputs and id(o) not in dirty:
             o = o.detach() if not record else _alias(o)
+        if id(o) in dirty:
+            o._bump_version()  # PyTorch counts marking dirty as a modification
         if record and id(o) not in non_diff:
             if id(o) in dirty and o._grad_fn is None and o._requires_grad:
                 raise RuntimeError(

@@ -20,6 +20,15 @@ FREED_MSG = (
     "calling backward.")
 
 
+def _as_saved_value(value):
+    """Saved result arrays are shown as tensors; everything else as saved."""
+    import numpy as np
+    if isinstance(value, np.ndarray):
+        from numgrad.tensor import _wrap
+        return _wrap(value)
+    return value
+
+
 class RemovableHandle:
     """Returned by ``register_hook``; ``remove()`` unregisters the hook."""
 
@@ -58,6 +67,7 @@ class Node:
     __slots__ = ("next_functions", "_seq", "_saved", "_meta", "_hooks", "_metadata", "_vchk",
                  "__weakref__")
     _n_outputs = 1
+    _names_of_saved = ()  # PyTorch's names of what _saved holds, read as node._saved_<name>
     _shares_outputs = False  # True where backward may return tensors the user still holds
     # True where ``_saved`` holds only shapes/dims/scalars, which PyTorch does not free: such
     # nodes can run again after a backward without retain_graph (AddBackward0, SumBackward0...)
@@ -82,6 +92,31 @@ class Node:
 
     def name(self):
         return type(self).__name__
+
+    def __getattr__(self, attr):
+        # node._saved_self, node._saved_exponent, ... as the seed tutorials inspect them
+        if attr.startswith("_saved_"):
+            names = type(self)._names_of_saved
+            key = attr[len("_saved_"):]
+            if key in names:
+                saved = object.__getattribute__(self, "_saved")
+                if saved is None:
+                    raise RuntimeError(FREED_MSG)
+                value = saved[names.index(key)] if names.index(key) < len(saved) else None
+                return _as_saved_value(value)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{attr}'")
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | {"_saved_" + n for n in type(self)._names_of_saved})
+
+    def __call__(self, *grads):
+        """Apply this node's backward rule to output gradients (as ``grad_fn(g)`` does)."""
+        res = self._run(list(grads))
+        if self._meta is not None:
+            from numgrad.autograd.engine import _conform
+            res = _conform(self, res)
+        res = tuple(res)
+        return res[0] if len(res) == 1 else res
 
     @property
     def metadata(self):

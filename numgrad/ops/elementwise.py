@@ -77,6 +77,7 @@ def _check_tensor(x, fn):
 
 class ExpBackward0(Node):
     __slots__ = ()
+    _names_of_saved = ("result",)
 
     # d/dx exp(x) = exp(x)
     def _backward(self, g):
@@ -85,6 +86,7 @@ class ExpBackward0(Node):
 
 class LogBackward0(Node):
     __slots__ = ()
+    _names_of_saved = ("self",)
 
     # d/dx log(x) = 1 / x
     def _backward(self, g):
@@ -93,6 +95,7 @@ class LogBackward0(Node):
 
 class SqrtBackward0(Node):
     __slots__ = ()
+    _names_of_saved = ("result",)
 
     # d/dx sqrt(x) = 1 / (2 sqrt(x))
     def _backward(self, g):
@@ -101,6 +104,7 @@ class SqrtBackward0(Node):
 
 class SinBackward0(Node):
     __slots__ = ()
+    _names_of_saved = ("self",)
 
     # d/dx sin(x) = cos(x)
     def _backward(self, g):
@@ -109,6 +113,7 @@ class SinBackward0(Node):
 
 class CosBackward0(Node):
     __slots__ = ()
+    _names_of_saved = ("self",)
 
     # d/dx cos(x) = -sin(x)
     def _backward(self, g):
@@ -117,6 +122,7 @@ class CosBackward0(Node):
 
 class TanhBackward0(Node):
     __slots__ = ()
+    _names_of_saved = ("result",)
 
     # d/dx tanh(x) = 1 - tanh(x)^2
     def _backward(self, g):
@@ -125,6 +131,7 @@ class TanhBackward0(Node):
 
 class SigmoidBackward0(Node):
     __slots__ = ()
+    _names_of_saved = ("result",)
 
     # d/dx sigmoid(x) = sigmoid(x) (1 - sigmoid(x))
     def _backward(self, g):
@@ -134,6 +141,7 @@ class SigmoidBackward0(Node):
 
 class ReluBackward0(Node):
     __slots__ = ()
+    _names_of_saved = ("result",)
 
     # d/dx relu(x) = [x > 0]
     def _backward(self, g):
@@ -143,6 +151,7 @@ class ReluBackward0(Node):
 
 class AbsBackward0(Node):
     __slots__ = ()
+    _names_of_saved = ("self",)
 
     # d/dx |x| = sgn(x)
     def _backward(self, g):
@@ -160,6 +169,7 @@ class NegBackward0(Node):
 
 class ReciprocalBackward0(Node):
     __slots__ = ()
+    _names_of_saved = ("result",)
 
     # d/dx (1/x) = -1/x^2 = -r^2
     def _backward(self, g):
@@ -282,6 +292,7 @@ def clamp_max(input, max):  # noqa: A002
 
 class ClampBackward1(Node):
     __slots__ = ()
+    _names_of_saved = ("self", "min", "max")
 
     # d/dx clamp(x, lo, hi) = [lo <= x <= hi]
     def _backward(self, g):
@@ -307,6 +318,7 @@ def _clamp_tensor(x, lo, hi):
 
 class ClampBackward0(Node):
     __slots__ = ()
+    _names_of_saved = ("self", "min", "max")
 
     # d/dx clamp = [lo <= x <= hi]; d/dlo = [x < lo]; d/dhi = [x > hi] (when lo <= hi)
     def _backward(self, g):
@@ -356,6 +368,7 @@ def _coerce(other, opname):
 
 class AddBackward0(Node):
     __slots__ = ()
+    _names_of_saved = ("alpha",)
     _meta_only = True
 
     # d/da (a + alpha b) = 1, d/db = alpha
@@ -369,6 +382,7 @@ class AddBackward0(Node):
 
 class SubBackward0(Node):
     __slots__ = ()
+    _names_of_saved = ("alpha",)
     _meta_only = True
 
     # d/da (a - alpha b) = 1, d/db = -alpha
@@ -391,6 +405,7 @@ class RsubBackward1(Node):
 
 class MulBackward0(Node):
     __slots__ = ()
+    _names_of_saved = ("self", "other")
 
     # d/da (a b) = b, d/db = a
     def _backward(self, g):
@@ -402,6 +417,7 @@ class MulBackward0(Node):
 
 class DivBackward0(Node):
     __slots__ = ()
+    _names_of_saved = ("self", "other")
 
     # d/da (a / b) = 1 / b, d/db = -a / b^2
     def _backward(self, g):
@@ -542,6 +558,7 @@ def div(input, other, *, rounding_mode=None):
 
 class DivScalarBackward(Node):
     __slots__ = ()
+    _names_of_saved = ("self", "other")
 
     # d/dx (x / s) = 1 / s
     def _backward(self, g):
@@ -609,6 +626,7 @@ def remainder(input, other):
 
 class PowBackward0(Node):
     __slots__ = ()
+    _names_of_saved = ("self", "exponent")
 
     # d/dx x^p = p x^(p-1)
     def _backward(self, g):
@@ -618,6 +636,7 @@ class PowBackward0(Node):
 
 class PowBackward1(Node):
     __slots__ = ()
+    _names_of_saved = ("self", "exponent")
 
     # d/da a^b = b a^(b-1), d/db a^b = a^b log(a)
     def _backward(self, g):
@@ -630,6 +649,7 @@ class PowBackward1(Node):
 
 class PowBackward2(Node):
     __slots__ = ()
+    _names_of_saved = ("exponent", "self")
 
     # d/dx s^x = s^x log(s)
     def _backward(self, g):
@@ -694,6 +714,7 @@ float_power = pow
 
 class MaximumBackward0(Node):
     __slots__ = ()
+    _names_of_saved = ("self", "other")
 
     # d/da max(a, b) = [a > b] + [a == b]/2, and symmetrically for b
     def _backward(self, g):
@@ -705,6 +726,7 @@ class MaximumBackward0(Node):
 
 class MinimumBackward0(Node):
     __slots__ = ()
+    _names_of_saved = ("self", "other")
 
     # d/da min(a, b) = [a < b] + [a == b]/2, and symmetrically for b
     def _backward(self, g):
@@ -821,6 +843,7 @@ def bitwise_not(input):
 
 class WhereBackward0(Node):
     __slots__ = ()
+    _names_of_saved = ("condition",)
 
     # d/da where(c, a, b) = c, d/db = !c
     def _backward(self, g):

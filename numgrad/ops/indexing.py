@@ -297,6 +297,7 @@ def argwhere(input):
 
 class GatherBackward0(Node):
     __slots__ = ()
+    _names_of_saved = ("index", "dim", "self_sym_sizes")
 
     # d/dx gather(x, d, idx) = zeros with g added at idx along d
     def _backward(self, g):

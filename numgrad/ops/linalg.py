@@ -27,6 +27,7 @@ def _product(a, b, shape):
 
 class MmBackward0(Node):
     __slots__ = ()
+    _names_of_saved = ("self", "mat2")
 
     # d/dA (A B) = G B^T, d/dB (A B) = A^T G
     def _backward(self, g):
@@ -38,6 +39,7 @@ class MmBackward0(Node):
 
 class MvBackward0(Node):
     __slots__ = ()
+    _names_of_saved = ("self", "vec")
 
     # d/dA (A v) = g v^T, d/dv (A v) = A^T g
     def _backward(self, g):
@@ -49,6 +51,7 @@ class MvBackward0(Node):
 
 class DotBackward0(Node):
     __slots__ = ()
+    _names_of_saved = ("self", "tensor")
 
     # d/da (a . b) = g b, d/db = g a
     def _backward(self, g):
@@ -60,6 +63,7 @@ class DotBackward0(Node):
 
 class BmmBackward0(Node):
     __slots__ = ()
+    _names_of_saved = ("self", "mat2")
 
     # d/dA (A B) = G B^T, d/dB = A^T G over the batch (the engine sums broadcast batch dims)
     def _backward(self, g):

@@ -27,6 +27,7 @@ from numgrad.ops._util import (
 
 class ExpandBackward0(Node):
     __slots__ = ()
+    _names_of_saved = ("self_sym_sizes",)
     _meta_only = True
 
     # d/dg broadcast(g, shape) * scale = scale * sum_to_size(gg, g.shape)
@@ -52,6 +53,7 @@ def broadcast_to_shape(g, shape, scale=1):
 
 class SumToSizeBackward(Node):
     __slots__ = ()
+    _names_of_saved = ("self_sym_sizes",)
     _meta_only = True
 
     # d/dg sum_to_size(g, s) = broadcast back to g's shape
@@ -88,6 +90,7 @@ def _one(t):
 
 class SumBackward0(Node):
     __slots__ = ()
+    _names_of_saved = ("self_sym_sizes",)
     _meta_only = True
 
     # d/dx sum(x) = 1 everywhere
@@ -97,6 +100,7 @@ class SumBackward0(Node):
 
 class SumBackward1(Node):
     __slots__ = ()
+    _names_of_saved = ("self_sym_sizes",)
     _meta_only = True
 
     # d/dx sum(x, dims) = 1, the gradient repeated along the reduced dims
@@ -107,6 +111,7 @@ class SumBackward1(Node):
 
 class MeanBackward0(Node):
     __slots__ = ()
+    _names_of_saved = ("self_sym_sizes", "self_sym_numel")
     _meta_only = True
 
     # d/dx mean(x) = 1/n
@@ -117,6 +122,7 @@ class MeanBackward0(Node):
 
 class MeanBackward1(Node):
     __slots__ = ()
+    _names_of_saved = ("self_sym_sizes",)
     _meta_only = True
 
     # d/dx mean(x, dims) = 1/n over the reduced dims
@@ -229,6 +235,7 @@ class EvenlyDistributedBackward(Node):
     the extreme value."""
 
     __slots__ = ()
+    _names_of_saved = ("self", "result")
 
     # d/dx max(x) = [x == max] / #[x == max]
     def _backward(self, g):
@@ -256,6 +263,7 @@ AminBackward0 = _named("AminBackward0")
 
 class MaxBackward0(Node):
     __slots__ = ()
+    _names_of_saved = ("indices", "self_sym_sizes", "dim", "keepdim")
 
     # d/dx max(x, dim) = 1 at the selected index along dim, 0 elsewhere
     def _backward(self, g):
@@ -411,6 +419,7 @@ def _scatter_along(g, indices, shape, dim, keepdim):
 
 class LinalgVectorNormBackward0(Node):
     __slots__ = ()
+    _names_of_saved = ("self", "result", "ord", "dim")
 
     # d/dx ||x||_p = sgn(x) |x|^(p-1) / ||x||^(p-1)  (p=2: x/||x||; p=inf: ties share; 0 at 0)
     def _backward(self, g):
@@ -470,6 +479,7 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
 
 class LogsumexpBackward0(Node):
     __slots__ = ()
+    _names_of_saved = ("self", "result")
 
     # d/dx log sum exp(x) = exp(x - lse) = softmax(x)
     def _backward(self, g):
@@ -504,6 +514,7 @@ def logsumexp(input, dim, keepdim=False):
 
 class SoftmaxBackward0(Node):
     __slots__ = ()
+    _names_of_saved = ("result", "dim")
 
     # d softmax: gx = y (g - sum(g y))
     def _backward(self, g):
@@ -513,6 +524,7 @@ class SoftmaxBackward0(Node):
 
 class LogSoftmaxBackward0(Node):
     __slots__ = ()
+    _names_of_saved = ("result", "dim")
 
     # d log_softmax: gx = g - exp(y) sum(g)
     def _backward(self, g):

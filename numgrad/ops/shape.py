@@ -27,6 +27,7 @@ def view_of(base, arr):
 
 class ViewBackward0(Node):
     __slots__ = ()
+    _names_of_saved = ("self_sym_sizes",)
     _meta_only = True
 
     # d/dx view(x, s) = view(g, x.shape)
@@ -125,6 +126,7 @@ def reshape_as(input, other):
 
 class PermuteBackward0(Node):
     __slots__ = ()
+    _names_of_saved = ("dims",)
     _meta_only = True
 
     # d/dx permute(x, p) = permute(g, p^-1)
@@ -135,6 +137,7 @@ class PermuteBackward0(Node):
 
 class TransposeBackward0(Node):
     __slots__ = ()
+    _names_of_saved = ("dim0", "dim1")
     _meta_only = True
 
     # d/dx transpose(x, a, b) = transpose(g, a, b)
@@ -221,6 +224,7 @@ moveaxis = movedim
 
 class SqueezeBackward0(Node):
     __slots__ = ()
+    _names_of_saved = ("self_sym_sizes",)
     _meta_only = True
 
     # d/dx squeeze(x) = reshape(g, x.shape)
@@ -234,6 +238,7 @@ SqueezeBackward2 = type("SqueezeBackward2", (SqueezeBackward0,), {"__slots__": (
 
 class UnsqueezeBackward0(Node):
     __slots__ = ()
+    _names_of_saved = ("dim",)
     _meta_only = True
 
     # d/dx unsqueeze(x, d) = squeeze(g, d)
@@ -343,6 +348,7 @@ class SliceBackward0(_EmbedBackward):
     """d/dx x[..., a:b:c, ...] = zeros with g in the slice."""
 
     __slots__ = ()
+    _names_of_saved = ("self_sym_sizes",)
 
 
 class EmbedBackward(Node):
@@ -431,6 +437,7 @@ class CloneBackward0(Node):
 
 class ToCopyBackward0(Node):
     __slots__ = ()
+    _names_of_saved = ("self_dtype",)
     _meta_only = True
 
     # d/dx x.to(dtype) = g.to(x.dtype)
@@ -492,6 +499,7 @@ def to(input, *args, **kwargs):
 
 class CatBackward0(Node):
     __slots__ = ()
+    _names_of_saved = ("dim",)
     _meta_only = True
 
     # d/dx_i cat(xs, d) = the i-th slice of g along d
@@ -507,6 +515,7 @@ class CatBackward0(Node):
 
 class StackBackward0(Node):
     __slots__ = ()
+    _names_of_saved = ("dim",)
     _meta_only = True
 
     # d/dx_i stack(xs, d) = select(g, d, i)
