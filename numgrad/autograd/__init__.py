@@ -3,6 +3,12 @@
 import numpy as np
 
 from numgrad.autograd import function, graph  # noqa: F401
+from numgrad.autograd.anomaly_mode import (
+    detect_anomaly,
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
+    set_detect_anomaly,
+)
 from numgrad.autograd.engine import execute
 from numgrad.autograd.function import Function, FunctionCtx, once_differentiable
 from numgrad.autograd.grad_mode import (
@@ -166,4 +172,6 @@ class Variable(Tensor):
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad",
            "enable_grad", "set_grad_enabled", "is_grad_enabled", "Variable", "gradcheck",
-           "gradgradcheck", "GradcheckError", "inference_mode", "is_inference_mode_enabled"]
+           "gradgradcheck", "GradcheckError", "inference_mode", "is_inference_mode_enabled",
+           "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
+           "is_anomaly_check_nan_enabled"]

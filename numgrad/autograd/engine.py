@@ -13,7 +13,8 @@ import heapq
 import itertools
 import re
 
-from numgrad.autograd import grad_mode
+from numgrad.autograd import anomaly_mode, grad_mode
+from numgrad.autograd.anomaly_mode import STATE as ANOMALY
 from numgrad.autograd.graph import AccumulateGrad
 from numgrad.tensor import Tensor
 
@@ -94,6 +95,20 @@ def _needed(roots, targets):
                 needed.add(p)
                 stack.append(p)
     return needed
+
+
+def _run_checked(node, inp):
+    """Run a node in anomaly mode: report the forward call site of any failure, check NaN."""
+    try:
+        if node._saved:
+            check_versions(node)
+        outs = node._run(inp)
+        if ANOMALY[1]:
+            anomaly_mode.check_nan(node, outs)
+    except Exception as e:
+        anomaly_mode.report(node, e)
+        raise
+    return outs
 
 
 def _conform(node, outs):
@@ -210,9 +225,12 @@ def execute(roots, grads, keep_graph, create_graph, capture=None, targets=None,
                                 fn((), tuple(inp))
                     continue
                 if needed is None or node in needed:
-                    if node._saved:
-                        check_versions(node)
-                    outs = node._run(inp)
+                    if ANOMALY[0]:
+                        outs = _run_checked(node, inp)
+                    else:
+                        if node._saved:
+                            check_versions(node)
+                        outs = node._run(inp)
                     if not keep_graph:
                         node._release()
                     if node._meta is not None:

@@ -10,6 +10,7 @@ input's shape in one place. Node classes print as PyTorch's (``<MulBackward0 obj
 import itertools
 
 _seq = itertools.count()
+ANOMALY = None  # the anomaly-mode state list, bound below (graph.py must not import it first)
 _ACC_SEQ = 1 << 62  # AccumulateGrad runs as soon as it is ready, as in PyTorch
 
 FREED_MSG = (
@@ -86,6 +87,9 @@ class Node:
         self._meta = None
         self._hooks = None
         self._vchk = None  # version checks beyond "saved tensors were at version 0" (see attach)
+        if ANOMALY[0]:
+            from numgrad.autograd.anomaly_mode import record_forward
+            record_forward(self)
 
     def __repr__(self):
         return f"<{type(self).__name__} object at {id(self):#x}>"
@@ -174,3 +178,6 @@ class AccumulateGrad(Node):
         self._hooks = None
         self._vchk = None
 
+
+
+from numgrad.autograd.anomaly_mode import STATE as ANOMALY  # noqa: E402

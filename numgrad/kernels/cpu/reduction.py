@@ -114,6 +114,15 @@ def put_along_3d(src, idx, out):
 
 
 @jit
+def has_nan(x):
+    """Whether flat array ``x`` holds a nan (anomaly mode)."""
+    for i in range(x.size):
+        if x[i] != x[i]:
+            return True
+    return False
+
+
+@jit
 def take_along_3d(x, idx, out):
     """out[o, i] = x[o, idx[o, i], i] (gather along r with per-position indices)."""
     n_o, n_i = out.shape
