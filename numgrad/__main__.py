@@ -1,5 +1,7 @@
 """``python -m numgrad``: the seed tutorials' examples, run with ``import numgrad as torch``."""
 
+import argparse
+import os
 import sys
 
 
@@ -10,7 +12,7 @@ def section(title):
     print("=" * 78)
 
 
-def tutorial():
+def tutorial(out_dir):
     import numgrad as torch
     from numgrad.autograd import Function
 
@@ -52,6 +54,7 @@ def tutorial():
     x_leaf = xg.next_functions[0][0]
     print(type(x_leaf))
     print("x_leaf.variable is x:", x_leaf.variable is x)
+    print("picture of this graph:", draw_graph(z, {"x": x, "y": y}, out_dir))
     z.backward(torch.ones_like(x))
     print(x.grad)
     with torch.no_grad():
@@ -96,8 +99,25 @@ def tutorial():
     print(2 * x.detach() * torch.exp(x.detach()) + x.detach() ** 2 * torch.exp(x.detach()))
 
 
+def draw_graph(z, params, out_dir):
+    """Render the graph to SVG when Graphviz is installed, else write its DOT source."""
+    from numgrad.viz import make_dot
+    dot = make_dot(z, params=params)
+    os.makedirs(out_dir, exist_ok=True)
+    base = os.path.join(out_dir, "z_graph")
+    try:
+        return os.path.abspath(dot.render(base, format="svg"))
+    except RuntimeError as e:
+        path = os.path.abspath(dot.save(base + ".dot"))
+        return f"{path} (DOT source; {e})"
+
+
 def main(argv=None):
-    tutorial()
+    parser = argparse.ArgumentParser(prog="python -m numgrad", description=__doc__)
+    parser.add_argument("--out", default="numgrad-demo",
+                        help="folder for the pictures the demo writes (default: ./numgrad-demo)")
+    args = parser.parse_args(argv)
+    tutorial(args.out)
     return 0
 
 

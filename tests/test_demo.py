@@ -4,9 +4,9 @@ import subprocess
 import sys
 
 
-def test_demo_runs_and_prints_tutorial_results():
-    r = subprocess.run([sys.executable, "-m", "numgrad"], capture_output=True, text=True,
-                       timeout=600)
+def test_demo_runs_and_prints_tutorial_results(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "numgrad", "--out", str(tmp_path)],
+                       capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     out = r.stdout
     assert "tensor(27., grad_fn=<MeanBackward0>)" in out
@@ -14,3 +14,6 @@ def test_demo_runs_and_prints_tutorial_results():
     assert "tensor([[ 6.3000, 22.5000],\n        [22.5000, 22.5000]])" in out
     assert "<class 'AccumulateGrad'>" in out and "x_leaf.variable is x: True" in out
     assert "grad_fn=<MulConstantBackward>" in out
+    line = next(ln for ln in out.splitlines() if ln.startswith("picture of this graph: "))
+    path = line.split(": ", 1)[1].split(" (")[0]
+    assert path.startswith(str(tmp_path)) and open(path).read()
