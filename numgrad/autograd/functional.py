@@ -53,8 +53,8 @@ def _check_v(v, outputs, fn_name, arg="v"):
     if v is None:
         if len(outputs) != 1 or outputs[0].numel() != 1:
             raise RuntimeError(
-                f"The vector v can only be None if the user-provided function returns a single "
-                f"Tensor with a single element.")
+                "The vector v can only be None if the user-provided function returns a single "
+                "Tensor with a single element.")
         return (_wrap(np.ones(outputs[0]._data.shape, outputs[0]._data.dtype)),)
     _, vs = _as_tuple(v, arg, fn_name)
     if len(vs) != len(outputs):

@@ -9,8 +9,9 @@ input's shape in one place. Node classes print as PyTorch's (``<MulBackward0 obj
 
 import itertools
 
+from numgrad.autograd.anomaly_mode import STATE as ANOMALY
+
 _seq = itertools.count()
-ANOMALY = None  # the anomaly-mode state list, bound below (graph.py must not import it first)
 _ACC_SEQ = 1 << 62  # AccumulateGrad runs as soon as it is ready, as in PyTorch
 
 FREED_MSG = (
@@ -179,5 +180,3 @@ class AccumulateGrad(Node):
         self._vchk = None
 
 
-
-from numgrad.autograd.anomaly_mode import STATE as ANOMALY  # noqa: E402
