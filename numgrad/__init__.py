@@ -56,6 +56,8 @@ from numgrad.autograd.grad_mode import (
     set_grad_enabled,
 )
 from numgrad._printing import set_printoptions
+from numgrad.serialization import load, save
+from numgrad import nn, optim, utils, viz  # noqa: E402  (after the namespace they build on)
 
 float = float32  # noqa: A001
 double = float64

@@ -44,8 +44,9 @@ def _ragged_error(data, dim=0):
     return None
 
 
-def _from_python(data):
-    """A NumPy array from nested Python data, with PyTorch's dtype inference."""
+def _from_python(data, requested=None):
+    """A NumPy array from nested Python data, with PyTorch's dtype inference (or directly in
+    the ``requested`` dtype, so float64 data is not rounded through float32 first)."""
     if isinstance(data, str):
         raise TypeError("new(): invalid data type 'str'")
     if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in data):
@@ -58,7 +59,9 @@ def _from_python(data):
     if arr.dtype == object or arr.dtype.kind in "USV":
         bad = arr.reshape(-1)[0] if arr.size else data
         raise TypeError(f"new(): invalid data type '{type(bad).__name__}'")
-    if arr.dtype.kind == "f" and arr.dtype != np.float32 and not _has_numpy_floats(data):
+    if requested is not None:
+        arr = arr.astype(requested.np)
+    elif arr.dtype.kind == "f" and arr.dtype != np.float32 and not _has_numpy_floats(data):
         arr = arr.astype(_dtype.get_default_dtype().np)
     elif arr.dtype.kind == "c":
         raise TypeError("complex tensors are not supported by numgrad")
@@ -99,7 +102,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
     elif isinstance(data, np.ndarray):
         arr = _check_dtype(np.array(data, order="C", copy=True))
     else:
-        arr = _from_python(data)
+        arr = _from_python(data, _dtype.get(dtype))
     d = _dtype.get(dtype)
     if d is not None and arr.dtype != d.np:
         arr = arr.astype(d.np)

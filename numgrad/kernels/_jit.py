@@ -119,11 +119,20 @@ def inline(fn):
     return numba.njit(inline="always", error_model="numpy")(fn)
 
 
-def specialize(template, name, **bindings):
-    """A jitted copy of ``template`` whose globals also hold ``bindings``."""
+def specialize(template, name, options=None, **bindings):
+    """A jitted copy of ``template`` whose globals also hold ``bindings``.
+
+    The copy has its own qualified name, so it caches apart from the template and from
+    other copies (Numba's cache key does not include compile options such as ``parallel``).
+    """
     g = dict(template.__globals__)
     g.update(bindings)
     fn = types.FunctionType(template.__code__, g, template.__name__, template.__defaults__)
     fn.__qualname__ = f"{template.__name__}__{name}"
     fn.__module__ = template.__module__
-    return jit(fn, **getattr(template, "_jit_options", {}))
+    return jit(fn, **(options or {}))
+
+
+def serial_and_parallel(fn):
+    """Two jitted variants of a loop nest with ``prange``: serial and multithreaded."""
+    return jit(fn), specialize(fn, "parallel", {"parallel": True})

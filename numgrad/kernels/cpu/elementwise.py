@@ -536,6 +536,65 @@ def mask_drop(c, g, p, q):
     return like(g, 0) if c else g
 
 
+# --- nn: GELU and the elementwise losses -------------------------------------------------
+
+
+@unary_kernel
+def gelu(x, p, q):
+    # x Phi(x), Phi the standard normal CDF
+    return x * like(x, 0.5) * (like(x, 1.0) + math.erf(x * like(x, 0.7071067811865476)))
+
+
+# d/dx gelu(x) = Phi(x) + x phi(x)
+@binary_kernel
+def gelu_bwd(g, x, p, q):
+    cdf = like(x, 0.5) * (like(x, 1.0) + math.erf(x * like(x, 0.7071067811865476)))
+    pdf = math.exp(x * x * like(x, -0.5)) * like(x, 0.3989422804014327)
+    return g * (cdf + x * pdf)
+
+
+@unary_kernel
+def gelu_tanh(x, p, q):
+    # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+    u = like(x, 0.7978845608028654) * (x + like(x, 0.044715) * x * x * x)
+    return like(x, 0.5) * x * (like(x, 1.0) + math.tanh(u))
+
+
+# d/dx gelu_tanh(x) = 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2)
+@binary_kernel
+def gelu_tanh_bwd(g, x, p, q):
+    c = like(x, 0.7978845608028654)
+    t = math.tanh(c * (x + like(x, 0.044715) * x * x * x))
+    du = c * (like(x, 1.0) + like(x, 0.134145) * x * x)
+    return g * (like(x, 0.5) * (like(x, 1.0) + t) + like(x, 0.5) * x * (like(x, 1.0) - t * t) * du)
+
+
+@unary_kernel
+def erf(x, p, q):
+    return math.erf(x)
+
+
+@binary_kernel
+def sqdiff(a, b, p, q):
+    d = a - b
+    return d * d
+
+
+@binary_kernel
+def bce(x, t, p, q):
+    # -(t log x + (1 - t) log(1 - x)) with both logs clamped at -100, as PyTorch does
+    lx = max(math.log(x), like(x, -100.0))
+    l1x = max(math.log(like(x, 1.0) - x), like(x, -100.0))
+    return -(t * lx + (like(x, 1.0) - t) * l1x)
+
+
+@binary_kernel
+def bce_logits(x, t, p, q):
+    # (1 - t) x + softplus(-x), written stably: max(-x, 0) + log(e^-max + e^(-x-max))
+    m = max(-x, like(x, 0.0))
+    return (like(x, 1.0) - t) * x + m + math.log(math.exp(-m) + math.exp(-x - m))
+
+
 # ----------------------------------------------------------------------------------------
 # ternary formulas f(a, b, c, p, q)
 # ----------------------------------------------------------------------------------------
@@ -555,6 +614,14 @@ def clamp_t(x, lo, hi, p, q):
     if r > hi:
         r = hi
     return r
+
+
+@ternary_kernel
+def bce_logits_pw(x, t, pw, p, q):
+    # (1 - t) x + ((pw - 1) t + 1) softplus(-x)
+    lw = (pw - like(x, 1.0)) * t + like(x, 1.0)
+    sp = math.log1p(math.exp(-(x if x >= 0 else -x))) + max(-x, like(x, 0.0))
+    return (like(x, 1.0) - t) * x + lw * sp
 
 
 # d/db (a / b) = -a / b^2

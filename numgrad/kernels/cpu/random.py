@@ -53,12 +53,13 @@ def next_u32(state, out):
 
 @jit
 def uniform32(raw, out, low, high):
-    """out = u * (high - low) + low in float32, u from the low 24 bits of one draw."""
-    span = np.float32(high - low)
+    """out = u * (high - low) + low, u from the low 24 bits of one draw; PyTorch evaluates it
+    in double with the bounds (and their difference) rounded to float32 first."""
     lo = np.float32(low)
+    span = np.float64(np.float32(np.float32(high) - lo))
     for k in range(out.size):
-        u = np.float32((np.uint64(raw[k]) & np.uint64(0xFFFFFF)) * (1.0 / 16777216.0))
-        out[k] = u * span + lo
+        u = (np.uint64(raw[k]) & np.uint64(0xFFFFFF)) * (1.0 / 16777216.0)
+        out[k] = np.float32(u * span + np.float64(lo))
 
 
 @jit

@@ -1,0 +1,454 @@
+"""Kernels for numgrad.nn: im2col/col2im (convolutions run as BLAS products over them),
+max/avg pooling, batch/layer norm, the class-index losses and the fused optimizer updates.
+
+Loops over the batch run in parallel (``prange``) when the work is large enough to pay for
+the threads; the serial twin handles small inputs.
+"""
+
+import math
+
+import numpy as np
+from numba import prange
+
+from numgrad.kernels._jit import jit, serial_and_parallel
+from numgrad.kernels.cpu._scalar import like
+
+PARALLEL_MIN = 1 << 16  # elements of work below which the serial variant is faster
+
+
+def pick(serial, parallel, work):
+    """The parallel kernel for large inputs, the serial one otherwise."""
+    return parallel if work >= PARALLEL_MIN else serial
+
+# ========================================================================================
+# convolution: unfold (im2col) and its adjoint fold (col2im)
+# ========================================================================================
+
+
+def _im2col(x, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, cols):
+    """cols[n, (c*kh + i)*kw + j, y*ow + x] = x[n, c, y*sh - ph + i*dh, x*sw - pw + j*dw] (0 out
+    of bounds)."""
+    n_b, n_c, h, w = x.shape
+    for n in prange(n_b):
+        for c in range(n_c):
+            for i in range(kh):
+                for j in range(kw):
+                    row = (c * kh + i) * kw + j
+                    for yo in range(oh):
+                        iy = yo * sh - ph + i * dh
+                        base = yo * ow
+                        if iy < 0 or iy >= h:
+                            for xo in range(ow):
+                                cols[n, row, base + xo] = 0
+                            continue
+                        for xo in range(ow):
+                            ix = xo * sw - pw + j * dw
+                            if ix >= 0 and ix < w:
+                                cols[n, row, base + xo] = x[n, c, iy, ix]
+                            else:
+                                cols[n, row, base + xo] = 0
+
+
+def _col2im(cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, x):
+    """x = 0; x[n, c, iy, ix] += cols[...]: the adjoint of im2col."""
+    n_b, n_c, h, w = x.shape
+    for n in prange(n_b):
+        x[n] = 0
+        for c in range(n_c):
+            for i in range(kh):
+                for j in range(kw):
+                    row = (c * kh + i) * kw + j
+                    for yo in range(oh):
+                        iy = yo * sh - ph + i * dh
+                        if iy < 0 or iy >= h:
+                            continue
+                        base = yo * ow
+                        for xo in range(ow):
+                            ix = xo * sw - pw + j * dw
+                            if ix >= 0 and ix < w:
+                                x[n, c, iy, ix] += cols[n, row, base + xo]
+
+
+im2col, im2col_par = serial_and_parallel(_im2col)
+col2im, col2im_par = serial_and_parallel(_col2im)
+
+# ========================================================================================
+# pooling
+# ========================================================================================
+
+
+def _max_pool2d(x, kh, kw, sh, sw, ph, pw, dh, dw, out, idx):
+    """Window maxima (nan wins, first max on ties) and their flat indices in each plane."""
+    n_b, n_c, h, w = x.shape
+    oh, ow = out.shape[2], out.shape[3]
+    for n in prange(n_b):
+        for c in range(n_c):
+            for yo in range(oh):
+                for xo in range(ow):
+                    best = -np.inf
+                    bi = -1
+                    for i in range(kh):
+                        iy = yo * sh - ph + i * dh
+                        if iy < 0 or iy >= h:
+                            continue
+                        for j in range(kw):
+                            ix = xo * sw - pw + j * dw
+                            if ix < 0 or ix >= w:
+                                continue
+                            v = x[n, c, iy, ix]
+                            if v > best or v != v or bi < 0:
+                                best = v
+                                bi = iy * w + ix
+                                if v != v:
+                                    break
+                        if best != best:
+                            break
+                    out[n, c, yo, xo] = best
+                    idx[n, c, yo, xo] = bi
+
+
+max_pool2d, max_pool2d_par = serial_and_parallel(_max_pool2d)
+
+
+def _max_pool2d_bwd(g, idx, gx):
+    """gx = 0; gx[n, c].flat[idx] += g."""
+    n_b, n_c, oh, ow = g.shape
+    w = gx.shape[3]
+    for n in prange(n_b):
+        gx[n] = 0
+        for c in range(n_c):
+            for yo in range(oh):
+                for xo in range(ow):
+                    k = idx[n, c, yo, xo]
+                    gx[n, c, k // w, k % w] += g[n, c, yo, xo]
+
+
+max_pool2d_bwd, max_pool2d_bwd_par = serial_and_parallel(_max_pool2d_bwd)
+
+
+@jit
+def max_pool2d_gather(gx, idx, out):
+    """out = gx[n, c].flat[idx] (the adjoint of max_pool2d_bwd)."""
+    n_b, n_c, oh, ow = out.shape
+    w = gx.shape[3]
+    for n in range(n_b):
+        for c in range(n_c):
+            for yo in range(oh):
+                for xo in range(ow):
+                    k = idx[n, c, yo, xo]
+                    out[n, c, yo, xo] = gx[n, c, k // w, k % w]
+
+
+@jit
+def _avg_window(yo, xo, kh, kw, sh, sw, ph, pw, h, w, count_include_pad, divisor):
+    hs = yo * sh - ph
+    ws = xo * sw - pw
+    he = min(hs + kh, h + ph)
+    we = min(ws + kw, w + pw)
+    pool = (he - hs) * (we - ws)
+    hs2 = max(hs, 0)
+    ws2 = max(ws, 0)
+    he2 = min(he, h)
+    we2 = min(we, w)
+    if divisor > 0:
+        d = divisor
+    elif count_include_pad:
+        d = pool
+    else:
+        d = (he2 - hs2) * (we2 - ws2)
+    return hs2, ws2, he2, we2, d
+
+
+def _avg_pool2d(x, kh, kw, sh, sw, ph, pw, count_include_pad, divisor, out):
+    """Window means with PyTorch's divisor rules (padding counted or not, or an override)."""
+    n_b, n_c, h, w = x.shape
+    oh, ow = out.shape[2], out.shape[3]
+    for n in prange(n_b):
+        for c in range(n_c):
+            for yo in range(oh):
+                for xo in range(ow):
+                    hs, ws, he, we, d = _avg_window(yo, xo, kh, kw, sh, sw, ph, pw, h, w,
+                                                    count_include_pad, divisor)
+                    acc = 0.0
+                    for iy in range(hs, he):
+                        for ix in range(ws, we):
+                            acc += x[n, c, iy, ix]
+                    out[n, c, yo, xo] = acc / d
+
+
+avg_pool2d, avg_pool2d_par = serial_and_parallel(_avg_pool2d)
+
+
+def _avg_pool2d_bwd(g, kh, kw, sh, sw, ph, pw, count_include_pad, divisor, gx):
+    """gx = 0; every input of a window receives g / divisor."""
+    n_b, n_c, h, w = gx.shape
+    oh, ow = g.shape[2], g.shape[3]
+    for n in prange(n_b):
+        gx[n] = 0
+        for c in range(n_c):
+            for yo in range(oh):
+                for xo in range(ow):
+                    hs, ws, he, we, d = _avg_window(yo, xo, kh, kw, sh, sw, ph, pw, h, w,
+                                                    count_include_pad, divisor)
+                    v = g[n, c, yo, xo] / d
+                    for iy in range(hs, he):
+                        for ix in range(ws, we):
+                            gx[n, c, iy, ix] += v
+
+
+avg_pool2d_bwd, avg_pool2d_bwd_par = serial_and_parallel(_avg_pool2d_bwd)
+
+
+# ========================================================================================
+# normalization: statistics over (N, L) per channel (batch norm) or per row (layer norm)
+# ========================================================================================
+
+
+@jit
+def channel_stats(x, eps, mean, var, invstd):
+    """Mean, biased variance and 1/sqrt(var + eps) of x (N, C, L) per channel (two passes)."""
+    n_b, n_c, n_l = x.shape
+    m = n_b * n_l
+    for c in range(n_c):
+        s = 0.0
+        for n in range(n_b):
+            for k in range(n_l):
+                s += x[n, c, k]
+        mu = s / m
+        ss = 0.0
+        for n in range(n_b):
+            for k in range(n_l):
+                d = x[n, c, k] - mu
+                ss += d * d
+        mean[c] = mu
+        var[c] = ss / m
+        invstd[c] = 1.0 / math.sqrt(ss / m + eps)
+
+
+@jit
+def inv_std(var, eps, out):
+    for c in range(var.size):
+        out[c] = 1.0 / math.sqrt(var[c] + eps)
+
+
+@jit
+def running_update(running, stat, momentum, scale):
+    """running = (1 - momentum) running + momentum * scale * stat (batch norm's averages)."""
+    for c in range(running.size):
+        running[c] = (1.0 - momentum) * running[c] + momentum * scale * stat[c]
+
+
+@jit
+def first_outside(x, lo, hi):
+    """Position of the first element outside [lo, hi] (nan counts as outside), or -1."""
+    for i in range(x.size):
+        v = x[i]
+        if not (v >= lo and v <= hi):
+            return i
+    return -1
+
+
+def _batch_norm_apply(x, mean, invstd, gamma, beta, out):
+    """out = (x - mean) * invstd * gamma + beta per channel."""
+    n_b, n_c, n_l = x.shape
+    for n in prange(n_b):
+        for c in range(n_c):
+            a = invstd[c] * gamma[c]
+            b = beta[c] - mean[c] * a
+            for k in range(n_l):
+                out[n, c, k] = x[n, c, k] * a + b
+
+
+batch_norm_apply, batch_norm_apply_par = serial_and_parallel(_batch_norm_apply)
+
+
+@jit
+def batch_norm_bwd_sums(g, x, mean, invstd, sum_g, sum_gxhat):
+    """Per channel: sum g and sum g * xhat (xhat = (x - mean) * invstd)."""
+    n_b, n_c, n_l = x.shape
+    for c in range(n_c):
+        s1 = 0.0
+        s2 = 0.0
+        for n in range(n_b):
+            for k in range(n_l):
+                gv = g[n, c, k]
+                s1 += gv
+                s2 += gv * (x[n, c, k] - mean[c])
+        sum_g[c] = s1
+        sum_gxhat[c] = s2 * invstd[c]
+
+
+# d/dx batch_norm (train) = gamma invstd / M (M g - sum g - xhat sum(g xhat))
+def _batch_norm_bwd_input(g, x, mean, invstd, gamma, sum_g, sum_gxhat, training, gx):
+    n_b, n_c, n_l = x.shape
+    m = n_b * n_l
+    for n in prange(n_b):
+        for c in range(n_c):
+            a = gamma[c] * invstd[c]
+            if training:
+                for k in range(n_l):
+                    xhat = (x[n, c, k] - mean[c]) * invstd[c]
+                    gx[n, c, k] = a * (g[n, c, k] - sum_g[c] / m - xhat * sum_gxhat[c] / m)
+            else:
+                for k in range(n_l):
+                    gx[n, c, k] = a * g[n, c, k]
+
+
+batch_norm_bwd_input, batch_norm_bwd_input_par = serial_and_parallel(_batch_norm_bwd_input)
+
+
+def _layer_norm_fwd(x, gamma, beta, eps, out, mean, rstd):
+    """Per row of x (M, K): mean, 1/sqrt(var + eps), and the normalized, affine output."""
+    n_m, n_k = x.shape
+    for r in prange(n_m):
+        s = 0.0
+        for k in range(n_k):
+            s += x[r, k]
+        mu = s / n_k
+        ss = 0.0
+        for k in range(n_k):
+            d = x[r, k] - mu
+            ss += d * d
+        inv = 1.0 / math.sqrt(ss / n_k + eps)
+        mean[r] = mu
+        rstd[r] = inv
+        for k in range(n_k):
+            out[r, k] = (x[r, k] - mu) * inv * gamma[k] + beta[k]
+
+
+layer_norm_fwd, layer_norm_fwd_par = serial_and_parallel(_layer_norm_fwd)
+
+
+# d/dx layer_norm = rstd (g gamma - mean(g gamma) - xhat mean(g gamma xhat)), per row
+def _layer_norm_bwd_input(g, x, mean, rstd, gamma, gx):
+    n_m, n_k = x.shape
+    for r in prange(n_m):
+        s1 = 0.0
+        s2 = 0.0
+        for k in range(n_k):
+            gg = g[r, k] * gamma[k]
+            s1 += gg
+            s2 += gg * (x[r, k] - mean[r]) * rstd[r]
+        s1 /= n_k
+        s2 /= n_k
+        for k in range(n_k):
+            xhat = (x[r, k] - mean[r]) * rstd[r]
+            gx[r, k] = rstd[r] * (g[r, k] * gamma[k] - s1 - xhat * s2)
+
+
+layer_norm_bwd_input, layer_norm_bwd_input_par = serial_and_parallel(_layer_norm_bwd_input)
+
+
+@jit
+def layer_norm_bwd_params(g, x, mean, rstd, ggamma, gbeta):
+    """d gamma = sum over rows of g xhat, d beta = sum of g."""
+    n_m, n_k = x.shape
+    for k in range(n_k):
+        ggamma[k] = 0
+        gbeta[k] = 0
+    for r in range(n_m):
+        for k in range(n_k):
+            gbeta[k] += g[r, k]
+            ggamma[k] += g[r, k] * (x[r, k] - mean[r]) * rstd[r]
+
+
+# ========================================================================================
+# losses over class indices
+# ========================================================================================
+
+
+@jit
+def nll(logp, target, weight, ignore_index, losses, weights):
+    """losses[n] = -w[t] logp[n, t], weights[n] = w[t] (0 for ignored); returns the first
+    out-of-range target's position or -1."""
+    n_b, n_c = logp.shape
+    for n in range(n_b):
+        t = target[n]
+        if t == ignore_index:
+            losses[n] = 0
+            weights[n] = 0
+            continue
+        if t < 0 or t >= n_c:
+            return n
+        w = weight[t]
+        losses[n] = -w * logp[n, t]
+        weights[n] = w
+    return -1
+
+
+# ========================================================================================
+# optimizer updates: one fused pass per parameter (flat, contiguous float arrays)
+# ========================================================================================
+
+
+@jit
+def sgd_step(p, g, buf, lr, weight_decay, momentum, dampening, nesterov, maximize, first):
+    lr_ = like(p[0], lr)
+    wd = like(p[0], weight_decay)
+    mom = like(p[0], momentum)
+    damp = like(p[0], 1.0 - dampening)
+    for i in range(p.size):
+        d = -g[i] if maximize else g[i]
+        if weight_decay != 0:
+            d = d + wd * p[i]
+        if momentum != 0:
+            b = d if first else mom * buf[i] + damp * d
+            buf[i] = b
+            d = d + mom * b if nesterov else b
+        p[i] = p[i] - lr_ * d
+
+
+@jit
+def adam_step(p, g, m, v, vmax, lr, beta1, beta2, eps, weight_decay, decoupled, amsgrad,
+              maximize, bias1, bias2_sqrt):
+    """Adam / AdamW as PyTorch's single-tensor path computes it (lerp for m, addcmul for v)."""
+    w1 = like(p[0], 1.0 - beta1)
+    b2 = like(p[0], beta2)
+    w2 = like(p[0], 1.0 - beta2)
+    wd = like(p[0], weight_decay)
+    step_size = like(p[0], lr / bias1)
+    bc2 = like(p[0], bias2_sqrt)
+    eps_ = like(p[0], eps)
+    decay = like(p[0], 1.0 - lr * weight_decay)
+    for i in range(p.size):
+        gi = -g[i] if maximize else g[i]
+        if weight_decay != 0:
+            if decoupled:
+                p[i] = p[i] * decay
+            else:
+                gi = gi + wd * p[i]
+        m[i] = m[i] + w1 * (gi - m[i])
+        v[i] = v[i] * b2 + w2 * gi * gi
+        if amsgrad:
+            if v[i] > vmax[i]:
+                vmax[i] = v[i]
+            denom = math.sqrt(vmax[i]) / bc2 + eps_
+        else:
+            denom = math.sqrt(v[i]) / bc2 + eps_
+        p[i] = p[i] - step_size * (m[i] / denom)
+
+
+@jit
+def rmsprop_step(p, g, sq, buf, gavg, lr, alpha, eps, weight_decay, momentum, centered,
+                 maximize):
+    a = like(p[0], alpha)
+    w = like(p[0], 1.0 - alpha)
+    wd = like(p[0], weight_decay)
+    mom = like(p[0], momentum)
+    lr_ = like(p[0], lr)
+    eps_ = like(p[0], eps)
+    for i in range(p.size):
+        gi = -g[i] if maximize else g[i]
+        if weight_decay != 0:
+            gi = gi + wd * p[i]
+        sq[i] = sq[i] * a + w * gi * gi
+        if centered:
+            gavg[i] = gavg[i] + w * (gi - gavg[i])
+            avg = math.sqrt(sq[i] - gavg[i] * gavg[i]) + eps_
+        else:
+            avg = math.sqrt(sq[i]) + eps_
+        if momentum > 0:
+            buf[i] = buf[i] * mom + gi / avg
+            p[i] = p[i] - lr_ * buf[i]
+        else:
+            p[i] = p[i] - lr_ * (gi / avg)

@@ -1,0 +1,54 @@
+"""``nn.Parameter``: a leaf tensor that modules register as a learnable weight."""
+
+from numgrad.tensor import Tensor, _wrap
+
+
+class Parameter(Tensor):
+    """A tensor that requires grad by default and prints as "Parameter containing:"."""
+
+    __slots__ = ()
+
+    def __new__(cls, data=None, requires_grad=True):
+        if data is None:
+            import numpy as np
+            data = _wrap(np.empty((0,), np.float32))
+        p = object.__new__(cls)
+        p._data = data._data
+        p._requires_grad = False
+        p._grad = None
+        p._grad_fn = None
+        p._output_nr = 0
+        p._accum = None
+        p._hooks = None
+        p._post_acc_hooks = None
+        p._retains_grad = False
+        p._base = None
+        p._vc = data._shared_vc()
+        if requires_grad:
+            p.requires_grad_(True)
+        return p
+
+    def __init__(self, data=None, requires_grad=True):
+        pass
+
+    def __repr__(self):
+        return "Parameter containing:\n" + super().__repr__()
+
+    def __reduce_ex__(self, proto):
+        return (Parameter, (self.detach(), self._requires_grad))
+
+    def __deepcopy__(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        result = Parameter(_wrap(self._data.copy()), self._requires_grad)
+        memo[id(self)] = result
+        return result
+
+
+class Buffer(Tensor):
+    """Marker type accepted by ``Module.register_buffer`` (``nn.Buffer`` in PyTorch)."""
+
+    __slots__ = ()
+
+    def __new__(cls, data, persistent=True):
+        return data.detach()

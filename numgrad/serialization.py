@@ -1,0 +1,118 @@
+"""``numgrad.save`` / ``numgrad.load``: tensors, state dicts and nested containers in a zip
+of ``.npy`` arrays plus a JSON description. Loading never unpickles (``allow_pickle=False``),
+so a file cannot run code; damaged or truncated files raise a clear RuntimeError."""
+
+import io
+import json
+import os
+import zipfile
+from collections import OrderedDict
+
+import numpy as np
+
+from numgrad import _dtype
+from numgrad._version import __version__
+from numgrad.tensor import Tensor, _wrap
+
+FORMAT = "numgrad-save-1"
+
+
+def _encode(obj, arrays, memo):
+    if isinstance(obj, Tensor):
+        if id(obj) in memo:
+            return {"tensor": memo[id(obj)]}
+        from numgrad.nn.parameter import Parameter
+        k = len(arrays)
+        arrays.append(np.ascontiguousarray(obj.detach()._data))
+        memo[id(obj)] = k
+        return {"tensor": k, "requires_grad": obj.requires_grad,
+                "parameter": isinstance(obj, Parameter)}
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        return {"value": obj}
+    if isinstance(obj, _dtype.dtype):
+        return {"dtype": obj.name}
+    if isinstance(obj, dict):
+        return {"dict": [[_encode(k, arrays, memo), _encode(v, arrays, memo)]
+                         for k, v in obj.items()],
+                "ordered": isinstance(obj, OrderedDict)}
+    if isinstance(obj, (list, tuple)):
+        return {"list" if isinstance(obj, list) else "tuple":
+                [_encode(v, arrays, memo) for v in obj]}
+    if isinstance(obj, np.ndarray):
+        k = len(arrays)
+        arrays.append(np.ascontiguousarray(obj))
+        return {"ndarray": k}
+    if isinstance(obj, (np.integer, np.floating, np.bool_)):
+        return {"value": obj.item()}
+    raise TypeError(f"numgrad.save cannot store objects of type {type(obj).__name__} (tensors, "
+                    "numbers, strings, None, dtypes, lists, tuples and dicts are supported)")
+
+
+def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True):
+    """Write ``obj`` to a path or binary file object."""
+    arrays = []
+    tree = _encode(obj, arrays, {})
+    with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED) as z:
+        z.writestr("format", FORMAT)
+        z.writestr("data.json", json.dumps({"version": __version__, "tree": tree}))
+        for k, a in enumerate(arrays):
+            buf = io.BytesIO()
+            np.save(buf, a, allow_pickle=False)
+            z.writestr(f"arrays/{k}.npy", buf.getvalue())
+
+
+def _decode(node, arrays, memo):
+    if "tensor" in node:
+        k = node["tensor"]
+        if k in memo:
+            return memo[k]
+        t = _wrap(arrays(k))
+        if node.get("parameter"):
+            from numgrad.nn.parameter import Parameter
+            t = Parameter(t, node.get("requires_grad", True))
+        elif node.get("requires_grad"):
+            t.requires_grad_(True)
+        memo[k] = t
+        return t
+    if "value" in node:
+        return node["value"]
+    if "dtype" in node:
+        return _dtype.get(node["dtype"])
+    if "dict" in node:
+        items = [(_decode_key(k, arrays, memo), _decode(v, arrays, memo)) for k, v in node["dict"]]
+        return OrderedDict(items) if node.get("ordered") else dict(items)
+    if "list" in node:
+        return [_decode(v, arrays, memo) for v in node["list"]]
+    if "tuple" in node:
+        return tuple(_decode(v, arrays, memo) for v in node["tuple"])
+    if "ndarray" in node:
+        return arrays(node["ndarray"])
+    raise ValueError(f"unknown entry {sorted(node)}")
+
+
+def _decode_key(node, arrays, memo):
+    v = _decode(node, arrays, memo)
+    return tuple(v) if isinstance(v, list) else v
+
+
+def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None, **kwargs):
+    """Read what ``save`` wrote. No code runs: arrays are loaded with allow_pickle=False."""
+    name = os.fspath(f) if isinstance(f, (str, os.PathLike)) else getattr(f, "name", "<file>")
+    try:
+        with zipfile.ZipFile(f, "r") as z:
+            if z.read("format").decode() != FORMAT:
+                raise ValueError("unknown format")
+            meta = json.loads(z.read("data.json"))
+
+            def arrays(k):
+                with z.open(f"arrays/{int(k)}.npy") as fh:
+                    return np.load(io.BytesIO(fh.read()), allow_pickle=False)
+
+            return _decode(meta["tree"], arrays, {})
+    except (zipfile.BadZipFile, KeyError, ValueError, EOFError, OSError, TypeError,
+            json.JSONDecodeError) as e:
+        if isinstance(e, FileNotFoundError):
+            raise
+        raise RuntimeError(
+            f"{name} is not a valid numgrad file, or it is truncated or corrupted "
+            f"({type(e).__name__}: {e})") from e
