@@ -17,13 +17,18 @@ from numgrad.tensor import Tensor, _wrap
 FORMAT = "numgrad-save-1"
 
 
+def _c_order(a):
+    """``a`` in C order (np.ascontiguousarray would turn 0-d arrays into 1-d ones)."""
+    return a if a.flags.c_contiguous else np.array(a, order="C")
+
+
 def _encode(obj, arrays, memo):
     if isinstance(obj, Tensor):
         if id(obj) in memo:
             return {"tensor": memo[id(obj)]}
         from numgrad.nn.parameter import Parameter
         k = len(arrays)
-        arrays.append(np.ascontiguousarray(obj.detach()._data))
+        arrays.append(_c_order(obj.detach()._data))
         memo[id(obj)] = k
         return {"tensor": k, "requires_grad": obj.requires_grad,
                 "parameter": isinstance(obj, Parameter)}
@@ -40,7 +45,7 @@ def _encode(obj, arrays, memo):
                 [_encode(v, arrays, memo) for v in obj]}
     if isinstance(obj, np.ndarray):
         k = len(arrays)
-        arrays.append(np.ascontiguousarray(obj))
+        arrays.append(_c_order(obj))
         return {"ndarray": k}
     if isinstance(obj, (np.integer, np.floating, np.bool_)):
         return {"value": obj.item()}

@@ -49,18 +49,19 @@ class SGD(Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                state = self.state[p]
-                buf = state.get("momentum_buffer")
-                first = buf is None
-                if momentum != 0 and first:
-                    buf = state["momentum_buffer"] = _zeros_like(p)
+                buf = None
+                first = True
+                if momentum != 0:  # plain SGD keeps no state, as in PyTorch
+                    state = self.state[p]
+                    buf = state.get("momentum_buffer")
+                    first = buf is None
+                    if first:
+                        buf = state["momentum_buffer"] = _zeros_like(p)
                 NN.sgd_step(flat_data(p), flat_grad(p.grad),
                             flat_data(buf) if buf is not None else flat_data(p),
                             float(group["lr"]), float(group["weight_decay"]), float(momentum),
                             float(group["dampening"]), bool(group["nesterov"]),
                             bool(group["maximize"]), first)
-                if momentum == 0:
-                    state.setdefault("momentum_buffer", None)
                 p._bump_version()
         return loss
 

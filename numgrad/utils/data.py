@@ -207,6 +207,9 @@ class DataLoader:
         self.collate_fn = collate_fn or default_collate
 
     def __iter__(self):
+        # each pass draws a base seed first (PyTorch seeds its workers with it), which keeps
+        # the generator's stream, hence the shuffled order, in step with PyTorch's
+        (self.generator or default_generator).raw(2)
         if self.batch_sampler is None:
             for idx in self.sampler:
                 yield self.collate_fn(self.dataset[idx]) if not self._default_collate else \
