@@ -1,6 +1,7 @@
 """``python -m numgrad``: the seed tutorials' examples, run with ``import numgrad as torch``."""
 
 import argparse
+import importlib.util
 import os
 import sys
 
@@ -112,12 +113,29 @@ def draw_graph(z, params, out_dir):
         return f"{path} (DOT source; {e})"
 
 
+def learn(out_dir, epochs=None):
+    """Train the MLP and the CNN of examples/digits.py and plot their curves."""
+    missing = [m for m in ("sklearn", "matplotlib", "tqdm") if importlib.util.find_spec(m) is None]
+    if missing:
+        print(f"skipping the training demo: it needs {', '.join(missing)} "
+              '(pip install "numgrad[demo]")')
+        return None
+    from numgrad.examples import digits
+    return digits.main(["--out", out_dir] + (["--epochs", str(epochs)] if epochs else []))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m numgrad", description=__doc__)
     parser.add_argument("--out", default="numgrad-demo",
                         help="folder for the pictures the demo writes (default: ./numgrad-demo)")
+    parser.add_argument("--skip-training", action="store_true",
+                        help="only the tutorial part, not the digits training")
+    parser.add_argument("--epochs", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     tutorial(args.out)
+    if not args.skip_training:
+        section("7. learning: an MLP and a CNN on scikit-learn's digits (examples/digits.py)")
+        learn(args.out, args.epochs)
     return 0
 
 

@@ -1,0 +1,1 @@
+"""Readable example scripts (installed as ``numgrad.examples``)."""
