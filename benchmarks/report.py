@@ -1,0 +1,178 @@
+"""Run every workload for every installed library, interleaved in one process, and print a
+table (median of rounds; each round times all libraries back to back, so machine noise hits
+them alike). Also: cold start (import, first backward with a cold and a warm kernel cache)
+and the peak memory of workloads 4 and 5, each in a fresh process.
+
+    python benchmarks/report.py            # full run
+    python benchmarks/report.py --quick    # a few rounds, for CI
+"""
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+from workloads import LIBS, SMALL, WORKLOADS, available  # noqa: E402
+
+
+def _time(run, number):
+    t0 = time.perf_counter()
+    for _ in range(number):
+        run()
+    return (time.perf_counter() - t0) / number
+
+
+def _calibrate(run, target=0.05):
+    t = _time(run, 1)
+    return max(1, min(2000, int(target / max(t, 1e-7))))
+
+
+def bench_workload(name, libs, rounds):
+    runs = {}
+    for lib in libs:
+        run = WORKLOADS[name](lib)
+        if run is not None:
+            run()
+            run()
+            runs[lib] = run
+    numbers = {lib: _calibrate(r) for lib, r in runs.items()}
+    samples = {lib: [] for lib in runs}
+    for _ in range(rounds):
+        for lib, run in runs.items():
+            samples[lib].append(_time(run, numbers[lib]))
+    return {lib: statistics.median(s) for lib, s in samples.items()}
+
+
+def _fmt(seconds):
+    if seconds is None:
+        return "-"
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.1f} µs"
+    if seconds < 1:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds:.2f} s"
+
+
+def _subprocess(code, env=None):
+    full = dict(os.environ)
+    full.update(env or {})
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                       text=True, env=full, timeout=900)
+    if r.returncode:
+        raise RuntimeError(r.stderr)
+    return r.stdout.strip()
+
+
+COLD = """
+    import time
+    t0 = time.perf_counter()
+    import numgrad as torch
+    t1 = time.perf_counter()
+    x = torch.rand(5, 5, requires_grad=True)
+    y = torch.rand(5, 5, requires_grad=True)
+    (x ** 2 + y ** 3).sum().backward()
+    t2 = time.perf_counter()
+    print(t1 - t0, t2 - t1)
+"""
+
+
+def cold_start():
+    cache = tempfile.mkdtemp(prefix="numgrad-bench-cache-")
+    env = {"NUMGRAD_CACHE_DIR": cache}
+    imp_cold, first_cold = map(float, _subprocess(COLD, env).split())
+    warm = [tuple(map(float, _subprocess(COLD, env).split())) for _ in range(3)]
+    imp = statistics.median(w[0] for w in warm)
+    first_warm = statistics.median(w[1] for w in warm)
+    return {"import numgrad": imp, "first backward, cold cache": first_cold,
+            "first backward, warm cache": first_warm}
+
+
+PEAK = """
+    import sys
+    sys.path.insert(0, {here!r})
+    from workloads import WORKLOADS
+
+    def hwm():  # peak resident memory of this process (VmHWM, KiB), reset at exec
+        with open("/proc/self/status") as fh:
+            return next(int(l.split()[1]) for l in fh if l.startswith("VmHWM"))
+
+    run = WORKLOADS[{name!r}]({lib!r})
+    run()
+    base = hwm()
+    for _ in range(5):
+        run()
+    print(base, hwm())
+"""
+
+
+def peak_memory(name, lib):
+    """(peak RSS after setup and one warm-up iteration, peak after 5 more) in MiB."""
+    base, peak = map(int, _subprocess(PEAK.format(here=HERE, name=name, lib=lib)).split())
+    return base / 1024, peak / 1024
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="few rounds (CI smoke run)")
+    parser.add_argument("--rounds", type=int, default=None)
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--only", nargs="*", default=None, help="workload names to run")
+    args = parser.parse_args(argv)
+    rounds = args.rounds or (2 if args.quick else 15)
+    libs = [lib for lib in LIBS if available(lib)]
+    if "torch" in libs:
+        import torch
+        torch.set_num_threads(args.threads)
+    import numba
+
+    import numgrad
+    numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
+    print(f"numgrad {numgrad.__version__}, numba {numba.__version__} (threading layer "
+          f"{numba.config.THREADING_LAYER}), python {platform.python_version()}, "
+          f"{platform.machine()}, {os.cpu_count()} cores, {args.threads} threads"
+          + (f", torch {torch.__version__}" if "torch" in libs else ""))
+    print(f"date: {time.strftime('%Y-%m-%d')}; median of {rounds} interleaved rounds\n")
+    others = [lib for lib in libs if lib not in ("numgrad", "torch")]
+    header = ["workload", "numgrad", "PyTorch", "ratio"] + others + \
+        [f"{o}/numgrad" for o in others]
+    rows = []
+    for name in WORKLOADS:
+        if args.only and name not in args.only:
+            continue
+        use = [lib for lib in libs if lib in ("numgrad", "torch") or name in SMALL]
+        t = bench_workload(name, use, rounds)
+        ratio = (f"{t['numgrad'] / t['torch']:.2f}" if "torch" in t else "-")
+        row = [name, _fmt(t.get("numgrad")), _fmt(t.get("torch")), ratio]
+        row += [_fmt(t.get(o)) for o in others]
+        row += [f"{t[o] / t['numgrad']:.1f}x" if o in t else "-" for o in others]
+        rows.append(row)
+        print("  done", name, file=sys.stderr)
+    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
+    line = lambda r: "| " + " | ".join(str(c).ljust(w) for c, w in zip(r, widths)) + " |"  # noqa
+    print(line(header))
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for r in rows:
+        print(line(r))
+    if not args.quick and not args.only:
+        print()
+        for k, v in cold_start().items():
+            print(f"{k}: {_fmt(v)}")
+        print()
+        for name in ("4_mlp_step_784_256_10_b128", "5_elementwise_1M"):
+            ours = peak_memory(name, "numgrad")
+            theirs = peak_memory(name, "torch") if "torch" in libs else None
+            print(f"peak RSS {name}: numgrad {ours[1]:.0f} MiB (after warm-up {ours[0]:.0f})"
+                  + (f", PyTorch {theirs[1]:.0f} MiB (after warm-up {theirs[0]:.0f})"
+                     if theirs else ""))
+
+
+if __name__ == "__main__":
+    main()

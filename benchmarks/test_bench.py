@@ -1,0 +1,26 @@
+"""pytest-benchmark suite: each workload with numgrad and, when installed, PyTorch, HIPS
+autograd and mygrad, grouped per workload:
+
+    pytest benchmarks/ --benchmark-group-by=group
+
+(``--benchmark-disable`` runs every workload once as a plain test, as CI does.)
+"""
+
+import pytest
+from workloads import LIBS, SMALL, WORKLOADS, available
+
+CASES = [(w, lib) for w in WORKLOADS for lib in LIBS
+         if lib in ("numgrad", "torch") or w in SMALL]
+
+
+@pytest.mark.parametrize("workload,lib", CASES, ids=[f"{w}-{lib}" for w, lib in CASES])
+def test_workload(benchmark, workload, lib):
+    if not available(lib):
+        pytest.skip(f"{lib} is not installed")
+    run = WORKLOADS[workload](lib)
+    if run is None:
+        pytest.skip(f"{lib} cannot run {workload}")
+    run()  # compile / warm up outside the measurement
+    benchmark.group = workload
+    benchmark.extra_info["lib"] = lib
+    benchmark(run)
