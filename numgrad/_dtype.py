@@ -124,6 +124,18 @@ def result_type(*operands):
     Three tiers are promoted separately (tensors with dimensions, zero-dim tensors, Python
     numbers) and a lower tier only wins when it is of a higher category (bool < int < float).
     """
+    if len(operands) == 2:
+        a, b = operands
+        da = getattr(a, "_data", None)
+        if da is not None:
+            db = getattr(b, "_data", None)
+            if db is not None:
+                if da.dtype is db.dtype:  # same dtype: nothing to promote
+                    return _NP_TO_DTYPE[da.dtype]
+            elif b.__class__ is float and da.dtype.kind == "f":  # float tensor (op) float
+                return _NP_TO_DTYPE[da.dtype]
+            elif b.__class__ is int and da.dtype.kind in "fi":  # int never widens a tensor
+                return _NP_TO_DTYPE[da.dtype]
     dim = zero = wrapped = None
     for op in operands:
         d = getattr(op, "dtype", None)

@@ -9,8 +9,7 @@
    freed after a node runs unless ``retain_graph``.
 """
 
-import heapq
-import itertools
+import operator
 import re
 
 from numgrad.autograd import anomaly_mode, grad_mode
@@ -35,38 +34,46 @@ def _modified_error(shape, dtype, fn, nr, current, expected):
 
 def check_versions(node):
     """Raise PyTorch's error when a tensor this node saved was modified in place since."""
-    chk = node._vchk
-    for v in node._saved:
-        if isinstance(v, Tensor):
-            vc = v._vc
-            if vc is not None:
-                expected = 0
-                if chk:
-                    for target, e, _ in chk:
-                        if target is v:
-                            expected = e
-                if vc[0] != expected:
-                    raise _modified_error(v._data.shape, v._data.dtype, v.grad_fn, v._output_nr,
-                                          vc[0], expected)
-    if chk:
-        for target, e, arr in chk:
-            if arr is not None and target[0] != e:
-                raise _modified_error(arr.shape, arr.dtype, node, 0, target[0], e)
+    for target, expected, arr in node._vchk:
+        if arr is None:
+            vc = target._vc
+            if vc is not None and vc[0] != expected:
+                raise _modified_error(target._data.shape, target._data.dtype, target.grad_fn,
+                                      target._output_nr, vc[0], expected)
+        elif target[0] != expected:
+            raise _modified_error(arr.shape, arr.dtype, node, 0, target[0], expected)
 
 
-def _count_deps(roots):
-    deps = {}
-    stack = list(roots)
+_SEQ = operator.attrgetter("_seq")
+
+
+def _collect(roots):
+    """Nodes reachable from ``roots`` (explicit stack, no recursion), newest first, and for
+    each AccumulateGrad the number of edges that feed it.
+
+    Newest-first is a topological order (a node is always created after its inputs' nodes)
+    and it is the order PyTorch's CPU engine runs nodes in; an AccumulateGrad runs as soon
+    as its last producer has run, as in PyTorch.
+    """
+    nodes = []
+    acc_in = {}
     seen = set(roots)
+    stack = list(roots)
     while stack:
         node = stack.pop()
+        if node.__class__ is AccumulateGrad:
+            continue
+        nodes.append(node)
         for nxt, _ in node.next_functions:
-            if nxt is not None:
-                deps[nxt] = deps.get(nxt, 0) + 1
-                if nxt not in seen:
-                    seen.add(nxt)
-                    stack.append(nxt)
-    return deps
+            if nxt is None:
+                continue
+            if nxt.__class__ is AccumulateGrad:
+                acc_in[nxt] = acc_in.get(nxt, 0) + 1
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    nodes.sort(key=_SEQ, reverse=True)
+    return nodes, acc_in
 
 
 def _needed(roots, targets):
@@ -100,7 +107,7 @@ def _needed(roots, targets):
 def _run_checked(node, inp):
     """Run a node in anomaly mode: report the forward call site of any failure, check NaN."""
     try:
-        if node._saved:
+        if node._vchk is not None:
             check_versions(node)
         outs = node._run(inp)
         if ANOMALY[1]:
@@ -188,7 +195,7 @@ def execute(roots, grads, keep_graph, create_graph, capture=None, targets=None,
     them. ``accumulate`` is True (every leaf), False (none) or a set of AccumulateGrad nodes.
     """
     root_nodes = list(dict.fromkeys(n for n, _ in roots))
-    deps = _count_deps(root_nodes)
+    nodes, acc_in = _collect(root_nodes)
     needed = _needed(root_nodes, targets) if targets is not None else None
     shared = set(id(g) for g in grads)  # user-provided gradients are never stolen
     buffers = {}
@@ -197,38 +204,45 @@ def execute(roots, grads, keep_graph, create_graph, capture=None, targets=None,
         if buf is None:
             buf = buffers[node] = [None] * node._n_outputs
         buf[nr] = g if buf[nr] is None else buf[nr] + g
-    tie = itertools.count()
-    heap = [(-n._seq, next(tie), n) for n in root_nodes if n not in deps]
-    heapq.heapify(heap)
     n_slots = 0
     if capture is not None:
         n_slots = 1 + max(s for d in capture.values() for v in d.values() for s in v)
     captured = [None] * n_slots
+
+    def fire(acc):
+        """Run an AccumulateGrad node whose producers are all done."""
+        inp = buffers.pop(acc, None)
+        if inp is None:
+            return
+        hooks = acc._hooks
+        if hooks is not None or capture is not None:
+            inp = _run_hooks_before(acc, hooks, inp, captured, capture)
+        if accumulate is True or (accumulate and acc in accumulate):
+            if inp[0] is not None:
+                _accumulate(acc.variable, inp[0], shared)
+            if hooks is not None:
+                for fn in list(hooks.post.values()):
+                    fn((), tuple(inp))
+
     state = grad_mode.state
     prev = state.enabled
     state.enabled = create_graph
     try:
-        while heap:
-            node = heapq.heappop(heap)[2]
+        for node in root_nodes:
+            if node.__class__ is AccumulateGrad and node not in acc_in:
+                fire(node)
+        for node in nodes:
             inp = buffers.pop(node, None)
             outs = None
             if inp is not None:
                 hooks = node._hooks
                 if hooks is not None or capture is not None:
                     inp = _run_hooks_before(node, hooks, inp, captured, capture)
-                if node.__class__ is AccumulateGrad:
-                    if accumulate is True or (accumulate and node in accumulate):
-                        if inp[0] is not None:
-                            _accumulate(node.variable, inp[0], shared)
-                        if hooks is not None:
-                            for fn in list(hooks.post.values()):
-                                fn((), tuple(inp))
-                    continue
                 if needed is None or node in needed:
                     if ANOMALY[0]:
                         outs = _run_checked(node, inp)
                     else:
-                        if node._saved:
+                        if node._vchk is not None:
                             check_versions(node)
                         outs = node._run(inp)
                     if not keep_graph:
@@ -242,21 +256,25 @@ def execute(roots, grads, keep_graph, create_graph, capture=None, targets=None,
                                 outs = r
                     if node._shares_outputs:
                         shared.update(id(g) for g in outs if g is not None)
-            for i, (nxt, nr) in enumerate(node.next_functions):
-                if nxt is None:
-                    continue
-                if outs is not None:
-                    g = outs[i]
-                    if g is not None:
-                        buf = buffers.get(nxt)
-                        if buf is None:
-                            buf = buffers[nxt] = [None] * nxt._n_outputs
-                        old = buf[nr]
-                        buf[nr] = g if old is None else old + g
-                d = deps[nxt] - 1
-                deps[nxt] = d
-                if d == 0:
-                    heapq.heappush(heap, (-nxt._seq, next(tie), nxt))
+            i = 0
+            for nxt, nr in node.next_functions:
+                if nxt is not None:
+                    if outs is not None:
+                        g = outs[i]
+                        if g is not None:
+                            buf = buffers.get(nxt)
+                            if buf is None:
+                                buffers[nxt] = [g] if nxt._n_outputs == 1 else \
+                                    [g if k == nr else None for k in range(nxt._n_outputs)]
+                            else:
+                                old = buf[nr]
+                                buf[nr] = g if old is None else old + g
+                    if nxt.__class__ is AccumulateGrad:
+                        left = acc_in[nxt] - 1
+                        acc_in[nxt] = left
+                        if left == 0:
+                            fire(nxt)
+                i += 1
     finally:
         state.enabled = prev
     return captured

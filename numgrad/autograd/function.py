@@ -204,6 +204,9 @@ def _wrap_outputs(ctx, args, is_tensor, outputs, record):
     inputs = {id(a) for a, t in zip(args, is_tensor) if t}
     ctx._saved = tuple(ctx.to_save)
     ctx.to_save = ()
+    saved_tensors = [t for t in ctx._saved if t is not None]
+    if saved_tensors:
+        ctx._vchk = [(t, t._shared_vc()[0], None) for t in saved_tensors]
     if record:
         ctx.next_functions = tuple(edge(a) for a, t in zip(args, is_tensor) if t)
         ctx._input_is_tensor = is_tensor

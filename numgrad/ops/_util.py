@@ -82,37 +82,38 @@ def needs_grad(*ts):
 
 
 def attach(out, node):
-    """Make ``node`` the grad_fn of ``out`` and note what its saved values must not lose.
+    """Make ``node`` the grad_fn of ``out`` and note the versions of what it saved.
 
-    Saved input tensors are checked at backward against version 0 (the usual case, free to
-    record); only nonzero versions and saved outputs (whose version counter is the output
-    tensor's) are written down here.
+    ``node._vchk`` lists (tensor, version, None) for saved tensors and (version counter,
+    version, array) for saved outputs; the engine checks them before running the node.
     """
     out._grad_fn = node
     out._requires_grad = True
     saved = node._saved
     if saved:
-        chk = None
+        chk = []
         od = out._data
         for v in saved:
             if v is od:
                 vc = out._vc
                 if vc is None:
                     vc = out._vc = [0]
-                chk = (chk or ()) + ((vc, vc[0], v),)
+                chk.append((vc, vc[0], v))
             elif isinstance(v, Tensor):
                 vc = v._vc
-                if vc is not None:
-                    if vc is INFERENCE:
-                        raise RuntimeError(
-                            "Inference tensors cannot be saved for backward. Please do not use "
-                            "Tensors created in inference mode in computation tracked by "
-                            "autograd. To work around this, you can make a clone to get a normal "
-                            "tensor and use it in autograd, or use `torch.no_grad()` instead of "
-                            "`torch.inference_mode()`.")
-                    if vc[0]:
-                        chk = (chk or ()) + ((v, vc[0], None),)
-        node._vchk = chk
+                if vc is None:
+                    chk.append((v, 0, None))
+                elif vc is INFERENCE:
+                    raise RuntimeError(
+                        "Inference tensors cannot be saved for backward. Please do not use "
+                        "Tensors created in inference mode in computation tracked by "
+                        "autograd. To work around this, you can make a clone to get a normal "
+                        "tensor and use it in autograd, or use `torch.no_grad()` instead of "
+                        "`torch.inference_mode()`.")
+                else:
+                    chk.append((v, vc[0], None))
+        if chk:
+            node._vchk = chk
     return out
 
 

@@ -124,8 +124,8 @@ def _save_result_in_place(node, out, t):
     od = out._data
     vc = t._shared_vc()
     node._saved = tuple(t._data if v is od else v for v in node._saved)
-    node._vchk = tuple((vc, vc[0], t._data) if arr is od else (target, e, arr)
-                       for target, e, arr in chk)
+    node._vchk = [(vc, vc[0], t._data) if arr is od else (target, e, arr)
+                  for target, e, arr in chk]
 
 
 # ========================================================================================
@@ -242,7 +242,7 @@ class CopySlices(Node):
         if fn is None:
             return (region_replace(g, region, None), g_region)
         from numgrad.autograd.engine import _conform, check_versions
-        if fn._saved:
+        if fn._vchk is not None:
             check_versions(fn)
         res = fn._run([g_region])
         if fn._meta is not None:

@@ -14,8 +14,10 @@ fold tensors of more than 4 dims into several 4-D calls.
 import math
 
 import numpy as np
+from numba import prange
 
 from numgrad.kernels._jit import inline, specialize
+from numgrad.kernels.cpu._fastmath import fexp, fsigmoid, ftanh
 from numgrad.kernels.cpu._scalar import like
 
 # ----------------------------------------------------------------------------------------
@@ -38,6 +40,13 @@ def u_flat(x, out, p, q):
         out[i] = f(x[i], p, q)  # noqa: F821
 
 
+def u_flat_par(x, out, p, q):
+    p = x.dtype.type(p)
+    q = x.dtype.type(q)
+    for i in prange(out.size):
+        out[i] = f(x[i], p, q)  # noqa: F821
+
+
 def u_nd(x, out, p, q):
     p = x.dtype.type(p)
     q = x.dtype.type(q)
@@ -54,6 +63,13 @@ def b_flat(a, b, out, p, q):
     p = b.dtype.type(p)
     q = b.dtype.type(q)
     for i in range(out.size):
+        out[i] = f(a[i], b[i], p, q)  # noqa: F821
+
+
+def b_flat_par(a, b, out, p, q):
+    p = b.dtype.type(p)
+    q = b.dtype.type(q)
+    for i in prange(out.size):
         out[i] = f(a[i], b[i], p, q)  # noqa: F821
 
 
@@ -79,6 +95,13 @@ def t_flat(a, b, c, out, p, q):
         out[i] = f(a[i], b[i], c[i], p, q)  # noqa: F821
 
 
+def t_flat_par(a, b, c, out, p, q):
+    p = c.dtype.type(p)
+    q = c.dtype.type(q)
+    for i in prange(out.size):
+        out[i] = f(a[i], b[i], c[i], p, q)  # noqa: F821
+
+
 def t_nd(a, b, c, out, p, q):
     p = c.dtype.type(p)
     q = c.dtype.type(q)
@@ -96,19 +119,23 @@ def t_nd(a, b, c, out, p, q):
                         c[i0 * c0, i1 * c1, i2 * c2, i3 * c3], p, q)
 
 
-_TEMPLATES = {1: (u_flat, u_nd), 2: (b_flat, b_nd), 3: (t_flat, t_nd)}
+_TEMPLATES = {1: (u_flat, u_flat_par, u_nd), 2: (b_flat, b_flat_par, b_nd),
+              3: (t_flat, t_flat_par, t_nd)}
+PARALLEL_MIN = 1 << 17  # elements; below this the threads cost more than they save
 
 
 class Kernel:
-    """One elementwise formula compiled lazily into its flat and 4-D loops."""
+    """One elementwise formula compiled lazily into its flat (serial and multithreaded) and
+    4-D broadcasting loops."""
 
-    __slots__ = ("name", "arity", "flat", "nd")
+    __slots__ = ("name", "arity", "flat", "flat_par", "nd")
 
     def __init__(self, name, arity, fn):
-        flat, nd = _TEMPLATES[arity]
+        flat, flat_par, nd = _TEMPLATES[arity]
         self.name = name
         self.arity = arity
         self.flat = specialize(flat, name, f=fn)
+        self.flat_par = specialize(flat_par, name, {"parallel": True}, f=fn)
         self.nd = specialize(nd, name, f=fn)
 
     def __repr__(self):
@@ -162,7 +189,7 @@ def sign(x, p, q):
 
 @unary_kernel
 def exp(x, p, q):
-    return math.exp(x)
+    return fexp(x)
 
 
 @unary_kernel
@@ -187,16 +214,13 @@ def cos(x, p, q):
 
 @unary_kernel
 def tanh(x, p, q):
-    return math.tanh(x)
+    return ftanh(x)
 
 
 @unary_kernel
 def sigmoid(x, p, q):
     # stable on both sides: 1/(1+e^-x) for x >= 0, e^x/(1+e^x) for x < 0
-    if x >= 0:
-        return like(x, 1.0) / (like(x, 1.0) + math.exp(-x))
-    z = math.exp(x)
-    return z / (like(x, 1.0) + z)
+    return fsigmoid(x)
 
 
 @unary_kernel
@@ -549,7 +573,7 @@ def gelu(x, p, q):
 @binary_kernel
 def gelu_bwd(g, x, p, q):
     cdf = like(x, 0.5) * (like(x, 1.0) + math.erf(x * like(x, 0.7071067811865476)))
-    pdf = math.exp(x * x * like(x, -0.5)) * like(x, 0.3989422804014327)
+    pdf = fexp(x * x * like(x, -0.5)) * like(x, 0.3989422804014327)
     return g * (cdf + x * pdf)
 
 
@@ -557,14 +581,14 @@ def gelu_bwd(g, x, p, q):
 def gelu_tanh(x, p, q):
     # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
     u = like(x, 0.7978845608028654) * (x + like(x, 0.044715) * x * x * x)
-    return like(x, 0.5) * x * (like(x, 1.0) + math.tanh(u))
+    return like(x, 0.5) * x * (like(x, 1.0) + ftanh(u))
 
 
 # d/dx gelu_tanh(x) = 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2)
 @binary_kernel
 def gelu_tanh_bwd(g, x, p, q):
     c = like(x, 0.7978845608028654)
-    t = math.tanh(c * (x + like(x, 0.044715) * x * x * x))
+    t = ftanh(c * (x + like(x, 0.044715) * x * x * x))
     du = c * (like(x, 1.0) + like(x, 0.134145) * x * x)
     return g * (like(x, 0.5) * (like(x, 1.0) + t) + like(x, 0.5) * x * (like(x, 1.0) - t * t) * du)
 
@@ -592,7 +616,7 @@ def bce(x, t, p, q):
 def bce_logits(x, t, p, q):
     # (1 - t) x + softplus(-x), written stably: max(-x, 0) + log(e^-max + e^(-x-max))
     m = max(-x, like(x, 0.0))
-    return (like(x, 1.0) - t) * x + m + math.log(math.exp(-m) + math.exp(-x - m))
+    return (like(x, 1.0) - t) * x + m + math.log(fexp(-m) + fexp(-x - m))
 
 
 # ----------------------------------------------------------------------------------------
@@ -620,7 +644,7 @@ def clamp_t(x, lo, hi, p, q):
 def bce_logits_pw(x, t, pw, p, q):
     # (1 - t) x + ((pw - 1) t + 1) softplus(-x)
     lw = (pw - like(x, 1.0)) * t + like(x, 1.0)
-    sp = math.log1p(math.exp(-(x if x >= 0 else -x))) + max(-x, like(x, 0.0))
+    sp = math.log1p(fexp(-(x if x >= 0 else -x))) + max(-x, like(x, 0.0))
     return (like(x, 1.0) - t) * x + lw * sp
 
 
@@ -703,7 +727,7 @@ def unary(k, x, dtype, p=0.0, q=0.0, out=None):
         out = np.empty(x.shape, dtype)
     if out.size:
         if x.flags.c_contiguous and out.flags.c_contiguous and x.shape == out.shape:
-            k.flat(x.ravel(), out.ravel(), p, q)
+            (k.flat if out.size < PARALLEL_MIN else k.flat_par)(x.ravel(), out.ravel(), p, q)
         else:
             _nd(k, (x,), out, p, q)
     return out
@@ -716,7 +740,8 @@ def binary(k, a, b, dtype, shape, p=0.0, q=0.0, out=None):
     if out.size:
         if (a.shape == shape and b.shape == shape and a.flags.c_contiguous
                 and b.flags.c_contiguous and out.flags.c_contiguous):
-            k.flat(a.ravel(), b.ravel(), out.ravel(), p, q)
+            (k.flat if out.size < PARALLEL_MIN else k.flat_par)(
+                a.ravel(), b.ravel(), out.ravel(), p, q)
         else:
             _nd(k, (a, b), out, p, q)
     return out
@@ -729,7 +754,8 @@ def ternary(k, a, b, c, dtype, shape, p=0.0, q=0.0, out=None):
     if out.size:
         if (a.shape == shape and b.shape == shape and c.shape == shape and a.flags.c_contiguous
                 and b.flags.c_contiguous and c.flags.c_contiguous and out.flags.c_contiguous):
-            k.flat(a.ravel(), b.ravel(), c.ravel(), out.ravel(), p, q)
+            (k.flat if out.size < PARALLEL_MIN else k.flat_par)(
+                a.ravel(), b.ravel(), c.ravel(), out.ravel(), p, q)
         else:
             _nd(k, (a, b, c), out, p, q)
     return out

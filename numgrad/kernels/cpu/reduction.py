@@ -9,10 +9,11 @@ Float32 sums accumulate in float64.
 import math
 
 import numpy as np
-from numba import types
+from numba import prange, types
 from numba.extending import overload
 
-from numgrad.kernels._jit import jit
+from numgrad.kernels._jit import jit, specialize
+from numgrad.kernels.cpu._fastmath import fexp
 
 
 def acc_zero(x):
@@ -177,7 +178,7 @@ def softmax_3d(x, out, log):
                     m = x[o, r, i]
             s = 0.0
             for r in range(n_r):
-                s += math.exp(x[o, r, i] - m)
+                s += fexp(x[o, r, i] - m)
             if log:
                 lse = m + math.log(s)
                 for r in range(n_r):
@@ -185,7 +186,7 @@ def softmax_3d(x, out, log):
             else:
                 inv = 1.0 / s
                 for r in range(n_r):
-                    out[o, r, i] = math.exp(x[o, r, i] - m) * inv
+                    out[o, r, i] = fexp(x[o, r, i] - m) * inv
 
 
 @jit
@@ -203,7 +204,7 @@ def logsumexp_3d(x, out):
                 continue
             s = 0.0
             for r in range(n_r):
-                s += math.exp(x[o, r, i] - m)
+                s += fexp(x[o, r, i] - m)
             out[o, i] = m + math.log(s)
 
 
@@ -230,7 +231,69 @@ def log_softmax_bwd_3d(g, y, out):
             for r in range(n_r):
                 s += g[o, r, i]
             for r in range(n_r):
-                out[o, r, i] = g[o, r, i] - math.exp(y[o, r, i]) * s
+                out[o, r, i] = g[o, r, i] - fexp(y[o, r, i]) * s
+
+
+# --- the same along the last dim of C-contiguous rows: unit stride, so the exp/sum loops
+# vectorize; rows run in parallel for large inputs ---------------------------------------
+
+
+def _softmax_rows(x, out, log):
+    n_r, n_c = x.shape
+    for r in prange(n_r):
+        m = x[r, 0]
+        for c in range(1, n_c):
+            v = x[r, c]
+            if v > m or v != v:
+                m = v
+        s = 0.0
+        for c in range(n_c):
+            s += fexp(x[r, c] - m)
+        if log:
+            lse = m + math.log(s)
+            for c in range(n_c):
+                out[r, c] = x[r, c] - lse
+        else:
+            inv = 1.0 / s
+            for c in range(n_c):
+                out[r, c] = fexp(x[r, c] - m) * inv
+
+
+# d softmax: gx = y (g - sum g y)
+def _softmax_bwd_rows(g, y, out):
+    n_r, n_c = y.shape
+    for r in prange(n_r):
+        s = 0.0
+        for c in range(n_c):
+            s += g[r, c] * y[r, c]
+        for c in range(n_c):
+            out[r, c] = y[r, c] * (g[r, c] - s)
+
+
+# d log_softmax: gx = g - e^y sum g
+def _log_softmax_bwd_rows(g, y, out):
+    n_r, n_c = y.shape
+    for r in prange(n_r):
+        s = 0.0
+        for c in range(n_c):
+            s += g[r, c]
+        for c in range(n_c):
+            out[r, c] = g[r, c] - fexp(y[r, c]) * s
+
+
+def _pair(fn):
+    serial = jit(fn, **_FAST)
+    par = specialize(fn, "parallel", dict(_FAST, parallel=True))
+    return serial, par
+
+
+softmax_rows, softmax_rows_par = _pair(_softmax_rows)
+softmax_bwd_rows, softmax_bwd_rows_par = _pair(_softmax_bwd_rows)
+log_softmax_bwd_rows, log_softmax_bwd_rows_par = _pair(_log_softmax_bwd_rows)
+_ROWS = {softmax_3d: (softmax_rows, softmax_rows_par),
+         softmax_bwd_3d: (softmax_bwd_rows, softmax_bwd_rows_par),
+         log_softmax_bwd_3d: (log_softmax_bwd_rows, log_softmax_bwd_rows_par)}
+PARALLEL_MIN = 1 << 16
 
 
 # ----------------------------------------------------------------------------------------
@@ -300,8 +363,18 @@ def sum_dims(x, dims, dtype, scale):
     return reduce_dims(sum_3d, x, dims, dtype, scale)
 
 
+def _rows(kernel, size):
+    serial, par = _ROWS[kernel]
+    return par if size >= PARALLEL_MIN else serial
+
+
 def along(kernel, x, dim, out_dtype, *args):
     """Apply an (o, r, i) -> (o, r, i) kernel along ``dim``; the result has x's shape."""
+    if dim == x.ndim - 1 and x.flags.c_contiguous and x.size:
+        x2 = x.reshape(-1, x.shape[-1])
+        out = np.empty(x2.shape, out_dtype)
+        _rows(kernel, x.size)(x2, out, *args)
+        return out.reshape(x.shape)
     x3 = as3d(x, dim, dim + 1)
     out = np.empty(x3.shape, out_dtype)
     kernel(x3, out, *args)
@@ -310,6 +383,12 @@ def along(kernel, x, dim, out_dtype, *args):
 
 def along2(kernel, g, y, dim, out_dtype):
     """Like ``along`` for backward kernels of two same-shaped inputs."""
+    if (dim == y.ndim - 1 and y.flags.c_contiguous and g.flags.c_contiguous and y.size
+            and g.shape == y.shape):
+        y2 = y.reshape(-1, y.shape[-1])
+        out = np.empty(y2.shape, out_dtype)
+        _rows(kernel, y.size)(g.reshape(y2.shape), y2, out)
+        return out.reshape(y.shape)
     g3 = as3d(g, dim, dim + 1)
     y3 = as3d(y, dim, dim + 1)
     out = np.empty(y3.shape, out_dtype)
