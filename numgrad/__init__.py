@@ -4,7 +4,15 @@ Importing numgrad compiles nothing and does not import Numba; kernels load and c
 first use and are cached on disk (see ``numgrad.kernels._jit``).
 """
 
-from numgrad import autograd  # noqa: I001  (autograd first: it wires tensor <-> graph)
+import os as _os
+
+# OpenBLAS (NumPy's BLAS) keeps its helper threads spinning for ~2^28 cycles after each call;
+# on small machines they then starve numgrad's own kernel threads (a 2.5x slower CNN step on
+# 2 cores). Unless the user chose otherwise, let them sleep right away. This only works when
+# numgrad is imported before NumPy loads OpenBLAS; it never changes results.
+_os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+
+from numgrad import autograd  # noqa: I001,E402  (autograd first: it wires tensor <-> graph)
 from numgrad._version import __version__
 from numgrad import _dtype
 from numgrad._dtype import (

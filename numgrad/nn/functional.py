@@ -185,13 +185,25 @@ def _conv_geom(x_shape, w_shape, stride, padding, dilation, groups):
 
 
 def _im2col(x, geo):
+    """Columns of x laid out (N, C*kh*kw, L) (the layout of ``unfold``)."""
     n, c = x.shape[0], x.shape[1]
     cols = np.empty((n, c * geo.kh * geo.kw, geo.oh * geo.ow), x.dtype)
     NN.pick(NN.im2col, NN.im2col_par, cols.size)(np.ascontiguousarray(x), *geo.args(), cols)
     return cols
 
 
+def _im2col_kmajor(x, geo):
+    """Columns of x laid out (C*kh*kw, N*L), so a whole batch is one GEMM."""
+    n, c = x.shape[0], x.shape[1]
+    k = c * geo.kh * geo.kw
+    cols = np.empty((k, n, geo.oh * geo.ow), x.dtype)
+    NN.pick(NN.im2col, NN.im2col_par, cols.size)(
+        np.ascontiguousarray(x), *geo.args(), cols.transpose(1, 0, 2))
+    return cols.reshape(k, -1)
+
+
 def _col2im(cols, geo, shape):
+    """The adjoint of im2col from (N, K, L) columns (any strides)."""
     x = np.empty(shape, cols.dtype)
     NN.pick(NN.col2im, NN.col2im_par, cols.size)(cols, *geo.args(), x)
     return x
@@ -202,16 +214,25 @@ def _group_slices(total, groups):
     return [slice(i * step, (i + 1) * step) for i in range(groups)]
 
 
-def _conv_forward(x, w, geo):
+def _conv_forward(x, w, bias, geo):
+    """(N, OC, L): one GEMM per group over the whole batch, then bias and layout in one pass."""
     n = x.shape[0]
     oc = w.shape[0]
-    cols = _im2col(x, geo)
-    out = np.empty((n, oc, geo.oh * geo.ow), x.dtype)
+    cols = _im2col_kmajor(x, geo)
+    out2 = np.empty((oc, cols.shape[1]), x.dtype)
+    w2 = w.reshape(oc, -1)
     if geo.groups == 1:
-        LIN.matmul(w.reshape(oc, -1), cols, out)
+        LIN.matmul(w2, cols, out2)
     else:
-        for go, gk in zip(_group_slices(oc, geo.groups), _group_slices(cols.shape[1], geo.groups)):
-            out[:, go] = np.matmul(w[go].reshape(go.stop - go.start, -1), cols[:, gk])
+        for go, gk in zip(_group_slices(oc, geo.groups), _group_slices(cols.shape[0], geo.groups)):
+            LIN.matmul(w2[go], cols[gk], out2[go])
+    src = out2.reshape(oc, n, -1).transpose(1, 0, 2)
+    out = np.empty((n, oc, src.shape[2]), x.dtype)
+    if bias is None:
+        EW.unary(EW.copy, src, out.dtype, out=out)
+    else:
+        EW.binary(EW.add, src, bias.reshape(1, oc, 1).astype(out.dtype, copy=False), out.dtype,
+                  out.shape, out=out)
     return out
 
 
@@ -225,26 +246,29 @@ class ConvolutionBackward0(Node):
         if state.enabled:  # create_graph: the same rule in differentiable ops
             return _conv_backward_ops(g, x, w, geo, self)
         n, oc = g._data.shape[0], g._data.shape[1]
-        g3 = np.ascontiguousarray(g._data).reshape(n, oc, -1)
+        # the gradient as (OC, N*L), the layout of the forward GEMM's output
+        g2 = np.empty((oc, n, geo.oh * geo.ow), g._data.dtype)
+        EW.unary(EW.copy, g._data.reshape(n, oc, -1).transpose(1, 0, 2), g2.dtype, out=g2)
+        g2 = g2.reshape(oc, -1)
         gx = gw = gb = None
         if _needs(self, 2):
-            gb = _wrap(RED.sum_dims(g3, (0, 2), g3.dtype, 1.0).reshape(oc))
+            gb = _wrap(RED.sum_dims(g2, (1,), g2.dtype, 1.0).reshape(oc))
+        k = geo.in_shape[1] * geo.kh * geo.kw
+        slices_o = _group_slices(oc, geo.groups)
+        slices_k = _group_slices(k, geo.groups)
+        w2 = w._data.reshape(oc, -1)
         if _needs(self, 1):
-            cols = _im2col(x._data, geo)
-            gw_arr = np.empty(w._data.shape, g3.dtype)
-            for go, gk in zip(_group_slices(oc, geo.groups),
-                              _group_slices(cols.shape[1], geo.groups)):
-                per = np.matmul(g3[:, go], cols[:, gk].transpose(0, 2, 1))
-                gw_arr[go] = RED.sum_dims(per, (0,), per.dtype, 1.0).reshape(gw_arr[go].shape)
-            gw = _wrap(gw_arr)
+            cols = _im2col_kmajor(x._data, geo)
+            gw2 = np.empty(w2.shape, g2.dtype)
+            for go, gk in zip(slices_o, slices_k):
+                LIN.matmul(g2[go], cols[gk].T, gw2[go])
+            gw = _wrap(gw2.reshape(w._data.shape))
         if _needs(self, 0):
-            k = geo.in_shape[1] * geo.kh * geo.kw
-            gcols = np.empty((n, k, g3.shape[2]), g3.dtype)
-            w2 = w._data
-            for go, gk in zip(_group_slices(oc, geo.groups), _group_slices(k, geo.groups)):
-                wg = w2[go].reshape(go.stop - go.start, -1)
-                gcols[:, gk] = np.matmul(wg.T, g3[:, go])
-            gx = _wrap(_col2im(gcols, geo, geo.in_shape))
+            gcols = np.empty((k, g2.shape[1]), g2.dtype)
+            for go, gk in zip(slices_o, slices_k):
+                LIN.matmul(w2[go].T, g2[go], gcols[gk])
+            gcols3 = gcols.reshape(k, n, -1).transpose(1, 0, 2)
+            gx = _wrap(_col2im(gcols3, geo, geo.in_shape))
         return (gx, gw, gb)
 
 
@@ -286,10 +310,8 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
             f"Input type ({dtype_of(input)._legacy}) and weight type ({dtype_of(weight)._legacy})"
             " should be the same")
     geo = _conv_geom(input._data.shape, weight._data.shape, stride, padding, dilation, groups)
-    out_arr = _conv_forward(input._data, weight._data, geo)
-    if bias is not None:
-        EW.binary(EW.add, out_arr, bias._data.reshape(-1, 1), out_arr.dtype, out_arr.shape,
-                  out=out_arr)
+    out_arr = _conv_forward(input._data, weight._data,
+                            bias._data if bias is not None else None, geo)
     out = _wrap(out_arr.reshape(out_arr.shape[0], out_arr.shape[1], geo.oh, geo.ow))
     reqs = (input, weight) + ((bias,) if bias is not None else ())
     if state.enabled and any(t._requires_grad for t in reqs):
