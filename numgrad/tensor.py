@@ -363,7 +363,10 @@ class Tensor:
         return handle
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        from numgrad.autograd import backward
+        from numgrad.autograd import backward, engine
+        if gradient is None and not retain_graph and not create_graph and inputs is None:
+            if engine.backward_scalar(self):
+                return
         backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     # ------------------------------------------------------------------ conversion

@@ -44,7 +44,7 @@ def _make_grads(outputs, grad_outputs):
                 raise RuntimeError(
                     "grad can be implicitly created only for real scalar outputs but got "
                     f"{out.dtype!r}")
-            grads.append(_wrap(np.ones(out._data.shape, out._data.dtype)))
+            grads.append(_wrap(np.array(1, out._data.dtype).reshape(out._data.shape)))
             continue
         if not isinstance(g, Tensor):
             raise TypeError(

@@ -12,9 +12,12 @@
 import operator
 import re
 
+import numpy as np
+
 from numgrad.autograd import anomaly_mode, grad_mode
 from numgrad.autograd.anomaly_mode import STATE as ANOMALY
-from numgrad.autograd.graph import AccumulateGrad
+from numgrad.autograd.graph import FREED_MSG, AccumulateGrad
+from numgrad.tensor import _wrap
 
 _TYPE_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "int32": "Int",
                "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
@@ -185,6 +188,22 @@ def _accumulate(var, g, shared):
             fn(var)
 
 
+def _fire(acc, buffers, captured, capture, accumulate, shared):
+    """Run an AccumulateGrad node whose producers are all done."""
+    inp = buffers.pop(acc, None)
+    if inp is None:
+        return
+    hooks = acc._hooks
+    if hooks is not None or capture is not None:
+        inp = _run_hooks_before(acc, hooks, inp, captured, capture)
+    if accumulate is True or (accumulate and acc in accumulate):
+        if inp[0] is not None:
+            _accumulate(acc.variable, inp[0], shared)
+        if hooks is not None:
+            for fn in list(hooks.post.values()):
+                fn((), tuple(inp))
+
+
 def execute(roots, grads, keep_graph, create_graph, capture=None, targets=None,
             accumulate=True):
     """Run backward from ``roots`` ((node, output_nr) pairs) seeded with ``grads``.
@@ -193,59 +212,57 @@ def execute(roots, grads, keep_graph, create_graph, capture=None, targets=None,
     returned in a list (autograd.grad). ``targets`` limits execution to nodes that lead to
     them. ``accumulate`` is True (every leaf), False (none) or a set of AccumulateGrad nodes.
     """
-    root_nodes = list(dict.fromkeys(n for n, _ in roots))
+    if len(roots) == 1:
+        root_nodes = [roots[0][0]]
+    else:
+        root_nodes = list(dict.fromkeys(n for n, _ in roots))
     nodes, acc_in = _collect(root_nodes)
     needed = _needed(root_nodes, targets) if targets is not None else None
-    shared = set(id(g) for g in grads)  # user-provided gradients are never stolen
+    shared = {id(g) for g in grads}  # user-provided gradients are never stolen
     buffers = {}
     for (node, nr), g in zip(roots, grads):
         buf = buffers.get(node)
         if buf is None:
             buf = buffers[node] = [None] * node._n_outputs
         buf[nr] = g if buf[nr] is None else buf[nr] + g
-    n_slots = 0
+    captured = None
     if capture is not None:
-        n_slots = 1 + max(s for d in capture.values() for v in d.values() for s in v)
-    captured = [None] * n_slots
-
-    def fire(acc):
-        """Run an AccumulateGrad node whose producers are all done."""
-        inp = buffers.pop(acc, None)
-        if inp is None:
-            return
-        hooks = acc._hooks
-        if hooks is not None or capture is not None:
-            inp = _run_hooks_before(acc, hooks, inp, captured, capture)
-        if accumulate is True or (accumulate and acc in accumulate):
-            if inp[0] is not None:
-                _accumulate(acc.variable, inp[0], shared)
-            if hooks is not None:
-                for fn in list(hooks.post.values()):
-                    fn((), tuple(inp))
-
+        captured = [None] * (1 + max(s for d in capture.values() for v in d.values() for s in v))
+    anomaly = ANOMALY[0]
     state = grad_mode.state
     prev = state.enabled
     state.enabled = create_graph
+    pop = buffers.pop
+    get = buffers.get
     try:
         for node in root_nodes:
             if node.__class__ is AccumulateGrad and node not in acc_in:
-                fire(node)
+                _fire(node, buffers, captured, capture, accumulate, shared)
         for node in nodes:
-            inp = buffers.pop(node, None)
+            inp = pop(node, None)
             outs = None
             if inp is not None:
                 hooks = node._hooks
                 if hooks is not None or capture is not None:
                     inp = _run_hooks_before(node, hooks, inp, captured, capture)
                 if needed is None or node in needed:
-                    if ANOMALY[0]:
+                    if anomaly:
                         outs = _run_checked(node, inp)
+                    elif node._plain:
+                        saved = node._saved
+                        if saved is None:
+                            raise RuntimeError(FREED_MSG)
+                        if node._vchk is not None:
+                            check_versions(node)
+                        outs = node._backward(inp[0])
+                        if not keep_graph and saved and not node._meta_only:
+                            node._saved = None
                     else:
                         if node._vchk is not None:
                             check_versions(node)
                         outs = node._run(inp)
-                    if not keep_graph:
-                        node._release()
+                        if not keep_graph:
+                            node._release()
                     if node._meta is not None:
                         outs = _conform(node, outs)
                     if hooks is not None and hooks.post:
@@ -261,7 +278,7 @@ def execute(roots, grads, keep_graph, create_graph, capture=None, targets=None,
                     if outs is not None:
                         g = outs[i]
                         if g is not None:
-                            buf = buffers.get(nxt)
+                            buf = get(nxt)
                             if buf is None:
                                 buffers[nxt] = [g] if nxt._n_outputs == 1 else \
                                     [g if k == nr else None for k in range(nxt._n_outputs)]
@@ -272,8 +289,19 @@ def execute(roots, grads, keep_graph, create_graph, capture=None, targets=None,
                         left = acc_in[nxt] - 1
                         acc_in[nxt] = left
                         if left == 0:
-                            fire(nxt)
+                            _fire(nxt, buffers, captured, capture, accumulate, shared)
                 i += 1
     finally:
         state.enabled = prev
     return captured
+
+
+def backward_scalar(t):
+    """``t.backward()`` for a one-element tensor with PyTorch's defaults (the common call)."""
+    fn = t._grad_fn
+    a = t._data
+    if fn is None or a.size != 1 or a.dtype.kind != "f":
+        return False
+    g = _wrap(np.array(1, a.dtype).reshape(a.shape) if a.ndim else np.array(1, a.dtype))
+    execute([(fn, t._output_nr)], [g], False, False)
+    return True

@@ -42,6 +42,7 @@ class BackwardCFunction(FunctionCtx, Node):
     """The node of one ``Function.apply`` call (and its ``ctx``)."""
 
     _forward_cls = None
+    _plain = False
     _shares_outputs = True  # user code may return saved tensors as gradients: never steal them
 
     def __init__(self):

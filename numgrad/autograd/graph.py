@@ -70,6 +70,8 @@ class Node:
                  "__weakref__")
     _n_outputs = 1
     _names_of_saved = ()  # PyTorch's names of what _saved holds, read as node._saved_<name>
+    # True when _run/_release are Node's own: the engine then inlines them (saves two calls)
+    _plain = True
     _shares_outputs = False  # True where backward may return tensors the user still holds
     # True where ``_saved`` holds only shapes/dims/scalars, which PyTorch does not free: such
     # nodes can run again after a backward without retain_graph (AddBackward0, SumBackward0...)

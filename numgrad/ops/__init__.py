@@ -16,7 +16,13 @@ from numgrad.tensor import Tensor
 def _add_inplace_raw(self, other):
     """self += other without recording or checks (the engine's gradient accumulation)."""
     a = self._data
-    EW.binary(EW.add, a, other._data, a.dtype, a.shape, out=a)
+    b = other._data
+    if a.dtype is b.dtype and a.shape == b.shape and a.flags.c_contiguous and b.flags.c_contiguous:
+        k = EW.add
+        (k.flat if a.size < EW.PARALLEL_MIN else k.flat_par)(a.ravel(), b.ravel(), a.ravel(),
+                                                             0.0, 0.0)
+    else:
+        EW.binary(EW.add, a, b, a.dtype, a.shape, out=a)
     self._bump_version()
 
 

@@ -34,8 +34,33 @@ from numgrad.ops._util import (
 # ========================================================================================
 
 
+# The fast paths below skip broadcasting and casting when the operands already share a
+# dtype, a shape and a C-contiguous layout (the common case on the hot path); everything
+# else goes through the general launchers.
+
+
+def _flat1(kernel, xd, p, q):
+    out = np.empty(xd.shape, xd.dtype)
+    n = out.size
+    if n:
+        (kernel.flat if n < EW.PARALLEL_MIN else kernel.flat_par)(xd.ravel(), out.ravel(), p, q)
+    return out
+
+
+def _flat2(kernel, ad, bd, p, q):
+    out = np.empty(ad.shape, ad.dtype)
+    n = out.size
+    if n:
+        (kernel.flat if n < EW.PARALLEL_MIN else kernel.flat_par)(
+            ad.ravel(), bd.ravel(), out.ravel(), p, q)
+    return out
+
+
 def _unary(kernel, x, dt, p=0.0, q=0.0):
     """Kernel on tensor ``x`` computed in dtype ``dt``; returns the new array."""
+    xd = x._data
+    if xd.dtype is dt.np and xd.flags.c_contiguous:
+        return _flat1(kernel, xd, p, q)
     return EW.unary(kernel, as_type(x, dt), dt.np, p, q)
 
 
@@ -56,6 +81,13 @@ def _record(out, node, inputs, shape, dt):
 
 def _fused(kernel, node_cls, g, x, p=0.0, q=0.0):
     """A fused backward formula ``kernel(g, x; p, q)`` as a differentiable op."""
+    gd, xd = g._data, x._data
+    if (gd.dtype is xd.dtype and gd.shape == xd.shape and gd.flags.c_contiguous
+            and xd.flags.c_contiguous):
+        out = _wrap(_flat2(kernel, gd, xd, p, q))
+        if state.enabled and (g._requires_grad or x._requires_grad):
+            attach(out, node_cls((edge(g), edge(x)), (g, x, p, q)))
+        return out
     dt = dtype_of(x)
     r, shape = _bin_out(kernel, g, x, dt, dt, p, q)
     out = _wrap(r)
@@ -179,6 +211,13 @@ class ReciprocalBackward0(Node):
 
 def _float_unary_op(kernel_name, node_cls, save_result):
     def op(input):
+        xd = getattr(input, "_data", None)
+        if xd is not None and xd.dtype.kind == "f" and xd.flags.c_contiguous:
+            r = _flat1(getattr(EW, kernel_name), xd, 0.0, 0.0)
+            out = _wrap(r)
+            if state.enabled and input._requires_grad:
+                attach(out, node_cls((edge(input),), (r,) if save_result else (input,)))
+            return out
         _check_tensor(input, kernel_name)
         dt = float_type(dtype_of(input))
         r = _unary(getattr(EW, kernel_name), input, dt)
@@ -335,6 +374,12 @@ class ClampBackward0(Node):
 
 def _scalar_binary(x, s, scalar_kernel, node_cls, saved, dt=None):
     """Tensor (op) Python number, computed in PyTorch's promoted dtype."""
+    xd = x._data
+    if xd.dtype.kind == "f" and s.__class__ in (float, int) and xd.flags.c_contiguous:
+        out = _wrap(_flat1(scalar_kernel, xd, float(s), 0.0))
+        if node_cls is not None and state.enabled and x._requires_grad:
+            attach(out, node_cls((edge(x), NO_EDGE), saved))
+        return out
     if dt is None:
         dt = _dtype.result_type(x, s)
     r = _unary(scalar_kernel, x, dt, scalar_value(s, dt))
@@ -348,6 +393,13 @@ def _scalar_binary(x, s, scalar_kernel, node_cls, saved, dt=None):
 
 
 def _tensor_binary(a, b, kernel, node_cls, saved_fn, p=0.0):
+    ad, bd = a._data, b._data
+    if (ad.dtype is bd.dtype and ad.shape == bd.shape and ad.flags.c_contiguous
+            and bd.flags.c_contiguous):
+        out = _wrap(_flat2(kernel, ad, bd, p, 0.0))
+        if state.enabled and (a._requires_grad or b._requires_grad):
+            attach(out, node_cls((edge(a), edge(b)), saved_fn(a, b)))
+        return out
     dt = _dtype.result_type(a, b)
     r, shape = _bin_out(kernel, a, b, dt, dt, p)
     out = _wrap(r)
@@ -457,7 +509,8 @@ class DivOtherBackwardBackward0(Node):
 
 def add(input, other, *, alpha=1):
     """input + alpha * other (``AddBackward0``)."""
-    other = _coerce(other, "add")
+    if other.__class__ is not Tensor:
+        other = _coerce(other, "add")
     if not isinstance(input, Tensor):
         return add(other, input, alpha=1) if alpha == 1 else add(_as_t(input), other, alpha=alpha)
     if is_scalar(other):
@@ -479,7 +532,8 @@ def _as_t(v):
 
 def sub(input, other, *, alpha=1):
     """input - alpha * other (``SubBackward0``)."""
-    other = _coerce(other, "sub")
+    if other.__class__ is not Tensor:
+        other = _coerce(other, "sub")
     if not isinstance(input, Tensor):
         return rsub(other, input)
     if input.dtype is _dtype.bool_ and (
@@ -514,7 +568,8 @@ def rsub(input, other, *, alpha=1):
 
 def mul(input, other):
     """Elementwise product (``MulBackward0``)."""
-    other = _coerce(other, "mul")
+    if other.__class__ is not Tensor:
+        other = _coerce(other, "mul")
     if not isinstance(input, Tensor):
         return mul(other, input)
     if is_scalar(other):
@@ -532,7 +587,8 @@ multiply = mul
 
 def div(input, other, *, rounding_mode=None):
     """True division (``DivBackward0``); integers divide as floats."""
-    other = _coerce(other, "div")
+    if other.__class__ is not Tensor:
+        other = _coerce(other, "div")
     if not isinstance(input, Tensor):
         return mul(reciprocal(other), input)
     if rounding_mode is not None:
@@ -673,6 +729,13 @@ def pow(input, exponent):  # noqa: A001
     ``PowBackward2`` number base)."""
     if not isinstance(input, Tensor):
         return _rpow(exponent, input)
+    if exponent.__class__ in (float, int):
+        xd = input._data
+        if xd.dtype.kind == "f" and xd.flags.c_contiguous:
+            out = _wrap(_flat1(EW.pow_s, xd, float(exponent), 0.0))
+            if state.enabled and input._requires_grad:
+                attach(out, PowBackward0((edge(input),), (input, exponent)))
+            return out
     exponent = _coerce(exponent, "pow")
     if is_scalar(exponent):
         dt = _dtype.result_type(input, exponent)
@@ -747,12 +810,14 @@ def _tie_grad(kernel, g, a, b):
 
 
 def maximum(input, other):
-    other = _coerce(other, "maximum")
+    if other.__class__ is not Tensor:
+        other = _coerce(other, "maximum")
     return _tensor_binary(input, other, EW.maximum, MaximumBackward0, lambda a, b: (a, b))
 
 
 def minimum(input, other):
-    other = _coerce(other, "minimum")
+    if other.__class__ is not Tensor:
+        other = _coerce(other, "minimum")
     return _tensor_binary(input, other, EW.minimum, MinimumBackward0, lambda a, b: (a, b))
 
 

@@ -234,6 +234,7 @@ class CopySlices(Node):
 
     __slots__ = ()
     _meta_only = True
+    _plain = False
 
     # d/dbase = g outside the region, fn's gradient for the old region inside; d/dothers = fn's
     def _backward(self, g):

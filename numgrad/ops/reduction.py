@@ -41,7 +41,10 @@ def broadcast_to_shape(g, shape, scale=1):
     """``g`` (broadcastable to ``shape``) materialized at ``shape`` and multiplied by ``scale``;
     a fresh array, so the engine can hand it to a leaf without copying."""
     out_arr = np.empty(shape, g._data.dtype)
-    if scale == 1:
+    if g._data.ndim == 0 and out_arr.size:  # the usual case (sum/mean of everything): a fill
+        v = g._data.item() * scale
+        EW.unary(EW.fill, out_arr.reshape(-1), out_arr.dtype, v, out=out_arr.reshape(-1))
+    elif scale == 1:
         EW.unary(EW.copy, g._data, out_arr.dtype, out=out_arr)
     else:
         EW.unary(EW.mul_s, g._data, out_arr.dtype, scale, out=out_arr)
