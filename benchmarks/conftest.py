@@ -3,6 +3,9 @@
 import os
 import sys
 
+# as `import numgrad` does when it comes first: OpenBLAS threads sleep instead of spinning
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+
 sys.path.insert(0, os.path.dirname(__file__))
 
 THREADS = int(os.environ.get("NUMGRAD_BENCH_THREADS", os.cpu_count() or 1))

@@ -7,8 +7,13 @@ and the peak memory of workloads 4 and 5, each in a fresh process.
     python benchmarks/report.py --quick    # a few rounds, for CI
 """
 
-import argparse
 import os
+
+# what `import numgrad` does when it comes first (see numgrad/__init__.py): NumPy's OpenBLAS
+# threads sleep after a call instead of spinning for ~2^28 cycles and starving other threads
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+
+import argparse  # noqa: E402
 import platform
 import statistics
 import subprocess

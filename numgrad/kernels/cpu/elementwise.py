@@ -59,6 +59,36 @@ def u_nd(x, out, p, q):
                     out[i0, i1, i2, i3] = f(x[i0 * s0, i1 * s1, i2 * s2, i3 * s3], p, q)  # noqa: F821
 
 
+def u_nd_par(x, out, p, q):
+    # the rows (all but the last dim) in parallel
+    p = x.dtype.type(p)
+    q = x.dtype.type(q)
+    n0, n1, n2, n3 = out.shape
+    s0, s1, s2, s3 = _bst(x.shape)
+    for r in prange(n0 * n1 * n2):
+        i0 = r // (n1 * n2)
+        i1 = (r // n2) % n1
+        i2 = r % n2
+        for i3 in range(n3):
+            out[i0, i1, i2, i3] = f(x[i0 * s0, i1 * s1, i2 * s2, i3 * s3], p, q)  # noqa: F821
+
+
+def b_nd_par(a, b, out, p, q):
+    p = b.dtype.type(p)
+    q = b.dtype.type(q)
+    n0, n1, n2, n3 = out.shape
+    a0, a1, a2, a3 = _bst(a.shape)
+    b0, b1, b2, b3 = _bst(b.shape)
+    for r in prange(n0 * n1 * n2):
+        i0 = r // (n1 * n2)
+        i1 = (r // n2) % n1
+        i2 = r % n2
+        for i3 in range(n3):
+            out[i0, i1, i2, i3] = f(  # noqa: F821
+                a[i0 * a0, i1 * a1, i2 * a2, i3 * a3], b[i0 * b0, i1 * b1, i2 * b2, i3 * b3],
+                p, q)
+
+
 def b_flat(a, b, out, p, q):
     p = b.dtype.type(p)
     q = b.dtype.type(q)
@@ -119,8 +149,8 @@ def t_nd(a, b, c, out, p, q):
                         c[i0 * c0, i1 * c1, i2 * c2, i3 * c3], p, q)
 
 
-_TEMPLATES = {1: (u_flat, u_flat_par, u_nd), 2: (b_flat, b_flat_par, b_nd),
-              3: (t_flat, t_flat_par, t_nd)}
+_TEMPLATES = {1: (u_flat, u_flat_par, u_nd, u_nd_par), 2: (b_flat, b_flat_par, b_nd, b_nd_par),
+              3: (t_flat, t_flat_par, t_nd, None)}
 PARALLEL_MIN = 1 << 17  # elements; below this the threads cost more than they save
 
 
@@ -128,15 +158,16 @@ class Kernel:
     """One elementwise formula compiled lazily into its flat (serial and multithreaded) and
     4-D broadcasting loops."""
 
-    __slots__ = ("name", "arity", "flat", "flat_par", "nd")
+    __slots__ = ("name", "arity", "flat", "flat_par", "nd", "nd_par")
 
     def __init__(self, name, arity, fn):
-        flat, flat_par, nd = _TEMPLATES[arity]
+        flat, flat_par, nd, nd_par = _TEMPLATES[arity]
         self.name = name
         self.arity = arity
         self.flat = specialize(flat, name, f=fn)
         self.flat_par = specialize(flat_par, name, {"parallel": True}, f=fn)
         self.nd = specialize(nd, name, f=fn)
+        self.nd_par = specialize(nd_par, name, {"parallel": True}, f=fn) if nd_par else self.nd
 
     def __repr__(self):
         return f"<elementwise kernel {self.name}>"
@@ -711,7 +742,7 @@ def _as4d(a):
 def _nd(k, ins, out, p, q):
     nd = out.ndim
     if nd <= 4:
-        k.nd(*[_as4d(a) for a in ins], _as4d(out), p, q)
+        (k.nd if out.size < PARALLEL_MIN else k.nd_par)(*[_as4d(a) for a in ins], _as4d(out), p, q)
         return
     # more than 4 dims: one 4-D call per index of the leading dims
     lead = out.shape[: nd - 4]
