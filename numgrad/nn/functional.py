@@ -961,6 +961,11 @@ class NllLossBackward0(Node):
     # d/dlogp[n, t_n] = -w[t_n] g_n / total_weight (0 elsewhere and for ignored n)
     def _backward(self, g):
         target, weights, total, reduction, shape = self._saved
+        if not state.enabled:  # one pass writing the sparse gradient
+            out = np.empty(shape, weights.dtype)
+            scale = 1.0 / total if reduction == "mean" else 1.0
+            NN.nll_bwd(np.ascontiguousarray(g._data).reshape(-1), target, weights, scale, out)
+            return (_wrap(out),)
         if reduction == "none":
             per = ew.mul(g, _wrap(-weights))
         else:

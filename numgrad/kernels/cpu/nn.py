@@ -376,6 +376,17 @@ def nll(logp, target, weight, ignore_index, losses, weights):
     return -1
 
 
+@jit
+def nll_bwd(gl, target, weights, scale, out):
+    """out = 0; out[n, t_n] = -w_n gl_n scale (gl has one entry, or one per sample)."""
+    out[:] = 0
+    per_sample = gl.size > 1
+    for n in range(target.size):
+        w = weights[n]
+        if w != 0:
+            out[n, target[n]] = -w * (gl[n] if per_sample else gl[0]) * scale
+
+
 # ========================================================================================
 # optimizer updates: one fused pass per parameter (flat, contiguous float arrays)
 # ========================================================================================
