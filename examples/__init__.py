@@ -1,1 +1,0 @@
-"""Readable example scripts (installed as ``numgrad.examples``)."""

@@ -1,0 +1,1 @@
+"""Readable example scripts; examples/ at the top of the repository links to them."""
