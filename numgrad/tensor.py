@@ -53,6 +53,17 @@ def _wrap(arr):
     return t
 
 
+_FIELDS = ("_data", "_requires_grad", "_grad", "_grad_fn", "_output_nr", "_accum", "_hooks",
+           "_post_acc_hooks", "_retains_grad", "_base", "_vc")
+
+
+def _init_like_wrap(t, arr):
+    """Give ``t`` (a Tensor or subclass made without __init__) the fields _wrap sets."""
+    src = _wrap(arr)
+    for name in _FIELDS:
+        object.__setattr__(t, name, getattr(src, name))
+
+
 def _grad_accumulator(t):
     """The (unique while alive) AccumulateGrad node of leaf ``t``."""
     ref = t._accum
@@ -107,17 +118,7 @@ class Tensor:
             src = _factories.tensor(args[0], dtype=d)._data
         else:
             src = np.empty(tuple(args), d.np)
-        self._data = src
-        self._requires_grad = False
-        self._grad = None
-        self._grad_fn = None
-        self._output_nr = 0
-        self._accum = None
-        self._hooks = None
-        self._post_acc_hooks = None
-        self._retains_grad = False
-        self._base = None
-        self._vc = None
+        _init_like_wrap(self, src)
 
     # ------------------------------------------------------------------ metadata
     @property

@@ -1,6 +1,6 @@
 """``nn.Parameter``: a leaf tensor that modules register as a learnable weight."""
 
-from numgrad.tensor import Tensor, _wrap
+from numgrad.tensor import Tensor, _init_like_wrap, _wrap
 
 
 class Parameter(Tensor):
@@ -13,17 +13,8 @@ class Parameter(Tensor):
             import numpy as np
             data = _wrap(np.empty((0,), np.float32))
         p = object.__new__(cls)
-        p._data = data._data
-        p._requires_grad = False
-        p._grad = None
-        p._grad_fn = None
-        p._output_nr = 0
-        p._accum = None
-        p._hooks = None
-        p._post_acc_hooks = None
-        p._retains_grad = False
-        p._base = None
-        p._vc = data._shared_vc()
+        _init_like_wrap(p, data._data)
+        p._vc = data._shared_vc()  # a parameter made from a tensor shares its versions
         if requires_grad:
             p.requires_grad_(True)
         return p
