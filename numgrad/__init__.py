@@ -65,7 +65,7 @@ from numgrad.autograd.grad_mode import (
 )
 from numgrad._printing import set_printoptions
 from numgrad.serialization import load, save
-from numgrad import nn, optim, utils, viz  # noqa: E402  (after the namespace they build on)
+from numgrad import cuda, nn, optim, utils, viz  # noqa: E402  (after the namespace they build on)
 
 float = float32  # noqa: A001
 double = float64

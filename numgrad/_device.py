@@ -1,4 +1,12 @@
-"""``numgrad.device``: where a tensor lives. The CPU is the only device in this build."""
+"""``numgrad.device``: where a tensor lives, the CPU or the (single) CUDA GPU.
+
+A tensor's device is the class of its data: a NumPy array on the CPU, a ``CudaArray``
+(``numgrad.kernels.cuda``) on the GPU. The CUDA backend, and Numba's CUDA driver, load the
+first time a CUDA device is asked for.
+"""
+
+
+import numpy as np
 
 
 class device:
@@ -43,13 +51,39 @@ class device:
 
 
 CPU = device("cpu")
+CUDA0 = device("cuda", 0)
+_AVAILABLE = []
+
+
+def cuda_available():
+    if not _AVAILABLE:
+        try:
+            from numgrad.kernels.cuda._launch import is_available
+            ok = is_available()
+        except ImportError:  # a Numba without its CUDA target
+            ok = False
+        _AVAILABLE.append(ok)
+    return _AVAILABLE[0]
 
 
 def get(spec):
-    """Normalize a device argument; only the CPU is available."""
+    """Normalize a device argument (None means the CPU) to ``CPU`` or ``CUDA0``."""
     if spec is None or spec is CPU:
         return CPU
+    if spec is CUDA0:
+        return CUDA0
+    if isinstance(spec, int) and not isinstance(spec, bool):
+        spec = device("cuda", spec)
     d = spec if isinstance(spec, device) else device(spec)
     if d.type == "cpu":
         return CPU
-    raise AssertionError("Torch not compiled with CUDA enabled")
+    if not cuda_available():
+        raise AssertionError("Torch not compiled with CUDA enabled")
+    if d.index not in (None, 0):
+        raise RuntimeError("CUDA error: invalid device ordinal")
+    return CUDA0
+
+
+def of(arr):
+    """The device of a tensor's data array."""
+    return CPU if arr.__class__ is np.ndarray else CUDA0

@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 
-from numgrad import _device, _dtype
+from numgrad import _arrays, _device, _dtype
 from numgrad._shape import parse_shape
 from numgrad.random import default_generator
 from numgrad.tensor import Tensor, _wrap
@@ -17,7 +17,9 @@ _NUMPY_SUPPORTED = ("float64, float32, float16, complex64, complex128, int64, in
 
 
 def _finish(arr, requires_grad, device=None):
-    _device.get(device)
+    """A tensor of ``arr`` (host data, or CUDA data already) on ``device``."""
+    if device is not None:
+        arr = _arrays.to_device(arr, _device.get(device))
     t = _wrap(arr)
     if requires_grad:
         if arr.dtype.kind != "f":
@@ -99,6 +101,12 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
             "clone() or sourceTensor.detach().clone().requires_grad_(True), rather than "
             "torch.tensor(sourceTensor).", UserWarning, stacklevel=2)
         arr = data._data.copy()
+        if device is None:
+            device = data.device
+    elif _arrays.is_foreign_cuda(data):
+        arr = _arrays.cuda_array().from_interface(data).copy()
+        if device is None:
+            device = _device.CUDA0
     elif isinstance(data, np.ndarray):
         arr = _check_dtype(np.array(data, order="C", copy=True))
     else:
@@ -113,10 +121,19 @@ def as_tensor(data, dtype=None, device=None):
     """Shares memory with ``data`` when it is a tensor or array of the requested dtype."""
     d = _dtype.get(dtype)
     if isinstance(data, Tensor):
-        return data if d is None or data.dtype is d else data.to(d)
+        out = data if d is None or data.dtype is d else data.to(d)
+        return out if device is None else out.to(device)
+    if _arrays.is_foreign_cuda(data):
+        # zero copy: a view of another library's GPU memory (CuPy, PyTorch, Numba)
+        t = _wrap(_arrays.cuda_array().from_interface(data))
+        _check_dtype(np.empty(0, t._data.dtype))
+        if device is not None and _device.get(device).type != "cuda":
+            t = t.cpu()
+        return t if d is None or t.dtype is d else t.to(d)
     if isinstance(data, np.ndarray):
         t = from_numpy(data)
-        return t if d is None or t.dtype is d else t.to(d)
+        t = t if d is None or t.dtype is d else t.to(d)
+        return t if device is None else t.to(device)
     return tensor(data, dtype=d, device=device)
 
 
@@ -150,20 +167,29 @@ def _size_dtype(size, dtype):
     return parse_shape(size), (_dtype.get(dtype) or _dtype.get_default_dtype())
 
 
+def _filled(shape, value, d, device):
+    """Host ``np.full`` or, on the GPU, a device buffer filled by the fill kernel."""
+    if device is not None and _device.get(device).type == "cuda":
+        return _arrays.cuda_array().full(shape, value, d.np)
+    if value is None:
+        return np.empty(shape, d.np)
+    return np.full(shape, value, d.np)
+
+
 def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None):
     shape, d = _size_dtype(size, dtype)
-    return _finish(np.zeros(shape, d.np), requires_grad, device)
+    return _finish(_filled(shape, 0, d, device), requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None):
     shape, d = _size_dtype(size, dtype)
-    return _finish(np.ones(shape, d.np), requires_grad, device)
+    return _finish(_filled(shape, 1, d, device), requires_grad)
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None,
           memory_format=None):
     shape, d = _size_dtype(size, dtype)
-    return _finish(np.empty(shape, d.np), requires_grad, device)
+    return _finish(_filled(shape, None, d, device), requires_grad)
 
 
 def _fill_dtype(value):
@@ -179,7 +205,7 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     d = _dtype.get(dtype) or _fill_dtype(fill_value)
-    return _finish(np.full(parse_shape((size,)), fill_value, d.np), requires_grad, device)
+    return _finish(_filled(parse_shape((size,)), fill_value, d, device), requires_grad)
 
 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
@@ -217,48 +243,50 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
     return _finish(g.randperm(int(n)).astype(d.np, copy=False), requires_grad, device)
 
 
-def normal(mean, std, size=None, *, generator=None, dtype=None):
+def normal(mean, std, size=None, *, generator=None, dtype=None, device=None):
     g = generator or default_generator
     if size is None:
         raise NotImplementedError("normal() with tensor mean/std is not supported by numgrad")
     d = _dtype.get(dtype) or _dtype.get_default_dtype()
-    return _wrap(g.normal(parse_shape((size,)), d.np, float(mean), float(std)))
+    return _finish(g.normal(parse_shape((size,)), d.np, float(mean), float(std)), False, device)
 
 
-def _like(fn, input, dtype, requires_grad, **kw):
+def _like(fn, input, dtype, requires_grad, device=None, **kw):
     d = _dtype.get(dtype) or input.dtype
-    return fn(input._data.shape, dtype=d, requires_grad=requires_grad, **kw)
+    return fn(input._data.shape, dtype=d, requires_grad=requires_grad,
+              device=device or input.device, **kw)
 
 
 def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
                layout=None):
-    return _like(zeros, input, dtype, requires_grad)
+    return _like(zeros, input, dtype, requires_grad, device)
 
 
 def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
               layout=None):
-    return _like(ones, input, dtype, requires_grad)
+    return _like(ones, input, dtype, requires_grad, device)
 
 
 def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
                layout=None):
-    return _like(empty, input, dtype, requires_grad)
+    return _like(empty, input, dtype, requires_grad, device)
 
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False,
               memory_format=None, layout=None):
     d = _dtype.get(dtype) or input.dtype
-    return full(input._data.shape, fill_value, dtype=d, requires_grad=requires_grad)
+    return full(input._data.shape, fill_value, dtype=d, requires_grad=requires_grad,
+                device=device or input.device)
 
 
 def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
               layout=None):
-    return _like(rand, input, dtype, requires_grad)
+    return _like(rand, input, dtype, requires_grad, device)
 
 
 def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
                layout=None):
-    return _like(randn, input, dtype, requires_grad)
+    return _like(randn, input, dtype, requires_grad, device)
 
 
 def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False,
@@ -266,7 +294,8 @@ def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_g
     if high is None:
         low, high = 0, low
     d = _dtype.get(dtype) or input.dtype
-    return randint(low, high, input._data.shape, dtype=d, requires_grad=requires_grad)
+    return randint(low, high, input._data.shape, dtype=d, requires_grad=requires_grad,
+                   device=device or input.device)
 
 
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None):

@@ -170,6 +170,9 @@ def tensor_repr(t, prefix="tensor("):
     a = t._data
     indent = len(prefix)
     suffixes = []
+    if a.__class__ is not np.ndarray:  # CUDA data is printed from a host copy
+        suffixes.append("device='cuda:0'")
+        a = a.to_host()
     dt = t.dtype
     if a.size == 0:
         if a.ndim != 1:

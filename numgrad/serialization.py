@@ -10,7 +10,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from numgrad import _dtype
+from numgrad import _arrays, _device, _dtype
 from numgrad._version import __version__
 from numgrad.tensor import Tensor, _wrap
 
@@ -28,10 +28,13 @@ def _encode(obj, arrays, memo):
             return {"tensor": memo[id(obj)]}
         from numgrad.nn.parameter import Parameter
         k = len(arrays)
-        arrays.append(_c_order(obj.detach()._data))
+        arrays.append(_c_order(_arrays.host(obj.detach()._data)))
         memo[id(obj)] = k
-        return {"tensor": k, "requires_grad": obj.requires_grad,
+        node = {"tensor": k, "requires_grad": obj.requires_grad,
                 "parameter": isinstance(obj, Parameter)}
+        if obj.is_cuda:
+            node["device"] = "cuda:0"
+        return node
     if obj is None or isinstance(obj, (bool, int, float, str)):
         return {"value": obj}
     if isinstance(obj, _dtype.dtype):
@@ -66,12 +69,26 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
             z.writestr(f"arrays/{k}.npy", buf.getvalue())
 
 
-def _decode(node, arrays, memo):
+def _target_device(saved, map_location):
+    """Where a tensor saved on ``saved`` loads (PyTorch's map_location rules, minus callables)."""
+    if isinstance(map_location, dict):
+        map_location = map_location.get(saved, saved)
+    dev = _device.device(map_location if map_location is not None else saved)
+    if dev.type == "cuda" and not _device.cuda_available():
+        raise RuntimeError(
+            "Attempting to deserialize object on a CUDA device but torch.cuda.is_available() "
+            "is False. If you are running on a CPU-only machine, please use torch.load with "
+            "map_location=torch.device('cpu') to map your storages to the CPU.")
+    return _device.get(dev)
+
+
+def _decode(node, arrays, memo, map_location=None):
     if "tensor" in node:
         k = node["tensor"]
         if k in memo:
             return memo[k]
-        t = _wrap(arrays(k))
+        dev = _target_device(node.get("device", "cpu"), map_location)
+        t = _wrap(_arrays.to_device(arrays(k), dev))
         if node.get("parameter"):
             from numgrad.nn.parameter import Parameter
             t = Parameter(t, node.get("requires_grad", True))
@@ -84,12 +101,13 @@ def _decode(node, arrays, memo):
     if "dtype" in node:
         return _dtype.get(node["dtype"])
     if "dict" in node:
-        items = [(_decode_key(k, arrays, memo), _decode(v, arrays, memo)) for k, v in node["dict"]]
+        items = [(_decode_key(k, arrays, memo), _decode(v, arrays, memo, map_location))
+                 for k, v in node["dict"]]
         return OrderedDict(items) if node.get("ordered") else dict(items)
     if "list" in node:
-        return [_decode(v, arrays, memo) for v in node["list"]]
+        return [_decode(v, arrays, memo, map_location) for v in node["list"]]
     if "tuple" in node:
-        return tuple(_decode(v, arrays, memo) for v in node["tuple"])
+        return tuple(_decode(v, arrays, memo, map_location) for v in node["tuple"])
     if "ndarray" in node:
         return arrays(node["ndarray"])
     raise ValueError(f"unknown entry {sorted(node)}")
@@ -113,7 +131,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
                 with z.open(f"arrays/{int(k)}.npy") as fh:
                     return np.load(io.BytesIO(fh.read()), allow_pickle=False)
 
-            return _decode(meta["tree"], arrays, {})
+            return _decode(meta["tree"], arrays, {}, map_location)
     except (zipfile.BadZipFile, KeyError, ValueError, EOFError, OSError, TypeError,
             json.JSONDecodeError) as e:
         if isinstance(e, FileNotFoundError):

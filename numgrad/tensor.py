@@ -10,13 +10,14 @@ import weakref
 
 import numpy as np
 
-from numgrad import _dtype
-from numgrad._device import CPU
+from numgrad import _device, _dtype
 from numgrad._shape import Size, wrap_dim
 from numgrad.autograd import grad_mode
 from numgrad.autograd.graph import AccumulateGrad, RemovableHandle
 
 _NP2DT = {d.np: d for d in _dtype.ALL}
+_TO_NUMPY = ("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the "
+             "tensor to host memory first.")
 _new = object.__new__
 
 
@@ -150,11 +151,26 @@ class Tensor:
 
     @property
     def device(self):
-        return CPU
+        return _device.of(self._data)
 
     @property
     def is_cuda(self):
-        return False
+        return self._data.__class__ is not np.ndarray
+
+    @property
+    def __cuda_array_interface__(self):
+        a = self._data
+        if a.__class__ is np.ndarray:
+            raise AttributeError(
+                "Can't get __cuda_array_interface__ on non-CUDA tensor type: "
+                f"torch.{self.dtype._legacy}Tensor If CUDA data is required use tensor.cuda() "
+                "to copy tensor to device memory.")
+        if self._requires_grad:
+            raise RuntimeError(
+                "Can't get __cuda_array_interface__ on Variable that requires grad. If "
+                "gradients aren't required, use var.detach() to get Variable that doesn't "
+                "require grad.")
+        return a.__cuda_array_interface__
 
     @property
     def is_leaf(self):
@@ -190,7 +206,12 @@ class Tensor:
         return self._data.flags.c_contiguous
 
     def data_ptr(self):
-        return self._data.__array_interface__["data"][0] if self._data.size else 0
+        a = self._data
+        if not a.size:
+            return 0
+        if a.__class__ is np.ndarray:
+            return a.__array_interface__["data"][0]
+        return a.__cuda_array_interface__["data"][0]
 
     @property
     def _version(self):
@@ -385,7 +406,12 @@ class Tensor:
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                 "instead.")
-        return self._data
+        a = self._data
+        if a.__class__ is not np.ndarray:
+            if force:
+                return a.to_host()
+            raise TypeError(_TO_NUMPY)
+        return a
 
     def __array__(self, dtype=None, copy=None):
         if self._requires_grad:
@@ -393,6 +419,8 @@ class Tensor:
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                 "instead.")
         a = self._data
+        if a.__class__ is not np.ndarray:
+            raise TypeError(_TO_NUMPY)
         if dtype is not None and a.dtype != dtype:
             return a.astype(dtype)
         return a.copy() if copy else a
@@ -410,12 +438,12 @@ class Tensor:
     def __bool__(self):
         if self._data.size != 1:
             raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
-        return bool(self._data.reshape(()))
+        return bool(self._data.reshape(()).item())
 
     def _scalar_value(self, kind):
         if self._data.size != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
-        return kind(self._data.reshape(()))
+        return kind(self._data.reshape(()).item())
 
     def __float__(self):
         return self._scalar_value(float)
@@ -427,7 +455,7 @@ class Tensor:
         if self._data.dtype.kind not in "iub" or self._data.size != 1:
             raise TypeError(
                 "only integer tensors of a single element can be converted to an index")
-        return int(self._data.reshape(()))
+        return int(self._data.reshape(()).item())
 
     def __complex__(self):
         return self._scalar_value(complex)
@@ -446,7 +474,9 @@ class Tensor:
     def __reduce_ex__(self, proto):
         if self._requires_grad and self._grad_fn is not None:
             raise RuntimeError("Can't pickle a non-leaf tensor that requires grad")
-        return (_rebuild, (self._data.copy(), self._requires_grad))
+        a = self._data
+        host = a.copy() if a.__class__ is np.ndarray else a.to_host()
+        return (_rebuild, (host, self._requires_grad, str(self.device)))
 
     def __deepcopy__(self, memo):
         if self._grad_fn is not None:
@@ -462,40 +492,46 @@ class Tensor:
         memo[id(self)] = t
         return t
 
-    def cpu(self):
-        return self
+    def cpu(self, memory_format=None):
+        return self.to("cpu")
 
-    def cuda(self, device=None, non_blocking=False):
-        from numgrad import _device
-        _device.get("cuda")
+    def cuda(self, device=None, non_blocking=False, memory_format=None):
+        return self.to("cuda" if device is None else device)
 
     def type(self, dtype=None):
         if dtype is None:
-            return f"torch.{self.dtype._legacy}Tensor"
+            where = "cuda." if self.is_cuda else ""
+            return f"torch.{where}{self.dtype._legacy}Tensor"
         return self.to(dtype)
 
-    def new_tensor(self, data, dtype=None, requires_grad=False):
+    def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
         from numgrad._factories import tensor
-        return tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
+        return tensor(data, dtype=dtype or self.dtype, device=device or self.device,
+                      requires_grad=requires_grad)
 
-    def new_zeros(self, *size, dtype=None, requires_grad=False):
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
         from numgrad._factories import zeros
-        return zeros(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+        return zeros(*size, dtype=dtype or self.dtype, device=device or self.device,
+                         requires_grad=requires_grad)
 
-    def new_ones(self, *size, dtype=None, requires_grad=False):
+    def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
         from numgrad._factories import ones
-        return ones(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+        return ones(*size, dtype=dtype or self.dtype, device=device or self.device,
+                         requires_grad=requires_grad)
 
-    def new_empty(self, *size, dtype=None, requires_grad=False):
+    def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
         from numgrad._factories import empty
-        return empty(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+        return empty(*size, dtype=dtype or self.dtype, device=device or self.device,
+                         requires_grad=requires_grad)
 
-    def new_full(self, size, fill_value, dtype=None, requires_grad=False):
+    def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
         from numgrad._factories import full
-        return full(size, fill_value, dtype=dtype or self.dtype, requires_grad=requires_grad)
+        return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
+                    requires_grad=requires_grad)
 
 
-def _rebuild(data, requires_grad):
-    t = _wrap(data)
+def _rebuild(data, requires_grad, device="cpu"):
+    from numgrad import _arrays
+    t = _wrap(_arrays.to_device(data, _device.get(device)))
     t._requires_grad = requires_grad
     return t

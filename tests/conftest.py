@@ -53,3 +53,9 @@ def assert_close(actual, expected, rtol=1e-5, atol=1e-6, msg=""):
     e = to_numpy(expected) if not isinstance(expected, np.ndarray) else expected
     assert a.shape == e.shape, f"{msg} shape {a.shape} != {e.shape}"
     np.testing.assert_allclose(a, e, rtol=rtol, atol=atol, err_msg=msg, equal_nan=True)
+
+
+# The CUDA backend's tests run in their own process (see tests/test_cuda.py): on a GPU when
+# one is present, otherwise on Numba's CUDA simulator, which must be chosen before Numba is
+# imported.
+collect_ignore = ["cuda"]

@@ -6,6 +6,8 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
+
 import numgrad as ng
 
 
@@ -93,3 +95,14 @@ def test_float32_stays_float32_inside_kernels():
 
 def test_precompile_runs():
     ng.precompile()
+
+
+def test_rounding_keeps_floats_whole_and_special_values():
+    """floor/ceil/trunc/round return floats: inf, nan and values beyond int64 survive."""
+    vals = [float("inf"), float("-inf"), float("nan"), 1e20, -2.5, 2.5, 0.5, -0.5, 1.5]
+    for dt in (ng.float32, ng.float64):
+        x = ng.tensor(vals, dtype=dt)
+        a = np.array(vals, dtype=dt.np)
+        for fn, ref in ((ng.floor, np.floor), (ng.ceil, np.ceil), (ng.trunc, np.trunc),
+                        (ng.round, np.rint)):
+            np.testing.assert_array_equal(fn(x).numpy(), ref(a))

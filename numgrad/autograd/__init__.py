@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from numgrad import _arrays
 from numgrad.autograd import function, graph  # noqa: F401
 from numgrad.autograd.anomaly_mode import (
     detect_anomaly,
@@ -44,7 +45,7 @@ def _make_grads(outputs, grad_outputs):
                 raise RuntimeError(
                     "grad can be implicitly created only for real scalar outputs but got "
                     f"{out.dtype!r}")
-            grads.append(_wrap(np.array(1, out._data.dtype).reshape(out._data.shape)))
+            grads.append(_wrap(_arrays.ones(out._data, out._data.shape, out._data.dtype)))
             continue
         if not isinstance(g, Tensor):
             raise TypeError(
@@ -154,7 +155,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                     f"The differentiated Tensor at index {k} appears to not have been used in "
                     "the graph. Set allow_unused=True if this is the desired behavior.")
             if materialize_grads:
-                g = _wrap(np.zeros(t._data.shape, t._data.dtype))
+                g = _wrap(_arrays.zeros(t._data, t._data.shape, t._data.dtype))
         elif not create_graph and g._requires_grad:
             g = g.detach()
         result.append(g)

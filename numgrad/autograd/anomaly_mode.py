@@ -87,6 +87,8 @@ def report(node, exc):
 def check_nan(node, outs):
     from numgrad.ops._util import RED
     for i, g in enumerate(outs):
-        if g is not None and g._data.dtype.kind == "f" and RED.has_nan(g._data.reshape(-1)):
+        if g is None or g._data.dtype.kind != "f":
+            continue
+        if RED.on(g._data).has_nan(g._data.reshape(-1)):
             raise RuntimeError(
                 f"Function '{type(node).__name__}' returned nan values in its {i}th output.")

@@ -302,6 +302,9 @@ def backward_scalar(t):
     a = t._data
     if fn is None or a.size != 1 or a.dtype.kind != "f":
         return False
-    g = _wrap(np.array(1, a.dtype).reshape(a.shape) if a.ndim else np.array(1, a.dtype))
+    if a.__class__ is np.ndarray:
+        g = _wrap(np.array(1, a.dtype).reshape(a.shape) if a.ndim else np.array(1, a.dtype))
+    else:
+        g = _wrap(a.__class__.full(a.shape, 1, a.dtype))
     execute([(fn, t._output_nr)], [g], False, False)
     return True

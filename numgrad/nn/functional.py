@@ -10,6 +10,7 @@ import warnings
 
 import numpy as np
 
+from numgrad import _arrays as A
 from numgrad import _dtype
 from numgrad._shape import Size
 from numgrad.autograd.graph import Node
@@ -89,7 +90,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     if k != k2:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({n}x{k} and {k2}x{m})")
     la._check_dtypes(mat1, mat2)
-    out_arr = np.empty((n, m), mat1._data.dtype)
+    out_arr = A.empty(mat1._data, (n, m), mat1._data.dtype)
     LIN.matmul(mat1._data, mat2._data, out_arr)
     if alpha != 1:
         EW.unary(EW.mul_s, out_arr, out_arr.dtype, alpha, out=out_arr)
@@ -187,8 +188,9 @@ def _conv_geom(x_shape, w_shape, stride, padding, dilation, groups):
 def _im2col(x, geo):
     """Columns of x laid out (N, C*kh*kw, L) (the layout of ``unfold``)."""
     n, c = x.shape[0], x.shape[1]
-    cols = np.empty((n, c * geo.kh * geo.kw, geo.oh * geo.ow), x.dtype)
-    NN.pick(NN.im2col, NN.im2col_par, cols.size)(np.ascontiguousarray(x), *geo.args(), cols)
+    cols = A.empty(x, (n, c * geo.kh * geo.kw, geo.oh * geo.ow), x.dtype)
+    K = NN.on(x)
+    K.pick(K.im2col, K.im2col_par, cols.size)(A.contiguous(x), *geo.args(), cols)
     return cols
 
 
@@ -196,16 +198,18 @@ def _im2col_kmajor(x, geo):
     """Columns of x laid out (C*kh*kw, N*L), so a whole batch is one GEMM."""
     n, c = x.shape[0], x.shape[1]
     k = c * geo.kh * geo.kw
-    cols = np.empty((k, n, geo.oh * geo.ow), x.dtype)
-    NN.pick(NN.im2col, NN.im2col_par, cols.size)(
-        np.ascontiguousarray(x), *geo.args(), cols.transpose(1, 0, 2))
+    cols = A.empty(x, (k, n, geo.oh * geo.ow), x.dtype)
+    K = NN.on(x)
+    K.pick(K.im2col, K.im2col_par, cols.size)(
+        A.contiguous(x), *geo.args(), cols.transpose(1, 0, 2))
     return cols.reshape(k, -1)
 
 
 def _col2im(cols, geo, shape):
     """The adjoint of im2col from (N, K, L) columns (any strides)."""
-    x = np.empty(shape, cols.dtype)
-    NN.pick(NN.col2im, NN.col2im_par, cols.size)(cols, *geo.args(), x)
+    x = A.empty(cols, shape, cols.dtype)
+    K = NN.on(cols)
+    K.pick(K.col2im, K.col2im_par, cols.size)(cols, *geo.args(), x)
     return x
 
 
@@ -219,7 +223,7 @@ def _conv_forward(x, w, bias, geo):
     n = x.shape[0]
     oc = w.shape[0]
     cols = _im2col_kmajor(x, geo)
-    out2 = np.empty((oc, cols.shape[1]), x.dtype)
+    out2 = A.empty(x, (oc, cols.shape[1]), x.dtype)
     w2 = w.reshape(oc, -1)
     if geo.groups == 1:
         LIN.matmul(w2, cols, out2)
@@ -227,7 +231,7 @@ def _conv_forward(x, w, bias, geo):
         for go, gk in zip(_group_slices(oc, geo.groups), _group_slices(cols.shape[0], geo.groups)):
             LIN.matmul(w2[go], cols[gk], out2[go])
     src = out2.reshape(oc, n, -1).transpose(1, 0, 2)
-    out = np.empty((n, oc, src.shape[2]), x.dtype)
+    out = A.empty(x, (n, oc, src.shape[2]), x.dtype)
     if bias is None:
         EW.unary(EW.copy, src, out.dtype, out=out)
     else:
@@ -247,7 +251,7 @@ class ConvolutionBackward0(Node):
             return _conv_backward_ops(g, x, w, geo, self)
         n, oc = g._data.shape[0], g._data.shape[1]
         # the gradient as (OC, N*L), the layout of the forward GEMM's output
-        g2 = np.empty((oc, n, geo.oh * geo.ow), g._data.dtype)
+        g2 = A.empty(g._data, (oc, n, geo.oh * geo.ow), g._data.dtype)
         EW.unary(EW.copy, g._data.reshape(n, oc, -1).transpose(1, 0, 2), g2.dtype, out=g2)
         g2 = g2.reshape(oc, -1)
         gx = gw = gb = None
@@ -259,12 +263,12 @@ class ConvolutionBackward0(Node):
         w2 = w._data.reshape(oc, -1)
         if _needs(self, 1):
             cols = _im2col_kmajor(x._data, geo)
-            gw2 = np.empty(w2.shape, g2.dtype)
+            gw2 = A.empty(g2, w2.shape, g2.dtype)
             for go, gk in zip(slices_o, slices_k):
                 LIN.matmul(g2[go], cols[gk].T, gw2[go])
             gw = _wrap(gw2.reshape(w._data.shape))
         if _needs(self, 0):
-            gcols = np.empty((k, g2.shape[1]), g2.dtype)
+            gcols = A.empty(g2, (k, g2.shape[1]), g2.dtype)
             for go, gk in zip(slices_o, slices_k):
                 LIN.matmul(w2[go].T, g2[go], gcols[gk])
             gcols3 = gcols.reshape(k, n, -1).transpose(1, 0, 2)
@@ -365,7 +369,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     c = k // (kh * kw)
     oh, ow = _pair(output_size)
     geo = _conv_geom((n, c, oh, ow), (1, c, kh, kw), stride, padding, dilation, 1)
-    out = _wrap(_col2im(np.ascontiguousarray(input._data), geo, (n, c, oh, ow)))
+    out = _wrap(_col2im(A.contiguous(input._data), geo, (n, c, oh, ow)))
     if state.enabled and input._requires_grad:
         attach(out, Col2ImBackward0((edge(input),), (geo,)))
     return out
@@ -396,7 +400,7 @@ def pad(input, pad, mode="constant", value=0.0):
             raise NotImplementedError("negative padding is not supported by numgrad")
         key[d] = slice(lo, lo + shape[d])
         shape[d] += lo + hi
-    out_arr = np.full(shape, value, input._data.dtype)
+    out_arr = A.full(input._data, shape, value, input._data.dtype)
     EW.unary(EW.copy, input._data, out_arr.dtype, out=out_arr[tuple(key)])
     out = _wrap(out_arr)
     if state.enabled and input._requires_grad:
@@ -455,15 +459,15 @@ class MaxPoolScatterBackward(Node):
     # d/dg scatter(g, idx) = gather(gg, idx)
     def _backward(self, gg):
         idx = self._saved[0]
-        out = np.empty(idx.shape, gg._data.dtype)
-        NN.max_pool2d_gather(np.ascontiguousarray(gg._data), idx, out)
+        out = A.empty(idx, idx.shape, gg._data.dtype)
+        NN.on(idx).max_pool2d_gather(A.contiguous(gg._data), idx, out)
         return (_wrap(out),)
 
 
 def _max_pool_scatter(g, idx, shape):
-    gx = np.empty(shape, g._data.dtype)
-    NN.pick(NN.max_pool2d_bwd, NN.max_pool2d_bwd_par, gx.size)(
-        np.ascontiguousarray(g._data), idx, gx)
+    gx = A.empty(g._data, shape, g._data.dtype)
+    K = NN.on(gx)
+    K.pick(K.max_pool2d_bwd, K.max_pool2d_bwd_par, gx.size)(A.contiguous(g._data), idx, gx)
     out = _wrap(gx)
     if state.enabled and g._requires_grad:
         attach(out, MaxPoolScatterBackward((edge(g),), (idx,)))
@@ -477,10 +481,11 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     kh, kw, sh_, sw, ph, pw, dh, dw, oh, ow = _pool_geom(x, kernel_size, stride, padding,
                                                          dilation, ceil_mode)
     n, c = x._data.shape[:2]
-    out_arr = np.empty((n, c, oh, ow), x._data.dtype)
-    idx = np.empty((n, c, oh, ow), np.int64)
-    NN.pick(NN.max_pool2d, NN.max_pool2d_par, x._data.size)(
-        np.ascontiguousarray(x._data), kh, kw, sh_, sw, ph, pw, dh, dw, out_arr, idx)
+    out_arr = A.empty(x._data, (n, c, oh, ow), x._data.dtype)
+    idx = A.empty(x._data, (n, c, oh, ow), np.int64)
+    K = NN.on(x._data)
+    K.pick(K.max_pool2d, K.max_pool2d_par, x._data.size)(
+        A.contiguous(x._data), kh, kw, sh_, sw, ph, pw, dh, dw, out_arr, idx)
     out = _wrap(out_arr)
     if state.enabled and x._requires_grad:
         attach(out, MaxPool2DWithIndicesBackward0((edge(x),), (idx, x._data.shape)))
@@ -513,9 +518,10 @@ class AvgPoolSpreadBackward(Node):
 def _avg_pool_apply(x, geo):
     kh, kw, sh_, sw, ph, pw, include, divisor, oh, ow = geo
     n, c = x._data.shape[:2]
-    out_arr = np.empty((n, c, oh, ow), x._data.dtype)
-    NN.pick(NN.avg_pool2d, NN.avg_pool2d_par, x._data.size)(
-        np.ascontiguousarray(x._data), kh, kw, sh_, sw, ph, pw, include, divisor, out_arr)
+    out_arr = A.empty(x._data, (n, c, oh, ow), x._data.dtype)
+    K = NN.on(x._data)
+    K.pick(K.avg_pool2d, K.avg_pool2d_par, x._data.size)(
+        A.contiguous(x._data), kh, kw, sh_, sw, ph, pw, include, divisor, out_arr)
     out = _wrap(out_arr)
     if state.enabled and x._requires_grad:
         attach(out, AvgPool2DBackward0((edge(x),), (geo, x._data.shape)))
@@ -524,9 +530,10 @@ def _avg_pool_apply(x, geo):
 
 def _avg_pool_spread(g, geo, shape):
     kh, kw, sh_, sw, ph, pw, include, divisor, _, _ = geo
-    gx = np.empty(shape, g._data.dtype)
-    NN.pick(NN.avg_pool2d_bwd, NN.avg_pool2d_bwd_par, gx.size)(
-        np.ascontiguousarray(g._data), kh, kw, sh_, sw, ph, pw, include, divisor, gx)
+    gx = A.empty(g._data, shape, g._data.dtype)
+    K = NN.on(gx)
+    K.pick(K.avg_pool2d_bwd, K.avg_pool2d_bwd_par, gx.size)(
+        A.contiguous(g._data), kh, kw, sh_, sw, ph, pw, include, divisor, gx)
     out = _wrap(gx)
     if state.enabled and g._requires_grad:
         attach(out, AvgPoolSpreadBackward((edge(g),), (geo,)))
@@ -566,9 +573,11 @@ def dropout(input, p=0.5, training=True, inplace=False):
         return input
     from numgrad.random import default_generator
     if p == 1:
-        mask = np.zeros(input._data.shape, input._data.dtype)
+        mask = A.zeros(input._data, input._data.shape, input._data.dtype)
     else:
+        # drawn by the (host) generator: the same masks on every device for one seed
         mask = default_generator.bernoulli(input._data.shape, 1.0 - p, input._data.dtype)
+        mask = A.to_device(mask, input.device)
         EW.unary(EW.mul_s, mask, mask.dtype, 1.0 / (1.0 - p), out=mask)
     if inplace:
         return input.mul_(_wrap(mask))
@@ -594,16 +603,17 @@ class NativeBatchNormBackward0(Node):
                                         (x, gamma, beta), g)
             return _batch_norm_backward_ops(g, x, gamma, mean, invstd, training, self)
         n, c = x._data.shape[:2]
-        x3 = np.ascontiguousarray(x._data).reshape(n, c, -1)
-        g3 = np.ascontiguousarray(g._data).reshape(n, c, -1)
-        sum_g = np.empty(c, np.float64)
-        sum_gxhat = np.empty(c, np.float64)
-        NN.batch_norm_bwd_sums(g3, x3, mean, invstd, sum_g, sum_gxhat)
+        x3 = A.contiguous(x._data).reshape(n, c, -1)
+        g3 = A.contiguous(g._data).reshape(n, c, -1)
+        sum_g = A.empty(x3, c, np.float64)
+        sum_gxhat = A.empty(x3, c, np.float64)
+        K = NN.on(x3)
+        K.batch_norm_bwd_sums(g3, x3, mean, invstd, sum_g, sum_gxhat)
         gx = None
         if _needs(self, 0):
-            gam = gamma._data if gamma is not None else np.ones(c, x3.dtype)
-            gx_arr = np.empty(x3.shape, x3.dtype)
-            NN.pick(NN.batch_norm_bwd_input, NN.batch_norm_bwd_input_par, x3.size)(
+            gam = gamma._data if gamma is not None else A.ones(x3, c, x3.dtype)
+            gx_arr = A.empty(x3, x3.shape, x3.dtype)
+            K.pick(K.batch_norm_bwd_input, K.batch_norm_bwd_input_par, x3.size)(
                 g3, x3, mean, invstd, gam, sum_g, sum_gxhat, training, gx_arr)
             gx = _wrap(gx_arr.reshape(x._data.shape))
         gg = _wrap(sum_gxhat.astype(x3.dtype)) if _needs(self, 1) else None
@@ -661,29 +671,30 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                     ("weight", weight), ("bias", bias)):
         if t is not None and t._data.size != c:
             raise RuntimeError(f"{name} should contain {c} elements not {t._data.size}")
-    x3 = np.ascontiguousarray(x).reshape(n, c, -1)
+    x3 = A.contiguous(x).reshape(n, c, -1)
+    K = NN.on(x)
     if training:
         if x3.shape[0] * x3.shape[2] <= 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input "
                              f"size {Size(x.shape)}")
-        mean = np.empty(c, np.float64)
-        var = np.empty(c, np.float64)
-        invstd = np.empty(c, np.float64)
-        NN.channel_stats(x3, float(eps), mean, var, invstd)
+        mean = A.empty(x, c, np.float64)
+        var = A.empty(x, c, np.float64)
+        invstd = A.empty(x, c, np.float64)
+        K.channel_stats(x3, float(eps), mean, var, invstd)
         if running_mean is not None:
             m = x3.shape[0] * x3.shape[2]
-            NN.running_update(running_mean._data, mean, float(momentum), 1.0)
-            NN.running_update(running_var._data, var, float(momentum), m / (m - 1))
+            K.running_update(running_mean._data, mean, float(momentum), 1.0)
+            K.running_update(running_var._data, var, float(momentum), m / (m - 1))
             running_mean._bump_version()
             running_var._bump_version()
     else:
         mean = running_mean._data.astype(np.float64)
-        invstd = np.empty(c, np.float64)
-        NN.inv_std(running_var._data, float(eps), invstd)
-    gam = weight._data if weight is not None else np.ones(c, x.dtype)
-    bet = bias._data if bias is not None else np.zeros(c, x.dtype)
-    out_arr = np.empty(x3.shape, x.dtype)
-    NN.pick(NN.batch_norm_apply, NN.batch_norm_apply_par, x3.size)(
+        invstd = A.empty(x, c, np.float64)
+        K.inv_std(running_var._data, float(eps), invstd)
+    gam = weight._data if weight is not None else A.ones(x, c, x.dtype)
+    bet = bias._data if bias is not None else A.zeros(x, c, x.dtype)
+    out_arr = A.empty(x, x3.shape, x.dtype)
+    K.pick(K.batch_norm_apply, K.batch_norm_apply_par, x3.size)(
         x3, mean, invstd, gam.astype(x.dtype, copy=False), bet.astype(x.dtype, copy=False),
         out_arr)
     out = _wrap(out_arr.reshape(x.shape))
@@ -707,19 +718,20 @@ class NativeLayerNormBackward0(Node):
         if state.enabled:
             return _composite_grads(self, lambda a, b, c: _layer_norm_ops(a, b, c, k, eps),
                                     (x, gamma, beta), g)
-        x2 = np.ascontiguousarray(x._data).reshape(-1, k)
-        g2 = np.ascontiguousarray(g._data).reshape(-1, k)
-        gam = gamma._data.reshape(-1) if gamma is not None else np.ones(k, x2.dtype)
+        x2 = A.contiguous(x._data).reshape(-1, k)
+        g2 = A.contiguous(g._data).reshape(-1, k)
+        gam = gamma._data.reshape(-1) if gamma is not None else A.ones(x2, k, x2.dtype)
+        K = NN.on(x2)
         gx = gg = gb = None
         if _needs(self, 0):
-            gx_arr = np.empty(x2.shape, x2.dtype)
-            NN.pick(NN.layer_norm_bwd_input, NN.layer_norm_bwd_input_par, x2.size)(
+            gx_arr = A.empty(x2, x2.shape, x2.dtype)
+            K.pick(K.layer_norm_bwd_input, K.layer_norm_bwd_input_par, x2.size)(
                 g2, x2, mean, rstd, gam, gx_arr)
             gx = _wrap(gx_arr.reshape(x._data.shape))
         if _needs(self, 1) or _needs(self, 2):
-            ggam = np.empty(k, np.float64)
-            gbet = np.empty(k, np.float64)
-            NN.layer_norm_bwd_params(g2, x2, mean, rstd, ggam, gbet)
+            ggam = A.empty(x2, k, np.float64)
+            gbet = A.empty(x2, k, np.float64)
+            K.layer_norm_bwd_params(g2, x2, mean, rstd, ggam, gbet)
             shape = gamma._data.shape if gamma is not None else (k,)
             gg = _wrap(ggam.astype(x2.dtype).reshape(shape)) if _needs(self, 1) else None
             gb = _wrap(gbet.astype(x2.dtype).reshape(shape)) if _needs(self, 2) else None
@@ -753,13 +765,14 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
             f"[*, {', '.join(map(str, normalized_shape))}], but got input of size"
             f"{list(x.shape)}")
     k = int(np.prod(normalized_shape, dtype=np.int64))
-    x2 = np.ascontiguousarray(x).reshape(-1, k)
-    gam = weight._data.reshape(-1) if weight is not None else np.ones(k, x.dtype)
-    bet = bias._data.reshape(-1) if bias is not None else np.zeros(k, x.dtype)
-    out_arr = np.empty(x2.shape, x.dtype)
-    mean = np.empty(x2.shape[0], np.float64)
-    rstd = np.empty(x2.shape[0], np.float64)
-    NN.pick(NN.layer_norm_fwd, NN.layer_norm_fwd_par, x2.size)(
+    x2 = A.contiguous(x).reshape(-1, k)
+    gam = weight._data.reshape(-1) if weight is not None else A.ones(x, k, x.dtype)
+    bet = bias._data.reshape(-1) if bias is not None else A.zeros(x, k, x.dtype)
+    out_arr = A.empty(x, x2.shape, x.dtype)
+    mean = A.empty(x, x2.shape[0], np.float64)
+    rstd = A.empty(x, x2.shape[0], np.float64)
+    K = NN.on(x)
+    K.pick(K.layer_norm_fwd, K.layer_norm_fwd_par, x2.size)(
         x2, gam.astype(x.dtype, copy=False), bet.astype(x.dtype, copy=False), float(eps),
         out_arr, mean, rstd)
     out = _wrap(out_arr.reshape(x.shape))
@@ -788,7 +801,7 @@ class EmbeddingBackward0(Node):
         if padding_idx is not None:
             keep = np.ones((plan.in_shape[0], 1), g._data.dtype)
             keep[padding_idx] = 0
-            gw = ew.mul(gw, _wrap(keep))
+            gw = ew.mul(gw, _wrap(A.to_device(keep, g.device)))
         return (gw,)
 
 
@@ -802,9 +815,10 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
             f"types: Long, Int; but got torch.{dtype_of(input)._legacy}Tensor instead (while "
             "checking arguments for embedding)")
     n = weight._data.shape[0]
-    flat = np.ascontiguousarray(idx).reshape(-1).astype(np.int64, copy=False)
-    if flat.size and (NN.first_outside(flat, 0, n - 1) >= 0):
+    flat = A.contiguous(idx).reshape(-1).astype(np.int64, copy=False)
+    if flat.size and (NN.on(flat).first_outside(flat, 0, n - 1) >= 0):
         raise IndexError("index out of range in self")
+    idx = A.host(idx)  # the gather plan is built on the host
     if padding_idx is not None and padding_idx < 0:
         padding_idx += n
     plan = ix._plan(weight._data.shape, [(0, idx)])
@@ -962,15 +976,13 @@ class NllLossBackward0(Node):
     def _backward(self, g):
         target, weights, total, reduction, shape = self._saved
         if not state.enabled:  # one pass writing the sparse gradient
-            out = np.empty(shape, weights.dtype)
+            out = A.empty(weights, shape, weights.dtype)
             scale = 1.0 / total if reduction == "mean" else 1.0
-            NN.nll_bwd(np.ascontiguousarray(g._data).reshape(-1), target, weights, scale, out)
+            NN.on(out).nll_bwd(A.contiguous(g._data).reshape(-1), target, weights, scale, out)
             return (_wrap(out),)
-        if reduction == "none":
-            per = ew.mul(g, _wrap(-weights))
-        else:
-            per = ew.mul(g, _wrap(-weights / total if reduction == "mean" else -weights))
-        zeros = _wrap(np.zeros(shape, weights.dtype))
+        scale = -1.0 / total if reduction == "mean" else -1.0
+        per = ew.mul(g, _wrap(EW.unary(EW.mul_s, weights, weights.dtype, scale)))
+        zeros = _wrap(A.zeros(weights, shape, weights.dtype))
         src = sh.unsqueeze(per, 1)
         return (ix.scatter_add(zeros, 1, _wrap(target.reshape(-1, 1)), src),)
 
@@ -1002,14 +1014,16 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     x2, t, out_shape, perm = _classes_last(input, target)
     c = x2._data.shape[1]
     dt = x2._data.dtype
-    w = weight._data.astype(dt, copy=False) if weight is not None else np.ones(c, dt)
-    t = np.ascontiguousarray(t).astype(np.int64, copy=False)
-    losses = np.empty(t.shape[0], dt)
-    weights = np.empty(t.shape[0], dt)
-    bad = NN.nll(np.ascontiguousarray(x2._data), t, w, ignore_index, losses, weights)
+    xd = x2._data
+    w = weight._data.astype(dt, copy=False) if weight is not None else A.ones(xd, c, dt)
+    t = A.contiguous(t).astype(np.int64, copy=False)
+    losses = A.empty(xd, t.shape[0], dt)
+    weights = A.empty(xd, t.shape[0], dt)
+    bad = NN.on(xd).nll(A.contiguous(xd), t, w, ignore_index, losses, weights)
     if bad >= 0:
-        raise IndexError(f"Target {t[bad]} is out of bounds.")
-    total = float(RED.sum_all(weights, weights.dtype, 1.0)) if reduction == "mean" else 1.0
+        raise IndexError(f"Target {A.host(t)[bad]} is out of bounds.")
+    total = A.host(RED.sum_all(weights, weights.dtype, 1.0)).item() if reduction == "mean" \
+        else 1.0
     if reduction == "none":
         out_arr = losses.reshape(out_shape) if input._data.ndim > 1 else losses.reshape(())
     elif reduction == "sum":
@@ -1018,7 +1032,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         out_arr = RED.sum_all(losses, dt, 1.0 / total if total else np.nan)
     else:
         raise ValueError(f"{reduction} is not a valid value for reduction")
-    out = _wrap(np.asarray(out_arr))
+    out = _wrap(out_arr)
     if state.enabled and x2._requires_grad:
         node = NllLossBackward0((edge(x2),), (t, weights, total, reduction, x2._data.shape))
         attach(out, node)
@@ -1100,7 +1114,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
             f"size ({Size(input._data.shape)}) is deprecated. Please ensure they have the same "
             "size.")
     x = input._data
-    if x.size and NN.first_outside(np.ascontiguousarray(x).reshape(-1), 0.0, 1.0) >= 0:
+    if x.size and NN.on(x).first_outside(A.contiguous(x).reshape(-1), 0.0, 1.0) >= 0:
         raise RuntimeError("all elements of input should be between 0 and 1")
     el = EW.binary(EW.bce, x, target._data.astype(x.dtype, copy=False), x.dtype, x.shape)
     if weight is not None:
@@ -1168,8 +1182,8 @@ def one_hot(tensor, num_classes=-1):
     """Integer class indices as one-hot rows (int64)."""
     n = int(red.amax(tensor).item()) + 1 if num_classes < 0 else num_classes
     idx = sh.unsqueeze(tensor, -1)
-    zeros = _wrap(np.zeros(tuple(tensor._data.shape) + (n,), np.int64))
-    ones = _wrap(np.ones(idx._data.shape, np.int64))
+    zeros = _wrap(A.zeros(tensor._data, tuple(tensor._data.shape) + (n,), np.int64))
+    ones = _wrap(A.ones(tensor._data, idx._data.shape, np.int64))
     return ix.scatter_add(zeros, -1, idx, ones)
 
 

@@ -15,16 +15,29 @@ SCALAR_TYPES = (int, float, bool)
 
 class LazyKernels:
     """Attribute access to a kernel module that imports it (and Numba) on first use and then
-    caches every attribute on the instance, so later lookups cost one dict hit."""
+    caches every attribute on the instance, so later lookups cost one dict hit.
 
-    def __init__(self, module):
+    ``K.on(a)`` is the module for data ``a``: ``K`` itself for a NumPy array, the CUDA twin
+    (same names, same arguments) for a ``CudaArray``."""
+
+    def __init__(self, module, backend="cpu"):
         self._module_name = module
+        self._backend = backend
+        self._twin = None
 
     def __getattr__(self, name):
-        mod = importlib.import_module(f"numgrad.kernels.cpu.{self._module_name}")
+        mod = importlib.import_module(f"numgrad.kernels.{self._backend}.{self._module_name}")
         value = getattr(mod, name)
         setattr(self, name, value)
         return value
+
+    def on(self, a):
+        if a.__class__ is np.ndarray:
+            return self
+        twin = self._twin
+        if twin is None:
+            twin = self._twin = LazyKernels(self._module_name, "cuda")
+        return twin
 
 
 EW = LazyKernels("elementwise")

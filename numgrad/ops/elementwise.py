@@ -9,7 +9,7 @@ ops record the input shapes (``_meta``) and the engine sums gradients back to th
 
 import numpy as np
 
-from numgrad import _dtype
+from numgrad import _arrays, _dtype
 from numgrad._shape import broadcast_shapes
 from numgrad.autograd.graph import Node
 from numgrad.ops._util import (
@@ -40,6 +40,8 @@ from numgrad.ops._util import (
 
 
 def _flat1(kernel, xd, p, q):
+    if xd.__class__ is not np.ndarray:  # CUDA data: the launcher picks the GPU kernels
+        return EW.unary(kernel, xd, xd.dtype, p, q)
     out = np.empty(xd.shape, xd.dtype)
     n = out.size
     if n:
@@ -48,6 +50,8 @@ def _flat1(kernel, xd, p, q):
 
 
 def _flat2(kernel, ad, bd, p, q):
+    if ad.__class__ is not np.ndarray or bd.__class__ is not np.ndarray:
+        return EW.binary(kernel, ad, bd, ad.dtype, ad.shape, p, q)
     out = np.empty(ad.shape, ad.dtype)
     n = out.size
     if n:
@@ -804,7 +808,8 @@ def _tie_grad(kernel, g, a, b):
     shape = broadcast_shapes(broadcast_shapes(g._data.shape, a._data.shape), b._data.shape)
     if state.enabled and g._requires_grad:
         # piecewise-constant in a and b: under create_graph the derivative flows through g
-        mask = EW.ternary(kernel, np.ones((), dt.np), as_type(a, dt), as_type(b, dt), dt.np, shape)
+        one = _arrays.ones(g._data, (), dt.np)
+        mask = EW.ternary(kernel, one, as_type(a, dt), as_type(b, dt), dt.np, shape)
         return mul(g, _wrap(mask))
     return _wrap(EW.ternary(kernel, g._data, as_type(a, dt), as_type(b, dt), dt.np, shape))
 

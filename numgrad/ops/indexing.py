@@ -10,7 +10,7 @@ import operator
 
 import numpy as np
 
-from numgrad import _dtype
+from numgrad import _arrays, _device, _dtype
 from numgrad._shape import broadcast_shapes, wrap_dim
 from numgrad.autograd.graph import Node
 from numgrad.ops import shape as sh
@@ -27,7 +27,7 @@ def _is_int_scalar_tensor(k):
 
 def _advanced_array(k):
     if isinstance(k, Tensor):
-        a = k._data
+        a = _arrays.host(k._data)  # plans are built (and indices checked) on the host
     else:
         a = np.asarray(k)
         if a.dtype == object:
@@ -133,10 +133,19 @@ class _Plan:
     result's shape. Gather and its adjoint (scatter-add) both run from the plan.
     """
 
-    __slots__ = ("in_shape", "perm", "start", "k", "flat", "out_shape", "outer", "n", "inner")
+    __slots__ = ("in_shape", "perm", "start", "k", "flat", "out_shape", "outer", "n", "inner",
+                 "_flat_dev")
 
     def permuted(self, arr):
         return arr if self.perm is None else arr.transpose(self.perm)
+
+    def flat_for(self, arr):
+        """The linearized indices on ``arr``'s device (copied to a GPU once per plan)."""
+        if arr.__class__ is np.ndarray:
+            return self.flat
+        if self._flat_dev is None:
+            self._flat_dev = arr.__class__.from_host(self.flat)
+        return self._flat_dev
 
 
 def _plan(x_shape, adv):
@@ -179,6 +188,7 @@ def _plan(x_shape, adv):
         raise IndexError(f"index {idx[bad_row, bad_col]} is out of bounds for dimension "
                          f"{bad_row} with size {sizes[bad_row]}")
     plan = _Plan()
+    plan._flat_dev = None
     plan.in_shape = tuple(x_shape)
     plan.k = k
     plan.flat = flat
@@ -202,17 +212,17 @@ def _plan(x_shape, adv):
 
 def _gather(arr, plan):
     x3 = plan.permuted(arr).reshape(plan.outer, plan.n, plan.inner)
-    out = np.empty((plan.outer, plan.flat.size, plan.inner), arr.dtype)
+    out = _arrays.empty(arr, (plan.outer, plan.flat.size, plan.inner), arr.dtype)
     if out.size:
-        IDX.gather_axis(x3, plan.flat, out)
+        IDX.on(arr).gather_axis(x3, plan.flat_for(arr), out)
     return out.reshape(plan.out_shape)
 
 
 def _scatter_add(g_arr, plan):
-    out = np.zeros((plan.outer, plan.n, plan.inner), g_arr.dtype)
+    out = _arrays.zeros(g_arr, (plan.outer, plan.n, plan.inner), g_arr.dtype)
     g3 = g_arr.reshape(plan.outer, plan.flat.size, plan.inner)
     if g3.size:
-        IDX.scatter_add_axis(g3, plan.flat, out)
+        IDX.on(g_arr).scatter_add_axis(g3, plan.flat_for(g_arr), out)
     pshape = plan.in_shape if plan.perm is None else tuple(plan.in_shape[d] for d in plan.perm)
     out = out.reshape(pshape)
     if plan.perm is not None:
@@ -270,11 +280,15 @@ def index_select(input, dim, index):
 def masked_select(input, mask):
     shape = broadcast_shapes(input._data.shape, mask._data.shape)
     x = input if input._data.shape == shape else sh.expand(input, shape)
-    m = mask._data if mask._data.shape == shape else np.broadcast_to(mask._data, shape)
+    m = _arrays.host(mask._data)
+    m = m if m.shape == shape else np.broadcast_to(m, shape)
     return _index(x, [(0, m)])
 
 
 def nonzero(input, *, as_tuple=False):
+    if input.is_cuda:  # the result's size depends on the data: computed from a host copy
+        r = nonzero(input.cpu(), as_tuple=as_tuple)
+        return tuple(t.cuda() for t in r) if as_tuple else r.cuda()
     a = input._data
     pos = IDX.mask_positions(EW.unary(EW.ne_s, a, np.bool_, 0).reshape(-1))
     multi = np.empty((max(a.ndim, 1), pos.size), np.int64)
@@ -317,7 +331,22 @@ class ScatterAddBackward0(Node):
 
 
 def _zeros(shape, like):
-    return _wrap(np.zeros(shape, like._data.dtype))
+    return _wrap(_arrays.zeros(like._data, shape, like._data.dtype))
+
+
+def _index_on(index, like):
+    """An index argument as int64 data on the device of ``like`` (no host copy for a CUDA
+    index of a CUDA tensor)."""
+    if isinstance(index, Tensor) and index._data.__class__ is not np.ndarray:
+        a = index._data
+        if a.dtype.kind not in "iu":
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        a = a if a.dtype == np.int64 else a.astype(np.int64)
+    else:
+        a = _advanced_array(index).astype(np.int64, copy=False)
+    if a.__class__ is not like.__class__:
+        a = _arrays.to_device(a, _device.of(like))
+    return a
 
 
 def _dim_views(x_arr, idx_arr, d):
@@ -331,7 +360,7 @@ def _dim_views(x_arr, idx_arr, d):
 
 def gather(input, dim, index, *, sparse_grad=False):
     x = input._data
-    idx = _advanced_array(index)
+    idx = _index_on(index, x)
     d = wrap_dim(dim, x.ndim)
     if idx.ndim != x.ndim:
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
@@ -342,12 +371,12 @@ def gather(input, dim, index, *, sparse_grad=False):
                 f"no larger than self {list(x.shape)} apart from dimension {d}")
     xs, outer, inner = _dim_views(x, idx, d)
     x3 = xs.reshape(outer, x.shape[d], inner)
-    i3 = idx.astype(np.int64, copy=False).reshape(outer, idx.shape[d], inner)
-    out = np.empty(i3.shape, x.dtype)
-    bad = IDX.gather_dim(x3, i3, out) if out.size else -1
+    i3 = idx.reshape(outer, idx.shape[d], inner)
+    out = _arrays.empty(x, i3.shape, x.dtype)
+    bad = IDX.on(x).gather_dim(x3, i3, out) if out.size else -1
     if bad >= 0:
-        raise RuntimeError(f"index {i3.reshape(-1)[bad]} is out of bounds for dimension {d} "
-                           f"with size {x.shape[d]}")
+        raise RuntimeError(f"index {_arrays.host(i3.reshape(-1))[bad]} is out of bounds for "
+                           f"dimension {d} with size {x.shape[d]}")
     r = _wrap(out.reshape(idx.shape))
     if state.enabled and input._requires_grad:
         attach(r, GatherBackward0((edge(input),), (index if isinstance(index, Tensor)
@@ -362,17 +391,17 @@ def take_along_dim(input, indices, dim):
 def scatter_add(input, dim, index, src):
     """A copy of ``input`` with ``src`` added at ``index`` along ``dim``."""
     x = input._data
-    idx = _advanced_array(index).astype(np.int64, copy=False)
+    idx = _index_on(index, x)
     d = wrap_dim(dim, x.ndim)
     out_arr = EW.unary(EW.copy, x, x.dtype)
     xs, outer, inner = _dim_views(out_arr, idx, d)
     o3 = xs.reshape(outer, x.shape[d], inner)
-    s3 = np.ascontiguousarray(src._data[tuple(slice(0, s) for s in idx.shape)]).reshape(
+    s3 = _arrays.contiguous(src._data[tuple(slice(0, s) for s in idx.shape)]).reshape(
         outer, idx.shape[d], inner)
-    if np.shares_memory(o3, out_arr):
-        IDX.scatter_add_dim(s3, idx.reshape(outer, idx.shape[d], inner), o3)
-    else:  # the restricted view needed a copy: scatter there and write back
-        IDX.scatter_add_dim(s3, idx.reshape(outer, idx.shape[d], inner), o3)
+    K = IDX.on(x)
+    K.scatter_add_dim(s3, idx.reshape(outer, idx.shape[d], inner), o3)
+    if not _arrays.shares_memory(o3, out_arr):
+        # the restricted view needed a copy: scatter went there, write it back
         EW.unary(EW.copy, o3.reshape(xs.shape), x.dtype, out=xs)
     r = _wrap(out_arr)
     if state.enabled and (input._requires_grad or src._requires_grad):
@@ -406,10 +435,9 @@ def assign(x, key, value):
     """Write ``value`` (tensor or number) into ``x[key]`` in place; bumps the version."""
     parsed, _ = _parse(key, x._data.ndim)
     dt = dtype_of(x)
-    if isinstance(value, Tensor):
-        src = as_type(value, dt)
-    else:
-        src = np.asarray(value, dtype=dt.np)
+    src = as_type(value, dt) if isinstance(value, Tensor) else np.asarray(value, dtype=dt.np)
+    if src.ndim and src.__class__ is not x._data.__class__:  # x[k] = v copies across devices
+        src = _arrays.to_device(src, _device.of(x._data))
     if any(kind == "adv" for kind, _ in parsed):
         # basic part first (a view), then scatter into it along the advanced plan
         dim = 0
@@ -436,13 +464,13 @@ def assign(x, key, value):
                 dim += v
         target = x._data[tuple(view_key) + (Ellipsis,)]
         plan = _plan(target.shape, adv)
-        vals = np.empty(plan.out_shape, dt.np)
+        vals = _arrays.empty(target, plan.out_shape, dt.np)
         EW.unary(EW.copy, src, dt.np, out=vals)
         t3 = plan.permuted(target)
         shaped = t3.reshape(plan.outer, plan.n, plan.inner)
         v3 = vals.reshape(plan.outer, plan.flat.size, plan.inner)
-        IDX.put_axis(v3, plan.flat, shaped)
-        if not np.shares_memory(shaped, target):
+        IDX.on(target).put_axis(v3, plan.flat_for(target), shaped)
+        if not _arrays.shares_memory(shaped, target):
             EW.unary(EW.copy, shaped.reshape(t3.shape), dt.np, out=t3)
     else:
         view = x._data[_basic_numpy_key(parsed, x._data.ndim)]

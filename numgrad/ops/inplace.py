@@ -13,7 +13,7 @@
 
 import numpy as np
 
-from numgrad import _dtype
+from numgrad import _arrays, _dtype
 from numgrad.autograd.grad_mode import no_grad
 from numgrad.autograd.graph import Node
 from numgrad.ops import elementwise as ew
@@ -139,7 +139,7 @@ def region_of(base_arr, arr):
         raise NotImplementedError(
             "in-place ops on views of a non-contiguous base are not supported by numgrad")
     item = base_arr.itemsize
-    off = (arr.__array_interface__["data"][0] - base_arr.__array_interface__["data"][0]) // item
+    off = _arrays.element_offset(arr, base_arr)
     return (off, arr.shape, tuple(s // item for s in arr.strides))
 
 
@@ -148,7 +148,7 @@ def _strided(arr, region):
     off, shape, strides = region
     flat = arr.reshape(-1)
     item = arr.itemsize
-    return np.lib.stride_tricks.as_strided(flat[off:], shape, tuple(s * item for s in strides))
+    return _arrays.as_strided(flat[off:], shape, tuple(s * item for s in strides))
 
 
 def _contig(a):
@@ -196,7 +196,7 @@ def as_strided_region(x, region):
 
 
 def region_embed(g, shape, region):
-    out_arr = np.zeros(shape, g._data.dtype)
+    out_arr = _arrays.zeros(g._data, shape, g._data.dtype)
     EW.unary(EW.copy, g._data, out_arr.dtype, out=_strided(out_arr, region))
     out = _wrap(out_arr)
     if state.enabled and g._requires_grad:
@@ -310,7 +310,7 @@ def setitem(t, key, value):
             raise NotImplementedError(
                 "tracked advanced-index assignment into a view is not supported by numgrad")
         old_edge = edge(t)
-        mask_t = _wrap(np.zeros(t._data.shape, np.bool_))
+        mask_t = _wrap(_arrays.zeros(t._data, t._data.shape, np.bool_))
         ix.assign(mask_t, key, True)
         ix.assign(t, key, value.detach() if vt else value)
         node = IndexPutBackward0((old_edge, edge(value) if vt else NO_EDGE), (key, mask_t._data))
@@ -390,7 +390,7 @@ def fill_(self, value):
 
 def _copied(dst, src):
     shape = dst._data.shape
-    arr = np.empty(shape, dst._data.dtype)
+    arr = _arrays.empty(dst._data, shape, dst._data.dtype)
     EW.unary(EW.copy, src._data, arr.dtype, out=arr)
     out = _wrap(arr)
     if state.enabled and (dst._requires_grad or src._requires_grad):
@@ -415,6 +415,9 @@ def copy_(self, src, non_blocking=False):
             f"The size of tensor a ({self._data.shape[-1] if self._data.ndim else 1}) must "
             f"match the size of tensor b ({src._data.shape[-1]}) at non-singleton dimension "
             f"{self._data.ndim - 1}")
+    if src._data.__class__ is not self._data.__class__ and src._data.ndim:
+        from numgrad.ops.shape import to_device
+        src = to_device(src, self.device)  # a cross-device copy_, differentiable to src
     return apply_(self, _copied, src, raw=_raw_copy)
 
 

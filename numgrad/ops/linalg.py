@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from numgrad import _arrays
 from numgrad._shape import broadcast_shapes
 from numgrad.autograd.graph import Node
 from numgrad.ops import elementwise as ew
@@ -20,7 +21,7 @@ def _check_dtypes(a, b):
 
 
 def _product(a, b, shape):
-    out = np.empty(shape, a._data.dtype)
+    out = _arrays.empty(a._data, shape, a._data.dtype)
     LIN.matmul(a._data, b._data, out)
     return out
 

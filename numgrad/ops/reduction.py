@@ -3,7 +3,7 @@ logsumexp, and the softmax family (which reduce along a dim inside their kernel)
 
 import numpy as np
 
-from numgrad import _dtype
+from numgrad import _arrays, _dtype
 from numgrad._shape import reduced_shape, sum_to_axes, wrap_dim, wrap_dims
 from numgrad.autograd.graph import Node
 from numgrad.ops import elementwise as ew
@@ -40,8 +40,9 @@ class ExpandBackward0(Node):
 def broadcast_to_shape(g, shape, scale=1):
     """``g`` (broadcastable to ``shape``) materialized at ``shape`` and multiplied by ``scale``;
     a fresh array, so the engine can hand it to a leaf without copying."""
-    out_arr = np.empty(shape, g._data.dtype)
-    if g._data.ndim == 0 and out_arr.size:  # the usual case (sum/mean of everything): a fill
+    out_arr = _arrays.empty(g._data, shape, g._data.dtype)
+    if g._data.ndim == 0 and out_arr.size and g._data.__class__ is np.ndarray:
+        # the usual case (sum/mean of everything) on the CPU: a fill
         v = g._data.item() * scale
         EW.unary(EW.fill, out_arr.reshape(-1), out_arr.dtype, v, out=out_arr.reshape(-1))
     elif scale == 1:
@@ -300,15 +301,15 @@ def _extreme_dim(input, dim, keepdim, largest, node_cls, ret):
     x = input._data
     d = wrap_dim(dim, x.ndim)
     if x.ndim == 0:
-        v, i = x.copy(), np.zeros((), np.int64)
+        v, i = x.copy(), _arrays.zeros(x, (), np.int64)
     else:
         if x.shape[d] == 0:
             raise IndexError(
                 f"{ret._name}(): Expected reduction dim {d} to have non-zero size.")
         x3 = RED.as3d(x, d, d + 1)
-        v = np.empty((x3.shape[0], x3.shape[2]), x.dtype)
-        i = np.empty((x3.shape[0], x3.shape[2]), np.int64)
-        RED.extreme_index_3d(x3, v, i, largest)
+        v = _arrays.empty(x, (x3.shape[0], x3.shape[2]), x.dtype)
+        i = _arrays.empty(x, (x3.shape[0], x3.shape[2]), np.int64)
+        RED.on(x).extreme_index_3d(x3, v, i, largest)
         shape = reduced_shape(x.shape, (d,), keepdim)
         v = v.reshape(shape)
         i = i.reshape(shape)
@@ -374,9 +375,9 @@ def _arg(input, dim, keepdim, largest):
             raise RuntimeError(
                 f"{'argmax' if largest else 'argmin'}(): Expected reduction dim to be "
                 "specified for input.numel() == 0.")
-        v = np.empty((1, 1), x.dtype)
-        i = np.empty((1, 1), np.int64)
-        RED.extreme_index_3d(flat, v, i, largest)
+        v = _arrays.empty(x, (1, 1), x.dtype)
+        i = _arrays.empty(x, (1, 1), np.int64)
+        RED.on(x).extreme_index_3d(flat, v, i, largest)
         return _wrap(i.reshape((1,) * x.ndim if keepdim else ()))
     res = _extreme_dim(input.detach(), dim, keepdim, largest, None,
                        max_return if largest else min_return)
@@ -398,17 +399,17 @@ class ScatterAlongBackward(Node):
     def _backward(self, gg):
         indices, dim = self._saved
         x3 = RED.as3d(gg._data, dim, dim + 1)
-        out = np.empty((x3.shape[0], x3.shape[2]), gg._data.dtype)
-        RED.take_along_3d(x3, indices.reshape(out.shape), out)
+        out = _arrays.empty(x3, (x3.shape[0], x3.shape[2]), gg._data.dtype)
+        RED.on(x3).take_along_3d(x3, indices.reshape(out.shape), out)
         return (_wrap(out.reshape(indices.shape)),)
 
 
 def _scatter_along(g, indices, shape, dim, keepdim):
     """Zeros of ``shape`` with ``g`` placed at ``indices`` along ``dim``."""
-    out_arr = np.empty(shape, g._data.dtype)
+    out_arr = _arrays.empty(g._data, shape, g._data.dtype)
     o3 = RED.as3d(out_arr, dim, dim + 1)
-    RED.put_along_3d(np.ascontiguousarray(g._data).reshape(o3.shape[0], o3.shape[2]),
-                     indices.reshape(o3.shape[0], o3.shape[2]), o3)
+    RED.on(o3).put_along_3d(_arrays.contiguous(g._data).reshape(o3.shape[0], o3.shape[2]),
+                            indices.reshape(o3.shape[0], o3.shape[2]), o3)
     out = _wrap(out_arr)
     if state.enabled and g._requires_grad:
         attach(out, ScatterAlongBackward((edge(g),), (indices, dim)))

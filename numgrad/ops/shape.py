@@ -4,7 +4,7 @@ PyTorch; their backward rules are shape ops too. cat/stack copy with the copy ke
 
 import numpy as np
 
-from numgrad import _dtype
+from numgrad import _arrays, _device, _dtype
 from numgrad._shape import infer_size, parse_shape, wrap_dim
 from numgrad.autograd.graph import Node
 from numgrad.ops._util import EW, Tensor, _wrap, as_type, attach, dtype_of, edge, state
@@ -307,7 +307,7 @@ def expand(input, *sizes):
             raise RuntimeError(
                 f"The expanded size of the tensor ({target[i]}) isn't allowed in a leading, "
                 "non-existing dimension " + str(i))
-    arr = np.lib.stride_tricks.as_strided(input._data, tuple(target), tuple(strides))
+    arr = _arrays.as_strided(input._data, tuple(target), tuple(strides))
     out = view_of(input, arr)
     if state.enabled and input._requires_grad:
         attach(out, ExpandBackward0((edge(input),), (shape, 1)))
@@ -362,7 +362,7 @@ class EmbedBackward(Node):
 
 def embed(g, shape, key):
     """Zeros of ``shape`` with ``g`` written at ``key`` (a tuple of ints and slices)."""
-    out_arr = np.zeros(shape, g._data.dtype)
+    out_arr = _arrays.zeros(g._data, shape, g._data.dtype)
     EW.unary(EW.copy, g._data, out_arr.dtype, out=out_arr[key + (Ellipsis,)])
     out = _wrap(out_arr)
     if state.enabled and g._requires_grad:
@@ -440,9 +440,12 @@ class ToCopyBackward0(Node):
     _names_of_saved = ("self_dtype",)
     _meta_only = True
 
-    # d/dx x.to(dtype) = g.to(x.dtype)
+    # d/dx x.to(dtype, device) = g.to(x.dtype, x.device)
     def _backward(self, g):
-        return (to_dtype(g, self._saved[0]),)
+        dt, dev = self._saved
+        if dev is not None and _device.of(g._data) != dev:
+            g = to_device(g, dev)
+        return (to_dtype(g, dt),)
 
 
 def clone(input, *, memory_format=None):
@@ -464,13 +467,31 @@ def to_dtype(input, dtype, copy=False):
     if state.enabled and input._requires_grad:
         if dt._kind != 2:
             return out
-        attach(out, ToCopyBackward0((edge(input),), (dtype_of(input),)))
+        attach(out, ToCopyBackward0((edge(input),), (dtype_of(input), None)))
+    return out
+
+
+def to_device(input, device, dtype=None):
+    """A copy of ``input`` on ``device`` (and in ``dtype``), differentiable back to it."""
+    dev = _device.get(device)
+    dt = _dtype.get(dtype) or dtype_of(input)
+    src_dev = _device.of(input._data)
+    if src_dev == dev:
+        return to_dtype(input, dt)
+    arr = input._data
+    if dev.type == "cpu" and dt is not dtype_of(input):
+        arr = as_type(input, dt)  # cast on the GPU, then copy down
+    arr = _arrays.to_device(arr, dev)
+    if arr.dtype != dt.np:
+        arr = EW.unary(EW.copy, arr, dt.np)
+    out = _wrap(arr)
+    if state.enabled and input._requires_grad and dt._kind == 2:
+        attach(out, ToCopyBackward0((edge(input),), (dtype_of(input), src_dev)))
     return out
 
 
 def to(input, *args, **kwargs):
     """``to(dtype)``, ``to(device)``, ``to(other)`` and ``to(device, dtype)``."""
-    from numgrad import _device
     dtype = kwargs.pop("dtype", None)
     device = kwargs.pop("device", None)
     copy = kwargs.pop("copy", False)
@@ -481,12 +502,13 @@ def to(input, *args, **kwargs):
     for a in args:
         if isinstance(a, Tensor):
             dtype = dtype_of(a)
+            device = _device.of(a._data)
         elif isinstance(a, _dtype.dtype) or (a in (float, int, bool)):
             dtype = a
         elif a is not None:
             device = a
-    if device is not None:
-        _device.get(device)
+    if device is not None and _device.get(device) != _device.of(input._data):
+        return to_device(input, device, dtype)
     if dtype is None:
         return clone(input) if copy else input
     return to_dtype(input, dtype, copy)
@@ -538,6 +560,14 @@ def _tensor_list(tensors, fn):
     return list(tensors)
 
 
+def _same_device(ts):
+    first = ts[0]._data.__class__
+    for t_ in ts[1:]:
+        if t_._data.__class__ is not first:
+            raise RuntimeError("Expected all tensors to be on the same device, but found at "
+                               "least two devices, cuda:0 and cpu!")
+
+
 def cat(tensors, dim=0):
     """Concatenate along an existing dim (``CatBackward0``)."""
     ts = _tensor_list(tensors, "cat")
@@ -566,7 +596,8 @@ def cat(tensors, dim=0):
     for p in parts[1:]:
         dt = _dtype.promote_types(dt, p.dtype)
     total = sum(p._data.shape[d] for p in parts)
-    out_arr = np.empty(ref[:d] + (total,) + ref[d + 1:], dt.np)
+    _same_device(parts)
+    out_arr = _arrays.empty(parts[0]._data, ref[:d] + (total,) + ref[d + 1:], dt.np)
     off = 0
     lead = (slice(None),) * d
     for p in parts:
@@ -601,7 +632,8 @@ def stack(tensors, dim=0):
     dt = ts[0].dtype
     for p in ts[1:]:
         dt = _dtype.promote_types(dt, p.dtype)
-    out_arr = np.empty(ref[:d] + (len(ts),) + ref[d:], dt.np)
+    _same_device(ts)
+    out_arr = _arrays.empty(ts[0]._data, ref[:d] + (len(ts),) + ref[d:], dt.np)
     lead = (slice(None),) * d
     for i, p in enumerate(ts):
         EW.unary(EW.copy, p._data, dt.np, out=out_arr[lead + (i, Ellipsis)])

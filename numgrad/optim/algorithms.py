@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 
+from numgrad import _arrays
 from numgrad.autograd.grad_mode import no_grad
 from numgrad.ops._util import LazyKernels
 from numgrad.optim.optimizer import Optimizer, flat_data, flat_grad, required
@@ -19,7 +20,7 @@ def _check(value, name, minimum=0.0):
 
 
 def _zeros_like(p):
-    return _wrap(np.zeros(p._data.shape, p._data.dtype))
+    return _wrap(_arrays.zeros(p._data, p._data.shape, p._data.dtype))
 
 
 def _scalar_step():
@@ -57,11 +58,12 @@ class SGD(Optimizer):
                     first = buf is None
                     if first:
                         buf = state["momentum_buffer"] = _zeros_like(p)
-                NN.sgd_step(flat_data(p), flat_grad(p.grad),
-                            flat_data(buf) if buf is not None else flat_data(p),
-                            float(group["lr"]), float(group["weight_decay"]), float(momentum),
-                            float(group["dampening"]), bool(group["nesterov"]),
-                            bool(group["maximize"]), first)
+                K = NN.on(p._data)
+                K.sgd_step(flat_data(p), flat_grad(p.grad),
+                           flat_data(buf) if buf is not None else flat_data(p),
+                           float(group["lr"]), float(group["weight_decay"]), float(momentum),
+                           float(group["dampening"]), bool(group["nesterov"]),
+                           bool(group["maximize"]), first)
                 p._bump_version()
         return loss
 
@@ -108,12 +110,13 @@ class Adam(Optimizer):
                 bias1 = 1 - beta1 ** step
                 bias2_sqrt = math.sqrt(1 - beta2 ** step)
                 vmax = state.get("max_exp_avg_sq")
-                NN.adam_step(flat_data(p), flat_grad(p.grad), flat_data(state["exp_avg"]),
-                             flat_data(state["exp_avg_sq"]),
-                             flat_data(vmax) if vmax is not None else flat_data(p),
-                             float(group["lr"]), float(beta1), float(beta2), float(group["eps"]),
-                             float(group["weight_decay"]), bool(group["decoupled_weight_decay"]),
-                             bool(group["amsgrad"]), bool(group["maximize"]), bias1, bias2_sqrt)
+                K = NN.on(p._data)
+                K.adam_step(flat_data(p), flat_grad(p.grad), flat_data(state["exp_avg"]),
+                            flat_data(state["exp_avg_sq"]),
+                            flat_data(vmax) if vmax is not None else flat_data(p),
+                            float(group["lr"]), float(beta1), float(beta2), float(group["eps"]),
+                            float(group["weight_decay"]), bool(group["decoupled_weight_decay"]),
+                            bool(group["amsgrad"]), bool(group["maximize"]), bias1, bias2_sqrt)
                 p._bump_version()
         return loss
 
@@ -162,11 +165,12 @@ class RMSprop(Optimizer):
                 state["step"]._data[()] += 1
                 buf = state.get("momentum_buffer")
                 gavg = state.get("grad_avg")
-                NN.rmsprop_step(flat_data(p), flat_grad(p.grad), flat_data(state["square_avg"]),
-                                flat_data(buf) if buf is not None else flat_data(p),
-                                flat_data(gavg) if gavg is not None else flat_data(p),
-                                float(group["lr"]), float(group["alpha"]), float(group["eps"]),
-                                float(group["weight_decay"]), float(group["momentum"]),
-                                bool(group["centered"]), bool(group["maximize"]))
+                K = NN.on(p._data)
+                K.rmsprop_step(flat_data(p), flat_grad(p.grad), flat_data(state["square_avg"]),
+                               flat_data(buf) if buf is not None else flat_data(p),
+                               flat_data(gavg) if gavg is not None else flat_data(p),
+                               float(group["lr"]), float(group["alpha"]), float(group["eps"]),
+                               float(group["weight_decay"]), float(group["momentum"]),
+                               bool(group["centered"]), bool(group["maximize"]))
                 p._bump_version()
         return loss

@@ -92,16 +92,21 @@ def _tanh64(x):
     return small if a < 0.625 else big
 
 
+# The Python bodies are the reference definitions (and what interpreted code runs); jitted
+# code uses the overloads below.
+
+
 def fexp(x):
-    raise NotImplementedError("fexp is only usable inside jitted code")
+    return np.exp(x)
 
 
 def ftanh(x):
-    raise NotImplementedError("ftanh is only usable inside jitted code")
+    return np.tanh(x)
 
 
 def fsigmoid(x):
-    raise NotImplementedError("fsigmoid is only usable inside jitted code")
+    z = np.exp(-abs(x))
+    return 1 / (1 + z) if x >= 0 else z / (1 + z)
 
 
 def _pick(ty, f32, f64):

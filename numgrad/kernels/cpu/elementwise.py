@@ -17,8 +17,9 @@ import numpy as np
 from numba import prange
 
 from numgrad.kernels._jit import inline, specialize
+from numgrad.kernels._twin import twin
 from numgrad.kernels.cpu._fastmath import fexp, fsigmoid, ftanh
-from numgrad.kernels.cpu._scalar import like
+from numgrad.kernels.cpu._scalar import fceil, ffloor, frint, ftrunc, like
 
 # ----------------------------------------------------------------------------------------
 # loop templates: ``f`` is bound by ``specialize``
@@ -158,12 +159,15 @@ class Kernel:
     """One elementwise formula compiled lazily into its flat (serial and multithreaded) and
     4-D broadcasting loops."""
 
-    __slots__ = ("name", "arity", "flat", "flat_par", "nd", "nd_par")
+    __slots__ = ("name", "arity", "formula", "flat", "flat_par", "nd", "nd_par", "cuda")
 
-    def __init__(self, name, arity, fn):
+    def __init__(self, name, arity, formula):
         flat, flat_par, nd, nd_par = _TEMPLATES[arity]
         self.name = name
         self.arity = arity
+        self.formula = formula  # the plain Python scalar function (the CUDA backend's input)
+        self.cuda = None  # its CUDA kernels, built on first use on a CUDA tensor
+        fn = inline(formula)
         self.flat = specialize(flat, name, f=fn)
         self.flat_par = specialize(flat_par, name, {"parallel": True}, f=fn)
         self.nd = specialize(nd, name, f=fn)
@@ -175,8 +179,7 @@ class Kernel:
 
 def _kernel(arity):
     def register(fn):
-        name = fn.__name__
-        return Kernel(name, arity, inline(fn))
+        return Kernel(fn.__name__, arity, fn)
     return register
 
 
@@ -369,22 +372,22 @@ def ge_s(x, p, q):
 
 @unary_kernel
 def floor(x, p, q):
-    return math.floor(x)
+    return ffloor(x)
 
 
 @unary_kernel
 def ceil(x, p, q):
-    return math.ceil(x)
+    return fceil(x)
 
 
 @unary_kernel
 def trunc(x, p, q):
-    return math.trunc(x)
+    return ftrunc(x)
 
 
 @unary_kernel
 def round(x, p, q):  # noqa: A001
-    return np.rint(x)  # half to even, as PyTorch rounds
+    return frint(x)  # half to even, as PyTorch rounds
 
 
 @unary_kernel
@@ -732,6 +735,7 @@ def clamp_t_bwd(g, x, lo_hi_ok, p, q):
 # ----------------------------------------------------------------------------------------
 
 _PAD = ((1, 1, 1, 1), (1, 1, 1), (1, 1), (1,), ())
+_ND = np.ndarray  # any other array class is CUDA data: the launcher hands it to the twin
 
 
 def _as4d(a):
@@ -754,6 +758,8 @@ def _nd(k, ins, out, p, q):
 
 def unary(k, x, dtype, p=0.0, q=0.0, out=None):
     """``k`` applied to array ``x`` into a new array of ``dtype`` (or into ``out``)."""
+    if x.__class__ is not _ND or (out is not None and out.__class__ is not _ND):
+        return twin("elementwise").unary(k, x, dtype, p, q, out)
     if out is None:
         out = np.empty(x.shape, dtype)
     if out.size:
@@ -766,6 +772,9 @@ def unary(k, x, dtype, p=0.0, q=0.0, out=None):
 
 def binary(k, a, b, dtype, shape, p=0.0, q=0.0, out=None):
     """``k`` over arrays ``a`` and ``b`` broadcast to ``shape``."""
+    if (a.__class__ is not _ND or b.__class__ is not _ND
+            or (out is not None and out.__class__ is not _ND)):
+        return twin("elementwise").binary(k, a, b, dtype, shape, p, q, out)
     if out is None:
         out = np.empty(shape, dtype)
     if out.size:
@@ -780,6 +789,9 @@ def binary(k, a, b, dtype, shape, p=0.0, q=0.0, out=None):
 
 def ternary(k, a, b, c, dtype, shape, p=0.0, q=0.0, out=None):
     """``k`` over arrays ``a``, ``b`` and ``c`` broadcast to ``shape``."""
+    if (a.__class__ is not _ND or b.__class__ is not _ND or c.__class__ is not _ND
+            or (out is not None and out.__class__ is not _ND)):
+        return twin("elementwise").ternary(k, a, b, c, dtype, shape, p, q, out)
     if out is None:
         out = np.empty(shape, dtype)
     if out.size:

@@ -13,6 +13,7 @@ from numba import prange, types
 from numba.extending import overload
 
 from numgrad.kernels._jit import jit, specialize
+from numgrad.kernels._twin import twin
 from numgrad.kernels.cpu._fastmath import fexp
 
 
@@ -336,6 +337,8 @@ def reduce_dims(kernel, x, dims, dtype, *args):
 
     Returns the result with the reduced dims kept as size 1.
     """
+    if x.__class__ is not np.ndarray:
+        return twin("reduction").reduce_dims(kernel, x, dims, dtype, *args)
     for k, (start, stop) in enumerate(reversed(runs(dims))):
         x3 = as3d(x, start, stop)
         out = np.empty((x3.shape[0], x3.shape[2]), dtype)
@@ -353,6 +356,8 @@ def _rest_args(kernel, args):
 
 def sum_all(x, dtype, scale):
     """scale * sum of every element, as a 0-d array."""
+    if x.__class__ is not np.ndarray:
+        return twin("reduction").sum_all(x, dtype, scale)
     out = np.empty((1, 1), dtype)
     sum_3d(x.reshape(1, x.size, 1), out, scale)
     return out.reshape(())
@@ -360,6 +365,8 @@ def sum_all(x, dtype, scale):
 
 def sum_dims(x, dims, dtype, scale):
     """sum over ``dims`` (non-empty) times ``scale`` (mean: 1/n); reduced dims kept as 1."""
+    if x.__class__ is not np.ndarray:
+        return twin("reduction").sum_dims(x, dims, dtype, scale)
     return reduce_dims(sum_3d, x, dims, dtype, scale)
 
 
@@ -370,6 +377,8 @@ def _rows(kernel, size):
 
 def along(kernel, x, dim, out_dtype, *args):
     """Apply an (o, r, i) -> (o, r, i) kernel along ``dim``; the result has x's shape."""
+    if x.__class__ is not np.ndarray:
+        return twin("reduction").along(kernel, x, dim, out_dtype, *args)
     if dim == x.ndim - 1 and x.flags.c_contiguous and x.size:
         x2 = x.reshape(-1, x.shape[-1])
         out = np.empty(x2.shape, out_dtype)
@@ -383,6 +392,8 @@ def along(kernel, x, dim, out_dtype, *args):
 
 def along2(kernel, g, y, dim, out_dtype):
     """Like ``along`` for backward kernels of two same-shaped inputs."""
+    if g.__class__ is not np.ndarray or y.__class__ is not np.ndarray:
+        return twin("reduction").along2(kernel, g, y, dim, out_dtype)
     if (dim == y.ndim - 1 and y.flags.c_contiguous and g.flags.c_contiguous and y.size
             and g.shape == y.shape):
         y2 = y.reshape(-1, y.shape[-1])

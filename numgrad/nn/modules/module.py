@@ -240,17 +240,16 @@ class Module:
     def _apply(self, fn):
         for m in self.children():
             m._apply(fn)
-        for key, p in self._parameters.items():
+        for p in self._parameters.values():
             if p is None:
                 continue
             with no_grad():
                 new = fn(p)
-            if new is not p:
-                newp = Parameter(new, p.requires_grad)
-                if p.grad is not None:
-                    with no_grad():
-                        newp.grad = fn(p.grad)
-                self._parameters[key] = newp
+                if new is not p:
+                    # the parameter keeps its identity (optimizers hold it), as in PyTorch
+                    p._data = new._data
+                    if p._grad is not None:
+                        p._grad = fn(p._grad)
         for key, b in self._buffers.items():
             if b is not None:
                 self._buffers[key] = fn(b)
@@ -258,24 +257,27 @@ class Module:
 
     def to(self, *args, **kwargs):
         from numgrad import _device
+        from numgrad._dtype import dtype as dtype_cls
         dtype = kwargs.get("dtype")
         device = kwargs.get("device")
         for a in args:
-            from numgrad._dtype import dtype as dtype_cls
             if isinstance(a, dtype_cls):
                 dtype = a
             elif isinstance(a, Tensor):
-                dtype = a.dtype
+                dtype, device = a.dtype, a.device
             elif a is not None:
                 device = a
-        if device is not None:
-            _device.get(device)
-        if dtype is None:
-            return self
-        if not dtype.is_floating_point:
+        if dtype is not None and not dtype.is_floating_point:
             raise TypeError("nn.Module.to only accepts floating point or complex dtypes, but got "
                             f"desired dtype={dtype!r}")
-        return self._apply(lambda t: t.to(dtype) if t.is_floating_point() else t)
+        if device is not None:
+            device = _device.get(device)
+        if dtype is None and device is None:
+            return self
+
+        def convert(t):
+            return t.to(device=device, dtype=dtype if t.is_floating_point() else None)
+        return self._apply(convert)
 
     def float(self):
         from numgrad import float32
@@ -286,12 +288,10 @@ class Module:
         return self._apply(lambda t: t.to(float64) if t.is_floating_point() else t)
 
     def cpu(self):
-        return self
+        return self.to("cpu")
 
     def cuda(self, device=None):
-        from numgrad import _device
-        _device.get("cuda")
-        return self
+        return self.to("cuda" if device is None else device)
 
     def type(self, dst_type):
         return self.to(dst_type)

@@ -3,6 +3,7 @@
 import math
 
 from numgrad.autograd.grad_mode import no_grad
+from numgrad.ops import elementwise as ew
 from numgrad.ops import reduction as red
 from numgrad.ops import shape as sh
 from numgrad.tensor import Tensor, _wrap
@@ -26,6 +27,12 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
         return _wrap(np.zeros((), np.float32))
     norms = [red.norm(g, norm_type) for g in grads]
     total = red.norm(sh.stack(norms), norm_type)
+    if total.is_cuda and not error_if_nonfinite:
+        # scale by min(1, max_norm / (norm + 1e-6)) on the GPU: no copy of the norm to the host
+        coef = ew.clamp(ew.mul(ew.reciprocal(ew.add(total, 1e-6)), float(max_norm)), max=1.0)
+        for g in grads:
+            g.mul_(coef)
+        return total
     value = total.item()
     if error_if_nonfinite and not math.isfinite(value):
         raise RuntimeError(

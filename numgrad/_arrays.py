@@ -1,0 +1,97 @@
+"""Device-aware array helpers for the op layer.
+
+Tensor data is a NumPy array (CPU) or a ``CudaArray`` (GPU). Ops allocate results "like"
+an input so they land on its device; the CPU path stays a plain ``np.empty`` behind one
+class check.
+"""
+
+import numpy as np
+
+ndarray = np.ndarray
+
+
+def cuda_array():
+    from numgrad.kernels.cuda.array import CudaArray
+    return CudaArray
+
+
+def empty(like, shape, dtype):
+    if like.__class__ is ndarray:
+        return np.empty(shape, dtype)
+    return like.__class__.empty(shape, dtype)
+
+
+def full(like, shape, value, dtype):
+    if like.__class__ is ndarray:
+        return np.full(shape, value, dtype)
+    return like.__class__.full(shape, value, dtype)
+
+
+def zeros(like, shape, dtype):
+    if like.__class__ is ndarray:
+        return np.zeros(shape, dtype)
+    return like.__class__.full(shape, 0, dtype)
+
+
+def ones(like, shape, dtype):
+    if like.__class__ is ndarray:
+        return np.ones(shape, dtype)
+    return like.__class__.full(shape, 1, dtype)
+
+
+def contiguous(a):
+    if a.__class__ is ndarray:
+        return np.ascontiguousarray(a)
+    return a.contiguous()
+
+
+def broadcast_to(a, shape):
+    if a.__class__ is ndarray:
+        return np.broadcast_to(a, shape)
+    return a.broadcast_to(shape)
+
+
+def host(a):
+    """The values of ``a`` as a NumPy array (a device-to-host copy for CUDA data)."""
+    return a if a.__class__ is ndarray else a.to_host()
+
+
+def to_device(a, dev):
+    """``a`` on device ``dev`` (``numgrad._device.CPU`` or ``CUDA0``); no copy when it is."""
+    if dev.type == "cpu":
+        return a if a.__class__ is ndarray else a.to_host()
+    if a.__class__ is ndarray:
+        return cuda_array().from_host(a)
+    return a
+
+
+def same_device(a, b):
+    return (a.__class__ is ndarray) == (b.__class__ is ndarray)
+
+
+def shares_memory(a, b):
+    if a.__class__ is ndarray:
+        return np.shares_memory(a, b)
+    return a.buf is b.buf
+
+
+def as_strided(a, shape, strides_bytes):
+    """A view of ``a``'s memory from its first element with the given shape and strides."""
+    if a.__class__ is ndarray:
+        return np.lib.stride_tricks.as_strided(a, shape, strides_bytes)
+    return a.as_strided(shape, strides_bytes)
+
+
+def element_offset(view, base):
+    """Offset in elements of ``view``'s first element from ``base``'s."""
+    if view.__class__ is ndarray:
+        return ((view.__array_interface__["data"][0] - base.__array_interface__["data"][0])
+                // view.itemsize)
+    return view.offset - base.offset
+
+
+def is_foreign_cuda(obj):
+    """Another library's GPU array (``__cuda_array_interface__``; the simulator's arrays)."""
+    if isinstance(obj, ndarray):
+        return False
+    return hasattr(obj, "__cuda_array_interface__") or type(obj).__name__ == "FakeCUDAArray"

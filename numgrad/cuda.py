@@ -1,0 +1,71 @@
+"""``numgrad.cuda``: the GPU, as ``torch.cuda`` reports it.
+
+Nothing here loads Numba's CUDA driver until a function is called. Without an NVIDIA GPU
+(or Numba's CUDA simulator, ``NUMBA_ENABLE_CUDASIM=1``) ``is_available()`` is False and
+asking for a CUDA tensor raises PyTorch's "Torch not compiled with CUDA enabled".
+"""
+
+from numgrad import _device
+
+
+def is_available():
+    return _device.cuda_available()
+
+
+def device_count():
+    return 1 if is_available() else 0
+
+
+def _require():
+    _device.get("cuda")
+
+
+def current_device():
+    _require()
+    return 0
+
+
+def is_initialized():
+    return bool(_device._AVAILABLE) and _device._AVAILABLE[0]
+
+
+def get_device_name(device=None):
+    _require()
+    from numgrad.kernels.cuda import _launch
+    if _launch.SIM:
+        return "Numba CUDA simulator"
+    from numba import cuda
+    name = cuda.get_current_device().name
+    return name.decode() if isinstance(name, bytes) else str(name)
+
+
+def get_device_capability(device=None):
+    _require()
+    from numgrad.kernels.cuda import _launch
+    if _launch.SIM:
+        return (0, 0)
+    from numba import cuda
+    return tuple(cuda.get_current_device().compute_capability)
+
+
+def synchronize(device=None):
+    """Wait for every queued kernel to finish (timings need this; results never do, since
+    every device-to-host copy waits for the kernels before it)."""
+    _require()
+    from numgrad.kernels.cuda import _launch
+    _launch.synchronize()
+
+
+def empty_cache():
+    """Return cached, unused device memory to the driver."""
+    if is_available():
+        from numgrad.kernels.cuda import _launch
+        _launch.release_cached()
+
+
+def manual_seed(seed):
+    """CUDA tensors draw their random numbers from numgrad's (CPU) default generator, so
+    ``numgrad.manual_seed`` seeds them; this keeps PyTorch scripts running unchanged."""
+
+
+manual_seed_all = manual_seed

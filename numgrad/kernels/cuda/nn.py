@@ -1,0 +1,860 @@
+"""Kernels for numgrad.nn on the GPU: the twin of ``numgrad.kernels.cpu.nn``.
+
+Same names and arguments as the CPU module, over ``CudaArray`` data:
+
+* im2col writes one column element per thread; col2im (its adjoint) is a gather, one thread
+  per input pixel summing the column entries that read it, in the CPU's order (no atomics,
+  bit-for-bit the CPU's sums).
+* Pooling runs one thread per output (forward) or per input pixel (avg-pool backward, a
+  gather over the windows that cover the pixel). Max-pool backward has only the argmax
+  indices, not the window geometry, so it scatters with atomic adds into a zeroed gradient.
+* Per-channel / per-row / per-feature statistics are block reductions: one block per
+  channel (batch norm) or row (layer norm), a float64 shared-memory tree, or a tile of 32
+  features per block with rows split over the block's warps (layer-norm parameter grads).
+* ``first_outside`` and ``nll`` find the first bad position with an atomic min and copy that
+  one value to the host.
+* The optimizer steps update parameter and state buffers in place, one thread per element,
+  with PyTorch's single-tensor formulas (scalars converted to the parameter dtype first).
+
+Every array is passed as (flat buffer, element offset, element strides), so strided views
+need no copies. Accumulators are float64 (``float64(0)``, which also keeps the simulator's
+NumPy scalars in float64) exactly where the CPU kernels accumulate in float64.
+"""
+
+import math
+
+import numpy as np
+from numba import cuda, float64
+
+from numgrad.kernels.cuda import _launch
+from numgrad.kernels.cuda.array import CudaArray, from_any
+
+_RT = _launch.THREADS  # threads per block of the block reductions (a power of two, >= 32)
+_TILE = 32  # features per block in layer_norm_bwd_params
+_MAX_ROW_BLOCKS = 2 if _launch.SIM else 8192  # blocks of the per-channel/row reductions
+
+
+def pick(serial, parallel, work):
+    """One GPU variant: the first argument (each ``*_par`` name is an alias of it)."""
+    return serial
+
+
+def _nd(a):
+    """(buffer, offset, element strides) of a CudaArray."""
+    a = from_any(a)
+    return a.buf, a.offset, a.strides_el
+
+
+def _v(a):
+    """(buffer, offset, element stride) of a 1-D CudaArray."""
+    a = from_any(a)
+    return a.buf, a.offset, a.strides_el[0] if a.strides_el else 1
+
+
+def _row_blocks(n):
+    return min(n, _MAX_ROW_BLOCKS)
+
+
+# ----------------------------------------------------------------------------------------
+# block reductions (device functions: defined before the kernels that use them)
+# ----------------------------------------------------------------------------------------
+
+
+@_launch.device
+def _block_sum(sh, v):
+    """Sum of ``v`` over the block (blockDim a power of two); every thread gets it."""
+    t = cuda.threadIdx.x
+    sh[t] = v
+    cuda.syncthreads()
+    s = cuda.blockDim.x // 2
+    while s > 0:
+        if t < s:
+            sh[t] += sh[t + s]
+        cuda.syncthreads()
+        s //= 2
+    r = sh[0]
+    cuda.syncthreads()  # sh may be reused once everyone has read the total
+    return r
+
+
+@_launch.device
+def _block_sum2(sa, sb, a, b):
+    """The block sums of ``a`` and of ``b`` in one tree."""
+    t = cuda.threadIdx.x
+    sa[t] = a
+    sb[t] = b
+    cuda.syncthreads()
+    s = cuda.blockDim.x // 2
+    while s > 0:
+        if t < s:
+            sa[t] += sa[t + s]
+            sb[t] += sb[t + s]
+        cuda.syncthreads()
+        s //= 2
+    ra = sa[0]
+    rb = sb[0]
+    cuda.syncthreads()
+    return ra, rb
+
+
+@_launch.jit
+def _set_first(res, n):
+    if cuda.grid(1) == 0:
+        res[0] = n
+
+
+def _first_buffer(n):
+    """A one-element int64 device buffer holding ``n`` (the 'none found' value)."""
+    res = CudaArray.empty((1,), np.int64)
+    _launch.launch(_set_first, 1, res.buf, n)
+    return res
+
+
+def _first_result(res, n):
+    r = res.item()
+    return r if r < n else -1
+
+
+# ========================================================================================
+# convolution: unfold (im2col) and its adjoint fold (col2im)
+# ========================================================================================
+
+
+@_launch.jit
+def _im2col_k(x, xo, xs, n_c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, cols, co, cs, n):
+    n_l = oh * ow
+    n_k = n_c * kh * kw
+    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
+        col = t % n_l
+        r = t // n_l
+        row = r % n_k
+        b = r // n_k
+        xo_ = col % ow
+        yo = col // ow
+        j = row % kw
+        q = row // kw
+        i = q % kh
+        c = q // kh
+        iy = yo * sh - ph + i * dh
+        ix = xo_ * sw - pw + j * dw
+        dst = co + b * cs[0] + row * cs[1] + col * cs[2]
+        if iy >= 0 and iy < h and ix >= 0 and ix < w:
+            cols[dst] = x[xo + b * xs[0] + c * xs[1] + iy * xs[2] + ix * xs[3]]
+        else:
+            cols[dst] = 0
+
+
+def im2col(x, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, cols):
+    """cols[n, (c*kh + i)*kw + j, y*ow + x] = x[n, c, y*sh - ph + i*dh, x*sw - pw + j*dw] (0 out
+    of bounds); ``cols`` may be a strided view (the k-major layout)."""
+    x, cols = from_any(x), from_any(cols)
+    n_c, h, w = x.shape[1], x.shape[2], x.shape[3]
+    xb, xo, xs = _nd(x)
+    cb, co, cs = _nd(cols)
+    _launch.launch(_im2col_k, cols.size, xb, xo, xs, n_c, h, w, kh, kw, sh, sw, ph, pw, dh, dw,
+                   oh, ow, cb, co, cs, cols.size)
+
+
+# d/dcols <x, col2im(cols)> = im2col: each pixel sums the column entries that copied it
+@_launch.jit
+def _col2im_k(cols, co, cs, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, n_c, h, w, x, xo, xs, zero,
+              n):
+    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
+        ix = t % w
+        r = t // w
+        iy = r % h
+        r = r // h
+        c = r % n_c
+        b = r // n_c
+        acc = zero
+        base = co + b * cs[0]
+        for i in range(kh):
+            ty = iy + ph - i * dh
+            if ty < 0 or ty % sh != 0:
+                continue
+            yo = ty // sh
+            if yo >= oh:
+                continue
+            for j in range(kw):
+                tx = ix + pw - j * dw
+                if tx < 0 or tx % sw != 0:
+                    continue
+                xc = tx // sw
+                if xc >= ow:
+                    continue
+                acc += cols[base + ((c * kh + i) * kw + j) * cs[1] + (yo * ow + xc) * cs[2]]
+        x[xo + b * xs[0] + c * xs[1] + iy * xs[2] + ix * xs[3]] = acc
+
+
+def col2im(cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, x):
+    """x = 0; x[n, c, iy, ix] += cols[...]: the adjoint of im2col (cols of any strides)."""
+    cols, x = from_any(cols), from_any(x)
+    n_c, h, w = x.shape[1], x.shape[2], x.shape[3]
+    cb, co, cs = _nd(cols)
+    xb, xo, xs = _nd(x)
+    _launch.launch(_col2im_k, x.size, cb, co, cs, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow,
+                   n_c, h, w, xb, xo, xs, _launch.scalar(x.dtype, 0), x.size)
+
+
+im2col_par = im2col
+col2im_par = col2im
+
+# ========================================================================================
+# pooling
+# ========================================================================================
+
+
+@_launch.jit
+def _max_pool_k(x, xo, xs, n_c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, out, oo, os,
+                idx, io, is_, n):
+    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
+        xc = t % ow
+        r = t // ow
+        yo = r % oh
+        r = r // oh
+        c = r % n_c
+        b = r // n_c
+        base = xo + b * xs[0] + c * xs[1]
+        best = -math.inf
+        bi = -1
+        for i in range(kh):
+            iy = yo * sh - ph + i * dh
+            if iy < 0 or iy >= h:
+                continue
+            for j in range(kw):
+                ix = xc * sw - pw + j * dw
+                if ix < 0 or ix >= w:
+                    continue
+                v = x[base + iy * xs[2] + ix * xs[3]]
+                if v > best or v != v or bi < 0:
+                    best = v
+                    bi = iy * w + ix
+                    if v != v:
+                        break
+            if best != best:
+                break
+        out[oo + b * os[0] + c * os[1] + yo * os[2] + xc * os[3]] = best
+        idx[io + b * is_[0] + c * is_[1] + yo * is_[2] + xc * is_[3]] = bi
+
+
+def max_pool2d(x, kh, kw, sh, sw, ph, pw, dh, dw, out, idx):
+    """Window maxima (nan wins, first max on ties) and their flat indices in each plane."""
+    x, out, idx = from_any(x), from_any(out), from_any(idx)
+    n_c, h, w = x.shape[1], x.shape[2], x.shape[3]
+    oh, ow = out.shape[2], out.shape[3]
+    _launch.launch(_max_pool_k, out.size, *_nd(x), n_c, h, w, kh, kw, sh, sw, ph, pw, dh, dw,
+                   oh, ow, *_nd(out), *_nd(idx), out.size)
+
+
+@_launch.jit
+def _zero4_k(a, ao, as_, d1, d2, d3, zero, n):
+    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
+        i3 = t % d3
+        r = t // d3
+        i2 = r % d2
+        r = r // d2
+        i1 = r % d1
+        i0 = r // d1
+        a[ao + i0 * as_[0] + i1 * as_[1] + i2 * as_[2] + i3 * as_[3]] = zero
+
+
+# d/dx max_pool = g routed to each window's argmax: gx[n, c].flat[idx] += g (atomic adds)
+@_launch.jit
+def _max_unpool_k(g, go, gs, idx, io, is_, n_c, oh, ow, h, w, gx, xo, xs, n):
+    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
+        xc = t % ow
+        r = t // ow
+        yo = r % oh
+        r = r // oh
+        c = r % n_c
+        b = r // n_c
+        k = idx[io + b * is_[0] + c * is_[1] + yo * is_[2] + xc * is_[3]]
+        if k < 0:  # as the CPU's wrapped index (never produced for a valid geometry)
+            k += h * w
+        cuda.atomic.add(gx, xo + b * xs[0] + c * xs[1] + (k // w) * xs[2] + (k % w) * xs[3],
+                        g[go + b * gs[0] + c * gs[1] + yo * gs[2] + xc * gs[3]])
+
+
+def max_pool2d_bwd(g, idx, gx):
+    """gx = 0; gx[n, c].flat[idx] += g."""
+    g, idx, gx = from_any(g), from_any(idx), from_any(gx)
+    n_c, oh, ow = g.shape[1], g.shape[2], g.shape[3]
+    h, w = gx.shape[2], gx.shape[3]
+    _launch.launch(_zero4_k, gx.size, *_nd(gx), gx.shape[1], h, w,
+                   _launch.scalar(gx.dtype, 0), gx.size)
+    _launch.launch(_max_unpool_k, g.size, *_nd(g), *_nd(idx), n_c, oh, ow, h, w, *_nd(gx),
+                   g.size)
+
+
+# d/dg max_pool2d_bwd(g) = gather: out = gx[n, c].flat[idx]
+@_launch.jit
+def _max_gather_k(gx, xo, xs, idx, io, is_, n_c, oh, ow, h, w, out, oo, os, n):
+    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
+        xc = t % ow
+        r = t // ow
+        yo = r % oh
+        r = r // oh
+        c = r % n_c
+        b = r // n_c
+        k = idx[io + b * is_[0] + c * is_[1] + yo * is_[2] + xc * is_[3]]
+        if k < 0:
+            k += h * w
+        out[oo + b * os[0] + c * os[1] + yo * os[2] + xc * os[3]] = \
+            gx[xo + b * xs[0] + c * xs[1] + (k // w) * xs[2] + (k % w) * xs[3]]
+
+
+def max_pool2d_gather(gx, idx, out):
+    """out = gx[n, c].flat[idx] (the adjoint of max_pool2d_bwd)."""
+    gx, idx, out = from_any(gx), from_any(idx), from_any(out)
+    n_c, oh, ow = out.shape[1], out.shape[2], out.shape[3]
+    _launch.launch(_max_gather_k, out.size, *_nd(gx), *_nd(idx), n_c, oh, ow, gx.shape[2],
+                   gx.shape[3], *_nd(out), out.size)
+
+
+max_pool2d_par = max_pool2d
+max_pool2d_bwd_par = max_pool2d_bwd
+
+
+@_launch.device
+def _avg_window(yo, xo, kh, kw, sh, sw, ph, pw, h, w, count_include_pad, divisor):
+    hs = yo * sh - ph
+    ws = xo * sw - pw
+    he = min(hs + kh, h + ph)
+    we = min(ws + kw, w + pw)
+    pool = (he - hs) * (we - ws)
+    hs2 = max(hs, 0)
+    ws2 = max(ws, 0)
+    he2 = min(he, h)
+    we2 = min(we, w)
+    if divisor > 0:
+        d = divisor
+    elif count_include_pad:
+        d = pool
+    else:
+        d = (he2 - hs2) * (we2 - ws2)
+    return hs2, ws2, he2, we2, d
+
+
+@_launch.jit
+def _avg_pool_k(x, xo, xs, n_c, h, w, kh, kw, sh, sw, ph, pw, include, divisor, oh, ow,
+                out, oo, os, n):
+    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
+        xc = t % ow
+        r = t // ow
+        yo = r % oh
+        r = r // oh
+        c = r % n_c
+        b = r // n_c
+        hs, ws, he, we, d = _avg_window(yo, xc, kh, kw, sh, sw, ph, pw, h, w, include, divisor)
+        base = xo + b * xs[0] + c * xs[1]
+        acc = float64(0)
+        for iy in range(hs, he):
+            for ix in range(ws, we):
+                acc += x[base + iy * xs[2] + ix * xs[3]]
+        out[oo + b * os[0] + c * os[1] + yo * os[2] + xc * os[3]] = acc / d
+
+
+def avg_pool2d(x, kh, kw, sh, sw, ph, pw, count_include_pad, divisor, out):
+    """Window means with PyTorch's divisor rules (padding counted or not, or an override)."""
+    x, out = from_any(x), from_any(out)
+    n_c, h, w = x.shape[1], x.shape[2], x.shape[3]
+    oh, ow = out.shape[2], out.shape[3]
+    _launch.launch(_avg_pool_k, out.size, *_nd(x), n_c, h, w, kh, kw, sh, sw, ph, pw,
+                   bool(count_include_pad), int(divisor), oh, ow, *_nd(out), out.size)
+
+
+# d/dx avg_pool: each pixel gathers g / divisor from every window covering it
+@_launch.jit
+def _avg_pool_bwd_k(g, go, gs, n_c, oh, ow, kh, kw, sh, sw, ph, pw, include, divisor, h, w,
+                    gx, xo, xs, n):
+    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
+        ix = t % w
+        r = t // w
+        iy = r % h
+        r = r // h
+        c = r % n_c
+        b = r // n_c
+        # windows yo*sh - ph <= iy < yo*sh - ph + kh (same along x)
+        y_hi = min((iy + ph) // sh, oh - 1)
+        ty = iy + ph - kh + 1
+        y_lo = 0 if ty <= 0 else (ty + sh - 1) // sh
+        x_hi = min((ix + pw) // sw, ow - 1)
+        tx = ix + pw - kw + 1
+        x_lo = 0 if tx <= 0 else (tx + sw - 1) // sw
+        base = go + b * gs[0] + c * gs[1]
+        acc = float64(0)
+        for yo in range(y_lo, y_hi + 1):
+            for xc in range(x_lo, x_hi + 1):
+                hs, ws, he, we, d = _avg_window(yo, xc, kh, kw, sh, sw, ph, pw, h, w, include,
+                                                divisor)
+                if iy >= hs and iy < he and ix >= ws and ix < we:
+                    acc += float64(g[base + yo * gs[2] + xc * gs[3]]) / d
+        gx[xo + b * xs[0] + c * xs[1] + iy * xs[2] + ix * xs[3]] = acc
+
+
+def avg_pool2d_bwd(g, kh, kw, sh, sw, ph, pw, count_include_pad, divisor, gx):
+    """gx = 0; every input of a window receives g / divisor."""
+    g, gx = from_any(g), from_any(gx)
+    n_c, oh, ow = g.shape[1], g.shape[2], g.shape[3]
+    h, w = gx.shape[2], gx.shape[3]
+    _launch.launch(_avg_pool_bwd_k, gx.size, *_nd(g), n_c, oh, ow, kh, kw, sh, sw, ph, pw,
+                   bool(count_include_pad), int(divisor), h, w, *_nd(gx), gx.size)
+
+
+avg_pool2d_par = avg_pool2d
+avg_pool2d_bwd_par = avg_pool2d_bwd
+
+# ========================================================================================
+# normalization: statistics over (N, L) per channel (batch norm) or per row (layer norm)
+# ========================================================================================
+
+
+@_launch.jit
+def _channel_stats_k(x, xo, xs, n_b, n_c, n_l, eps, mean, mo, ms, var, vo, vs, inv, io, is_):
+    sh = cuda.shared.array(_RT, float64)
+    tid = cuda.threadIdx.x
+    nt = cuda.blockDim.x
+    m = n_b * n_l
+    for c in range(cuda.blockIdx.x, n_c, cuda.gridDim.x):
+        base = xo + c * xs[1]
+        s = float64(0)
+        for e in range(tid, m, nt):
+            b = e // n_l
+            s += x[base + b * xs[0] + (e - b * n_l) * xs[2]]
+        mu = _block_sum(sh, s) / m
+        ss = float64(0)
+        for e in range(tid, m, nt):
+            b = e // n_l
+            d = x[base + b * xs[0] + (e - b * n_l) * xs[2]] - mu
+            ss += d * d
+        ss = _block_sum(sh, ss)
+        if tid == 0:
+            mean[mo + c * ms] = mu
+            var[vo + c * vs] = ss / m
+            inv[io + c * is_] = 1.0 / math.sqrt(ss / m + eps)
+
+
+def channel_stats(x, eps, mean, var, invstd):
+    """Mean, biased variance and 1/sqrt(var + eps) of x (N, C, L) per channel (two passes)."""
+    x = from_any(x)
+    n_b, n_c, n_l = x.shape
+    _launch.launch_blocks(_channel_stats_k, _row_blocks(n_c), _RT, *_nd(x), n_b, n_c, n_l,
+                          np.float64(eps), *_v(mean), *_v(var), *_v(invstd))
+
+
+@_launch.jit
+def _inv_std_k(var, vo, vs, eps, out, oo, os, n):
+    for c in range(cuda.grid(1), n, cuda.gridsize(1)):
+        out[oo + c * os] = 1.0 / math.sqrt(var[vo + c * vs] + eps)
+
+
+def inv_std(var, eps, out):
+    var = from_any(var)
+    _launch.launch(_inv_std_k, var.size, *_v(var), np.float64(eps), *_v(out), var.size)
+
+
+@_launch.jit
+def _running_update_k(run, ro, rs, stat, so, ss, momentum, scale, n):
+    for c in range(cuda.grid(1), n, cuda.gridsize(1)):
+        j = ro + c * rs
+        run[j] = (1.0 - momentum) * run[j] + momentum * scale * stat[so + c * ss]
+
+
+def running_update(running, stat, momentum, scale):
+    """running = (1 - momentum) running + momentum * scale * stat (batch norm's averages)."""
+    running = from_any(running)
+    _launch.launch(_running_update_k, running.size, *_v(running.reshape(-1, copy=False)),
+                   *_v(stat), np.float64(momentum), np.float64(scale), running.size)
+
+
+@_launch.jit
+def _first_outside_k(x, xo, xs, lo, hi, res, n):
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        v = x[xo + i * xs]
+        if not (v >= lo and v <= hi):
+            cuda.atomic.min(res, 0, i)
+
+
+def _py(v):
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def first_outside(x, lo, hi):
+    """Position of the first element outside [lo, hi] (nan counts as outside), or -1."""
+    x = from_any(x)
+    n = x.size
+    if n == 0:
+        return -1
+    res = _first_buffer(n)
+    _launch.launch(_first_outside_k, n, *_v(x.reshape(-1)), _py(lo), _py(hi), res.buf, n)
+    return _first_result(res, n)
+
+
+@_launch.jit
+def _bn_apply_k(x, xo, xs, mean, mo, ms, inv, io, is_, gam, go, gs, bet, bo, bs, n_c, n_l,
+                out, oo, os, n):
+    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
+        k = t % n_l
+        r = t // n_l
+        c = r % n_c
+        b = r // n_c
+        a = inv[io + c * is_] * gam[go + c * gs]
+        sh = bet[bo + c * bs] - mean[mo + c * ms] * a
+        out[oo + b * os[0] + c * os[1] + k * os[2]] = \
+            x[xo + b * xs[0] + c * xs[1] + k * xs[2]] * a + sh
+
+
+def batch_norm_apply(x, mean, invstd, gamma, beta, out):
+    """out = (x - mean) * invstd * gamma + beta per channel."""
+    x, out = from_any(x), from_any(out)
+    n_c, n_l = x.shape[1], x.shape[2]
+    _launch.launch(_bn_apply_k, x.size, *_nd(x), *_v(mean), *_v(invstd), *_v(gamma), *_v(beta),
+                   n_c, n_l, *_nd(out), x.size)
+
+
+# d beta = sum g, d gamma = sum g xhat (per channel, over batch and space)
+@_launch.jit
+def _bn_bwd_sums_k(g, go, gs, x, xo, xs, mean, mo, ms, inv, io, is_, n_b, n_c, n_l,
+                   sg, sgo, sgs, sx, sxo, sxs):
+    sa = cuda.shared.array(_RT, float64)
+    sb = cuda.shared.array(_RT, float64)
+    tid = cuda.threadIdx.x
+    nt = cuda.blockDim.x
+    m = n_b * n_l
+    for c in range(cuda.blockIdx.x, n_c, cuda.gridDim.x):
+        mu = mean[mo + c * ms]
+        s1 = float64(0)
+        s2 = float64(0)
+        for e in range(tid, m, nt):
+            b = e // n_l
+            k = e - b * n_l
+            gv = g[go + b * gs[0] + c * gs[1] + k * gs[2]]
+            s1 += gv
+            s2 += gv * (x[xo + b * xs[0] + c * xs[1] + k * xs[2]] - mu)
+        s1, s2 = _block_sum2(sa, sb, s1, s2)
+        if tid == 0:
+            sg[sgo + c * sgs] = s1
+            sx[sxo + c * sxs] = s2 * inv[io + c * is_]
+
+
+def batch_norm_bwd_sums(g, x, mean, invstd, sum_g, sum_gxhat):
+    """Per channel: sum g and sum g * xhat (xhat = (x - mean) * invstd)."""
+    g, x = from_any(g), from_any(x)
+    n_b, n_c, n_l = x.shape
+    _launch.launch_blocks(_bn_bwd_sums_k, _row_blocks(n_c), _RT, *_nd(g), *_nd(x), *_v(mean),
+                          *_v(invstd), n_b, n_c, n_l, *_v(sum_g), *_v(sum_gxhat))
+
+
+# d/dx batch_norm (train) = gamma invstd / M (M g - sum g - xhat sum(g xhat))
+@_launch.jit
+def _bn_bwd_input_k(g, go, gs, x, xo, xs, mean, mo, ms, inv, io, is_, gam, gmo, gms,
+                    sg, sgo, sgs, sx, sxo, sxs, training, n_c, n_l, m, gx, gxo, gxs, n):
+    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
+        k = t % n_l
+        r = t // n_l
+        c = r % n_c
+        b = r // n_c
+        iv = inv[io + c * is_]
+        a = gam[gmo + c * gms] * iv
+        gv = g[go + b * gs[0] + c * gs[1] + k * gs[2]]
+        dst = gxo + b * gxs[0] + c * gxs[1] + k * gxs[2]
+        if training:
+            xhat = (x[xo + b * xs[0] + c * xs[1] + k * xs[2]] - mean[mo + c * ms]) * iv
+            gx[dst] = a * (gv - sg[sgo + c * sgs] / m - xhat * sx[sxo + c * sxs] / m)
+        else:
+            gx[dst] = a * gv
+
+
+def batch_norm_bwd_input(g, x, mean, invstd, gamma, sum_g, sum_gxhat, training, gx):
+    g, x, gx = from_any(g), from_any(x), from_any(gx)
+    n_b, n_c, n_l = x.shape
+    _launch.launch(_bn_bwd_input_k, x.size, *_nd(g), *_nd(x), *_v(mean), *_v(invstd),
+                   *_v(gamma), *_v(sum_g), *_v(sum_gxhat), bool(training), n_c, n_l, n_b * n_l,
+                   *_nd(gx), x.size)
+
+
+batch_norm_apply_par = batch_norm_apply
+batch_norm_bwd_input_par = batch_norm_bwd_input
+
+
+@_launch.jit
+def _ln_fwd_k(x, xo, xs, gam, gmo, gms, bet, bo, bs, eps, n_m, n_k, out, oo, os,
+              mean, mo, ms, rstd, ro, rs):
+    sh = cuda.shared.array(_RT, float64)
+    tid = cuda.threadIdx.x
+    nt = cuda.blockDim.x
+    for r in range(cuda.blockIdx.x, n_m, cuda.gridDim.x):
+        base = xo + r * xs[0]
+        s = float64(0)
+        for k in range(tid, n_k, nt):
+            s += x[base + k * xs[1]]
+        mu = _block_sum(sh, s) / n_k
+        ss = float64(0)
+        for k in range(tid, n_k, nt):
+            d = x[base + k * xs[1]] - mu
+            ss += d * d
+        inv = 1.0 / math.sqrt(_block_sum(sh, ss) / n_k + eps)
+        if tid == 0:
+            mean[mo + r * ms] = mu
+            rstd[ro + r * rs] = inv
+        for k in range(tid, n_k, nt):
+            out[oo + r * os[0] + k * os[1]] = \
+                (x[base + k * xs[1]] - mu) * inv * gam[gmo + k * gms] + bet[bo + k * bs]
+
+
+def layer_norm_fwd(x, gamma, beta, eps, out, mean, rstd):
+    """Per row of x (M, K): mean, 1/sqrt(var + eps), and the normalized, affine output."""
+    x = from_any(x)
+    n_m, n_k = x.shape
+    _launch.launch_blocks(_ln_fwd_k, _row_blocks(n_m), _RT, *_nd(x), *_v(gamma), *_v(beta),
+                          np.float64(eps), n_m, n_k, *_nd(out), *_v(mean), *_v(rstd))
+
+
+# d/dx layer_norm = rstd (g gamma - mean(g gamma) - xhat mean(g gamma xhat)), per row
+@_launch.jit
+def _ln_bwd_input_k(g, go, gs, x, xo, xs, mean, mo, ms, rstd, ro, rs, gam, gmo, gms, n_m, n_k,
+                    gx, gxo, gxs):
+    sa = cuda.shared.array(_RT, float64)
+    sb = cuda.shared.array(_RT, float64)
+    tid = cuda.threadIdx.x
+    nt = cuda.blockDim.x
+    for r in range(cuda.blockIdx.x, n_m, cuda.gridDim.x):
+        mu = mean[mo + r * ms]
+        rv = rstd[ro + r * rs]
+        s1 = float64(0)
+        s2 = float64(0)
+        for k in range(tid, n_k, nt):
+            gg = g[go + r * gs[0] + k * gs[1]] * gam[gmo + k * gms]
+            s1 += gg
+            s2 += gg * (x[xo + r * xs[0] + k * xs[1]] - mu) * rv
+        s1, s2 = _block_sum2(sa, sb, s1, s2)
+        s1 = s1 / n_k
+        s2 = s2 / n_k
+        for k in range(tid, n_k, nt):
+            xhat = (x[xo + r * xs[0] + k * xs[1]] - mu) * rv
+            gg = g[go + r * gs[0] + k * gs[1]] * gam[gmo + k * gms]
+            gx[gxo + r * gxs[0] + k * gxs[1]] = rv * (gg - s1 - xhat * s2)
+
+
+def layer_norm_bwd_input(g, x, mean, rstd, gamma, gx):
+    g, x = from_any(g), from_any(x)
+    n_m, n_k = x.shape
+    _launch.launch_blocks(_ln_bwd_input_k, _row_blocks(n_m), _RT, *_nd(g), *_nd(x), *_v(mean),
+                          *_v(rstd), *_v(gamma), n_m, n_k, *_nd(gx))
+
+
+layer_norm_fwd_par = layer_norm_fwd
+layer_norm_bwd_input_par = layer_norm_bwd_input
+
+
+# d gamma = sum_rows g xhat, d beta = sum_rows g (per feature)
+@_launch.jit
+def _ln_bwd_params_k(g, go, gs, x, xo, xs, mean, mo, ms, rstd, ro, rs, n_m, n_k,
+                     gg, ggo, ggs, gb, gbo, gbs):
+    sa = cuda.shared.array(_RT, float64)
+    sb = cuda.shared.array(_RT, float64)
+    tid = cuda.threadIdx.x
+    lane = tid % _TILE  # the feature within the tile: coalesced reads along a row
+    part = tid // _TILE  # which rows this thread sums
+    parts = cuda.blockDim.x // _TILE
+    n_tiles = (n_k + _TILE - 1) // _TILE
+    for tile in range(cuda.blockIdx.x, n_tiles, cuda.gridDim.x):
+        k = tile * _TILE + lane
+        a = float64(0)
+        b = float64(0)
+        if k < n_k:
+            for r in range(part, n_m, parts):
+                gv = g[go + r * gs[0] + k * gs[1]]
+                b += gv
+                a += gv * (x[xo + r * xs[0] + k * xs[1]] - mean[mo + r * ms]) * rstd[ro + r * rs]
+        sa[tid] = a
+        sb[tid] = b
+        cuda.syncthreads()
+        s = parts // 2
+        while s > 0:
+            if part < s:
+                sa[tid] += sa[tid + s * _TILE]
+                sb[tid] += sb[tid + s * _TILE]
+            cuda.syncthreads()
+            s //= 2
+        if part == 0 and k < n_k:
+            gg[ggo + k * ggs] = sa[tid]
+            gb[gbo + k * gbs] = sb[tid]
+        cuda.syncthreads()
+
+
+def layer_norm_bwd_params(g, x, mean, rstd, ggamma, gbeta):
+    """d gamma = sum over rows of g xhat, d beta = sum of g."""
+    g, x = from_any(g), from_any(x)
+    n_m, n_k = x.shape
+    tiles = (n_k + _TILE - 1) // _TILE
+    _launch.launch_blocks(_ln_bwd_params_k, _row_blocks(tiles), _RT, *_nd(g), *_nd(x),
+                          *_v(mean), *_v(rstd), n_m, n_k, *_v(ggamma), *_v(gbeta))
+
+
+# ========================================================================================
+# losses over class indices
+# ========================================================================================
+
+
+@_launch.jit
+def _nll_k(logp, lo, ls, target, to, ts, weight, wo, ws, ignore_index, n_c,
+           losses, so, ss, weights, wto, wts, bad, n):
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        t = target[to + i * ts]
+        if t == ignore_index:
+            losses[so + i * ss] = 0
+            weights[wto + i * wts] = 0
+        elif t < 0 or t >= n_c:
+            cuda.atomic.min(bad, 0, i)
+        else:
+            w = weight[wo + t * ws]
+            losses[so + i * ss] = -w * logp[lo + i * ls[0] + t * ls[1]]
+            weights[wto + i * wts] = w
+
+
+def nll(logp, target, weight, ignore_index, losses, weights):
+    """losses[n] = -w[t] logp[n, t], weights[n] = w[t] (0 for ignored); returns the first
+    out-of-range target's position or -1."""
+    logp, target = from_any(logp), from_any(target)
+    n_b, n_c = logp.shape
+    if n_b == 0:
+        return -1
+    res = _first_buffer(n_b)
+    _launch.launch(_nll_k, n_b, *_nd(logp), *_v(target), *_v(weight), int(ignore_index), n_c,
+                   *_v(losses), *_v(weights), res.buf, n_b)
+    return _first_result(res, n_b)
+
+
+# d/dlogp nll = -w_n gl_n scale at [n, t_n], 0 elsewhere
+@_launch.jit
+def _nll_bwd_k(gl, glo, gls, per_sample, target, to, ts, weights, wo, ws, scale, n_c,
+               out, oo, os, n):
+    for e in range(cuda.grid(1), n, cuda.gridsize(1)):
+        c = e % n_c
+        i = e // n_c
+        w = weights[wo + i * ws]
+        dst = oo + i * os[0] + c * os[1]
+        if w != 0 and target[to + i * ts] == c:
+            gv = gl[glo + i * gls] if per_sample else gl[glo]
+            out[dst] = -w * gv * scale
+        else:
+            out[dst] = 0
+
+
+def nll_bwd(gl, target, weights, scale, out):
+    """out = 0; out[n, t_n] = -w_n gl_n scale (gl has one entry, or one per sample)."""
+    gl, out = from_any(gl), from_any(out)
+    n_c = out.shape[1]
+    _launch.launch(_nll_bwd_k, out.size, *_v(gl.reshape(-1)), gl.size > 1, *_v(target),
+                   *_v(weights), np.float64(scale), n_c, *_nd(out), out.size)
+
+
+# ========================================================================================
+# optimizer updates: one thread per element of a flat parameter and its state
+# ========================================================================================
+
+
+@_launch.jit
+def _sgd_k(p, po, ps, g, go, gs, buf, bo, bs, lr, wd, mom, damp, has_wd, has_mom, nesterov,
+           maximize, first, n):
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        pi = p[po + i * ps]
+        gi = g[go + i * gs]
+        d = -gi if maximize else gi
+        if has_wd:
+            d = d + wd * pi
+        if has_mom:
+            b = d if first else mom * buf[bo + i * bs] + damp * d
+            buf[bo + i * bs] = b
+            d = d + mom * b if nesterov else b
+        p[po + i * ps] = pi - lr * d
+
+
+def sgd_step(p, g, buf, lr, weight_decay, momentum, dampening, nesterov, maximize, first):
+    p = from_any(p)
+    dt = p.dtype
+    s = _launch.scalar
+    _launch.launch(_sgd_k, p.size, *_v(p), *_v(g), *_v(buf), s(dt, lr), s(dt, weight_decay),
+                   s(dt, momentum), s(dt, 1.0 - dampening), weight_decay != 0, momentum != 0,
+                   bool(nesterov), bool(maximize), bool(first), p.size)
+
+
+@_launch.jit
+def _adam_k(p, po, ps, g, go, gs, m, mo, ms, v, vo, vs, vmax, xo, xs, w1, b2, w2, wd, step_size,
+            bc2, eps, decay, has_wd, decoupled, amsgrad, maximize, n):
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        gi = g[go + i * gs]
+        if maximize:
+            gi = -gi
+        pi = p[po + i * ps]
+        if has_wd:
+            if decoupled:
+                pi = pi * decay
+            else:
+                gi = gi + wd * pi
+        mi = m[mo + i * ms]
+        mi = mi + w1 * (gi - mi)
+        m[mo + i * ms] = mi
+        vi = v[vo + i * vs] * b2 + w2 * gi * gi
+        v[vo + i * vs] = vi
+        if amsgrad:
+            vm = vmax[xo + i * xs]
+            if vi > vm:
+                vm = vi
+                vmax[xo + i * xs] = vm
+            denom = math.sqrt(vm) / bc2 + eps
+        else:
+            denom = math.sqrt(vi) / bc2 + eps
+        p[po + i * ps] = pi - step_size * (mi / denom)
+
+
+def adam_step(p, g, m, v, vmax, lr, beta1, beta2, eps, weight_decay, decoupled, amsgrad,
+              maximize, bias1, bias2_sqrt):
+    """Adam / AdamW as PyTorch's single-tensor path computes it (lerp for m, addcmul for v)."""
+    p = from_any(p)
+    dt = p.dtype
+    s = _launch.scalar
+    _launch.launch(_adam_k, p.size, *_v(p), *_v(g), *_v(m), *_v(v), *_v(vmax),
+                   s(dt, 1.0 - beta1), s(dt, beta2), s(dt, 1.0 - beta2), s(dt, weight_decay),
+                   s(dt, lr / bias1), s(dt, bias2_sqrt), s(dt, eps),
+                   s(dt, 1.0 - lr * weight_decay), weight_decay != 0, bool(decoupled),
+                   bool(amsgrad), bool(maximize), p.size)
+
+
+@_launch.jit
+def _rmsprop_k(p, po, ps, g, go, gs, sq, qo, qs, buf, bo, bs, gavg, ao, as_, a, w, wd, mom, lr,
+               eps, has_wd, has_mom, centered, maximize, n):
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        gi = g[go + i * gs]
+        if maximize:
+            gi = -gi
+        pi = p[po + i * ps]
+        if has_wd:
+            gi = gi + wd * pi
+        si = sq[qo + i * qs] * a + w * gi * gi
+        sq[qo + i * qs] = si
+        if centered:
+            ga = gavg[ao + i * as_]
+            ga = ga + w * (gi - ga)
+            gavg[ao + i * as_] = ga
+            avg = math.sqrt(si - ga * ga) + eps
+        else:
+            avg = math.sqrt(si) + eps
+        if has_mom:
+            b = buf[bo + i * bs] * mom + gi / avg
+            buf[bo + i * bs] = b
+            p[po + i * ps] = pi - lr * b
+        else:
+            p[po + i * ps] = pi - lr * (gi / avg)
+
+
+def rmsprop_step(p, g, sq, buf, gavg, lr, alpha, eps, weight_decay, momentum, centered,
+                 maximize):
+    p = from_any(p)
+    dt = p.dtype
+    s = _launch.scalar
+    _launch.launch(_rmsprop_k, p.size, *_v(p), *_v(g), *_v(sq), *_v(buf), *_v(gavg),
+                   s(dt, alpha), s(dt, 1.0 - alpha), s(dt, weight_decay), s(dt, momentum),
+                   s(dt, lr), s(dt, eps), weight_decay != 0, momentum > 0, bool(centered),
+                   bool(maximize), p.size)

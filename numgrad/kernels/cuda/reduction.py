@@ -1,0 +1,732 @@
+"""Reduction kernels on the GPU: the twin of ``numgrad.kernels.cpu.reduction``.
+
+Every kernel works on a strided 3-D view ``(outer, reduced, inner)`` of its input (given as
+flat buffer, offset and three element strides, so the views made by ``as3d`` need no copy)
+and writes an ``(outer, inner)`` result, or an ``(outer, reduced, inner)`` one for the
+softmax family.
+
+Layout of a launch: each output element ``(o, i)`` (a "row" along the reduced axis) is
+served by a segment of ``tr`` threads of a block (``tr`` a power of two, 1..blockDim): the
+lanes stride over the reduced axis, then combine their partial results by a tree reduction
+in shared memory. With ``tr == blockDim`` this is one block per output; with smaller ``tr``
+one block serves several outputs, which keeps the GPU busy when the reduced axis is short or
+strided. A segment's lanes are adjacent threads when the reduced axis has unit stride, and
+interleaved with the other segments' (``ls`` threads apart) when the inner axis has it, so
+a warp's loads are coalesced either way. Blocks loop over groups of outputs (block-stride),
+so any grid size is correct (the simulator runs one block of 32 threads).
+
+* sums accumulate float inputs in float64 and integer/bool inputs in int64, as the CPU's
+  ``acc_zero``/``acc_buffer``; ``sum_all`` of a large array runs two passes (per-block
+  partial sums, then one reduction of the partials), deterministic unlike atomics;
+* max/min/argmax reduce candidate *indices* in shared memory (comparing through the input),
+  so one kernel serves every dtype: nan wins, ties go to the first index, as on the CPU;
+* softmax/log_softmax/logsumexp: row max, then the float64 sum of exp(x - max), then the
+  outputs; the backward kernels: one float64 row sum, then the outputs.
+"""
+
+import math
+
+import numpy as np
+from numba import cuda, float64, int64
+
+from numgrad.kernels.cpu.reduction import as3d, runs  # pure shape helpers: work on CudaArray
+from numgrad.kernels.cuda import _launch
+from numgrad.kernels.cuda.array import CudaArray, from_any
+
+__all__ = ["runs", "as3d", "sum_3d", "extreme_3d", "extreme_index_3d", "put_along_3d",
+           "has_nan", "take_along_3d", "norm_3d", "softmax_3d", "logsumexp_3d",
+           "softmax_bwd_3d", "log_softmax_bwd_3d", "reduce_dims", "sum_all", "sum_dims",
+           "along", "along2", "softmax_rows", "softmax_bwd_rows", "log_softmax_bwd_rows",
+           "softmax_rows_par", "softmax_bwd_rows_par", "log_softmax_bwd_rows_par"]
+
+NT = 256  # shared-memory slots per block: at least the threads of any launch here
+assert _launch.THREADS <= NT
+# outputs x lanes that keep the GPU busy: below this, rows get more lanes (see ``_lanes``)
+SATURATE = 64 if _launch.SIM else 1 << 17
+# sum_all: one block reduces up to this many elements; above, per-block partials first
+ONE_BLOCK = 64 if _launch.SIM else 1 << 15
+PART_BLOCKS = 3 if _launch.SIM else 1024
+
+# mode of the index reductions (``_wins``)
+MIN, MAX, MAX_SKIPNAN = 0, 1, 2
+
+# ----------------------------------------------------------------------------------------
+# device functions: segment-wide (tr lanes) reductions in shared memory
+# ----------------------------------------------------------------------------------------
+
+
+@_launch.device
+def _tree_sum(sh, t, lane, tr, ls, acc):
+    """Sum of ``acc`` over the ``tr`` lanes of thread ``t``'s segment (lanes ``ls`` threads
+    apart), returned to every lane. Every thread of the block must call it (it syncs)."""
+    sh[t] = acc
+    cuda.syncthreads()
+    s = tr // 2
+    while s > 0:
+        if lane < s:
+            sh[t] += sh[t + s * ls]
+        cuda.syncthreads()
+        s //= 2
+    res = sh[t - lane * ls]
+    cuda.syncthreads()
+    return res
+
+
+@_launch.device
+def _tree_ext(sh, t, lane, tr, ls, v, big):
+    """Max (``big``) or min of ``v`` over the segment's lanes; nan wins."""
+    sh[t] = v
+    cuda.syncthreads()
+    s = tr // 2
+    while s > 0:
+        if lane < s:
+            a = sh[t]
+            b = sh[t + s * ls]
+            if a == a and (b != b or (b > a if big else b < a)):
+                sh[t] = b
+        cuda.syncthreads()
+        s //= 2
+    res = sh[t - lane * ls]
+    cuda.syncthreads()
+    return res
+
+
+@_launch.device
+def _wins(x, p, xs1, a, b, mode):
+    """Whether index ``b`` beats index ``a`` along the row at ``p`` (stride ``xs1``).
+
+    MAX / MIN: nan beats numbers; MAX_SKIPNAN: numbers beat nan; ties: the lower index."""
+    va = x[p + a * xs1]
+    vb = x[p + b * xs1]
+    na = va != va
+    nb = vb != vb
+    if na or nb:
+        if na and nb:
+            return b < a
+        if mode == MAX_SKIPNAN:
+            return na
+        return nb
+    if va == vb:
+        return b < a
+    if mode == MIN:
+        return vb < va
+    return vb > va
+
+
+@_launch.device
+def _lane_best(x, p, xs1, lane, n_r, tr, mode):
+    """The best index among r = lane, lane + tr, ... (-1 when there is none)."""
+    best = -1
+    for r in range(lane, n_r, tr):
+        if best < 0 or _wins(x, p, xs1, best, r, mode):
+            best = r
+    return best
+
+
+@_launch.device
+def _tree_best(sh, t, lane, tr, ls, best, x, p, xs1, mode):
+    """The best of the lanes' candidate indices (-1: none), returned to every lane."""
+    sh[t] = best
+    cuda.syncthreads()
+    s = tr // 2
+    while s > 0:
+        if lane < s:
+            b = sh[t + s * ls]
+            if b >= 0:
+                a = sh[t]
+                if a < 0 or _wins(x, p, xs1, a, b, mode):
+                    sh[t] = b
+        cuda.syncthreads()
+        s //= 2
+    res = sh[t - lane * ls]
+    cuda.syncthreads()
+    return res
+
+
+@_launch.device
+def _seg_best(x, xo, xs0, xs1, xs2, k, n_out, n_r, n_i, t, lane, tr, ls, mode, sh):
+    """The best index along the row of output ``k`` (-1 if k >= n_out or the row is empty)."""
+    o = k // n_i
+    p = xo + o * xs0 + (k - o * n_i) * xs2
+    best = -1
+    if k < n_out:
+        best = _lane_best(x, p, xs1, lane, n_r, tr, mode)
+    return _tree_best(sh, t, lane, tr, ls, best, x, p, xs1, mode)
+
+
+# ----------------------------------------------------------------------------------------
+# sums
+# ----------------------------------------------------------------------------------------
+
+
+@_launch.device
+def _sum_body(x, xo, xs0, xs1, xs2, out, oo, os0, os1, n_o, n_r, n_i, tr, ls, scale, sh, zero):
+    t = cuda.threadIdx.x
+    lane = (t // ls) % tr
+    per = cuda.blockDim.x // tr
+    n_out = n_o * n_i
+    for base in range(cuda.blockIdx.x * per, n_out, cuda.gridDim.x * per):
+        k = base + t % ls + (t // (ls * tr)) * ls
+        o = k // n_i
+        i = k - o * n_i
+        acc = zero
+        if k < n_out:
+            p = xo + o * xs0 + i * xs2
+            for r in range(lane, n_r, tr):
+                acc += x[p + r * xs1]
+        acc = _tree_sum(sh, t, lane, tr, ls, acc)
+        if lane == 0 and k < n_out:
+            out[oo + o * os0 + i * os1] = acc * scale
+
+
+@_launch.jit
+def sum_f_kernel(x, xo, xs0, xs1, xs2, out, oo, os0, os1, n_o, n_r, n_i, tr, ls, scale):
+    """out[o, i] = scale * sum_r x[o, r, i], float64 accumulator."""
+    sh = cuda.shared.array(NT, float64)
+    _sum_body(x, xo, xs0, xs1, xs2, out, oo, os0, os1, n_o, n_r, n_i, tr, ls, scale, sh,
+              float64(0))
+
+
+@_launch.jit
+def sum_i_kernel(x, xo, xs0, xs1, xs2, out, oo, os0, os1, n_o, n_r, n_i, tr, ls, scale):
+    """out[o, i] = scale * sum_r x[o, r, i], int64 accumulator (integer and bool inputs)."""
+    sh = cuda.shared.array(NT, int64)
+    _sum_body(x, xo, xs0, xs1, xs2, out, oo, os0, os1, n_o, n_r, n_i, tr, ls, scale, sh,
+              int64(0))
+
+
+@_launch.device
+def _part_body(x, xo, xs, n, part, sh, zero):
+    t = cuda.threadIdx.x
+    nt = cuda.blockDim.x
+    acc = zero
+    for j in range(cuda.blockIdx.x * nt + t, n, cuda.gridDim.x * nt):
+        acc += x[xo + j * xs]
+    acc = _tree_sum(sh, t, t, nt, 1, acc)
+    if t == 0:
+        part[cuda.blockIdx.x] = acc
+
+
+@_launch.jit
+def part_f_kernel(x, xo, xs, n, part):
+    """part[block] = this block's grid-stride share of sum(x) (float64)."""
+    sh = cuda.shared.array(NT, float64)
+    _part_body(x, xo, xs, n, part, sh, float64(0))
+
+
+@_launch.jit
+def part_i_kernel(x, xo, xs, n, part):
+    """part[block] = this block's grid-stride share of sum(x) (int64)."""
+    sh = cuda.shared.array(NT, int64)
+    _part_body(x, xo, xs, n, part, sh, int64(0))
+
+
+# ----------------------------------------------------------------------------------------
+# max / min (values, indices), norms, logsumexp
+# ----------------------------------------------------------------------------------------
+
+
+@_launch.jit
+def extreme_kernel(x, xo, xs0, xs1, xs2, vals, vo, vs0, vs1, n_o, n_r, n_i, tr, ls, mode):
+    """vals[o, i] = max_r (MAX) or min_r (MIN) x[o, r, i]; nan wins."""
+    sh = cuda.shared.array(NT, int64)
+    t = cuda.threadIdx.x
+    lane = (t // ls) % tr
+    per = cuda.blockDim.x // tr
+    n_out = n_o * n_i
+    for base in range(cuda.blockIdx.x * per, n_out, cuda.gridDim.x * per):
+        k = base + t % ls + (t // (ls * tr)) * ls
+        best = _seg_best(x, xo, xs0, xs1, xs2, k, n_out, n_r, n_i, t, lane, tr, ls, mode, sh)
+        if lane == 0 and k < n_out:
+            o = k // n_i
+            i = k - o * n_i
+            vals[vo + o * vs0 + i * vs1] = x[xo + o * xs0 + best * xs1 + i * xs2]
+
+
+@_launch.jit
+def extreme_index_kernel(x, xo, xs0, xs1, xs2, vals, vo, vs0, vs1, idx, io, is0, is1,
+                         n_o, n_r, n_i, tr, ls, mode):
+    """Values and first indices of the max (MAX) or min (MIN) along r; nan wins."""
+    sh = cuda.shared.array(NT, int64)
+    t = cuda.threadIdx.x
+    lane = (t // ls) % tr
+    per = cuda.blockDim.x // tr
+    n_out = n_o * n_i
+    for base in range(cuda.blockIdx.x * per, n_out, cuda.gridDim.x * per):
+        k = base + t % ls + (t // (ls * tr)) * ls
+        best = _seg_best(x, xo, xs0, xs1, xs2, k, n_out, n_r, n_i, t, lane, tr, ls, mode, sh)
+        if lane == 0 and k < n_out:
+            o = k // n_i
+            i = k - o * n_i
+            vals[vo + o * vs0 + i * vs1] = x[xo + o * xs0 + best * xs1 + i * xs2]
+            idx[io + o * is0 + i * is1] = best
+
+
+# norm kinds (the CPU's special cases of p)
+P2, P1, P0, PGEN, PINF, PNEGINF = 0, 1, 2, 3, 4, 5
+
+
+@_launch.jit
+def norm_kernel(x, xo, xs0, xs1, xs2, out, oo, os0, os1, n_o, n_r, n_i, tr, ls, kind, p):
+    """out[o, i] = (sum_r |x|^p)^(1/p); p = 2, 1, 0, +-inf special-cased (``kind``)."""
+    sh = cuda.shared.array(NT, float64)
+    t = cuda.threadIdx.x
+    lane = (t // ls) % tr
+    per = cuda.blockDim.x // tr
+    n_out = n_o * n_i
+    for base in range(cuda.blockIdx.x * per, n_out, cuda.gridDim.x * per):
+        k = base + t % ls + (t // (ls * tr)) * ls
+        o = k // n_i
+        i = k - o * n_i
+        q = xo + o * xs0 + i * xs2
+        nr = n_r if k < n_out else 0
+        if kind >= PINF:
+            big = kind == PINF
+            m = float64(0) if big else float64(math.inf)
+            for r in range(lane, nr, tr):
+                v = abs(x[q + r * xs1])
+                if m == m and (v != v or (v > m if big else v < m)):
+                    m = v
+            res = _tree_ext(sh, t, lane, tr, ls, m, big)
+            if n_r == 0:
+                res = float64(0)
+        else:
+            acc = float64(0)
+            for r in range(lane, nr, tr):
+                v = x[q + r * xs1]
+                if kind == P2:
+                    acc += v * v
+                elif kind == P1:
+                    acc += abs(v)
+                elif kind == P0:
+                    if v != 0:
+                        acc += 1.0
+                else:
+                    acc += abs(v) ** p
+            res = _tree_sum(sh, t, lane, tr, ls, acc)
+            if kind == P2:
+                res = math.sqrt(res)
+            elif kind == PGEN:
+                res = res ** (1.0 / p)
+        if lane == 0 and k < n_out:
+            out[oo + o * os0 + i * os1] = res
+
+
+@_launch.jit
+def logsumexp_kernel(x, xo, xs0, xs1, xs2, out, oo, os0, os1, n_o, n_r, n_i, tr, ls):
+    """out[o, i] = m + log sum_r e^(x - m), m = max_r x (out = m when m is +-inf or nan)."""
+    shi = cuda.shared.array(NT, int64)
+    shf = cuda.shared.array(NT, float64)
+    t = cuda.threadIdx.x
+    lane = (t // ls) % tr
+    per = cuda.blockDim.x // tr
+    n_out = n_o * n_i
+    for base in range(cuda.blockIdx.x * per, n_out, cuda.gridDim.x * per):
+        k = base + t % ls + (t // (ls * tr)) * ls
+        o = k // n_i
+        i = k - o * n_i
+        p = xo + o * xs0 + i * xs2
+        # the CPU's max: nan only if the first element is nan, other nans are skipped
+        best = _seg_best(x, xo, xs0, xs1, xs2, k, n_out, n_r, n_i, t, lane, tr, ls,
+                         MAX_SKIPNAN, shi)
+        valid = k < n_out and best >= 0
+        m = x[p + best * xs1] if valid else x[xo]
+        if valid and x[p] != x[p]:
+            m = x[p]
+        finite = m == m and m != math.inf and m != -math.inf
+        nr = n_r if valid and finite else 0
+        s = float64(0)
+        for r in range(lane, nr, tr):
+            s += math.exp(x[p + r * xs1] - m)
+        s = _tree_sum(shf, t, lane, tr, ls, s)
+        if lane == 0 and k < n_out:
+            q = oo + o * os0 + i * os1
+            if not valid:
+                out[q] = -math.inf  # empty row: log(0)
+            elif nr == 0:
+                out[q] = m
+            else:
+                out[q] = m + math.log(s)
+
+
+# ----------------------------------------------------------------------------------------
+# the softmax family: (o, r, i) -> (o, r, i)
+# ----------------------------------------------------------------------------------------
+
+
+@_launch.jit
+def softmax_kernel(x, xo, xs0, xs1, xs2, out, oo, os0, os1, os2, n_o, n_r, n_i, tr, ls, log):
+    """softmax (or log_softmax) along r: e^(x - m) / sum e^(x - m), m = max_r x."""
+    shi = cuda.shared.array(NT, int64)
+    shf = cuda.shared.array(NT, float64)
+    t = cuda.threadIdx.x
+    lane = (t // ls) % tr
+    per = cuda.blockDim.x // tr
+    n_out = n_o * n_i
+    for base in range(cuda.blockIdx.x * per, n_out, cuda.gridDim.x * per):
+        k = base + t % ls + (t // (ls * tr)) * ls
+        o = k // n_i
+        i = k - o * n_i
+        p = xo + o * xs0 + i * xs2
+        q = oo + o * os0 + i * os2
+        best = _seg_best(x, xo, xs0, xs1, xs2, k, n_out, n_r, n_i, t, lane, tr, ls, MAX,
+                         shi)
+        valid = k < n_out and best >= 0
+        m = x[p + best * xs1] if valid else x[xo]
+        nr = n_r if valid else 0
+        s = float64(0)
+        for r in range(lane, nr, tr):
+            s += math.exp(x[p + r * xs1] - m)
+        s = _tree_sum(shf, t, lane, tr, ls, s)
+        if nr > 0:
+            if log:
+                lse = m + math.log(s)
+                for r in range(lane, nr, tr):
+                    out[q + r * os1] = x[p + r * xs1] - lse
+            else:
+                inv = 1.0 / s
+                for r in range(lane, nr, tr):
+                    out[q + r * os1] = math.exp(x[p + r * xs1] - m) * inv
+
+
+# d softmax: gx = y * (g - sum_r g y)
+@_launch.jit
+def softmax_bwd_kernel(g, go, gs0, gs1, gs2, y, yo, ys0, ys1, ys2, out, oo, os0, os1, os2,
+                       n_o, n_r, n_i, tr, ls):
+    sh = cuda.shared.array(NT, float64)
+    t = cuda.threadIdx.x
+    lane = (t // ls) % tr
+    per = cuda.blockDim.x // tr
+    n_out = n_o * n_i
+    for base in range(cuda.blockIdx.x * per, n_out, cuda.gridDim.x * per):
+        k = base + t % ls + (t // (ls * tr)) * ls
+        o = k // n_i
+        i = k - o * n_i
+        pg = go + o * gs0 + i * gs2
+        py = yo + o * ys0 + i * ys2
+        q = oo + o * os0 + i * os2
+        nr = n_r if k < n_out else 0
+        s = float64(0)
+        for r in range(lane, nr, tr):
+            s += g[pg + r * gs1] * y[py + r * ys1]
+        s = _tree_sum(sh, t, lane, tr, ls, s)
+        for r in range(lane, nr, tr):
+            out[q + r * os1] = y[py + r * ys1] * (g[pg + r * gs1] - s)
+
+
+# d log_softmax: gx = g - e^y * sum_r g
+@_launch.jit
+def log_softmax_bwd_kernel(g, go, gs0, gs1, gs2, y, yo, ys0, ys1, ys2, out, oo, os0, os1,
+                           os2, n_o, n_r, n_i, tr, ls):
+    sh = cuda.shared.array(NT, float64)
+    t = cuda.threadIdx.x
+    lane = (t // ls) % tr
+    per = cuda.blockDim.x // tr
+    n_out = n_o * n_i
+    for base in range(cuda.blockIdx.x * per, n_out, cuda.gridDim.x * per):
+        k = base + t % ls + (t // (ls * tr)) * ls
+        o = k // n_i
+        i = k - o * n_i
+        pg = go + o * gs0 + i * gs2
+        py = yo + o * ys0 + i * ys2
+        q = oo + o * os0 + i * os2
+        nr = n_r if k < n_out else 0
+        s = float64(0)
+        for r in range(lane, nr, tr):
+            s += g[pg + r * gs1]
+        s = _tree_sum(sh, t, lane, tr, ls, s)
+        for r in range(lane, nr, tr):
+            out[q + r * os1] = g[pg + r * gs1] - math.exp(y[py + r * ys1]) * s
+
+
+# ----------------------------------------------------------------------------------------
+# gathers / scatters along r, nan check (grid-stride, one thread per element)
+# ----------------------------------------------------------------------------------------
+
+
+@_launch.jit
+def take_along_kernel(x, xo, xs0, xs1, xs2, idx, io, is0, is1, out, oo, os0, os1, n_i, n):
+    """out[o, i] = x[o, idx[o, i], i]."""
+    for k in range(cuda.grid(1), n, cuda.gridsize(1)):
+        o = k // n_i
+        i = k - o * n_i
+        r = idx[io + o * is0 + i * is1]
+        out[oo + o * os0 + i * os1] = x[xo + o * xs0 + r * xs1 + i * xs2]
+
+
+# d/dx of a gather along r: out[o, r, i] = src[o, i] where r == idx[o, i], else 0
+@_launch.jit
+def put_along_kernel(src, so, ss0, ss1, idx, io, is0, is1, out, oo, os0, os1, os2, n_r, n_i,
+                     n):
+    for k in range(cuda.grid(1), n, cuda.gridsize(1)):
+        i = k % n_i
+        rest = k // n_i
+        r = rest % n_r
+        o = rest // n_r
+        q = oo + o * os0 + r * os1 + i * os2
+        if idx[io + o * is0 + i * is1] == r:
+            out[q] = src[so + o * ss0 + i * ss1]
+        else:
+            out[q] = 0
+
+
+@_launch.jit
+def has_nan_kernel(x, xo, xs, n, flag):
+    """flag[0] = 1 if any x[j] is nan (only ever written with 1: no race)."""
+    for j in range(cuda.grid(1), n, cuda.gridsize(1)):
+        v = x[xo + j * xs]
+        if v != v:
+            flag[0] = 1
+
+
+# ----------------------------------------------------------------------------------------
+# launch helpers
+# ----------------------------------------------------------------------------------------
+
+
+def _geom(a):
+    """Kernel arguments of a strided view: flat buffer, offset, one stride per dim."""
+    return (a.buf, a.offset) + tuple(a.strides_el)
+
+
+def _lanes(n_r, n_out, xs1):
+    """Threads per row: enough to cover the reduced axis (a power of two up to a block), but
+    fewer when the reduced axis is strided and there are outputs enough to fill the GPU
+    (then neighbouring threads take neighbouring outputs: coalesced when inner is)."""
+    tr = 1
+    while tr < n_r and tr < _launch.THREADS:
+        tr *= 2
+    if xs1 != 1:
+        while tr > 1 and n_out * (tr // 2) >= SATURATE:
+            tr //= 2
+    return tr
+
+
+def _rows(k, x3, arrays, tail=()):
+    """Launch row kernel ``k(*arrays, n_o, n_r, n_i, tr, ls, *tail)`` over the (outer, inner)
+    rows of the 3-D view ``x3``."""
+    n_o, n_r, n_i = x3.shape
+    n_out = n_o * n_i
+    tr = _lanes(n_r, n_out, x3.strides_el[1])
+    per = _launch.THREADS // tr
+    # lanes of a row ``per`` threads apart when inner is the unit-stride axis: neighbouring
+    # threads then read neighbouring outputs' elements (coalesced); else lanes are adjacent
+    ls = per if x3.strides_el[1] != 1 and x3.strides_el[2] == 1 else 1
+    blocks = min((n_out + per - 1) // per, _launch.MAX_BLOCKS)
+    _launch.launch_blocks(k, blocks, _launch.THREADS, *arrays, n_o, n_r, n_i, tr, ls, *tail)
+
+
+def _is_float(a):
+    return a.dtype.kind == "f"
+
+
+# ----------------------------------------------------------------------------------------
+# the CPU kernels' twins (same arguments, CudaArrays for arrays, same return values)
+# ----------------------------------------------------------------------------------------
+
+
+def sum_3d(x, out, scale):
+    """out[o, i] = scale * sum_r x[o, r, i] (float inputs accumulate in float64)."""
+    x, out = from_any(x), from_any(out)
+    if not out.size:
+        return
+    if _is_float(x):
+        k, scale = sum_f_kernel, np.float64(scale)
+    else:
+        k = sum_i_kernel
+        scale = np.float64(scale) if isinstance(scale, (float, np.floating)) else \
+            np.int64(scale)
+    _rows(k, x, _geom(x) + _geom(out), (scale,))
+
+
+def extreme_3d(x, out, largest):
+    """out[o, i] = max_r (or min_r) x[o, r, i]; nan wins, as in PyTorch."""
+    x, out = from_any(x), from_any(out)
+    if out.size and x.shape[1]:
+        _rows(extreme_kernel, x, _geom(x) + _geom(out), (MAX if largest else MIN,))
+
+
+def extreme_index_3d(x, values, indices, largest):
+    """Values and first indices of the max (or min) along r; nan wins."""
+    x, values, indices = from_any(x), from_any(values), from_any(indices)
+    if values.size and x.shape[1]:
+        _rows(extreme_index_kernel, x, _geom(x) + _geom(values) + _geom(indices),
+              (MAX if largest else MIN,))
+
+
+def put_along_3d(src, idx, out):
+    """out = 0; out[o, idx[o, i], i] = src[o, i] (the backward of max/min along a dim)."""
+    src, idx, out = from_any(src), from_any(idx), from_any(out)
+    n = out.size
+    if n:
+        _launch.launch(put_along_kernel, n, *_geom(src), *_geom(idx), *_geom(out),
+                       out.shape[1], out.shape[2], n)
+
+
+def has_nan(x):
+    """Whether flat array ``x`` holds a nan (anomaly mode)."""
+    x = from_any(x)
+    if not _is_float(x) or not x.size:
+        return False
+    flat = x.reshape(-1)
+    flag = CudaArray.from_host(np.zeros(1, np.int32))
+    _launch.launch(has_nan_kernel, flat.size, *_geom(flat), flat.size, flag.buf)
+    return bool(flag.item())
+
+
+def take_along_3d(x, idx, out):
+    """out[o, i] = x[o, idx[o, i], i] (gather along r with per-position indices)."""
+    x, idx, out = from_any(x), from_any(idx), from_any(out)
+    n = out.size
+    if n:
+        _launch.launch(take_along_kernel, n, *_geom(x), *_geom(idx), *_geom(out),
+                       out.shape[1], n)
+
+
+_NORM_KIND = {2.0: P2, 1.0: P1, 0.0: P0, math.inf: PINF, -math.inf: PNEGINF}
+
+
+def norm_3d(x, out, p):
+    """out[o, i] = (sum_r |x|^p)^(1/p), with p in {0, 1, 2, inf, -inf} special-cased."""
+    x, out = from_any(x), from_any(out)
+    if out.size:
+        p = float(p)
+        _rows(norm_kernel, x, _geom(x) + _geom(out), (_NORM_KIND.get(p, PGEN), np.float64(p)))
+
+
+def softmax_3d(x, out, log):
+    """softmax (or log_softmax) along r: e^(x - m) / sum e^(x - m), m = max_r x."""
+    x, out = from_any(x), from_any(out)
+    if out.size:
+        _rows(softmax_kernel, x, _geom(x) + _geom(out), (bool(log),))
+
+
+def logsumexp_3d(x, out):
+    """out[o, i] = m + log sum_r e^(x - m), m = max_r x (inf-safe)."""
+    x, out = from_any(x), from_any(out)
+    if out.size:
+        _rows(logsumexp_kernel, x, _geom(x) + _geom(out))
+
+
+# d softmax: gx = y * (g - sum_r g y)
+def softmax_bwd_3d(g, y, out):
+    g, y, out = from_any(g), from_any(y), from_any(out)
+    if out.size:
+        _rows(softmax_bwd_kernel, y, _geom(g) + _geom(y) + _geom(out))
+
+
+# d log_softmax: gx = g - e^y * sum_r g
+def log_softmax_bwd_3d(g, y, out):
+    g, y, out = from_any(g), from_any(y), from_any(out)
+    if out.size:
+        _rows(log_softmax_bwd_kernel, y, _geom(g) + _geom(y) + _geom(out))
+
+
+# --- the CPU's last-dim row variants: (rows, cols) arrays, here the 3-D kernels on
+# (rows, cols, 1) views; the GPU has no serial/parallel split (``_par`` names are aliases) --
+
+
+def softmax_rows(x, out, log):
+    """softmax (or log_softmax) along the last dim of 2-D ``x``."""
+    softmax_3d(from_any(x)[:, :, None], from_any(out)[:, :, None], log)
+
+
+# d softmax: gx = y (g - sum g y)
+def softmax_bwd_rows(g, y, out):
+    softmax_bwd_3d(from_any(g)[:, :, None], from_any(y)[:, :, None], from_any(out)[:, :, None])
+
+
+# d log_softmax: gx = g - e^y sum g
+def log_softmax_bwd_rows(g, y, out):
+    log_softmax_bwd_3d(from_any(g)[:, :, None], from_any(y)[:, :, None],
+                       from_any(out)[:, :, None])
+
+
+softmax_rows_par = softmax_rows
+softmax_bwd_rows_par = softmax_bwd_rows
+log_softmax_bwd_rows_par = log_softmax_bwd_rows
+
+
+# ----------------------------------------------------------------------------------------
+# launchers (same signatures as the CPU ones; CPU kernel objects map to twins by name)
+# ----------------------------------------------------------------------------------------
+
+
+def _twin_of(kernel):
+    """This module's twin of a CPU kernel (a Numba dispatcher) or of one of ours."""
+    name = getattr(kernel, "py_func", kernel).__name__
+    k = _TWINS.get(name)
+    if k is None:
+        raise NotImplementedError(f"no CUDA twin of reduction kernel {name!r}")
+    return k
+
+
+def _keep_shape(shape, start, stop):
+    return shape[:start] + (1,) * (stop - start) + shape[stop:]
+
+
+def reduce_dims(kernel, x, dims, dtype, *args):
+    """Apply an (outer, r, inner) -> (outer, inner) kernel over ``dims`` (sorted, non-empty).
+
+    Returns the result with the reduced dims kept as size 1.
+    """
+    k3 = _twin_of(kernel)
+    x = from_any(x)
+    for n, (start, stop) in enumerate(reversed(runs(dims))):
+        x3 = as3d(x, start, stop)
+        out = CudaArray.empty((x3.shape[0], x3.shape[2]), dtype)
+        # the scale of sum/mean applies once; other kernels take the same arguments every pass
+        k3(x3, out, *(args if n == 0 or k3 is not sum_3d else (args[0].__class__(1),)))
+        x = out.reshape(_keep_shape(x.shape, start, stop))
+    return x
+
+
+def sum_all(x, dtype, scale):
+    """scale * sum of every element, as a 0-d array (two passes for large arrays)."""
+    x = from_any(x)
+    out = CudaArray.empty((1, 1), dtype)
+    flat = x.reshape(-1)
+    n = flat.size
+    if n > ONE_BLOCK:
+        threads = _launch.THREADS
+        blocks = min((n + 4 * threads - 1) // (4 * threads), PART_BLOCKS)
+        isf = _is_float(x)
+        part = CudaArray.empty((blocks,), np.float64 if isf else np.int64)
+        _launch.launch_blocks(part_f_kernel if isf else part_i_kernel, blocks, threads,
+                              *_geom(flat), n, part.buf)
+        flat = part
+    sum_3d(flat.reshape(1, flat.size, 1), out, scale)
+    return out.reshape(())
+
+
+def sum_dims(x, dims, dtype, scale):
+    """sum over ``dims`` (non-empty) times ``scale`` (mean: 1/n); reduced dims kept as 1."""
+    return reduce_dims(sum_3d, x, dims, dtype, scale)
+
+
+def along(kernel, x, dim, out_dtype, *args):
+    """Apply an (o, r, i) -> (o, r, i) kernel along ``dim``; the result has x's shape."""
+    k3 = _twin_of(kernel)
+    x = from_any(x)
+    x3 = as3d(x, dim, dim + 1)
+    out = CudaArray.empty(x3.shape, out_dtype)
+    k3(x3, out, *args)
+    return out.reshape(x.shape)
+
+
+def along2(kernel, g, y, dim, out_dtype):
+    """Like ``along`` for backward kernels of two same-shaped inputs."""
+    k3 = _twin_of(kernel)
+    g, y = from_any(g), from_any(y)
+    g3 = as3d(g, dim, dim + 1)
+    y3 = as3d(y, dim, dim + 1)
+    out = CudaArray.empty(y3.shape, out_dtype)
+    k3(g3, y3, out)
+    return out.reshape(y.shape)
+
+
+_TWINS = {f.__name__: f for f in (sum_3d, extreme_3d, extreme_index_3d, norm_3d, softmax_3d,
+                                  logsumexp_3d, softmax_bwd_3d, log_softmax_bwd_3d,
+                                  put_along_3d, take_along_3d)}
+_TWINS.update({"_softmax_rows": softmax_rows, "_softmax_bwd_rows": softmax_bwd_rows,
+               "_log_softmax_bwd_rows": log_softmax_bwd_rows})

@@ -1,0 +1,180 @@
+"""The op table shared by the CPU tests (``test_ops.py``) and the CUDA tests
+(``cuda/test_ops_cuda.py``).
+
+Each case is ``(id, fn(m, *inputs), ref(*arrays), input makers)``; ``m`` is ``numgrad`` or
+``torch``, so the same code runs under both libraries (and on either device).
+"""
+
+import numpy as np
+
+
+def U(*shape, lo=-1.0, hi=1.0):
+    """Uniform values on [lo, hi)."""
+    return lambda rng: rng.uniform(lo, hi, size=shape)
+
+
+def POS(*shape):
+    return U(*shape, lo=0.5, hi=2.0)
+
+
+def AWAY(*shape):
+    """Values away from 0 (for kinks and divisions): |x| in [0.3, 1.5]."""
+    def make(rng):
+        v = rng.uniform(0.3, 1.5, size=shape)
+        return v * rng.choice([-1.0, 1.0], size=shape)
+    return make
+
+
+def DISTINCT(*shape):
+    """Distinct values (no ties for max/min)."""
+    def make(rng):
+        n = int(np.prod(shape)) if shape else 1
+        return (rng.permutation(n) / n - 0.5 + rng.uniform(0, 0.1 / n, n)).reshape(shape)
+    return make
+
+
+def _softmax(x, d):
+    e = np.exp(x - x.max(axis=d, keepdims=True))
+    return e / e.sum(axis=d, keepdims=True)
+
+
+def _lse(x, d):
+    m = x.max(axis=d, keepdims=True)
+    return (m + np.log(np.exp(x - m).sum(axis=d, keepdims=True))).squeeze(d)
+
+
+CASES = [
+    # --- arithmetic with broadcasting and numbers on either side
+    ("add", lambda m, a, b: a + b, lambda a, b: a + b, [U(3, 4), U(3, 4)]),
+    ("add_bcast", lambda m, a, b: a + b, lambda a, b: a + b, [U(2, 3, 4), U(4)]),
+    ("add_bcast2", lambda m, a, b: a + b, lambda a, b: a + b, [U(3, 1), U(1, 4)]),
+    ("add_scalar", lambda m, a: a + 2, lambda a: a + 2, [U(3, 4)]),
+    ("radd_scalar", lambda m, a: 2.5 + a, lambda a: 2.5 + a, [U(3, 4)]),
+    ("add_alpha", lambda m, a, b: m.add(a, b, alpha=3), lambda a, b: a + 3 * b, [U(3), U(3)]),
+    ("sub", lambda m, a, b: a - b, lambda a, b: a - b, [U(3, 4), U(4)]),
+    ("sub_alpha", lambda m, a, b: m.sub(a, b, alpha=2), lambda a, b: a - 2 * b, [U(3), U(3)]),
+    ("rsub_scalar", lambda m, a: 2 - a, lambda a: 2 - a, [U(3, 4)]),
+    ("mul", lambda m, a, b: a * b, lambda a, b: a * b, [U(3, 4), U(3, 4)]),
+    ("mul_bcast", lambda m, a, b: a * b, lambda a, b: a * b, [U(5, 1, 3), U(4, 1)]),
+    ("mul_scalar", lambda m, a: a * 3, lambda a: a * 3, [U(3, 4)]),
+    ("div", lambda m, a, b: a / b, lambda a, b: a / b, [U(3, 4), AWAY(3, 4)]),
+    ("div_bcast", lambda m, a, b: a / b, lambda a, b: a / b, [U(2, 3), AWAY(3)]),
+    ("div_scalar", lambda m, a: a / 4, lambda a: a / 4, [U(3, 4)]),
+    ("rdiv_scalar", lambda m, a: 2 / a, lambda a: 2 / a, [AWAY(3, 4)]),
+    ("pow2", lambda m, a: a ** 2, lambda a: a ** 2, [U(3, 4)]),
+    ("pow3", lambda m, a: a ** 3, lambda a: a ** 3, [U(3, 4)]),
+    ("pow_half", lambda m, a: a ** 0.5, lambda a: a ** 0.5, [POS(3, 4)]),
+    ("pow_neg1", lambda m, a: a ** -1, lambda a: a ** -1.0, [AWAY(3, 4)]),
+    ("pow_2_5", lambda m, a: a ** 2.5, lambda a: a ** 2.5, [POS(3, 4)]),
+    ("pow_tensor", lambda m, a, b: a ** b, lambda a, b: a ** b, [POS(3, 4), U(3, 4)]),
+    ("pow_tensor_bcast", lambda m, a, b: m.pow(a, b), lambda a, b: a ** b, [POS(3, 4), U(4)]),
+    ("rpow", lambda m, a: 2 ** a, lambda a: 2.0 ** a, [U(3, 4)]),
+    ("square", lambda m, a: m.square(a), lambda a: a * a, [U(3, 4)]),
+    ("reciprocal", lambda m, a: m.reciprocal(a), lambda a: 1 / a, [AWAY(3, 4)]),
+    # --- unary
+    ("neg", lambda m, a: -a, lambda a: -a, [U(3, 4)]),
+    ("abs", lambda m, a: a.abs(), np.abs, [AWAY(3, 4)]),
+    ("exp", lambda m, a: m.exp(a), np.exp, [U(3, 4)]),
+    ("log", lambda m, a: m.log(a), np.log, [POS(3, 4)]),
+    ("sqrt", lambda m, a: a.sqrt(), np.sqrt, [POS(3, 4)]),
+    ("sin", lambda m, a: m.sin(a), np.sin, [U(3, 4)]),
+    ("cos", lambda m, a: a.cos(), np.cos, [U(3, 4)]),
+    ("tanh", lambda m, a: m.tanh(a), np.tanh, [U(3, 4, lo=-3, hi=3)]),
+    ("sigmoid", lambda m, a: m.sigmoid(a), lambda a: 1 / (1 + np.exp(-a)), [U(3, 4, lo=-5, hi=5)]),
+    ("relu", lambda m, a: m.relu(a), lambda a: np.maximum(a, 0), [AWAY(3, 4)]),
+    ("clamp", lambda m, a: a.clamp(-0.5, 0.5), lambda a: np.clip(a, -0.5, 0.5), [AWAY(3, 4)]),
+    ("clamp_min", lambda m, a: m.clamp(a, min=0.2), lambda a: np.maximum(a, 0.2), [AWAY(3, 4)]),
+    ("clamp_max", lambda m, a: a.clamp(max=0.2), lambda a: np.minimum(a, 0.2), [AWAY(3, 4)]),
+    ("clamp_tensor", lambda m, a, lo, hi: a.clamp(lo, hi), lambda a, lo, hi: np.minimum(
+        np.maximum(a, lo), hi), [U(3, 4), U(3, 4, lo=-2, hi=-1.1), U(4, lo=1.1, hi=2)]),
+    ("maximum", lambda m, a, b: m.maximum(a, b), np.maximum,
+     [DISTINCT(3, 4), U(3, 4, lo=-.1, hi=.1)]),
+    ("minimum", lambda m, a, b: m.minimum(a, b), np.minimum, [DISTINCT(3, 4), U(4, lo=-.1, hi=.1)]),
+    ("where", lambda m, a, b: m.where(a > 0, a, b), lambda a, b: np.where(a > 0, a, b),
+     [AWAY(3, 4), U(4)]),
+    ("where_scalar", lambda m, a: m.where(a > 0, a, 0.0), lambda a: np.where(a > 0, a, 0.0),
+     [AWAY(3, 4)]),
+    # --- reductions
+    ("sum", lambda m, a: a.sum(), lambda a: a.sum(), [U(3, 4)]),
+    ("sum_dim", lambda m, a: a.sum(1), lambda a: a.sum(1), [U(3, 4, 2)]),
+    ("sum_dims_keep", lambda m, a: m.sum(a, (0, 2), keepdim=True),
+     lambda a: a.sum((0, 2), keepdims=True), [U(3, 4, 2)]),
+    ("sum_neg_dim", lambda m, a: a.sum(-1), lambda a: a.sum(-1), [U(3, 4)]),
+    ("mean", lambda m, a: a.mean(), lambda a: a.mean(), [U(3, 4)]),
+    ("mean_dim", lambda m, a: a.mean(0), lambda a: a.mean(0), [U(3, 4)]),
+    ("mean_dims_keep", lambda m, a: a.mean((1, 2), keepdim=True),
+     lambda a: a.mean((1, 2), keepdims=True), [U(2, 3, 4)]),
+    ("max_all", lambda m, a: a.max(), lambda a: a.max(), [DISTINCT(3, 4)]),
+    ("max_dim", lambda m, a: a.max(1)[0], lambda a: a.max(1), [DISTINCT(3, 4)]),
+    ("max_dim_keep", lambda m, a: m.max(a, 0, keepdim=True).values,
+     lambda a: a.max(0, keepdims=True), [DISTINCT(3, 4)]),
+    ("min_all", lambda m, a: a.min(), lambda a: a.min(), [DISTINCT(3, 4)]),
+    ("min_dim", lambda m, a: a.min(-1).values, lambda a: a.min(-1), [DISTINCT(3, 4)]),
+    ("amax", lambda m, a: a.amax(1), lambda a: a.max(1), [DISTINCT(2, 3, 4)]),
+    ("amin_dims", lambda m, a: m.amin(a, (0, 2)), lambda a: a.min((0, 2)), [DISTINCT(2, 3, 4)]),
+    ("norm", lambda m, a: a.norm(), lambda a: np.sqrt((a * a).sum()), [U(3, 4)]),
+    ("norm_dim", lambda m, a: a.norm(dim=1), lambda a: np.sqrt((a * a).sum(1)), [U(3, 4)]),
+    ("norm_p1", lambda m, a: a.norm(p=1), lambda a: np.abs(a).sum(), [AWAY(3, 4)]),
+    ("norm_p3", lambda m, a: a.norm(p=3, dim=0, keepdim=True),
+     lambda a: (np.abs(a) ** 3).sum(0, keepdims=True) ** (1 / 3), [AWAY(3, 4)]),
+    ("norm_inf", lambda m, a: a.norm(p=float("inf")), lambda a: np.abs(a).max(), [DISTINCT(3, 4)]),
+    ("logsumexp", lambda m, a: a.logsumexp(1), lambda a: _lse(a, 1), [U(3, 4)]),
+    ("softmax", lambda m, a: a.softmax(1), lambda a: _softmax(a, 1), [U(3, 4)]),
+    ("softmax_dim0", lambda m, a: m.softmax(a, dim=0), lambda a: _softmax(a, 0), [U(3, 4, 2)]),
+    ("log_softmax", lambda m, a: a.log_softmax(-1), lambda a: np.log(_softmax(a, -1)), [U(3, 4)]),
+    # --- linear algebra
+    ("mm", lambda m, a, b: a @ b, lambda a, b: a @ b, [U(3, 4), U(4, 5)]),
+    ("torch_mm", lambda m, a, b: m.mm(a, b.t()), lambda a, b: a @ b.T, [U(3, 4), U(5, 4)]),
+    ("mv", lambda m, a, b: a @ b, lambda a, b: a @ b, [U(3, 4), U(4)]),
+    ("vm", lambda m, a, b: a @ b, lambda a, b: a @ b, [U(4), U(4, 3)]),
+    ("dot", lambda m, a, b: a @ b, lambda a, b: a @ b, [U(4), U(4)]),
+    ("bmm", lambda m, a, b: a @ b, lambda a, b: a @ b, [U(2, 3, 4), U(2, 4, 5)]),
+    ("matmul_bcast", lambda m, a, b: m.matmul(a, b), lambda a, b: a @ b, [U(2, 3, 4), U(4, 5)]),
+    ("matmul_bcast2", lambda m, a, b: a @ b, lambda a, b: a @ b, [U(3, 4), U(2, 1, 4, 2)]),
+    ("matmul_1d_3d", lambda m, a, b: a @ b, lambda a, b: a @ b, [U(4), U(2, 4, 3)]),
+    # --- shapes and views
+    ("t", lambda m, a: a.t() * 1, lambda a: a.T, [U(3, 4)]),
+    ("T", lambda m, a: a.T * 1, lambda a: a.T, [U(3, 4)]),
+    ("reshape", lambda m, a: a.reshape(2, -1), lambda a: a.reshape(2, -1), [U(3, 4)]),
+    ("reshape_copy", lambda m, a: a.t().reshape(12), lambda a: a.T.reshape(12), [U(3, 4)]),
+    ("view", lambda m, a: a.view(4, 3), lambda a: a.reshape(4, 3), [U(3, 4)]),
+    ("permute", lambda m, a: a.permute(2, 0, 1), lambda a: a.transpose(2, 0, 1), [U(2, 3, 4)]),
+    ("transpose", lambda m, a: a.transpose(0, 2), lambda a: a.swapaxes(0, 2), [U(2, 3, 4)]),
+    ("squeeze", lambda m, a: a.squeeze(), lambda a: a.squeeze(), [U(3, 1, 4, 1)]),
+    ("squeeze_dim", lambda m, a: a.squeeze(1), lambda a: a.squeeze(1), [U(3, 1, 4)]),
+    ("unsqueeze", lambda m, a: a.unsqueeze(-1), lambda a: a[..., None], [U(3, 4)]),
+    ("expand", lambda m, a: a.expand(2, 3, 4), lambda a: np.broadcast_to(a, (2, 3, 4)), [U(3, 1)]),
+    ("flatten", lambda m, a: a.flatten(), lambda a: a.reshape(-1), [U(2, 3, 4)]),
+    ("flatten_mid", lambda m, a: m.flatten(a, 1), lambda a: a.reshape(2, -1), [U(2, 3, 4)]),
+    ("clone", lambda m, a: a.clone(), lambda a: a.copy(), [U(3, 4)]),
+    ("to_double", lambda m, a: a.to(m.float64) * 2, lambda a: a * 2, [U(3, 4)]),
+    ("sum_to_size", lambda m, a: a.sum_to_size(1, 4), lambda a: a.sum(0, keepdims=True), [U(3, 4)]),
+    ("cat", lambda m, a, b: m.cat([a, b], 1), lambda a, b: np.concatenate([a, b], 1),
+     [U(3, 2), U(3, 4)]),
+    ("stack", lambda m, a, b: m.stack([a, b], 1), lambda a, b: np.stack([a, b], 1),
+     [U(3, 4), U(3, 4)]),
+    ("split", lambda m, a: a.split(2, 1)[1] * 2, lambda a: a[:, 2:4] * 2, [U(3, 5)]),
+    ("chunk", lambda m, a: a.chunk(2)[0] + 0, lambda a: a[:2], [U(3, 4)]),
+    ("unbind", lambda m, a: m.unbind(a, 1)[2] * 1, lambda a: a[:, 2], [U(3, 4)]),
+    ("narrow", lambda m, a: a.narrow(1, 1, 2), lambda a: a[:, 1:3], [U(3, 4)]),
+    # --- indexing
+    ("index_int", lambda m, a: a[1], lambda a: a[1], [U(3, 4)]),
+    ("index_neg_int", lambda m, a: a[-1, 2], lambda a: a[-1, 2], [U(3, 4)]),
+    ("index_slice_step", lambda m, a: a[::2, 1::2], lambda a: a[::2, 1::2], [U(5, 4)]),
+    ("index_none_ellipsis", lambda m, a: a[None, ..., 1], lambda a: a[None, ..., 1], [U(3, 4)]),
+    ("index_list", lambda m, a: a[[0, 2, 2]], lambda a: a[[0, 2, 2]], [U(3, 4)]),
+    ("index_list_dim1", lambda m, a: a[:, [3, 0]], lambda a: a[:, [3, 0]], [U(3, 4)]),
+    ("index_two_lists", lambda m, a: a[[0, 1, 1], [2, 3, 3]],
+     lambda a: a[[0, 1, 1], [2, 3, 3]], [U(3, 4)]),
+    ("index_split_adv", lambda m, a: a[[0, 1], :, [1, 2]], lambda a: a[[0, 1], :, [1, 2]],
+     [U(2, 3, 4)]),
+    ("index_mask", lambda m, a: a[a > 0], lambda a: a[a > 0], [AWAY(3, 4)]),
+    ("index_row_mask", lambda m, a: a[a.sum(1) > 0], lambda a: a[a.sum(1) > 0], [AWAY(4, 3)]),
+    ("index_tensor", lambda m, a: a[m.tensor([2, 0])], lambda a: a[[2, 0]], [U(3, 4)]),
+    ("index_select", lambda m, a: m.index_select(a, 1, m.tensor([1, 1, 3])),
+     lambda a: a[:, [1, 1, 3]], [U(3, 4)]),
+    ("gather", lambda m, a: m.gather(a, 1, m.tensor([[0, 0], [1, 0], [3, 2]])),
+     lambda a: np.take_along_axis(a, np.array([[0, 0], [1, 0], [3, 2]]), 1), [U(3, 4)]),
+]
+
+IDS = [c[0] for c in CASES]
