@@ -129,16 +129,18 @@ def deep_chain(lib, steps=200):
 
 
 # 4 --------------------------------------------------------------------------------------
-def mlp_step(lib, batch=128):
+def mlp_step(lib, batch=128, device="cpu", width=(784, 256, 10)):
     if lib not in ("numgrad", "torch"):
         return None
     m = module(lib)
     m.manual_seed(0)
-    model = m.nn.Sequential(m.nn.Linear(784, 256), m.nn.ReLU(), m.nn.Linear(256, 10))
+    n_in, hidden, n_out = width
+    model = m.nn.Sequential(m.nn.Linear(n_in, hidden), m.nn.ReLU(),
+                            m.nn.Linear(hidden, n_out)).to(device)
     opt = m.optim.SGD(model.parameters(), lr=0.01)
     loss_fn = m.nn.CrossEntropyLoss()
-    x = m.tensor(_rng().random((batch, 784)).astype(np.float32))
-    y = m.tensor(_rng().integers(0, 10, batch))
+    x = m.tensor(_rng().random((batch, n_in)).astype(np.float32), device=device)
+    y = m.tensor(_rng().integers(0, n_out, batch), device=device)
 
     def run():
         opt.zero_grad()
@@ -178,19 +180,20 @@ def cross_entropy_1024x1000(lib):
 
 
 # 7 --------------------------------------------------------------------------------------
-def cnn_step(lib, batch=64, size=28):
+def cnn_step(lib, batch=64, size=28, device="cpu", channels=(16, 32)):
     if lib not in ("numgrad", "torch"):
         return None
     m = module(lib)
     nn = m.nn
     m.manual_seed(0)
     out_hw = (size // 2 - 2)
-    model = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                          nn.Conv2d(16, 32, 3), nn.ReLU(), nn.Flatten(),
-                          nn.Linear(32 * out_hw * out_hw, 10))
+    c1, c2 = channels
+    model = nn.Sequential(nn.Conv2d(1, c1, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Conv2d(c1, c2, 3), nn.ReLU(), nn.Flatten(),
+                          nn.Linear(c2 * out_hw * out_hw, 10)).to(device)
     opt = m.optim.SGD(model.parameters(), lr=0.01)
-    x = m.tensor(_rng().random((batch, 1, size, size)).astype(np.float32))
-    y = m.tensor(_rng().integers(0, 10, batch))
+    x = m.tensor(_rng().random((batch, 1, size, size)).astype(np.float32), device=device)
+    y = m.tensor(_rng().integers(0, 10, batch), device=device)
 
     def run():
         opt.zero_grad()

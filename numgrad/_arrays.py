@@ -95,3 +95,10 @@ def is_foreign_cuda(obj):
     if isinstance(obj, ndarray):
         return False
     return hasattr(obj, "__cuda_array_interface__") or type(obj).__name__ == "FakeCUDAArray"
+
+
+def zeros_on(device, shape, dtype):
+    """Zeros on ``device`` (``numgrad._device.CPU`` or ``CUDA0``)."""
+    if device.type == "cpu":
+        return np.zeros(shape, dtype)
+    return cuda_array().full(shape, 0, dtype)

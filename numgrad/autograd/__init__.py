@@ -176,3 +176,11 @@ __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable",
            "gradgradcheck", "GradcheckError", "inference_mode", "is_inference_mode_enabled",
            "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
            "is_anomaly_check_nan_enabled"]
+
+
+def __getattr__(name):
+    # ``torch.autograd.functional`` works right after ``import torch``; so does ours
+    if name == "functional":
+        import importlib
+        return importlib.import_module("numgrad.autograd.functional")
+    raise AttributeError(f"module 'numgrad.autograd' has no attribute '{name}'")

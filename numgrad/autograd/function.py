@@ -125,9 +125,9 @@ def _expandable(shape, to):
 
 
 def _zeros(meta):
-    import numpy as np
-    shape, dtype = meta
-    return _wrap(np.zeros(shape, dtype))
+    from numgrad import _arrays
+    shape, dtype, device = meta
+    return _wrap(_arrays.zeros_on(device, shape, dtype))
 
 
 class FunctionMeta(type):
@@ -230,7 +230,7 @@ def _wrap_outputs(ctx, args, is_tensor, outputs, record):
             o._grad_fn = ctx
             o._output_nr = nr
             o._requires_grad = True
-        out_meta.append((o._data.shape, o._data.dtype))
+        out_meta.append((o._data.shape, o._data.dtype, o.device))
         result.append(o)
     if record:
         ctx._out_meta = out_meta

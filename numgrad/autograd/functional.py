@@ -7,6 +7,7 @@ linear in its cotangent, so differentiating it against a dummy cotangent gives J
 
 import numpy as np
 
+from numgrad import _arrays
 from numgrad.autograd import grad as _grad
 from numgrad.autograd.grad_mode import enable_grad
 from numgrad.tensor import Tensor, _wrap
@@ -41,7 +42,7 @@ def _finish(tensors, create_graph):
 
 
 def _fill_none(grads, like):
-    return tuple(_wrap(np.zeros(x._data.shape, x._data.dtype)) if g is None else g
+    return tuple(_wrap(_arrays.zeros(x._data, x._data.shape, x._data.dtype)) if g is None else g
                  for g, x in zip(grads, like))
 
 
@@ -55,7 +56,8 @@ def _check_v(v, outputs, fn_name, arg="v"):
             raise RuntimeError(
                 "The vector v can only be None if the user-provided function returns a single "
                 "Tensor with a single element.")
-        return (_wrap(np.ones(outputs[0]._data.shape, outputs[0]._data.dtype)),)
+        o = outputs[0]._data
+        return (_wrap(_arrays.ones(o, o.shape, o.dtype)),)
     _, vs = _as_tuple(v, arg, fn_name)
     if len(vs) != len(outputs):
         raise RuntimeError(
@@ -93,13 +95,14 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
                 raise RuntimeError("The vector v can only be None if the input to the "
                                    "user-provided function is a single Tensor with a single "
                                    "element.")
-            vs = (_wrap(np.ones(inputs[0]._data.shape, inputs[0]._data.dtype)),)
+            x = inputs[0]._data
+            vs = (_wrap(_arrays.ones(x, x.shape, x.dtype)),)
         else:
             vs = _check_v(v, inputs, "jvp")
         out_tuple, outputs = _as_tuple(func(*inputs), "outputs of the user-provided function",
                                        "jvp")
-        dummies = tuple(_wrap(np.zeros(o._data.shape, o._data.dtype)).requires_grad_(True)
-                        for o in outputs)
+        dummies = tuple(_wrap(_arrays.zeros(o._data, o._data.shape, o._data.dtype))
+                        .requires_grad_(True) for o in outputs)
         diff = [(o, u) for o, u in zip(outputs, dummies) if o.requires_grad]
         if not diff:
             jv = _fill_none((None,) * len(outputs), outputs)
@@ -133,20 +136,22 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
                 if out.requires_grad:
                     v = np.zeros(out._data.shape, out._data.dtype)
                     v.reshape(-1)[k] = 1
+                    v = _arrays.to_device(v, out.device)
                     gs = _grad(out, inputs, _wrap(v), retain_graph=True,
                                create_graph=create_graph, allow_unused=True)
                 else:
                     gs = (None,) * len(inputs)
                 for j, (g, x) in enumerate(zip(gs, inputs)):
                     rows[j].append(g if g is not None else
-                                   _wrap(np.zeros(x._data.shape, x._data.dtype)))
+                                   _wrap(_arrays.zeros(x._data, x._data.shape, x._data.dtype)))
             per_input = []
             for j, x in enumerate(inputs):
                 from numgrad.ops.shape import reshape, stack
                 if n:
                     jac = reshape(stack(rows[j], 0), out._data.shape + x._data.shape)
                 else:
-                    jac = _wrap(np.zeros(out._data.shape + x._data.shape, x._data.dtype))
+                    jac = _wrap(_arrays.zeros(x._data, out._data.shape + x._data.shape,
+                                              x._data.dtype))
                 per_input.append(jac if create_graph else jac.detach())
             result.append(_unpack(is_tuple, tuple(per_input)))
     return _unpack(out_tuple, tuple(result))
@@ -198,8 +203,8 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
                                "single element.")
         vs = _check_v(v, inputs, "hvp") if v is not None else _check_v(None, inputs, "hvp")
         g = _fill_none(_grad(out, inputs, create_graph=True, allow_unused=True), inputs)
-        dummies = tuple(_wrap(np.zeros(x._data.shape, x._data.dtype)).requires_grad_(True)
-                        for x in inputs)
+        dummies = tuple(_wrap(_arrays.zeros(x._data, x._data.shape, x._data.dtype))
+                        .requires_grad_(True) for x in inputs)
         pairs = [(gi, u) for gi, u in zip(g, dummies) if gi.requires_grad]
         if pairs:
             gv = _grad([p[0] for p in pairs], inputs, [p[1] for p in pairs], create_graph=True,
