@@ -19,6 +19,8 @@ from numgrad.autograd.anomaly_mode import STATE as ANOMALY
 from numgrad.autograd.graph import FREED_MSG, AccumulateGrad
 from numgrad.tensor import _wrap
 
+_ND = np.ndarray  # data of any other class is on the GPU
+
 _TYPE_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "int32": "Int",
                "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
 
@@ -302,7 +304,7 @@ def backward_scalar(t):
     a = t._data
     if fn is None or a.size != 1 or a.dtype.kind != "f":
         return False
-    if a.__class__ is np.ndarray:
+    if a.__class__ is _ND:
         g = _wrap(np.array(1, a.dtype).reshape(a.shape) if a.ndim else np.array(1, a.dtype))
     else:
         g = _wrap(a.__class__.full(a.shape, 1, a.dtype))

@@ -12,12 +12,14 @@ from numgrad.ops import shape as sh
 from numgrad.ops._util import EW, is_scalar
 from numgrad.tensor import Tensor
 
+_ND = np.ndarray  # data of any other class is on the GPU
+
 
 def _add_inplace_raw(self, other):
     """self += other without recording or checks (the engine's gradient accumulation)."""
     a = self._data
     b = other._data
-    if (a.__class__ is np.ndarray and b.__class__ is np.ndarray and a.dtype is b.dtype
+    if (a.__class__ is _ND and b.__class__ is _ND and a.dtype is b.dtype
             and a.shape == b.shape and a.flags.c_contiguous and b.flags.c_contiguous):
         k = EW.add
         (k.flat if a.size < EW.PARALLEL_MIN else k.flat_par)(a.ravel(), b.ravel(), a.ravel(),

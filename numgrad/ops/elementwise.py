@@ -29,6 +29,8 @@ from numgrad.ops._util import (
     wrap_out,
 )
 
+_ND = np.ndarray  # data of any other class is on the GPU
+
 # ========================================================================================
 # generic launchers
 # ========================================================================================
@@ -40,7 +42,7 @@ from numgrad.ops._util import (
 
 
 def _flat1(kernel, xd, p, q):
-    if xd.__class__ is not np.ndarray:  # CUDA data: the launcher picks the GPU kernels
+    if xd.__class__ is not _ND:  # CUDA data: the launcher picks the GPU kernels
         return EW.unary(kernel, xd, xd.dtype, p, q)
     out = np.empty(xd.shape, xd.dtype)
     n = out.size
@@ -50,7 +52,7 @@ def _flat1(kernel, xd, p, q):
 
 
 def _flat2(kernel, ad, bd, p, q):
-    if ad.__class__ is not np.ndarray or bd.__class__ is not np.ndarray:
+    if ad.__class__ is not _ND or bd.__class__ is not _ND:
         return EW.binary(kernel, ad, bd, ad.dtype, ad.shape, p, q)
     out = np.empty(ad.shape, ad.dtype)
     n = out.size

@@ -40,8 +40,10 @@ class ExpandBackward0(Node):
 def broadcast_to_shape(g, shape, scale=1):
     """``g`` (broadcastable to ``shape``) materialized at ``shape`` and multiplied by ``scale``;
     a fresh array, so the engine can hand it to a leaf without copying."""
-    out_arr = _arrays.empty(g._data, shape, g._data.dtype)
-    if g._data.ndim == 0 and out_arr.size and g._data.__class__ is np.ndarray:
+    gd = g._data
+    cpu = gd.__class__ is np.ndarray
+    out_arr = np.empty(shape, gd.dtype) if cpu else _arrays.empty(gd, shape, gd.dtype)
+    if gd.ndim == 0 and out_arr.size and cpu:
         # the usual case (sum/mean of everything) on the CPU: a fill
         v = g._data.item() * scale
         EW.unary(EW.fill, out_arr.reshape(-1), out_arr.dtype, v, out=out_arr.reshape(-1))

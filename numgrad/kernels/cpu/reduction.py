@@ -42,6 +42,7 @@ def _acc_buffer(x, n):
 
 
 _FAST = {"fastmath": {"reassoc", "nsz", "contract"}}
+_ND = np.ndarray  # launchers hand data of any other class (CUDA) to the twin module
 
 
 @jit(**_FAST)
@@ -337,7 +338,7 @@ def reduce_dims(kernel, x, dims, dtype, *args):
 
     Returns the result with the reduced dims kept as size 1.
     """
-    if x.__class__ is not np.ndarray:
+    if x.__class__ is not _ND:
         return twin("reduction").reduce_dims(kernel, x, dims, dtype, *args)
     for k, (start, stop) in enumerate(reversed(runs(dims))):
         x3 = as3d(x, start, stop)
@@ -356,7 +357,7 @@ def _rest_args(kernel, args):
 
 def sum_all(x, dtype, scale):
     """scale * sum of every element, as a 0-d array."""
-    if x.__class__ is not np.ndarray:
+    if x.__class__ is not _ND:
         return twin("reduction").sum_all(x, dtype, scale)
     out = np.empty((1, 1), dtype)
     sum_3d(x.reshape(1, x.size, 1), out, scale)
@@ -365,7 +366,7 @@ def sum_all(x, dtype, scale):
 
 def sum_dims(x, dims, dtype, scale):
     """sum over ``dims`` (non-empty) times ``scale`` (mean: 1/n); reduced dims kept as 1."""
-    if x.__class__ is not np.ndarray:
+    if x.__class__ is not _ND:
         return twin("reduction").sum_dims(x, dims, dtype, scale)
     return reduce_dims(sum_3d, x, dims, dtype, scale)
 
@@ -377,7 +378,7 @@ def _rows(kernel, size):
 
 def along(kernel, x, dim, out_dtype, *args):
     """Apply an (o, r, i) -> (o, r, i) kernel along ``dim``; the result has x's shape."""
-    if x.__class__ is not np.ndarray:
+    if x.__class__ is not _ND:
         return twin("reduction").along(kernel, x, dim, out_dtype, *args)
     if dim == x.ndim - 1 and x.flags.c_contiguous and x.size:
         x2 = x.reshape(-1, x.shape[-1])
@@ -392,7 +393,7 @@ def along(kernel, x, dim, out_dtype, *args):
 
 def along2(kernel, g, y, dim, out_dtype):
     """Like ``along`` for backward kernels of two same-shaped inputs."""
-    if g.__class__ is not np.ndarray or y.__class__ is not np.ndarray:
+    if g.__class__ is not _ND or y.__class__ is not _ND:
         return twin("reduction").along2(kernel, g, y, dim, out_dtype)
     if (dim == y.ndim - 1 and y.flags.c_contiguous and g.flags.c_contiguous and y.size
             and g.shape == y.shape):
