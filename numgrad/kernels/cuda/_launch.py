@@ -51,9 +51,35 @@ def _sim_ready(fn):
     return f
 
 
+def _disk_cache():
+    """Cache compiled GPU kernels in numgrad's kernel cache directory (``<dir>/cuda``), keyed
+    like the CPU kernels by a hash of every kernel source, so an edit anywhere invalidates
+    them. Off under the simulator and when numgrad's cache is off or not writable."""
+    if SIM:
+        return False
+    from numgrad.kernels import _jit
+    try:
+        from numba.cuda.dispatcher import CUDACacheImpl
+    except ImportError:  # Numba's built-in CUDA target: compile in memory
+        return False
+    classes = getattr(CUDACacheImpl, "_locator_classes", None)
+    if _jit.CACHE_DIR is None or not isinstance(classes, list):
+        return False
+
+    class _CudaLocator(_jit._NumgradCacheLocator):
+        def get_cache_path(self):
+            return os.path.join(_jit.CACHE_DIR, "cuda")
+
+    CUDACacheImpl._locator_classes = [_CudaLocator, *classes]
+    return True
+
+
+CACHE = _disk_cache()
+
+
 def jit(fn):
     """A kernel defined directly in a module (``@jit`` instead of ``@cuda.jit``)."""
-    k = cuda.jit(_sim_ready(fn))
+    k = cuda.jit(_sim_ready(fn), cache=CACHE)
     _RECIPES[id(k)] = ("attr", fn.__module__, fn.__name__)
     return k
 
@@ -73,7 +99,7 @@ def kernel(template, name, **bindings):
         g["math"] = _SimMath()
     fn = types.FunctionType(template.__code__, g, template.__name__, template.__defaults__)
     fn.__qualname__ = f"{template.__name__}__{name}"
-    k = cuda.jit(fn)
+    k = cuda.jit(fn, cache=CACHE)
     _RECIPES[id(k)] = ("kernel", template.__module__, template.__name__, name,
                        {b: _recipe(v) for b, v in bindings.items()})
     return k
