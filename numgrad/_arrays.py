@@ -45,12 +45,6 @@ def contiguous(a):
     return a.contiguous()
 
 
-def broadcast_to(a, shape):
-    if a.__class__ is ndarray:
-        return np.broadcast_to(a, shape)
-    return a.broadcast_to(shape)
-
-
 def host(a):
     """The values of ``a`` as a NumPy array (a device-to-host copy for CUDA data)."""
     return a if a.__class__ is ndarray else a.to_host()
@@ -63,10 +57,6 @@ def to_device(a, dev):
     if a.__class__ is ndarray:
         return cuda_array().from_host(a)
     return a
-
-
-def same_device(a, b):
-    return (a.__class__ is ndarray) == (b.__class__ is ndarray)
 
 
 def shares_memory(a, b):

@@ -5,7 +5,6 @@ A tensor's device is the class of its data: a NumPy array on the CPU, a ``CudaAr
 first time a CUDA device is asked for.
 """
 
-
 import numpy as np
 
 

@@ -57,7 +57,7 @@ def synchronize(device=None):
 
 
 def empty_cache():
-    """Return cached, unused device memory to the driver."""
+    """Free now the device memory of arrays already released (Numba defers those frees)."""
     if is_available():
         from numgrad.kernels.cuda import _launch
         _launch.release_cached()
