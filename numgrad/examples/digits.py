@@ -94,11 +94,12 @@ def evaluate(model, x, y, loss_fn):
     return loss, accuracy
 
 
-def train(kind="mlp", epochs=None, batch_size=64, lr=None, quiet=False):
+def train(kind="mlp", epochs=None, batch_size=64, lr=None, quiet=False, device="cpu"):
     """Train one model; returns (model, history) with per-epoch losses and accuracies."""
     torch.manual_seed(SEED)
     x_train, x_test, y_train, y_test = load_digits_split()
-    model = make_mlp() if kind == "mlp" else make_cnn()
+    x_test, y_test = x_test.to(device), y_test.to(device)
+    model = (make_mlp() if kind == "mlp" else make_cnn()).to(device)
     epochs = epochs or (40 if kind == "mlp" else 20)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr or 3e-3)
     scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=epochs)
@@ -111,6 +112,7 @@ def train(kind="mlp", epochs=None, batch_size=64, lr=None, quiet=False):
         bar = progress_bar(f"{kind} epoch {epoch + 1:2d}/{epochs}", len(loader), quiet)
         total, count = 0.0, 0
         for xb, yb in loader:
+            xb, yb = xb.to(device), yb.to(device)
             optimizer.zero_grad()
             loss = loss_fn(model(xb), yb)
             loss.backward()
@@ -156,12 +158,13 @@ def main(argv=None):
     parser.add_argument("--model", choices=["mlp", "cnn", "both"], default="both")
     parser.add_argument("--epochs", type=int, default=None)
     parser.add_argument("--out", default=".", help="folder for the curves PNG")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda")
     args = parser.parse_args(argv)
     kinds = ["mlp", "cnn"] if args.model == "both" else [args.model]
     histories = {}
     for kind in kinds:
         start = time.perf_counter()
-        _, history = train(kind, args.epochs)
+        _, history = train(kind, args.epochs, device=args.device)
         histories[kind] = history
         print(f"{kind}: final test accuracy {100 * history['test_acc'][-1]:.2f}% "
               f"({time.perf_counter() - start:.1f} s)")
