@@ -114,6 +114,32 @@ def test_embedding_matches_pytorch():
         assert type(out.grad_fn).__name__ == type(tout.grad_fn).__name__
 
 
+@requires_torch
+def test_linear_weight_gradient_layout_matches_pytorch():
+    # the gradient for t(weight) comes out column-major, so the weight's own is contiguous
+    ours, theirs = nn.Linear(4, 3), tnn.Linear(4, 3)
+    copy_weights(ours, theirs)
+    x = np.arange(20.0, dtype=np.float32).reshape(5, 4) / 7
+    out, tout = ours(ng.tensor(x)), theirs(torch.tensor(x))
+    g = np.linspace(-1, 1, 15, dtype=np.float32).reshape(5, 3)
+    grads, tgrads = out.grad_fn(ng.tensor(g)), tout.grad_fn(torch.tensor(g))
+    assert grads[1] is None and tgrads[1] is None
+    assert_close(grads[2], tgrads[2])
+    assert grads[2].stride() == tgrads[2].stride() == (1, 4)
+    out.backward(ng.tensor(g))
+    assert ours.weight.grad.stride() == (4, 1)
+    for column_major in (False, True):  # mm's mat2 gradient takes mat2's layout too
+        b = x[1:, 1:].copy()
+        ob = ng.tensor(b.T.copy()).t() if column_major else ng.tensor(b)
+        tb = torch.tensor(b.T.copy()).t() if column_major else torch.tensor(b)
+        ob.requires_grad_()
+        tb.requires_grad_()
+        o, to = ng.mm(ng.tensor(x), ob), torch.mm(torch.tensor(x), tb)
+        ga, tga = o.grad_fn(ng.tensor(g)), to.grad_fn(torch.tensor(g))
+        assert_close(ga[1], tga[1])
+        assert ga[1].stride() == tga[1].stride()
+
+
 def test_dropout_train_statistics():
     ng.manual_seed(0)
     x = ng.ones(200, 100, requires_grad=True)

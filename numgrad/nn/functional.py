@@ -73,11 +73,11 @@ class AddmmBackward0(Node):
 
     # d/dbias = beta g, d/dmat1 = alpha g mat2^T, d/dmat2 = alpha mat1^T g
     def _backward(self, g):
-        m1, m2, alpha, beta = self._saved
+        m1, m2, alpha, beta, m2_column_major = self._saved
         gs = g if alpha == 1 else ew.mul(g, alpha)
         return (g if beta == 1 else ew.mul(g, beta),
                 la.mm(gs, sh.t(m2)) if _needs(self, 1) else None,
-                la.mm(sh.t(m1), gs) if _needs(self, 2) else None)
+                la.mat2_grad(m1, gs, m2_column_major) if _needs(self, 2) else None)
 
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
@@ -103,7 +103,8 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     if with_graph:
         node = AddmmBackward0((edge(input), edge(mat1), edge(mat2)),
                               (mat1 if mat2._requires_grad else None,
-                               mat2 if mat1._requires_grad else None, alpha, beta))
+                               mat2 if mat1._requires_grad else None, alpha, beta,
+                               la.column_major(mat2)))
         m_in = meta_for(input, (n, m), dtype_of(mat1))
         if m_in is not None:
             node._meta = (m_in, None, None)

@@ -26,16 +26,30 @@ def _product(a, b, shape):
     return out
 
 
+def column_major(b):
+    """Whether matrix ``b`` is laid out column by column (the t() of a Linear weight)."""
+    shape = b._data.shape
+    return shape[0] > 1 and shape[1] > 1 and b._data.flags.f_contiguous
+
+
+def mat2_grad(a, g, b_column_major):
+    """A^T G laid out like B: for a column-major B it is computed as (G^T A)^T, so a Linear
+    weight's own gradient comes out contiguous (PyTorch does the same)."""
+    if b_column_major:
+        return sh.t(mm(sh.t(g), a))
+    return mm(sh.t(a), g)
+
+
 class MmBackward0(Node):
     __slots__ = ()
     _names_of_saved = ("self", "mat2")
 
     # d/dA (A B) = G B^T, d/dB (A B) = A^T G
     def _backward(self, g):
-        a, b = self._saved
+        a, b, b_column_major = self._saved
         na, nb = self.next_functions
         return (mm(g, sh.t(b)) if na[0] is not None else None,
-                mm(sh.t(a), g) if nb[0] is not None else None)
+                mat2_grad(a, g, b_column_major) if nb[0] is not None else None)
 
 
 class MvBackward0(Node):
@@ -92,7 +106,7 @@ def mm(input, mat2):
     _check_dtypes(a, b)
     out = _wrap(_product(a, b, (n, p)))
     if state.enabled and (a._requires_grad or b._requires_grad):
-        attach(out, MmBackward0((edge(a), edge(b)), _saved_pair(a, b)))
+        attach(out, MmBackward0((edge(a), edge(b)), _saved_pair(a, b) + (column_major(b),)))
     return out
 
 
