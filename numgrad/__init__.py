@@ -5,11 +5,14 @@ first use and are cached on disk (see ``numgrad.kernels._jit``).
 """
 
 import os as _os
+import sys as _sys
 
 # OpenBLAS (NumPy's BLAS) keeps its helper threads spinning for ~2^28 cycles after each call;
-# on small machines they then starve numgrad's own kernel threads (a 2.5x slower CNN step on
-# 2 cores). Unless the user chose otherwise, let them sleep right away. This only works when
-# numgrad is imported before NumPy loads OpenBLAS; it never changes results.
+# on small machines they then starve numgrad's own kernel threads (a 2.5-4x slower CNN step
+# on 2 cores). Unless the user chose otherwise, let them sleep right away. OpenBLAS reads the
+# variable when it loads; if NumPy was imported first, numgrad.kernels.cpu._openblas makes it
+# read it again when the first CPU kernel loads. It never changes results.
+_numpy_came_first = "numpy" in _sys.modules and "OPENBLAS_THREAD_TIMEOUT" not in _os.environ
 _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 from numgrad import autograd  # noqa: I001,E402  (autograd first: it wires tensor <-> graph)

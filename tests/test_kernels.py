@@ -7,6 +7,7 @@ import sys
 import textwrap
 
 import numpy as np
+import pytest
 
 import numgrad as ng
 
@@ -25,6 +26,36 @@ def test_import_does_not_load_numba():
     """)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "False"
+
+
+_OPENBLAS_TIMEOUT = """
+    {first}
+    import ctypes, numgrad as ng
+    a = ng.ones(40, 40)
+    (a @ a).sum().item()
+    from numgrad.kernels.cpu import _openblas
+    path = _openblas._loaded_openblas()
+    print(-1 if path is None else ctypes.CDLL(path).openblas_thread_timeout())
+"""
+
+
+@pytest.mark.parametrize("first", ["import numpy", "import numgrad"])
+def test_openblas_workers_get_a_short_timeout_whatever_the_import_order(first):
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(_OPENBLAS_TIMEOUT).format(
+        first=first)], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    if r.stdout.strip() == "-1":
+        pytest.skip("NumPy is not linked to its own OpenBLAS here")
+    assert r.stdout.strip() == "4"
+
+
+def test_openblas_timeout_chosen_by_the_user_is_kept():
+    r = _run(_OPENBLAS_TIMEOUT.format(first="import numpy"), {"OPENBLAS_THREAD_TIMEOUT": "9"})
+    assert r.returncode == 0, r.stderr
+    if r.stdout.strip() == "-1":
+        pytest.skip("NumPy is not linked to its own OpenBLAS here")
+    assert r.stdout.strip() == "9"
 
 
 def test_works_without_a_writable_cache(tmp_path):

@@ -2,6 +2,11 @@
 
 import importlib
 
+import numgrad
+from numgrad.kernels.cpu import _openblas
+
+_openblas.settle(numgrad._numpy_came_first)
+
 _SUBMODULES = ("elementwise", "reduction", "indexing", "linalg", "random")
 
 
