@@ -100,6 +100,27 @@ def test_layer_matches_pytorch(name, dtype):
 
 
 @requires_torch
+@pytest.mark.parametrize("geo", [
+    dict(kernel_size=2),  # windows inside the plane (the branch-free path)
+    dict(kernel_size=(2, 3), stride=(1, 2)),
+    dict(kernel_size=3, stride=2, padding=1),
+    dict(kernel_size=2, dilation=2, ceil_mode=True),
+])
+def test_max_pool2d_nan_and_ties_match_pytorch(geo):
+    x = np.round(np.random.default_rng(3).standard_normal((2, 3, 7, 8)) * 1.5).astype(np.float32)
+    x[0, 0, 0, 1] = x[0, 1, 4, 4] = x[0, 1, 4, 5] = x[1, 2, 6, 7] = np.nan
+    ours, theirs = ng.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    out, idx = F.max_pool2d(ours, return_indices=True, **geo)
+    tout, tidx = torch.nn.functional.max_pool2d(theirs, return_indices=True, **geo)
+    np.testing.assert_array_equal(out.detach().numpy(), tout.detach().numpy())
+    np.testing.assert_array_equal(idx.numpy(), tidx.numpy())
+    g = np.arange(out.numel(), dtype=np.float32).reshape(out.shape)
+    out.backward(ng.tensor(g))
+    tout.backward(torch.tensor(g))
+    assert_close(ours.grad, theirs.grad)
+
+
+@requires_torch
 def test_embedding_matches_pytorch():
     for pad in (None, 1):
         ours, theirs = nn.Embedding(6, 3, padding_idx=pad), tnn.Embedding(6, 3, padding_idx=pad)

@@ -78,9 +78,31 @@ col2im, col2im_par = serial_and_parallel(_col2im)
 
 
 def _max_pool2d(x, kh, kw, sh, sw, ph, pw, dh, dw, out, idx):
-    """Window maxima (nan wins, first max on ties) and their flat indices in each plane."""
+    """Window maxima and their flat indices in each plane, as in PyTorch: the last nan
+    wins, the first maximum wins ties."""
     n_b, n_c, h, w = x.shape
     oh, ow = out.shape[2], out.shape[3]
+    if ph == 0 and pw == 0 and dh == 1 and dw == 1 and (oh - 1) * sh + kh <= h \
+            and (ow - 1) * sw + kw <= w:
+        # every window lies inside the plane: no bounds tests, and selects instead of
+        # branches (on real data the comparison is a coin flip: 2x faster on 2x2 windows)
+        for n in prange(n_b):
+            for c in range(n_c):
+                for yo in range(oh):
+                    y0 = yo * sh
+                    for xo in range(ow):
+                        x0 = xo * sw
+                        best = x[n, c, y0, x0]
+                        bi = y0 * w + x0
+                        for i in range(kh):
+                            for j in range(kw):
+                                v = x[n, c, y0 + i, x0 + j]
+                                take = (v > best) | (v != v)
+                                bi = (y0 + i) * w + x0 + j if take else bi
+                                best = v if take else best
+                        out[n, c, yo, xo] = best
+                        idx[n, c, yo, xo] = bi
+        return
     for n in prange(n_b):
         for c in range(n_c):
             for yo in range(oh):
@@ -99,10 +121,6 @@ def _max_pool2d(x, kh, kw, sh, sw, ph, pw, dh, dw, out, idx):
                             if v > best or v != v or bi < 0:
                                 best = v
                                 bi = iy * w + ix
-                                if v != v:
-                                    break
-                        if best != best:
-                            break
                     out[n, c, yo, xo] = best
                     idx[n, c, yo, xo] = bi
 

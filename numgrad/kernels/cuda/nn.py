@@ -229,16 +229,12 @@ def _max_pool_k(x, xo, xs, n_c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, ou
                 if v > best or v != v or bi < 0:
                     best = v
                     bi = iy * w + ix
-                    if v != v:
-                        break
-            if best != best:
-                break
         out[oo + b * os[0] + c * os[1] + yo * os[2] + xc * os[3]] = best
         idx[io + b * is_[0] + c * is_[1] + yo * is_[2] + xc * is_[3]] = bi
 
 
 def max_pool2d(x, kh, kw, sh, sw, ph, pw, dh, dw, out, idx):
-    """Window maxima (nan wins, first max on ties) and their flat indices in each plane."""
+    """Window maxima and their flat indices (the last nan wins, the first maximum ties)."""
     x, out, idx = from_any(x), from_any(out), from_any(idx)
     n_c, h, w = x.shape[1], x.shape[2], x.shape[3]
     oh, ow = out.shape[2], out.shape[3]
