@@ -127,11 +127,13 @@ def make_dot(var, params=None, show_attrs=False, show_saved=False, max_attr_char
         else:
             dot.node(str(id(fn)), fn_label(fn))
             if show_saved and fn._saved:
+                names = getattr(type(fn), "_names_of_saved", ())
                 for k, value in enumerate(fn._saved):
+                    if names and k >= len(names):
+                        break  # past PyTorch's saved names: numgrad's own extras
                     if isinstance(value, (Tensor, np.ndarray)):
                         arr = value._data if isinstance(value, Tensor) else value
                         sid = f"{id(fn)}_saved{k}"
-                        names = getattr(type(fn), "_names_of_saved", ())
                         label = names[k] if k < len(names) else f"saved {k}"
                         dot.node(sid, f"{label}\n {_size(arr.shape)}", fillcolor="orange")
                         dot.edge(sid, str(id(fn)), dir="none")

@@ -219,8 +219,14 @@ def _group_slices(total, groups):
     return [slice(i * step, (i + 1) * step) for i in range(groups)]
 
 
+# columns up to this size are kept from the forward pass for the weight gradient (saves
+# one im2col per convolution in backward; larger ones are rebuilt to bound memory)
+KEEP_COLUMNS_BYTES = 64 << 20
+
+
 def _conv_forward(x, w, bias, geo):
-    """(N, OC, L): one GEMM per group over the whole batch, then bias and layout in one pass."""
+    """(N, OC, L) and the columns: one GEMM per group over the whole batch, then bias and
+    layout in one pass."""
     n = x.shape[0]
     oc = w.shape[0]
     cols = _im2col_kmajor(x, geo)
@@ -238,7 +244,7 @@ def _conv_forward(x, w, bias, geo):
     else:
         EW.binary(EW.add, src, bias.reshape(1, oc, 1).astype(out.dtype, copy=False), out.dtype,
                   out.shape, out=out)
-    return out
+    return out, cols
 
 
 class ConvolutionBackward0(Node):
@@ -247,7 +253,7 @@ class ConvolutionBackward0(Node):
 
     # conv(x, W) = W cols(x): dW = G cols(x)^T, dx = col2im(W^T G), db = sum G
     def _backward(self, g):
-        x, w, geo = self._saved
+        x, w, geo, cols = self._saved
         if state.enabled:  # create_graph: the same rule in differentiable ops
             return _conv_backward_ops(g, x, w, geo, self)
         n, oc = g._data.shape[0], g._data.shape[1]
@@ -263,7 +269,8 @@ class ConvolutionBackward0(Node):
         slices_k = _group_slices(k, geo.groups)
         w2 = w._data.reshape(oc, -1)
         if _needs(self, 1):
-            cols = _im2col_kmajor(x._data, geo)
+            if cols is None:
+                cols = _im2col_kmajor(x._data, geo)
             gw2 = A.empty(g2, w2.shape, g2.dtype)
             for go, gk in zip(slices_o, slices_k):
                 LIN.matmul(g2[go], cols[gk].T, gw2[go])
@@ -315,14 +322,15 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
             f"Input type ({dtype_of(input)._legacy}) and weight type ({dtype_of(weight)._legacy})"
             " should be the same")
     geo = _conv_geom(input._data.shape, weight._data.shape, stride, padding, dilation, groups)
-    out_arr = _conv_forward(input._data, weight._data,
-                            bias._data if bias is not None else None, geo)
+    out_arr, cols = _conv_forward(input._data, weight._data,
+                                  bias._data if bias is not None else None, geo)
     out = _wrap(out_arr.reshape(out_arr.shape[0], out_arr.shape[1], geo.oh, geo.ow))
     reqs = (input, weight) + ((bias,) if bias is not None else ())
     if state.enabled and any(t._requires_grad for t in reqs):
+        keep = weight._requires_grad and cols.nbytes <= KEEP_COLUMNS_BYTES
         node = ConvolutionBackward0((edge(input), edge(weight),
                                      edge(bias) if bias is not None else NO_EDGE),
-                                    (input, weight, geo))
+                                    (input, weight, geo, cols if keep else None))
         attach(out, node)
     return sh.squeeze(out, 0) if unbatched else out
 
