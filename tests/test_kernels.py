@@ -137,3 +137,39 @@ def test_rounding_keeps_floats_whole_and_special_values():
         for fn, ref in ((ng.floor, np.floor), (ng.ceil, np.ceil), (ng.trunc, np.trunc),
                         (ng.round, np.rint)):
             np.testing.assert_array_equal(fn(x).numpy(), ref(a))
+
+
+_BROADCASTS = [  # (shapes of the operands), the output shape is their broadcast
+    ((3, 4, 5, 6), (1, 4, 1, 6)),
+    ((3, 4, 5, 6), (1, 1, 5, 1)),  # inner dim broadcast (a bias over channels)
+    ((3, 1, 5, 1), (1, 4, 1, 6)),  # both broadcast, neither inner dim full
+    ((2, 1), (1, 1)),
+    ((7,), (2, 3, 1)),
+    ((2, 3, 2, 2, 5), (3, 1, 1, 5)),  # more than 4 dims
+]
+
+
+@pytest.mark.parametrize("shapes", _BROADCASTS)
+@pytest.mark.parametrize("parallel", [False, True])
+def test_broadcast_loops_match_numpy(shapes, parallel, monkeypatch):
+    from numgrad.kernels.cpu import elementwise as EW
+    if parallel:
+        monkeypatch.setattr(EW, "PARALLEL_MIN", 1)
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal(s) for s in shapes)
+    c = rng.standard_normal(shapes[0][-1:])
+    shape = np.broadcast_shapes(a.shape, b.shape, c.shape)
+    at = np.asfortranarray(a)  # strided operands take the same loops
+    np.testing.assert_allclose(EW.binary(EW.sub, at, b, np.float64, shape), a - b, rtol=0)
+    np.testing.assert_allclose(EW.binary(EW.sub, b, at, np.float64, shape), b - a, rtol=0)
+    got = EW.ternary(EW.where, c > 0, at, b, np.float64, shape)
+    np.testing.assert_allclose(got, np.where(c > 0, a, b), rtol=0)
+    got = EW.ternary(EW.where, np.broadcast_to(c > 0, shape), a, b, np.float64, shape)
+    np.testing.assert_allclose(got, np.where(c > 0, a, b), rtol=0)
+    out = np.empty(shape)
+    EW.unary(EW.neg, at, np.float64, out=out)  # size-1 dims repeat
+    np.testing.assert_allclose(out, -np.broadcast_to(a, shape), rtol=0)
+    small = a[..., :1]
+    out = np.empty(small.shape[:-1] + (4,))
+    EW.unary(EW.neg, small, np.float64, out=out)  # a broadcast inner dim
+    np.testing.assert_allclose(out, -np.broadcast_to(small, out.shape), rtol=0)
