@@ -173,3 +173,42 @@ def test_broadcast_loops_match_numpy(shapes, parallel, monkeypatch):
     out = np.empty(small.shape[:-1] + (4,))
     EW.unary(EW.neg, small, np.float64, out=out)  # a broadcast inner dim
     np.testing.assert_allclose(out, -np.broadcast_to(small, out.shape), rtol=0)
+
+
+@pytest.mark.parametrize("geo", [  # kh, kw, sh, sw, ph, pw, dh, dw
+    (3, 3, 1, 1, 1, 1, 1, 1), (3, 2, 2, 3, 1, 2, 2, 1), (2, 3, 3, 2, 0, 0, 3, 2)])
+@pytest.mark.parametrize("parallel", [False, True])
+def test_im2col_and_col2im_agree_across_column_layouts(geo, parallel):
+    from numgrad.kernels.cpu import nn as NN
+    kh, kw, sh, sw, ph, pw, dh, dw = geo
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((3, 2, 9, 10)).astype(np.float32)
+    oh = (9 + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    ow = (10 + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    args = (kh, kw, sh, sw, ph, pw, dh, dw, oh, ow)
+    im2col, col2im = (NN.im2col_par, NN.col2im_par) if parallel else (NN.im2col, NN.col2im)
+    k, n_l = 2 * kh * kw, oh * ow
+    # reference: the definition, pixel by pixel
+    ref = np.zeros((3, k, n_l), np.float32)
+    for c in range(2):
+        for i in range(kh):
+            for j in range(kw):
+                for yo in range(oh):
+                    for xo in range(ow):
+                        iy, ix = yo * sh - ph + i * dh, xo * sw - pw + j * dw
+                        if 0 <= iy < 9 and 0 <= ix < 10:
+                            ref[:, (c * kh + i) * kw + j, yo * ow + xo] = x[:, c, iy, ix]
+    layouts = {"nk": np.empty((3, k, n_l), np.float32),
+               "kn": np.empty((k, 3, n_l), np.float32).transpose(1, 0, 2),
+               "strided": np.empty((3, k, 2 * n_l), np.float32)[:, :, ::2]}
+    g = rng.standard_normal((3, k, n_l)).astype(np.float32)
+    expect = np.empty_like(x)
+    NN.col2im(g.copy(), *args, expect)
+    np.testing.assert_allclose(np.sum(ref * g), np.sum(x * expect), rtol=1e-4)  # adjoint
+    for cols in layouts.values():
+        im2col(x, *args, cols)
+        np.testing.assert_array_equal(cols, ref)
+        cols[...] = g
+        got = np.full_like(x, np.nan)
+        col2im(cols, *args, got)
+        np.testing.assert_allclose(got, expect, rtol=1e-6, atol=1e-6)
