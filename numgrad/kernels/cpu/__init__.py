@@ -3,9 +3,12 @@
 import importlib
 
 import numgrad
-from numgrad.kernels.cpu import _openblas
+from numgrad.kernels.cpu import _malloc, _openblas, _threads
 
+# process-wide settings that only affect speed (each module says what and why)
 _openblas.settle(numgrad._numpy_came_first)
+_malloc.settle()
+_threads.settle()
 
 _SUBMODULES = ("elementwise", "reduction", "indexing", "linalg", "random")
 
