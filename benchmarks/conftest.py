@@ -12,6 +12,10 @@ THREADS = int(os.environ.get("NUMGRAD_BENCH_THREADS", os.cpu_count() or 1))
 
 
 def pytest_configure(config):
+    # numgrad first: PyTorch puts its libgomp in the global symbol scope, and Numba started
+    # after it would share PyTorch's OpenMP runtime (see benchmarks/report.py)
+    import numgrad
+    numgrad.set_num_threads(THREADS)
     try:
         import torch
         torch.set_num_threads(THREADS)

@@ -133,13 +133,16 @@ def main(argv=None):
     args = parser.parse_args(argv)
     rounds = args.rounds or (2 if args.quick else 15)
     libs = [lib for lib in LIBS if available(lib)]
-    if "torch" in libs:
-        import torch
-        torch.set_num_threads(args.threads)
+    # numgrad's thread pool starts before PyTorch loads: PyTorch loads its own libgomp into
+    # the global symbol scope, and a Numba started after that would run on PyTorch's OpenMP
+    # runtime (its settings, its threads) instead of its own, as it never does alone
     import numba
 
     import numgrad
-    numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
+    numgrad.set_num_threads(args.threads)
+    if "torch" in libs:
+        import torch
+        torch.set_num_threads(args.threads)
     print(f"numgrad {numgrad.__version__}, numba {numba.__version__} (threading layer "
           f"{numba.config.THREADING_LAYER}), python {platform.python_version()}, "
           f"{platform.machine()}, {os.cpu_count()} cores, {args.threads} threads"

@@ -4,6 +4,7 @@ Importing numgrad compiles nothing and does not import Numba; kernels load and c
 first use and are cached on disk (see ``numgrad.kernels._jit``).
 """
 
+import builtins as _builtins
 import os as _os
 import sys as _sys
 
@@ -98,6 +99,31 @@ def precompile():
     so the first real call pays no compile time."""
     from numgrad._warmup import warmup
     warmup()
+
+
+def _thread_count(n):
+    if n.__class__ is not _builtins.int:  # numgrad.int is the dtype
+        raise RuntimeError(f"set_num_threads expects an int, but got {type(n).__name__}")
+    if n <= 0:
+        raise RuntimeError("set_num_threads expects a positive integer")
+    return n
+
+
+def set_num_threads(int):  # noqa: A002  (PyTorch's parameter name)
+    """Threads for numgrad's parallel CPU kernels (at most Numba's ``NUMBA_NUM_THREADS``)."""
+    n = _thread_count(int)
+    import numba
+
+    import numgrad.kernels.cpu  # noqa: F401  (starts Numba's threads with numgrad's settings)
+    numba.set_num_threads(_builtins.min(n, numba.config.NUMBA_NUM_THREADS))
+
+
+def get_num_threads():
+    """Threads used by numgrad's parallel CPU kernels."""
+    import numba
+
+    import numgrad.kernels.cpu  # noqa: F401
+    return numba.get_num_threads()
 
 
 __all__ = [n for n in dir() if not n.startswith("_")]

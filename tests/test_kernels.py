@@ -239,3 +239,29 @@ def test_im2col_and_col2im_agree_across_column_layouts(geo, parallel):
         got = np.full_like(x, np.nan)
         col2im(cols, *args, got)
         np.testing.assert_allclose(got, expect, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, True])
+def test_set_num_threads_errors_match_pytorch(bad):
+    with pytest.raises(RuntimeError) as ours:
+        ng.set_num_threads(bad)
+    try:
+        import torch
+    except ImportError:
+        return
+    with pytest.raises(RuntimeError) as theirs:
+        torch.set_num_threads(bad)
+    assert str(ours.value) == str(theirs.value)
+
+
+def test_set_num_threads_sets_the_kernel_threads():
+    r = _run("""
+        import numgrad as ng
+        before = ng.get_num_threads()
+        ng.set_num_threads(1)
+        x = ng.ones(1 << 18, requires_grad=True)
+        (x * 2).sum().backward()  # a parallel-sized kernel runs on one thread
+        print(before, ng.get_num_threads(), x.grad[:2].tolist())
+    """, {"NUMBA_NUM_THREADS": "2"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["2", "1", "[2.0,", "2.0]"]
