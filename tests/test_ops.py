@@ -104,3 +104,16 @@ def test_numerically_stable_where_pytorch_is(dtype):
         t = torch.tensor([[1000.0, 0.0, -1000.0]], dtype=getattr(torch, dtype.name))
         assert_close(logits.detach().log_softmax(1), t.log_softmax(1))
         assert_close(ng.sigmoid(x.detach()), torch.sigmoid(to_torch(x.detach())))
+
+
+@requires_torch
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_softmax_family_with_nan_and_inf_rows_matches_pytorch(dtype):
+    nan, inf = float("nan"), float("inf")
+    rows = [[1.0, nan, 3.0, 0.5], [nan, 0.0, 1.0, 2.0], [1.0, 2.0, 3.0, nan], [-inf, 0.0, 1.0, 2.0],
+            [inf, 0.0, 1.0, 2.0], [-inf, -inf, -inf, -inf], [0.1, 0.2, 0.3, 0.4]]
+    x = np.array(rows, dtype=dtype)
+    for fn in ("softmax", "log_softmax"):
+        ours = getattr(ng, fn)(ng.tensor(x), 1)
+        theirs = getattr(torch, fn)(torch.tensor(x), 1)
+        np.testing.assert_allclose(to_numpy(ours), to_numpy(theirs), rtol=1e-6, atol=1e-7)
