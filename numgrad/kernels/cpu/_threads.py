@@ -2,8 +2,8 @@
 
 With the OpenMP threading layer, the workers of a parallel kernel spin for a while after it
 ends (libgomp's default spin count); the next BLAS call then shares the cores with them.
-On the 2-core test machine the 8 GEMMs of the CNN step took 5-6 ms with a short spin
-instead of 10-12 ms. libgomp reads ``GOMP_SPINCOUNT`` once, when it loads, so ``settle()``
+On the 2-core test machine the 8 GEMMs of the CNN step took 4-5 ms per step with a short
+spin instead of 7-10 ms. libgomp reads ``GOMP_SPINCOUNT`` once, when it loads, so ``settle()``
 sets the variable only while Numba starts its threads (when the first CPU kernel loads)
 and removes it afterwards: OpenMP libraries loaded later (PyTorch's own copy, say) keep
 their defaults. A user's own ``GOMP_SPINCOUNT`` or ``OMP_WAIT_POLICY`` is left alone.
