@@ -466,3 +466,18 @@ def test_to_torch_roundtrip_helper():
     t = ng.rand(2, requires_grad=True)
     if torch is not None:
         assert to_torch(t).requires_grad
+
+
+@requires_torch
+def test_calling_a_node_returns_unreduced_gradients_as_pytorch():
+    # the engine, not the node, sums gradients back to broadcast inputs and casts dtypes
+    results = {}
+    for lib in (ng, torch):
+        x = lib.ones(2, 3, requires_grad=True)
+        y = lib.ones(3, dtype=lib.float64, requires_grad=True)
+        z = x * y + y
+        g = lib.ones(2, 3, dtype=lib.float64)
+        results[lib] = [(tuple(t.shape), str(t.dtype)) for t in z.grad_fn(g)]
+        results[lib] += [(tuple(t.shape), str(t.dtype))
+                         for t in z.grad_fn.next_functions[0][0](g)]
+    assert results[ng] == results[torch]

@@ -117,12 +117,10 @@ class Node:
         return sorted(set(super().__dir__()) | {"_saved_" + n for n in type(self)._names_of_saved})
 
     def __call__(self, *grads):
-        """Apply this node's backward rule to output gradients (as ``grad_fn(g)`` does)."""
-        res = self._run(list(grads))
-        if self._meta is not None:
-            from numgrad.autograd.engine import _conform
-            res = _conform(self, res)
-        res = tuple(res)
+        """Apply this node's backward rule to output gradients (as ``grad_fn(g)`` does): as in
+        PyTorch, the results are not yet summed back to broadcast inputs' shapes (the engine
+        does that)."""
+        res = tuple(self._run(list(grads)))
         return res[0] if len(res) == 1 else res
 
     @property
