@@ -481,3 +481,28 @@ def test_calling_a_node_returns_unreduced_gradients_as_pytorch():
         results[lib] += [(tuple(t.shape), str(t.dtype))
                          for t in z.grad_fn.next_functions[0][0](g)]
     assert results[ng] == results[torch]
+
+
+def test_gradient_views_of_buffers_held_elsewhere_are_copied_into_grad():
+    kept = []
+
+    class ViewGrad(ng.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            buf = ng.ones(6)
+            kept.append(buf)  # the buffer stays visible to someone else
+            return buf.view(2, 3)
+
+    x = ng.zeros(2, 3, requires_grad=True)
+    ViewGrad.apply(x).sum().backward()
+    kept[0].mul_(5)
+    assert x.grad.tolist() == [[1.0] * 3] * 2
+    # a view of a buffer nobody else holds becomes .grad as it is (no copy needed)
+    y = ng.zeros(4, 5, requires_grad=True)
+    ng.nn.functional.cross_entropy(y, ng.tensor([0, 1, 2, 3])).backward()
+    expect = (np.full((4, 5), 0.2) - np.eye(4, 5)) / 4
+    np.testing.assert_allclose(y.grad.numpy(), expect, rtol=1e-6)
