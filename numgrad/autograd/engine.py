@@ -166,12 +166,10 @@ def _run_hooks_before(node, hooks, grads, captured, capture):
 
 
 def _sole_owner(arr):
-    """Whether ``arr``'s memory is reachable only through ``arr``: it owns it, or it is a
-    contiguous view of all of a NumPy buffer that nothing else references (the gradient a
-    rule returned as a reshape or transpose of its own result)."""
+    """Whether view ``arr`` is the only way to reach its memory: a contiguous view of all of a
+    NumPy buffer that nothing else references (the gradient a rule returned as a reshape or
+    transpose of its own result)."""
     base = arr.base
-    if base is None:
-        return True
     # references to base: arr.base, the local name, getrefcount's argument
     return (base.__class__ is np.ndarray and base.base is None and arr.flags.c_contiguous
             and arr.nbytes == base.nbytes and sys.getrefcount(base) == 3)
@@ -190,7 +188,8 @@ def _accumulate(var, g, shared):
         var._grad = g.clone() if old is None else old + g
     elif old is None:
         # steal the buffer when nothing else can see it, else copy
-        if id(g) not in shared and not g._requires_grad and _sole_owner(g._data):
+        if id(g) not in shared and not g._requires_grad and (
+                g._data.base is None or _sole_owner(g._data)):
             shared.add(id(g))
             var._grad = g
         else:

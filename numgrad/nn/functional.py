@@ -104,7 +104,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
         node = AddmmBackward0((edge(input), edge(mat1), edge(mat2)),
                               (mat1 if mat2._requires_grad else None,
                                mat2 if mat1._requires_grad else None, alpha, beta,
-                               la.column_major(mat2)))
+                               mat2._requires_grad and la.column_major(mat2)))
         m_in = meta_for(input, (n, m), dtype_of(mat1))
         if m_in is not None:
             node._meta = (m_in, None, None)

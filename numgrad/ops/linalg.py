@@ -106,7 +106,8 @@ def mm(input, mat2):
     _check_dtypes(a, b)
     out = _wrap(_product(a, b, (n, p)))
     if state.enabled and (a._requires_grad or b._requires_grad):
-        attach(out, MmBackward0((edge(a), edge(b)), _saved_pair(a, b) + (column_major(b),)))
+        attach(out, MmBackward0((edge(a), edge(b)),
+                                _saved_pair(a, b) + (b._requires_grad and column_major(b),)))
     return out
 
 

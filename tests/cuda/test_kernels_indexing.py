@@ -125,14 +125,18 @@ def test_gather_axis_strided_input(rng):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_scatter_add_axis_repeated_indices(dtype, rng):
+@pytest.mark.parametrize("kind", ["axis", "dim"])
+def test_scatter_add_repeated_indices(kind, dtype, rng):
     src = _data(rng, (2, 6, 3), dtype)
-    idx = np.array([1, 1, 3, 1, 0, 3], np.int64)
+    if kind == "axis":
+        idx = np.array([1, 1, 3, 1, 0, 3], np.int64)
+    else:
+        idx = rng.integers(0, 2, (2, 6, 3)).astype(np.int64)  # many collisions
     init = _data(rng, (2, 4, 3), dtype)
     out_c = init.copy()
-    IDX.scatter_add_axis(src, idx, out_c)
+    getattr(IDX, "scatter_add_" + kind)(src, idx, out_c)
     out_g = to_cuda(init)
-    CI.scatter_add_axis(to_cuda(src), to_cuda(idx), out_g)
+    getattr(CI, "scatter_add_" + kind)(to_cuda(src), to_cuda(idx), out_g)
     assert_close(out_g, out_c)
 
 
@@ -225,18 +229,6 @@ def test_gather_dim_reports_first_bad_position(rng):
     got = CI.gather_dim(to_cuda(x), to_cuda(idx), CudaArray.empty((2, 3, 4), np.float32))
     assert got == want == 9
     assert isinstance(got, int)
-
-
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_scatter_add_dim_repeated_indices(dtype, rng):
-    src = _data(rng, (2, 6, 3), dtype)
-    idx = rng.integers(0, 2, (2, 6, 3)).astype(np.int64)  # many collisions
-    init = _data(rng, (2, 4, 3), dtype)
-    out_c = init.copy()
-    IDX.scatter_add_dim(src, idx, out_c)
-    out_g = to_cuda(init)
-    CI.scatter_add_dim(to_cuda(src), to_cuda(idx), out_g)
-    assert_close(out_g, out_c)
 
 
 def test_scatter_add_dim_negative_wraps_and_strided_out(rng):

@@ -10,22 +10,17 @@ from numba.extending import intrinsic, overload
 from numgrad.kernels._jit import inline
 
 
-@intrinsic
-def _bits_f32(typingctx, i):
-    sig = types.float32(types.int32)
+def _bitcast(int_type, float_type):
+    """An intrinsic that reinterprets an ``int_type``'s bits as a ``float_type``."""
+    def bits(typingctx, i):
+        def codegen(context, builder, signature, args):
+            return builder.bitcast(args[0], context.get_value_type(float_type))
+        return float_type(int_type), codegen
+    return intrinsic(bits)
 
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(types.float32))
-    return sig, codegen
 
-
-@intrinsic
-def _bits_f64(typingctx, i):
-    sig = types.float64(types.int64)
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(types.float64))
-    return sig, codegen
+_bits_f32 = _bitcast(types.int32, types.float32)
+_bits_f64 = _bitcast(types.int64, types.float64)
 
 
 @inline

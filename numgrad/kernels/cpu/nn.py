@@ -94,29 +94,29 @@ def _col2im(cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, x):
                                 x[n, c, iy, ix] += get(cols, n, row, base + xo)  # noqa: F821
 
 
-def _by_layout(template, cols_arg, **variants):
+def _by_layout(template, cols_arg, nk, kn):
     """Serial and parallel launchers of ``template`` that take the columns (argument
-    ``cols_arg``) as (N, K, L) of any strides and run the loop compiled for their layout."""
-    compiled = {(layout, par): specialize(template, f"{layout}{'_parallel' * par}",
-                                          {"parallel": True} if par else None, **bindings)
-                for layout, bindings in variants.items() for par in (False, True)}
-
+    ``cols_arg``) as (N, K, L) of any strides and run the loop compiled for their layout;
+    ``nk``/``kn`` bind ``put``/``get`` for the (N, K, L) and (K, N, L) layouts."""
     def launcher(par):
-        nk, kn = compiled["nk", par], compiled["kn", par]
+        opts = {"parallel": True} if par else None
+        suffix = "_parallel" if par else ""
+        run_nk = specialize(template, "nk" + suffix, opts, **nk)
+        run_kn = specialize(template, "kn" + suffix, opts, **kn)
 
         def launch(*args):
             cols = args[cols_arg]
             if not cols.flags.c_contiguous:
                 t = cols.transpose(1, 0, 2)
                 if t.flags.c_contiguous:
-                    return kn(*args[:cols_arg], t, *args[cols_arg + 1:])
-            return nk(*args)  # (N, K, L), or any other strides
+                    return run_kn(*args[:cols_arg], t, *args[cols_arg + 1:])
+            return run_nk(*args)  # (N, K, L), or any other strides
         return launch
     return launcher(False), launcher(True)
 
 
-im2col, im2col_par = _by_layout(_im2col, 11, nk=dict(put=_put_nk), kn=dict(put=_put_kn))
-col2im, col2im_par = _by_layout(_col2im, 0, nk=dict(get=_get_nk), kn=dict(get=_get_kn))
+im2col, im2col_par = _by_layout(_im2col, 11, {"put": _put_nk}, {"put": _put_kn})
+col2im, col2im_par = _by_layout(_col2im, 0, {"get": _get_nk}, {"get": _get_kn})
 
 # ========================================================================================
 # pooling

@@ -91,6 +91,20 @@ def device(fn):
     return d
 
 
+@device
+def unravel3(t, d1, d2):
+    """Coordinates (i0, i1, i2) of flat index ``t`` in a C-ordered (*, d1, d2) grid."""
+    r = t // d2
+    return r // d1, r % d1, t % d2
+
+
+@device
+def unravel4(t, d1, d2, d3):
+    """Coordinates (i0, i1, i2, i3) of flat index ``t`` in a C-ordered (*, d1, d2, d3) grid."""
+    i0, i1, i2 = unravel3(t // d3, d1, d2)
+    return i0, i1, i2, t % d3
+
+
 def kernel(template, name, **bindings):
     """A copy of ``template`` with ``bindings`` (device functions, constants) in its globals."""
     g = dict(template.__globals__)

@@ -116,10 +116,7 @@ def _gather_axis_k(x, xo, xs, nx, idx, io, is_, out, oo, os, shape, n):
     n_k = shape[1]
     n_i = shape[2]
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        i = t % n_i
-        r = t // n_i
-        k = r % n_k
-        o = r // n_k
+        o, k, i = _launch.unravel3(t, n_k, n_i)
         j = idx[io + k * is_]
         if j < 0:
             j += nx
@@ -133,10 +130,7 @@ def _scatter_add_axis_k(src, so, ss, idx, io, is_, out, oo, os, nx, shape, n):
     n_k = shape[1]
     n_i = shape[2]
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        i = t % n_i
-        r = t // n_i
-        k = r % n_k
-        o = r // n_k
+        o, k, i = _launch.unravel3(t, n_k, n_i)
         j = idx[io + k * is_]
         if j < 0:
             j += nx
@@ -160,10 +154,7 @@ def _put_axis_k(src, so, ss, idx, io, is_, last, out, oo, os, nx, shape, n):
     n_k = shape[1]
     n_i = shape[2]
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        i = t % n_i
-        r = t // n_i
-        k = r % n_k
-        o = r // n_k
+        o, k, i = _launch.unravel3(t, n_k, n_i)
         j = idx[io + k * is_]
         if j < 0:
             j += nx
@@ -193,10 +184,7 @@ def _gather_dim_k(x, xo, xs, size, idx, io, is_, out, oo, os, shape, n, bad):
     n_j = shape[1]
     n_i = shape[2]
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        i = t % n_i
-        r = t // n_i
-        j = r % n_j
-        o = r // n_j
+        o, j, i = _launch.unravel3(t, n_j, n_i)
         v = idx[io + o * is_[0] + j * is_[1] + i * is_[2]]
         if v < 0 or v >= size:
             cuda.atomic.min(bad, 0, t)
@@ -210,10 +198,7 @@ def _scatter_add_dim_k(src, so, ss, idx, io, is_, out, oo, os, size, shape, n):
     n_j = shape[1]
     n_i = shape[2]
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        i = t % n_i
-        r = t // n_i
-        j = r % n_j
-        o = r // n_j
+        o, j, i = _launch.unravel3(t, n_j, n_i)
         v = idx[io + o * is_[0] + j * is_[1] + i * is_[2]]
         if v < 0:
             v += size

@@ -26,6 +26,7 @@ import math
 import numpy as np
 from numba import cuda, float64
 
+from numgrad.kernels.cpu import nn as cpu_nn
 from numgrad.kernels.cuda import _launch
 from numgrad.kernels.cuda.array import CudaArray, from_any
 
@@ -125,10 +126,7 @@ def _im2col_k(x, xo, xs, n_c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, cols
     n_l = oh * ow
     n_k = n_c * kh * kw
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        col = t % n_l
-        r = t // n_l
-        row = r % n_k
-        b = r // n_k
+        b, row, col = _launch.unravel3(t, n_k, n_l)
         xo_ = col % ow
         yo = col // ow
         j = row % kw
@@ -160,12 +158,7 @@ def im2col(x, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, cols):
 def _col2im_k(cols, co, cs, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, n_c, h, w, x, xo, xs, zero,
               n):
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        ix = t % w
-        r = t // w
-        iy = r % h
-        r = r // h
-        c = r % n_c
-        b = r // n_c
+        b, c, iy, ix = _launch.unravel4(t, n_c, h, w)
         acc = zero
         base = co + b * cs[0]
         for i in range(kh):
@@ -208,12 +201,7 @@ col2im_par = col2im
 def _max_pool_k(x, xo, xs, n_c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, out, oo, os,
                 idx, io, is_, n):
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        xc = t % ow
-        r = t // ow
-        yo = r % oh
-        r = r // oh
-        c = r % n_c
-        b = r // n_c
+        b, c, yo, xc = _launch.unravel4(t, n_c, oh, ow)
         base = xo + b * xs[0] + c * xs[1]
         best = -math.inf
         bi = -1
@@ -245,12 +233,7 @@ def max_pool2d(x, kh, kw, sh, sw, ph, pw, dh, dw, out, idx):
 @_launch.jit
 def _zero4_k(a, ao, as_, d1, d2, d3, zero, n):
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        i3 = t % d3
-        r = t // d3
-        i2 = r % d2
-        r = r // d2
-        i1 = r % d1
-        i0 = r // d1
+        i0, i1, i2, i3 = _launch.unravel4(t, d1, d2, d3)
         a[ao + i0 * as_[0] + i1 * as_[1] + i2 * as_[2] + i3 * as_[3]] = zero
 
 
@@ -258,12 +241,7 @@ def _zero4_k(a, ao, as_, d1, d2, d3, zero, n):
 @_launch.jit
 def _max_unpool_k(g, go, gs, idx, io, is_, n_c, oh, ow, h, w, gx, xo, xs, n):
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        xc = t % ow
-        r = t // ow
-        yo = r % oh
-        r = r // oh
-        c = r % n_c
-        b = r // n_c
+        b, c, yo, xc = _launch.unravel4(t, n_c, oh, ow)
         k = idx[io + b * is_[0] + c * is_[1] + yo * is_[2] + xc * is_[3]]
         if k < 0:  # as the CPU's wrapped index (never produced for a valid geometry)
             k += h * w
@@ -286,12 +264,7 @@ def max_pool2d_bwd(g, idx, gx):
 @_launch.jit
 def _max_gather_k(gx, xo, xs, idx, io, is_, n_c, oh, ow, h, w, out, oo, os, n):
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        xc = t % ow
-        r = t // ow
-        yo = r % oh
-        r = r // oh
-        c = r % n_c
-        b = r // n_c
+        b, c, yo, xc = _launch.unravel4(t, n_c, oh, ow)
         k = idx[io + b * is_[0] + c * is_[1] + yo * is_[2] + xc * is_[3]]
         if k < 0:
             k += h * w
@@ -311,36 +284,15 @@ max_pool2d_par = max_pool2d
 max_pool2d_bwd_par = max_pool2d_bwd
 
 
-@_launch.device
-def _avg_window(yo, xo, kh, kw, sh, sw, ph, pw, h, w, count_include_pad, divisor):
-    hs = yo * sh - ph
-    ws = xo * sw - pw
-    he = min(hs + kh, h + ph)
-    we = min(ws + kw, w + pw)
-    pool = (he - hs) * (we - ws)
-    hs2 = max(hs, 0)
-    ws2 = max(ws, 0)
-    he2 = min(he, h)
-    we2 = min(we, w)
-    if divisor > 0:
-        d = divisor
-    elif count_include_pad:
-        d = pool
-    else:
-        d = (he2 - hs2) * (we2 - ws2)
-    return hs2, ws2, he2, we2, d
+# the CPU's window rule (PyTorch's divisor cases), compiled as a device function
+_avg_window = _launch.device_fn(cpu_nn._avg_window.py_func)
 
 
 @_launch.jit
 def _avg_pool_k(x, xo, xs, n_c, h, w, kh, kw, sh, sw, ph, pw, include, divisor, oh, ow,
                 out, oo, os, n):
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        xc = t % ow
-        r = t // ow
-        yo = r % oh
-        r = r // oh
-        c = r % n_c
-        b = r // n_c
+        b, c, yo, xc = _launch.unravel4(t, n_c, oh, ow)
         hs, ws, he, we, d = _avg_window(yo, xc, kh, kw, sh, sw, ph, pw, h, w, include, divisor)
         base = xo + b * xs[0] + c * xs[1]
         acc = float64(0)
@@ -364,12 +316,7 @@ def avg_pool2d(x, kh, kw, sh, sw, ph, pw, count_include_pad, divisor, out):
 def _avg_pool_bwd_k(g, go, gs, n_c, oh, ow, kh, kw, sh, sw, ph, pw, include, divisor, h, w,
                     gx, xo, xs, n):
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        ix = t % w
-        r = t // w
-        iy = r % h
-        r = r // h
-        c = r % n_c
-        b = r // n_c
+        b, c, iy, ix = _launch.unravel4(t, n_c, h, w)
         # windows yo*sh - ph <= iy < yo*sh - ph + kh (same along x)
         y_hi = min((iy + ph) // sh, oh - 1)
         ty = iy + ph - kh + 1
@@ -490,10 +437,7 @@ def first_outside(x, lo, hi):
 def _bn_apply_k(x, xo, xs, mean, mo, ms, inv, io, is_, gam, go, gs, bet, bo, bs, n_c, n_l,
                 out, oo, os, n):
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        k = t % n_l
-        r = t // n_l
-        c = r % n_c
-        b = r // n_c
+        b, c, k = _launch.unravel3(t, n_c, n_l)
         a = inv[io + c * is_] * gam[go + c * gs]
         sh = bet[bo + c * bs] - mean[mo + c * ms] * a
         out[oo + b * os[0] + c * os[1] + k * os[2]] = \
@@ -546,10 +490,7 @@ def batch_norm_bwd_sums(g, x, mean, invstd, sum_g, sum_gxhat):
 def _bn_bwd_input_k(g, go, gs, x, xo, xs, mean, mo, ms, inv, io, is_, gam, gmo, gms,
                     sg, sgo, sgs, sx, sxo, sxs, training, n_c, n_l, m, gx, gxo, gxs, n):
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        k = t % n_l
-        r = t // n_l
-        c = r % n_c
-        b = r // n_c
+        b, c, k = _launch.unravel3(t, n_c, n_l)
         iv = inv[io + c * is_]
         a = gam[gmo + c * gms] * iv
         gv = g[go + b * gs[0] + c * gs[1] + k * gs[2]]

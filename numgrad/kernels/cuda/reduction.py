@@ -389,10 +389,10 @@ def softmax_kernel(x, xo, xs0, xs1, xs2, out, oo, os0, os1, os2, n_o, n_r, n_i, 
                     out[q + r * os1] = math.exp(x[p + r * xs1] - m) * inv
 
 
-# d softmax: gx = y * (g - sum_r g y)
+# d softmax: gx = y * (g - sum_r g y); d log_softmax: gx = g - e^y * sum_r g
 @_launch.jit
 def softmax_bwd_kernel(g, go, gs0, gs1, gs2, y, yo, ys0, ys1, ys2, out, oo, os0, os1, os2,
-                       n_o, n_r, n_i, tr, ls):
+                       n_o, n_r, n_i, tr, ls, log):
     sh = cuda.shared.array(NT, float64)
     t = cuda.threadIdx.x
     lane = (t // ls) % tr
@@ -408,35 +408,13 @@ def softmax_bwd_kernel(g, go, gs0, gs1, gs2, y, yo, ys0, ys1, ys2, out, oo, os0,
         nr = n_r if k < n_out else 0
         s = float64(0)
         for r in range(lane, nr, tr):
-            s += g[pg + r * gs1] * y[py + r * ys1]
+            s += g[pg + r * gs1] if log else g[pg + r * gs1] * y[py + r * ys1]
         s = _tree_sum(sh, t, lane, tr, ls, s)
         for r in range(lane, nr, tr):
-            out[q + r * os1] = y[py + r * ys1] * (g[pg + r * gs1] - s)
-
-
-# d log_softmax: gx = g - e^y * sum_r g
-@_launch.jit
-def log_softmax_bwd_kernel(g, go, gs0, gs1, gs2, y, yo, ys0, ys1, ys2, out, oo, os0, os1,
-                           os2, n_o, n_r, n_i, tr, ls):
-    sh = cuda.shared.array(NT, float64)
-    t = cuda.threadIdx.x
-    lane = (t // ls) % tr
-    per = cuda.blockDim.x // tr
-    n_out = n_o * n_i
-    for base in range(cuda.blockIdx.x * per, n_out, cuda.gridDim.x * per):
-        k = base + t % ls + (t // (ls * tr)) * ls
-        o = k // n_i
-        i = k - o * n_i
-        pg = go + o * gs0 + i * gs2
-        py = yo + o * ys0 + i * ys2
-        q = oo + o * os0 + i * os2
-        nr = n_r if k < n_out else 0
-        s = float64(0)
-        for r in range(lane, nr, tr):
-            s += g[pg + r * gs1]
-        s = _tree_sum(sh, t, lane, tr, ls, s)
-        for r in range(lane, nr, tr):
-            out[q + r * os1] = g[pg + r * gs1] - math.exp(y[py + r * ys1]) * s
+            if log:
+                out[q + r * os1] = g[pg + r * gs1] - math.exp(y[py + r * ys1]) * s
+            else:
+                out[q + r * os1] = y[py + r * ys1] * (g[pg + r * gs1] - s)
 
 
 # ----------------------------------------------------------------------------------------
@@ -459,10 +437,7 @@ def take_along_kernel(x, xo, xs0, xs1, xs2, idx, io, is0, is1, out, oo, os0, os1
 def put_along_kernel(src, so, ss0, ss1, idx, io, is0, is1, out, oo, os0, os1, os2, n_r, n_i,
                      n):
     for k in range(cuda.grid(1), n, cuda.gridsize(1)):
-        i = k % n_i
-        rest = k // n_i
-        r = rest % n_r
-        o = rest // n_r
+        o, r, i = _launch.unravel3(k, n_r, n_i)
         q = oo + o * os0 + r * os1 + i * os2
         if idx[io + o * is0 + i * is1] == r:
             out[q] = src[so + o * ss0 + i * ss1]
@@ -608,18 +583,20 @@ def logsumexp_3d(x, out):
         _rows(logsumexp_kernel, x, _geom(x) + _geom(out))
 
 
-# d softmax: gx = y * (g - sum_r g y)
-def softmax_bwd_3d(g, y, out):
+def _softmax_bwd(g, y, out, log):
     g, y, out = from_any(g), from_any(y), from_any(out)
     if out.size:
-        _rows(softmax_bwd_kernel, y, _geom(g) + _geom(y) + _geom(out))
+        _rows(softmax_bwd_kernel, y, _geom(g) + _geom(y) + _geom(out), (log,))
+
+
+# d softmax: gx = y * (g - sum_r g y)
+def softmax_bwd_3d(g, y, out):
+    _softmax_bwd(g, y, out, False)
 
 
 # d log_softmax: gx = g - e^y * sum_r g
 def log_softmax_bwd_3d(g, y, out):
-    g, y, out = from_any(g), from_any(y), from_any(out)
-    if out.size:
-        _rows(log_softmax_bwd_kernel, y, _geom(g) + _geom(y) + _geom(out))
+    _softmax_bwd(g, y, out, True)
 
 
 # --- the CPU's last-dim row variants: (rows, cols) arrays, here the 3-D kernels on
