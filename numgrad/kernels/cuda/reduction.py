@@ -144,6 +144,13 @@ def _tree_best(sh, t, lane, tr, ls, best, x, p, xs1, mode):
 
 
 @_launch.device
+def _seg_output(base, t, ls, tr):
+    """The output a thread serves in a block's group starting at ``base``: ``per`` outputs of
+    ``tr`` lanes each, lanes ``ls`` threads apart."""
+    return base + t % ls + (t // (ls * tr)) * ls
+
+
+@_launch.device
 def _seg_best(x, xo, xs0, xs1, xs2, k, n_out, n_r, n_i, t, lane, tr, ls, mode, sh):
     """The best index along the row of output ``k`` (-1 if k >= n_out or the row is empty)."""
     o = k // n_i
@@ -166,9 +173,8 @@ def _sum_body(x, xo, xs0, xs1, xs2, out, oo, os0, os1, n_o, n_r, n_i, tr, ls, sc
     per = cuda.blockDim.x // tr
     n_out = n_o * n_i
     for base in range(cuda.blockIdx.x * per, n_out, cuda.gridDim.x * per):
-        k = base + t % ls + (t // (ls * tr)) * ls
-        o = k // n_i
-        i = k - o * n_i
+        k = _seg_output(base, t, ls, tr)
+        o, i = k // n_i, k % n_i
         acc = zero
         if k < n_out:
             p = xo + o * xs0 + i * xs2
@@ -235,7 +241,7 @@ def extreme_kernel(x, xo, xs0, xs1, xs2, vals, vo, vs0, vs1, n_o, n_r, n_i, tr, 
     per = cuda.blockDim.x // tr
     n_out = n_o * n_i
     for base in range(cuda.blockIdx.x * per, n_out, cuda.gridDim.x * per):
-        k = base + t % ls + (t // (ls * tr)) * ls
+        k = _seg_output(base, t, ls, tr)
         best = _seg_best(x, xo, xs0, xs1, xs2, k, n_out, n_r, n_i, t, lane, tr, ls, mode, sh)
         if lane == 0 and k < n_out:
             o = k // n_i
@@ -253,7 +259,7 @@ def extreme_index_kernel(x, xo, xs0, xs1, xs2, vals, vo, vs0, vs1, idx, io, is0,
     per = cuda.blockDim.x // tr
     n_out = n_o * n_i
     for base in range(cuda.blockIdx.x * per, n_out, cuda.gridDim.x * per):
-        k = base + t % ls + (t // (ls * tr)) * ls
+        k = _seg_output(base, t, ls, tr)
         best = _seg_best(x, xo, xs0, xs1, xs2, k, n_out, n_r, n_i, t, lane, tr, ls, mode, sh)
         if lane == 0 and k < n_out:
             o = k // n_i
@@ -275,9 +281,8 @@ def norm_kernel(x, xo, xs0, xs1, xs2, out, oo, os0, os1, n_o, n_r, n_i, tr, ls, 
     per = cuda.blockDim.x // tr
     n_out = n_o * n_i
     for base in range(cuda.blockIdx.x * per, n_out, cuda.gridDim.x * per):
-        k = base + t % ls + (t // (ls * tr)) * ls
-        o = k // n_i
-        i = k - o * n_i
+        k = _seg_output(base, t, ls, tr)
+        o, i = k // n_i, k % n_i
         q = xo + o * xs0 + i * xs2
         nr = n_r if k < n_out else 0
         if kind >= PINF:
@@ -322,9 +327,8 @@ def logsumexp_kernel(x, xo, xs0, xs1, xs2, out, oo, os0, os1, n_o, n_r, n_i, tr,
     per = cuda.blockDim.x // tr
     n_out = n_o * n_i
     for base in range(cuda.blockIdx.x * per, n_out, cuda.gridDim.x * per):
-        k = base + t % ls + (t // (ls * tr)) * ls
-        o = k // n_i
-        i = k - o * n_i
+        k = _seg_output(base, t, ls, tr)
+        o, i = k // n_i, k % n_i
         p = xo + o * xs0 + i * xs2
         # the CPU's max: nan only if the first element is nan, other nans are skipped
         best = _seg_best(x, xo, xs0, xs1, xs2, k, n_out, n_r, n_i, t, lane, tr, ls,
@@ -364,9 +368,8 @@ def softmax_kernel(x, xo, xs0, xs1, xs2, out, oo, os0, os1, os2, n_o, n_r, n_i, 
     per = cuda.blockDim.x // tr
     n_out = n_o * n_i
     for base in range(cuda.blockIdx.x * per, n_out, cuda.gridDim.x * per):
-        k = base + t % ls + (t // (ls * tr)) * ls
-        o = k // n_i
-        i = k - o * n_i
+        k = _seg_output(base, t, ls, tr)
+        o, i = k // n_i, k % n_i
         p = xo + o * xs0 + i * xs2
         q = oo + o * os0 + i * os2
         best = _seg_best(x, xo, xs0, xs1, xs2, k, n_out, n_r, n_i, t, lane, tr, ls, MAX,
@@ -399,9 +402,8 @@ def softmax_bwd_kernel(g, go, gs0, gs1, gs2, y, yo, ys0, ys1, ys2, out, oo, os0,
     per = cuda.blockDim.x // tr
     n_out = n_o * n_i
     for base in range(cuda.blockIdx.x * per, n_out, cuda.gridDim.x * per):
-        k = base + t % ls + (t // (ls * tr)) * ls
-        o = k // n_i
-        i = k - o * n_i
+        k = _seg_output(base, t, ls, tr)
+        o, i = k // n_i, k % n_i
         pg = go + o * gs0 + i * gs2
         py = yo + o * ys0 + i * ys2
         q = oo + o * os0 + i * os2
