@@ -83,6 +83,17 @@ def get(spec):
     return d
 
 
+def arg(spec, fname):
+    """A dtype argument of public function ``fname``: PyTorch takes its dtypes and Python's
+    ``float``/``int``/``bool``, and refuses names and NumPy types."""
+    if spec is None or spec.__class__ is dtype:
+        return spec
+    if spec is float or spec is int or spec is bool:
+        return get(spec)
+    raise TypeError(f"{fname}(): argument 'dtype' must be torch.dtype, not "
+                    f"{type(spec).__name__}")
+
+
 _default = [float32]
 
 

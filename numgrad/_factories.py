@@ -3,12 +3,13 @@
 the ``*_like`` forms, with PyTorch's dtype inference and errors."""
 
 import numbers
+import operator
 import warnings
 
 import numpy as np
 
 from numgrad import _arrays, _device, _dtype
-from numgrad._shape import parse_shape
+from numgrad._shape import check_size, parse_shape
 from numgrad.random import default_generator
 from numgrad.tensor import Tensor, _wrap
 
@@ -110,8 +111,8 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
     elif isinstance(data, np.ndarray):
         arr = _check_dtype(np.array(data, order="C", copy=True))
     else:
-        arr = _from_python(data, _dtype.get(dtype))
-    d = _dtype.get(dtype)
+        arr = _from_python(data, _dtype.arg(dtype, "tensor"))
+    d = _dtype.arg(dtype, "tensor")
     if d is not None and arr.dtype != d.np:
         arr = arr.astype(d.np)
     return _finish(arr, requires_grad, device)
@@ -163,8 +164,9 @@ def asarray(obj, dtype=None, device=None, copy=None, requires_grad=False):
     return t
 
 
-def _size_dtype(size, dtype):
-    return parse_shape(size), (_dtype.get(dtype) or _dtype.get_default_dtype())
+def _size_dtype(size, dtype, fname):
+    d = _dtype.arg(dtype, fname) or _dtype.get_default_dtype()
+    return check_size(parse_shape(size), fname), d
 
 
 def _filled(shape, value, d, device):
@@ -177,18 +179,18 @@ def _filled(shape, value, d, device):
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None):
-    shape, d = _size_dtype(size, dtype)
+    shape, d = _size_dtype(size, dtype, "zeros")
     return _finish(_filled(shape, 0, d, device), requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None):
-    shape, d = _size_dtype(size, dtype)
+    shape, d = _size_dtype(size, dtype, "ones")
     return _finish(_filled(shape, 1, d, device), requires_grad)
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None,
           memory_format=None):
-    shape, d = _size_dtype(size, dtype)
+    shape, d = _size_dtype(size, dtype, "empty")
     return _finish(_filled(shape, None, d, device), requires_grad)
 
 
@@ -204,12 +206,13 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=
          layout=None):
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
-    d = _dtype.get(dtype) or _fill_dtype(fill_value)
-    return _finish(_filled(parse_shape((size,)), fill_value, d, device), requires_grad)
+    d = _dtype.arg(dtype, "full") or _fill_dtype(fill_value)
+    return _finish(_filled(check_size(parse_shape((size,))), fill_value, d, device),
+                   requires_grad)
 
 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
-    shape, d = _size_dtype(size, dtype)
+    shape, d = _size_dtype(size, dtype, "rand")
     if d._kind != 2:
         raise RuntimeError(f'"check_uniform_bounds" not implemented for \'{d._legacy}\'')
     g = generator or default_generator
@@ -217,7 +220,7 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, ou
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
-    shape, d = _size_dtype(size, dtype)
+    shape, d = _size_dtype(size, dtype, "randn")
     if d._kind != 2:
         raise RuntimeError(f'"normal_kernel_cpu" not implemented for \'{d._legacy}\'')
     g = generator or default_generator
@@ -231,14 +234,15 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
             low, high, size = 0, low, high
         else:
             raise TypeError("randint() missing 1 required positional arguments: \"size\"")
-    d = _dtype.get(dtype) or _dtype.int64
+    d = _dtype.arg(dtype, "randint") or _dtype.int64
     g = generator or default_generator
-    return _finish(g.randint(int(low), int(high), parse_shape((size,)), d.np), requires_grad,
-                   device)
+    return _finish(g.randint(int(low), int(high), check_size(parse_shape((size,))), d.np),
+                   requires_grad, device)
 
 
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
-    d = _dtype.get(dtype) or _dtype.int64
+    d = _dtype.arg(dtype, "randperm") or _dtype.int64
+    check_size((operator.index(n),))
     g = generator or default_generator
     return _finish(g.randperm(int(n)).astype(d.np, copy=False), requires_grad, device)
 
@@ -252,7 +256,7 @@ def normal(mean, std, size=None, *, generator=None, dtype=None, device=None):
 
 
 def _like(fn, input, dtype, requires_grad, device=None, **kw):
-    d = _dtype.get(dtype) or input.dtype
+    d = _dtype.arg(dtype, f"{fn.__name__}_like") or input.dtype
     return fn(input._data.shape, dtype=d, requires_grad=requires_grad,
               device=device or input.device, **kw)
 
@@ -303,12 +307,15 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
         start, end = 0, start
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
     start, end, step = vals
+    for v in vals:
+        if isinstance(v, float) and not np.isfinite(v):
+            raise RuntimeError(f"unsupported range: {start} -> {end}")
     if step == 0:
         raise RuntimeError("step must be nonzero")
     if (end - start) * step < 0:
-        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     floating = any(isinstance(v, float) for v in vals)
-    d = _dtype.get(dtype) or (_dtype.get_default_dtype() if floating else _dtype.int64)
+    d = _dtype.arg(dtype, "arange") or (_dtype.get_default_dtype() if floating else _dtype.int64)
     n = int(np.ceil((end - start) / step))
     arr = (start + step * np.arange(n, dtype=np.float64)) if floating else \
         (start + step * np.arange(n, dtype=np.int64))
@@ -316,7 +323,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
 
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None):
-    d = _dtype.get(dtype) or _dtype.get_default_dtype()
+    d = _dtype.arg(dtype, "linspace") or _dtype.get_default_dtype()
     steps = int(steps)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
@@ -338,7 +345,15 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None):
-    d = _dtype.get(dtype) or _dtype.get_default_dtype()
+    d = _dtype.arg(dtype, "eye") or _dtype.get_default_dtype()
+    for pos, name, v in ((1, "n", n), (2, "m", m)):
+        if v is None:
+            continue
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
+            raise TypeError(f"eye(): argument '{name}' (position {pos}) must be int, not "
+                            f"{type(v).__name__}")
+        if v < 0:
+            raise RuntimeError(f"{name} must be greater or equal to 0, got {v}")
     return _finish(np.eye(n, m if m is not None else n, dtype=d.np), requires_grad, device)
 
 

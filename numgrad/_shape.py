@@ -120,6 +120,17 @@ def infer_size(shape, numel):
     return tuple(shape)
 
 
+def check_size(shape, fname=None):
+    """A size for a new tensor: no negative dimension (PyTorch's messages)."""
+    for s in shape:
+        if s < 0:
+            if fname == "zeros":
+                raise RuntimeError("zeros: Dimension size must be non-negative.")
+            raise RuntimeError(
+                f"Trying to create tensor with negative dimension {s}: {list(shape)}")
+    return shape
+
+
 def parse_shape(args):
     """``f(2, 3)``, ``f((2, 3))``, ``f([2, 3])`` and ``f(torch.Size([2, 3]))`` all mean (2, 3)."""
     if len(args) == 1 and isinstance(args[0], (tuple, list)):

@@ -632,11 +632,22 @@ DivScalarBackward.__name__ = DivScalarBackward.__qualname__ = "DivBackward0"
 divide = true_divide = div
 
 
+def _has_zero(b):
+    """Whether an integer divisor holds a zero (integer division by zero has no value: PyTorch
+    raises instead of returning what the hardware leaves)."""
+    if not isinstance(b, Tensor):
+        return b == 0
+    from numgrad.ops.reduction import sum as sum_
+    return b._data.size and sum_(eq(b, 0)).item() > 0
+
+
 def _div_rounded(a, b, mode):
     if mode not in ("floor", "trunc"):
         raise RuntimeError(
             f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{mode}'")
     dt = _dtype.result_type(a, b)
+    if dt._kind != 2 and _has_zero(b):
+        raise RuntimeError("ZeroDivisionError")
     q = div(a, b)
     r = _wrap(_unary(EW.floor if mode == "floor" else EW.trunc, q, dtype_of(q)))
     return r if dt._kind == 2 else _wrap(as_type(r, dt))

@@ -13,6 +13,7 @@ import numpy as np
 from numgrad import _arrays, _device, _dtype
 from numgrad._shape import broadcast_shapes, wrap_dim
 from numgrad.autograd.graph import Node
+from numgrad.kernels._guard import check_writable, expand_error, index_error
 from numgrad.ops import shape as sh
 from numgrad.ops._util import EW, IDX, Tensor, _wrap, as_type, attach, dtype_of, edge, state
 
@@ -93,7 +94,7 @@ def getitem(x, key):
             if v < -size or v >= size:
                 raise IndexError(
                     f"index {v} is out of bounds for dimension {src} with size {size}")
-            r = sh.select(r, dim, v)
+            r = sh.select(r, dim, v, _key=True)
             src += 1
         elif kind == "slice":
             if single or v != slice(None):
@@ -148,7 +149,7 @@ class _Plan:
         return self._flat_dev
 
 
-def _plan(x_shape, adv):
+def _plan(x_shape, adv, wrap=True):
     ndim = len(x_shape)
     dims = []
     arrays = []
@@ -183,8 +184,10 @@ def _plan(x_shape, adv):
         idx[j] = np.broadcast_to(a, bshape).reshape(-1)
     sizes = np.asarray([x_shape[d] for d in dims], np.int64)
     flat = np.empty(m, np.int64)
-    bad_row, bad_col = IDX.linearize(idx, sizes, flat)
+    bad_row, bad_col = IDX.linearize(idx, sizes, flat, wrap)
     if bad_row >= 0:
+        if not wrap:
+            raise IndexError("index out of range in self")
         raise IndexError(f"index {idx[bad_row, bad_col]} is out of bounds for dimension "
                          f"{bad_row} with size {sizes[bad_row]}")
     plan = _Plan()
@@ -269,12 +272,16 @@ class IndexSelectBackward0(IndexBackward0):
 
 
 def index_select(input, dim, index):
-    d = wrap_dim(dim, input._data.ndim)
+    if not isinstance(index, Tensor) or index._data.dtype not in (np.int64, np.int32):
+        raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
+    x = input if input._data.ndim else sh.reshape(input, (1,))
+    d = wrap_dim(dim, x._data.ndim)
     a = _advanced_array(index)
     if a.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
-    return _index_gather(input, _plan(input._data.shape, [(d, a.reshape(-1))]),
-                         IndexSelectBackward0)
+    r = _index_gather(x, _plan(x._data.shape, [(d, a.reshape(-1))], wrap=False),
+                      IndexSelectBackward0)
+    return r if input._data.ndim else sh.reshape(r, index._data.shape)
 
 
 def masked_select(input, mask):
@@ -358,9 +365,21 @@ def _dim_views(x_arr, idx_arr, d):
     return xs, outer, inner
 
 
+def _dim_index(index, like, what):
+    """The index of gather/scatter: an int32/int64 tensor (PyTorch's dtype error otherwise),
+    as int64 data on ``like``'s device, 0-dim read as 1-dim (as PyTorch does)."""
+    if not isinstance(index, Tensor) or index._data.dtype.kind not in "iu" \
+            or index._data.dtype == np.uint8:
+        raise RuntimeError(f"{what}(): Expected dtype int32/int64 for index")
+    a = _index_on(index, like)
+    return a.reshape(1) if a.ndim == 0 else a
+
+
 def gather(input, dim, index, *, sparse_grad=False):
     x = input._data
-    idx = _index_on(index, x)
+    idx = _dim_index(index, x, "gather")
+    if x.ndim == 0:
+        x = x.reshape(1)
     d = wrap_dim(dim, x.ndim)
     if idx.ndim != x.ndim:
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
@@ -375,12 +394,10 @@ def gather(input, dim, index, *, sparse_grad=False):
     out = _arrays.empty(x, i3.shape, x.dtype)
     bad = IDX.on(x).gather_dim(x3, i3, out) if out.size else -1
     if bad >= 0:
-        raise RuntimeError(f"index {_arrays.host(i3.reshape(-1))[bad]} is out of bounds for "
-                           f"dimension {d} with size {x.shape[d]}")
-    r = _wrap(out.reshape(idx.shape))
+        raise index_error(_arrays.host(i3.reshape(-1))[bad], d, x.shape[d])
+    r = _wrap(out.reshape(index._data.shape))
     if state.enabled and input._requires_grad:
-        attach(r, GatherBackward0((edge(input),), (index if isinstance(index, Tensor)
-                                                     else _wrap(idx), d, x.shape)))
+        attach(r, GatherBackward0((edge(input),), (index, d, input._data.shape)))
     return r
 
 
@@ -388,22 +405,45 @@ def take_along_dim(input, indices, dim):
     return gather(input, dim, indices)
 
 
+def _check_scatter(x, idx, d, src):
+    """PyTorch's scatter checks: index as many dims as self and src, no larger than src, and
+    no larger than self apart from ``d``; src of self's dtype."""
+    if not isinstance(src, Tensor):
+        raise TypeError("scatter_add(): argument 'src' (position 3) must be Tensor, not "
+                        f"{type(src).__name__}")
+    if src._data.dtype != x.dtype:
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    s = src._data.shape or (1,)
+    if idx.ndim != x.ndim:
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    if idx.ndim != len(s):
+        raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
+    if any(n > s[i] or (i != d and n > x.shape[i]) for i, n in enumerate(idx.shape)):
+        raise RuntimeError(
+            f"Expected index {list(idx.shape)} to be no larger than self {list(x.shape)} apart "
+            f"from dimension {d} and to be no larger size than src {list(s)}")
+
+
 def scatter_add(input, dim, index, src):
     """A copy of ``input`` with ``src`` added at ``index`` along ``dim``."""
     x = input._data
-    idx = _index_on(index, x)
-    d = wrap_dim(dim, x.ndim)
-    out_arr = EW.unary(EW.copy, x, x.dtype)
+    idx = _dim_index(index, x, "scatter")
+    x1 = x.reshape(1) if x.ndim == 0 else x
+    d = wrap_dim(dim, x1.ndim)
+    _check_scatter(x1, idx, d, src)
+    out_arr = EW.unary(EW.copy, x1, x.dtype)
     xs, outer, inner = _dim_views(out_arr, idx, d)
-    o3 = xs.reshape(outer, x.shape[d], inner)
-    s3 = _arrays.contiguous(src._data[tuple(slice(0, s) for s in idx.shape)]).reshape(
+    o3 = xs.reshape(outer, x1.shape[d], inner)
+    sd = src._data.reshape(1) if src._data.ndim == 0 else src._data
+    s3 = _arrays.contiguous(sd[tuple(slice(0, n) for n in idx.shape)]).reshape(
         outer, idx.shape[d], inner)
-    K = IDX.on(x)
-    K.scatter_add_dim(s3, idx.reshape(outer, idx.shape[d], inner), o3)
+    bad = IDX.on(x).scatter_add_dim(s3, idx.reshape(outer, idx.shape[d], inner), o3)
+    if bad >= 0:
+        raise index_error(_arrays.host(idx.reshape(-1))[bad], d, x1.shape[d])
     if not _arrays.shares_memory(o3, out_arr):
         # the restricted view needed a copy: scatter went there, write it back
         EW.unary(EW.copy, o3.reshape(xs.shape), x.dtype, out=xs)
-    r = _wrap(out_arr)
+    r = _wrap(out_arr.reshape(x.shape))
     if state.enabled and (input._requires_grad or src._requires_grad):
         attach(r, ScatterAddBackward0((edge(input), edge(src)), (index, d)))
     return r
@@ -463,7 +503,12 @@ def assign(x, key, value):
                 view_key.append(Ellipsis)
                 dim += v
         target = x._data[tuple(view_key) + (Ellipsis,)]
+        check_writable(target)
         plan = _plan(target.shape, adv)
+        if expand_error(src.shape, plan.out_shape) is not None:
+            raise RuntimeError(
+                f"shape mismatch: value tensor of shape {list(src.shape)} cannot be broadcast "
+                f"to indexing result of shape {list(plan.out_shape)}")
         vals = _arrays.empty(target, plan.out_shape, dt.np)
         EW.unary(EW.copy, src, dt.np, out=vals)
         t3 = plan.permuted(target)
@@ -474,6 +519,7 @@ def assign(x, key, value):
             EW.unary(EW.copy, shaped.reshape(t3.shape), dt.np, out=t3)
     else:
         view = x._data[_basic_numpy_key(parsed, x._data.ndim)]
+        check_writable(view)
         EW.unary(EW.copy, src, dt.np, out=view)
     x._bump_version()
 

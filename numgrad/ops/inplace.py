@@ -16,6 +16,7 @@ import numpy as np
 from numgrad import _arrays, _dtype
 from numgrad.autograd.grad_mode import no_grad
 from numgrad.autograd.graph import Node
+from numgrad.kernels._guard import check_writable
 from numgrad.ops import elementwise as ew
 from numgrad.ops import indexing as ix
 from numgrad.ops._util import (
@@ -37,6 +38,7 @@ VIEW_OF_LEAF = ("a view of a leaf Variable that requires grad is being used in a
 
 
 def check_inplace(t):
+    check_writable(t._data)
     if t._vc is INFERENCE and not state.inference:
         t._bump_version()  # raises PyTorch's inference-tensor error
     if state.enabled:

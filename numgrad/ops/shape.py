@@ -2,6 +2,8 @@
 unsqueeze, expand, select, slice) share storage and version counter with their base as in
 PyTorch; their backward rules are shape ops too. cat/stack copy with the copy kernel."""
 
+import operator
+
 import numpy as np
 
 from numgrad import _arrays, _device, _dtype
@@ -107,7 +109,15 @@ def flatten(input, start_dim=0, end_dim=-1):
 def unflatten(input, dim, sizes):
     shape = input._data.shape
     d = wrap_dim(dim, len(shape))
-    sizes = infer_size(tuple(sizes), shape[d])
+    sizes = tuple(sizes)
+    known = 1
+    for s in sizes:
+        known *= s if s != -1 else 1
+    if sizes.count(-1) == 0 and known != shape[d] or sizes.count(-1) == 1 and (
+            known == 0 or shape[d] % known):
+        raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the "
+                           f"size of dim {d} ({shape[d]}) in the input tensor")
+    sizes = infer_size(sizes, shape[d])
     return view(input, shape[:d] + sizes + shape[d + 1:])
 
 
@@ -378,7 +388,8 @@ def _take(x, key):
     return out
 
 
-def select(input, dim, index):
+def select(input, dim, index, _key=False):
+    """``input`` at ``index`` along ``dim`` (``x[i]`` passes ``_key`` for its own message)."""
     shape = input._data.shape
     nd = len(shape)
     if nd == 0:
@@ -387,7 +398,10 @@ def select(input, dim, index):
     size = shape[d]
     i = int(index)
     if i < -size or i >= size:
-        raise IndexError(f"index {i} is out of bounds for dimension {d} with size {size}")
+        if _key:
+            raise IndexError(f"index {i} is out of bounds for dimension {d} with size {size}")
+        raise IndexError(f"select(): index {i} out of range for tensor of size {list(shape)} "
+                         f"at dimension {d}")
     if i < 0:
         i += size
     key = (slice(None),) * d + (i,)
@@ -660,11 +674,18 @@ def split(input, split_size_or_sections, dim=0):
     size = input._data.shape[d]
     if isinstance(split_size_or_sections, int):
         n = split_size_or_sections
-        sizes = [n] * (size // n) + ([size % n] if size % n else [])
-        if size == 0:
-            sizes = [0]
+        if n < 0:
+            raise RuntimeError(
+                f"split expects split_size be non-negative, but got split_size={n}")
+        if n == 0 and size != 0:
+            raise RuntimeError("split_size can only be 0 if dimension size is 0, but got "
+                               f"dimension size of {size}")
+        sizes = [0] if size == 0 else [n] * (size // n) + ([size % n] if size % n else [])
     else:
-        sizes = list(split_size_or_sections)
+        sizes = [operator.index(n) for n in split_size_or_sections]
+        if any(n < 0 for n in sizes):
+            raise RuntimeError("split_with_sizes expects split_sizes have only non-negative "
+                               f"entries, but got split_sizes={sizes}")
         if sum(sizes) != size:
             raise RuntimeError(
                 f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's "

@@ -38,13 +38,13 @@ def test_linearize_matches_cpu(rng):
     idx = np.stack([rng.integers(-s, s, 40) for s in sizes]).astype(np.int64)
     out_c = np.empty(40, np.int64)
     out_g = CudaArray.empty((40,), np.int64)
-    assert CI.linearize(to_cuda(idx), sizes, out_g) == IDX.linearize(idx, sizes, out_c) \
-        == (-1, -1)
+    got = CI.linearize(to_cuda(idx), sizes, out_g, True)
+    assert got == IDX.linearize(idx, sizes, out_c, True) == (-1, -1)
     assert_close(out_g, out_c)
     # strided (transposed) index rows, sizes as a tuple
     idx_t = np.ascontiguousarray(idx.T)
     out_g2 = CudaArray.empty((40,), np.int64)
-    assert CI.linearize(to_cuda(idx_t).T, (3, 4, 5), out_g2) == (-1, -1)
+    assert CI.linearize(to_cuda(idx_t).T, (3, 4, 5), out_g2, True) == (-1, -1)
     assert_close(out_g2, out_c)
 
 
@@ -54,17 +54,22 @@ def test_linearize_reports_first_bad_in_cpu_order(rng):
     idx[1, 3] = 4      # column 3, row 1
     idx[0, 7] = -4     # column 7, row 0
     idx[0, 3] = 9      # column 3, row 0: the first one the CPU meets
-    got = CI.linearize(to_cuda(idx), sizes, CudaArray.empty((10,), np.int64))
-    assert got == IDX.linearize(idx, sizes, np.empty(10, np.int64)) == (0, 3)
+    got = CI.linearize(to_cuda(idx), sizes, CudaArray.empty((10,), np.int64), True)
+    assert got == IDX.linearize(idx, sizes, np.empty(10, np.int64), True) == (0, 3)
     idx[0, 3] = 0
-    got = CI.linearize(to_cuda(idx), sizes, CudaArray.empty((10,), np.int64))
-    assert got == IDX.linearize(idx, sizes, np.empty(10, np.int64)) == (1, 3)
+    got = CI.linearize(to_cuda(idx), sizes, CudaArray.empty((10,), np.int64), True)
+    assert got == IDX.linearize(idx, sizes, np.empty(10, np.int64), True) == (1, 3)
     assert all(isinstance(v, int) for v in got)
+    # without wrapping (index_select), a negative index is out of range
+    idx[:] = 0
+    idx[1, 5] = -1
+    got = CI.linearize(to_cuda(idx), sizes, CudaArray.empty((10,), np.int64), False)
+    assert got == IDX.linearize(idx, sizes, np.empty(10, np.int64), False) == (1, 5)
 
 
 def test_linearize_empty():
     out = CudaArray.empty((0,), np.int64)
-    assert CI.linearize(to_cuda(np.zeros((2, 0), np.int64)), (3, 4), out) == (-1, -1)
+    assert CI.linearize(to_cuda(np.zeros((2, 0), np.int64)), (3, 4), out, True) == (-1, -1)
 
 
 # ---------------------------------------------------------------------------- mask positions
@@ -231,15 +236,21 @@ def test_gather_dim_reports_first_bad_position(rng):
     assert isinstance(got, int)
 
 
-def test_scatter_add_dim_negative_wraps_and_strided_out(rng):
+def test_scatter_add_dim_strided_out_and_bad_index(rng):
     src = _data(rng, (2, 3, 2), np.float64)
-    idx = rng.integers(-4, 4, (2, 3, 2)).astype(np.int64)
+    idx = rng.integers(0, 4, (2, 3, 2)).astype(np.int64)
     big = np.zeros((3, 4, 5), np.float64)
     out_c = big.copy()
-    IDX.scatter_add_dim(src, idx, out_c[:2, :, 1:3])
+    assert IDX.scatter_add_dim(src, idx, out_c[:2, :, 1:3]) == -1
     out_g = to_cuda(big)
-    CI.scatter_add_dim(to_cuda(src), to_cuda(idx), out_g[:2, :, 1:3])
+    assert CI.scatter_add_dim(to_cuda(src), to_cuda(idx), out_g[:2, :, 1:3]) == -1
     assert_close(out_g, out_c, rtol=1e-12, atol=1e-12)
+    # an index outside [0, size): both report the first bad flat position, and write nothing
+    # outside the output
+    idx[1, 0, 1] = -1
+    idx[1, 2, 0] = 4
+    assert IDX.scatter_add_dim(src, idx, big.copy()[:2, :, 1:3]) == 7
+    assert CI.scatter_add_dim(to_cuda(src), to_cuda(idx), to_cuda(big)[:2, :, 1:3]) == 7
 
 
 def test_empty_launches_are_noops():
@@ -248,7 +259,7 @@ def test_empty_launches_are_noops():
     idx = to_cuda(np.zeros((2, 0, 3), np.int64))
     assert CI.gather_dim(to_cuda(np.ones((2, 4, 3), np.float32)), idx, out) == -1
     target = to_cuda(np.ones((2, 4, 3), np.float32))
-    CI.scatter_add_dim(to_cuda(np.zeros((2, 0, 3), np.float32)), idx, target)
+    assert CI.scatter_add_dim(to_cuda(np.zeros((2, 0, 3), np.float32)), idx, target) == -1
     assert_close(target, np.ones((2, 4, 3), np.float32))
 
 

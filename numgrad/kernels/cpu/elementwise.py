@@ -16,6 +16,7 @@ import math
 import numpy as np
 from numba import prange
 
+from numgrad.kernels._guard import check_operands
 from numgrad.kernels._jit import inline, specialize
 from numgrad.kernels._twin import twin
 from numgrad.kernels.cpu._fastmath import fexp, fsigmoid, ftanh
@@ -738,6 +739,7 @@ def _as4d(a):
 
 
 def _nd(k, ins, out, p, q):
+    check_operands(ins, out.shape)
     nd = out.ndim
     if nd <= 4:
         (k.nd if out.size < PARALLEL_MIN else k.nd_par)(*[_as4d(a) for a in ins], _as4d(out), p, q)
@@ -772,8 +774,8 @@ def binary(k, a, b, dtype, shape, p=0.0, q=0.0, out=None):
     if out is None:
         out = np.empty(shape, dtype)
     if out.size:
-        if (a.shape == shape and b.shape == shape and a.flags.c_contiguous
-                and b.flags.c_contiguous and out.flags.c_contiguous):
+        if (a.shape == shape and b.shape == shape and out.shape == shape
+                and a.flags.c_contiguous and b.flags.c_contiguous and out.flags.c_contiguous):
             (k.flat if out.size < PARALLEL_MIN else k.flat_par)(
                 a.ravel(), b.ravel(), out.ravel(), p, q)
         else:
@@ -789,8 +791,9 @@ def ternary(k, a, b, c, dtype, shape, p=0.0, q=0.0, out=None):
     if out is None:
         out = np.empty(shape, dtype)
     if out.size:
-        if (a.shape == shape and b.shape == shape and c.shape == shape and a.flags.c_contiguous
-                and b.flags.c_contiguous and c.flags.c_contiguous and out.flags.c_contiguous):
+        if (a.shape == shape and b.shape == shape and c.shape == shape and out.shape == shape
+                and a.flags.c_contiguous and b.flags.c_contiguous and c.flags.c_contiguous
+                and out.flags.c_contiguous):
             (k.flat if out.size < PARALLEL_MIN else k.flat_par)(
                 a.ravel(), b.ravel(), c.ravel(), out.ravel(), p, q)
         else:

@@ -19,17 +19,18 @@ def wrap_indices(idx, size, out):
 
 
 @jit
-def linearize(idx, sizes, out):
+def linearize(idx, sizes, out, wrap):
     """Row-major flat index of k index arrays (rows of ``idx``) into dims of ``sizes``.
 
-    Negatives wrap; returns (row, column) of the first out-of-range index, or (-1, -1).
+    Negatives wrap when ``wrap``; returns (row, column) of the first out-of-range index, or
+    (-1, -1).
     """
     k, m = idx.shape
     for j in range(m):
         flat = 0
         for d in range(k):
             v = idx[d, j]
-            if v < 0:
+            if v < 0 and wrap:
                 v += sizes[d]
             if v < 0 or v >= sizes[d]:
                 return d, j
@@ -115,9 +116,15 @@ def gather_dim(x, idx, out):
 
 @jit
 def scatter_add_dim(src, idx, out):
-    """out[o, idx[o, j, i], i] += src[o, j, i]."""
+    """out[o, idx[o, j, i], i] += src[o, j, i]; returns the first bad flat position or -1
+    (the rows before it are already added: callers raise and drop ``out``)."""
     n_o, n_j, n_i = idx.shape
+    size = out.shape[1]
     for o in range(n_o):
         for j in range(n_j):
             for i in range(n_i):
-                out[o, idx[o, j, i], i] += src[o, j, i]
+                v = idx[o, j, i]
+                if v < 0 or v >= size:
+                    return (o * n_j + j) * n_i + i
+                out[o, v, i] += src[o, j, i]
+    return -1

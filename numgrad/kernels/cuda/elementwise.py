@@ -12,6 +12,7 @@ The launchers ``unary``/``binary``/``ternary`` take the same arguments as the CP
 
 from numba import cuda
 
+from numgrad.kernels._guard import check_operands
 from numgrad.kernels.cuda import _launch
 from numgrad.kernels.cuda.array import CudaArray, from_any
 
@@ -134,6 +135,7 @@ def _run(k, ins, out, p, q):
             args += (a.buf, a.offset)
         _launch.launch(ck.flat, n, *args, out.buf, out.offset, n, p, q)
         return out
+    check_operands(ins, shape)
     full = shape or (1,)
     args = []
     for a in ins:

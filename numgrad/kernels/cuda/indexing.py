@@ -42,14 +42,14 @@ def _wrap_k(idx, io, is_, size, out, oo, os, n, bad):
 
 
 @_launch.jit
-def _linearize_k(idx, io, ist, sizes, nk, out, oo, os, m, bad):
+def _linearize_k(idx, io, ist, sizes, nk, out, oo, os, m, wrap, bad):
     for j in range(cuda.grid(1), m, cuda.gridsize(1)):
         flat = 0
         ok = True
         for d in range(nk):
             v = idx[io + d * ist[0] + j * ist[1]]
             s = sizes[d]
-            if v < 0:
+            if v < 0 and wrap:
                 v += s
             if v < 0 or v >= s:
                 cuda.atomic.min(bad, 0, j * nk + d)  # (column, row) order: the CPU's first
@@ -194,15 +194,15 @@ def _gather_dim_k(x, xo, xs, size, idx, io, is_, out, oo, os, shape, n, bad):
 
 # d/dx gather_dim: out[o, idx[o, j, i], i] += g[o, j, i]
 @_launch.jit
-def _scatter_add_dim_k(src, so, ss, idx, io, is_, out, oo, os, size, shape, n):
+def _scatter_add_dim_k(src, so, ss, idx, io, is_, out, oo, os, size, shape, n, bad):
     n_j = shape[1]
     n_i = shape[2]
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
         o, j, i = _launch.unravel3(t, n_j, n_i)
         v = idx[io + o * is_[0] + j * is_[1] + i * is_[2]]
-        if v < 0:
-            v += size
-        if v >= 0 and v < size:
+        if v < 0 or v >= size:
+            cuda.atomic.min(bad, 0, t)
+        else:
             cuda.atomic.add(out, oo + o * os[0] + v * os[1] + i * os[2],
                             src[so + o * ss[0] + j * ss[1] + i * ss[2]])
 
@@ -250,10 +250,11 @@ def wrap_indices(idx, size, out):
     return b if b < n else -1
 
 
-def linearize(idx, sizes, out):
+def linearize(idx, sizes, out, wrap):
     """Row-major flat index of k index arrays (rows of ``idx``) into dims of ``sizes``.
 
-    Negatives wrap; returns (row, column) of the first out-of-range index, or (-1, -1).
+    Negatives wrap when ``wrap``; returns (row, column) of the first out-of-range index, or
+    (-1, -1).
     """
     ib, io, ist = _strided(idx, 2)
     ob, oo, os = _strided(out, 1)
@@ -263,7 +264,7 @@ def linearize(idx, sizes, out):
         return -1, -1
     sentinel = k * m
     bad = _flag(sentinel)
-    _launch.launch(_linearize_k, m, ib, io, ist, sz, k, ob, oo, os, m, bad)
+    _launch.launch(_linearize_k, m, ib, io, ist, sz, k, ob, oo, os, m, bool(wrap), bad)
     b = _read(bad)
     if b >= sentinel:
         return -1, -1
@@ -352,10 +353,15 @@ def gather_dim(x, idx, out):
 
 
 def scatter_add_dim(src, idx, out):
-    """out[o, idx[o, j, i], i] += src[o, j, i]."""
+    """out[o, idx[o, j, i], i] += src[o, j, i]; returns the first bad flat position or -1."""
     sb, so, ss = _strided(src, 3)
     ib, io, is_ = _strided(idx, 3)
     ob, oo, os = _strided(out, 3)
     n = idx.size
+    if not n:
+        return -1
+    bad = _flag(n)
     _launch.launch(_scatter_add_dim_k, n, sb, so, ss, ib, io, is_, ob, oo, os, out.shape[1],
-                   tuple(idx.shape), n)
+                   tuple(idx.shape), n, bad)
+    b = _read(bad)
+    return b if b < n else -1

@@ -1,0 +1,179 @@
+"""Bad input to tensor ops gets PyTorch's exception, never a crash or a silent result.
+
+Each case is one function of the library module (``numgrad`` or ``torch``), run under both:
+numgrad must raise the class written in the table (so the test means something without
+PyTorch) and, when PyTorch is installed, the same class and message as PyTorch.
+"""
+
+import numpy as np
+import pytest
+
+import numgrad as ng
+from tests.conftest import torch
+
+
+def _setitem(value_fn, key_fn=lambda t: slice(None), n=8):
+    def run(t):
+        x = t.zeros(n)
+        x[key_fn(t)] = value_fn(t)
+        return x
+    return run
+
+
+def _inplace_on_expanded(t):
+    x = t.ones(1).expand(3)
+    x.add_(1)
+    return x
+
+
+def _setitem_expanded(t):
+    x = t.ones(1).expand(3)
+    x[:] = t.tensor([1.0, 2.0, 3.0])
+    return x
+
+
+ERRORS = [
+    # scatter/gather: indices and sizes are checked before (or inside) the kernel
+    ("scatter_add index past the end", RuntimeError,
+     lambda t: t.zeros(3).scatter_add(0, t.tensor([5]), t.ones(1))),
+    ("scatter_add huge index", RuntimeError,
+     lambda t: t.zeros(3).scatter_add(0, t.tensor([10**8]), t.ones(1))),
+    ("scatter_add negative index", RuntimeError,
+     lambda t: t.zeros(3).scatter_add(0, t.tensor([-1]), t.ones(1))),
+    ("scatter_add index larger than src", RuntimeError,
+     lambda t: t.zeros(3).scatter_add(0, t.tensor([0, 1]), t.ones(1))),
+    ("scatter_add index larger than self off dim", RuntimeError,
+     lambda t: t.zeros(3, 2).scatter_add(0, t.tensor([[0, 1, 1]]), t.ones(1, 3))),
+    ("scatter_add float index", RuntimeError,
+     lambda t: t.zeros(3).scatter_add(0, t.tensor([0.0]), t.ones(1))),
+    ("scatter_add index of more dims", RuntimeError,
+     lambda t: t.zeros(3).scatter_add(0, t.tensor([[0]]), t.ones(1))),
+    ("scatter_add src of more dims", RuntimeError,
+     lambda t: t.zeros(3).scatter_add(0, t.tensor([0]), t.ones(1, 1))),
+    ("scatter_add src of another dtype", RuntimeError,
+     lambda t: t.zeros(3).scatter_add(0, t.tensor([0]), t.ones(1, dtype=t.float64))),
+    ("gather index past the end", RuntimeError,
+     lambda t: t.zeros(3).gather(0, t.tensor([3]))),
+    ("gather float index", RuntimeError, lambda t: t.zeros(3).gather(0, t.tensor([0.0]))),
+    ("gather bool index", RuntimeError, lambda t: t.zeros(3).gather(0, t.tensor([True]))),
+    ("index_select past the end", IndexError,
+     lambda t: t.index_select(t.zeros(3), 0, t.tensor([3]))),
+    ("index_select negative", IndexError,
+     lambda t: t.index_select(t.zeros(3), 0, t.tensor([-1]))),
+    ("index_select float index", RuntimeError,
+     lambda t: t.index_select(t.zeros(3), 0, t.tensor([0.0]))),
+    ("tensor index past the end", IndexError, lambda t: t.zeros(3)[t.tensor([3])]),
+    ("int index past the end", IndexError, lambda t: t.zeros(3)[3]),
+    ("select past the end", IndexError, lambda t: t.zeros(3).select(0, 3)),
+    # item assignment: the value must broadcast to the target
+    ("x[:] = more dims", RuntimeError, _setitem(lambda t: t.ones(2, 4))),
+    ("x[:] = more dims, large", RuntimeError, _setitem(lambda t: t.ones(2, 4), n=100000)),
+    ("x[0:8] = 2 values", RuntimeError,
+     _setitem(lambda t: t.tensor([1.0, 2.0]), lambda t: slice(0, 8))),
+    ("x[idx] = wrong length", RuntimeError,
+     _setitem(lambda t: t.ones(3), lambda t: t.tensor([0, 1]))),
+    ("x[idx] = 1 with idx past the end", IndexError,
+     _setitem(lambda t: 1.0, lambda t: t.tensor([8]))),
+    ("x[mask] with a short mask", IndexError,
+     _setitem(lambda t: 1.0, lambda t: t.tensor([True, False]))),
+    # in-place writes to memory that holds one element twice
+    ("add_ on an expanded tensor", RuntimeError, _inplace_on_expanded),
+    ("x[:] = v on an expanded tensor", RuntimeError, _setitem_expanded),
+    ("add_ with a larger operand", RuntimeError, lambda t: t.zeros(3).add_(t.ones(2, 3))),
+    ("add_ with a mismatched operand", RuntimeError, lambda t: t.zeros(3).add_(t.ones(2))),
+    # integer division by zero has no value
+    ("int // 0", RuntimeError, lambda t: t.tensor([1]) // 0),
+    ("int % 0", RuntimeError, lambda t: t.tensor([1]) % 0),
+    ("int // tensor with a zero", RuntimeError, lambda t: t.tensor([5, 3]) // t.tensor([2, 0])),
+    ("int remainder tensor zero", RuntimeError,
+     lambda t: t.tensor([1]).remainder(t.tensor([0]))),
+    ("int div trunc by 0", RuntimeError, lambda t: t.tensor([1]).div(0, rounding_mode="trunc")),
+    ("int div floor by 0", RuntimeError, lambda t: t.tensor([1]).div(0, rounding_mode="floor")),
+    # sizes and dtypes of factories
+    ("zeros(-1)", RuntimeError, lambda t: t.zeros(-1)),
+    ("ones(2, -1)", RuntimeError, lambda t: t.ones(2, -1)),
+    ("empty(-3)", RuntimeError, lambda t: t.empty(-3)),
+    ("rand(2, -1)", RuntimeError, lambda t: t.rand(2, -1)),
+    ("full((-1,), 1.)", RuntimeError, lambda t: t.full((-1,), 1.0)),
+    ("randint(3, (-1,))", RuntimeError, lambda t: t.randint(3, (-1,))),
+    ("randperm(-1)", RuntimeError, lambda t: t.randperm(-1)),
+    ("eye(-1)", RuntimeError, lambda t: t.eye(-1)),
+    ("eye(2, -1)", RuntimeError, lambda t: t.eye(2, -1)),
+    ("eye(2.5)", TypeError, lambda t: t.eye(2.5)),
+    ("ones(3, dtype='float32')", TypeError, lambda t: t.ones(3, dtype="float32")),
+    ("tensor(..., dtype='float32')", TypeError, lambda t: t.tensor([1.0], dtype="float32")),
+    ("zeros_like(..., dtype='float32')", TypeError,
+     lambda t: t.zeros_like(t.ones(2), dtype="float32")),
+    ("ones(3, dtype=3)", TypeError, lambda t: t.ones(3, dtype=3)),
+    ("arange step 0", RuntimeError, lambda t: t.arange(0, 10, 0)),
+    ("arange wrong sign", RuntimeError, lambda t: t.arange(10, 0, 1)),
+    ("arange to inf", RuntimeError, lambda t: t.arange(0, float("inf"))),
+    ("linspace -1 steps", RuntimeError, lambda t: t.linspace(0, 1, -1)),
+    # shape ops
+    ("split(0)", RuntimeError, lambda t: t.ones(3).split(0)),
+    ("split(-1)", RuntimeError, lambda t: t.ones(3).split(-1)),
+    ("split sizes of another sum", RuntimeError, lambda t: t.ones(3).split([1, 1])),
+    ("split negative sizes", RuntimeError, lambda t: t.ones(3).split([-1, 4])),
+    ("chunk(0)", RuntimeError, lambda t: t.ones(3).chunk(0)),
+    ("unflatten to another size", RuntimeError, lambda t: t.ones(3).unflatten(0, (2, 2))),
+    ("narrow past the end", RuntimeError, lambda t: t.ones(3).narrow(0, 2, 2)),
+    ("view to another size", RuntimeError, lambda t: t.ones(3).view(4)),
+    ("reshape two -1", RuntimeError, lambda t: t.ones(3).reshape(-1, -1)),
+    ("expand to another size", RuntimeError, lambda t: t.ones(3).expand(4)),
+]
+
+VALUES = [
+    ("split(0) of an empty dim", lambda t: t.ones(0).split(0)[0]),
+    ("scatter_add with a 0-dim index", lambda t: t.zeros(3).scatter_add(0, t.tensor(1), t.ones(1))),
+    ("scatter_add on a 0-dim tensor",
+     lambda t: t.zeros(()).scatter_add(0, t.tensor(0), t.full((), 2.0))),
+    ("gather with an int32 index", lambda t: t.arange(3.0).gather(0, t.tensor([2], dtype=t.int32))),
+    ("x[idx] = broadcast value", _setitem(lambda t: t.tensor([2.0]), lambda t: t.tensor([0, 5]))),
+    ("int // nonzero", lambda t: t.tensor([7, -7]) // t.tensor([2, 2])),
+    ("float // 0 is inf", lambda t: t.tensor([1.0]) // 0),
+    ("float div trunc by 0", lambda t: t.tensor([1.0, -1.0]).div(0, rounding_mode="trunc")),
+    ("ones(3, dtype=float)", lambda t: t.ones(3, dtype=float)),
+]
+
+
+def _outcome(fn, lib):
+    try:
+        return ("value", fn(lib))
+    except Exception as e:  # noqa: BLE001 - the point is which exception
+        return ("raised", type(e), str(e))
+
+
+@pytest.mark.parametrize("name,cls,fn", ERRORS, ids=[c[0] for c in ERRORS])
+def test_bad_input_raises_pytorchs_error(name, cls, fn):
+    got = _outcome(fn, ng)
+    assert got[0] == "raised", f"{name}: numgrad returned {got[1]!r}"
+    assert got[1] is cls, f"{name}: {got[1].__name__}: {got[2]}"
+    if torch is not None:
+        want = _outcome(fn, torch)
+        assert want[0] == "raised" and want[1] is cls, "the table disagrees with PyTorch"
+        assert got[2] == want[2]
+
+
+@pytest.mark.parametrize("name,fn", VALUES, ids=[c[0] for c in VALUES])
+def test_edge_cases_that_work_match_pytorch(name, fn):
+    got = fn(ng)
+    if torch is None:
+        assert got.numpy() is not None
+        return
+    want = fn(torch)
+    assert tuple(got.shape) == tuple(want.shape)
+    assert str(got.dtype) == str(want.dtype)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_scatter_add_error_leaves_input_unchanged():
+    x = ng.zeros(3)
+    with pytest.raises(RuntimeError):
+        x.scatter_add(0, ng.tensor([0, 7]), ng.ones(2))
+    np.testing.assert_array_equal(x.numpy(), np.zeros(3, np.float32))
+
+
+def test_gather_backward_scatters_into_a_gradient_of_the_input_shape():
+    x = ng.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    x.gather(0, ng.tensor([2, 2, 0])).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [1.0, 0.0, 2.0])
