@@ -110,6 +110,10 @@ def infer_size(shape, numel):
         else:
             known *= s
     if neg >= 0:
+        if known == 0 and numel == 0:
+            raise RuntimeError(
+                f"cannot reshape tensor of 0 elements into shape {list(shape)} because the "
+                "unspecified dimension size -1 can be any value and is ambiguous")
         if known == 0 or numel % known:
             raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
         shape = list(shape)

@@ -513,10 +513,29 @@ class DivOtherBackwardBackward0(Node):
                 div(mul(mul(gg, g), mul(a, 2)), mul(b2, b)))
 
 
+def _alpha(alpha, input, other, fname):
+    """A non-int ``alpha`` checked as PyTorch checks it (a number; a float only for float
+    results, a bool only for bool results)."""
+    if isinstance(alpha, Tensor):
+        alpha = alpha.item()
+    if not is_scalar(alpha):
+        raise TypeError(f"{fname}(): argument 'alpha' must be Number, not {type(alpha).__name__}")
+    dt = _dtype.result_type(input, other)
+    if isinstance(alpha, (bool, np.bool_)):
+        if dt is not _dtype.bool_:
+            raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    elif isinstance(alpha, (float, np.floating)) and dt._kind != 2:
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating "
+                           "point number.")
+    return alpha
+
+
 def add(input, other, *, alpha=1):
     """input + alpha * other (``AddBackward0``)."""
     if other.__class__ is not Tensor:
         other = _coerce(other, "add")
+    if alpha.__class__ is not int:
+        alpha = _alpha(alpha, input, other, "add")
     if not isinstance(input, Tensor):
         return add(other, input, alpha=1) if alpha == 1 else add(_as_t(input), other, alpha=alpha)
     if is_scalar(other):
@@ -540,6 +559,8 @@ def sub(input, other, *, alpha=1):
     """input - alpha * other (``SubBackward0``)."""
     if other.__class__ is not Tensor:
         other = _coerce(other, "sub")
+    if alpha.__class__ is not int:
+        alpha = _alpha(alpha, input, other, "sub")
     if not isinstance(input, Tensor):
         return rsub(other, input)
     if input.dtype is _dtype.bool_ and (

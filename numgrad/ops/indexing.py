@@ -42,6 +42,12 @@ def _advanced_array(k):
     return a
 
 
+def _check_step(step):
+    if step is not None and step <= 0:
+        raise ValueError("slice step cannot be zero" if step == 0 else
+                         "step must be greater than zero")
+
+
 def _parse(key, ndim):
     """Classify key items; returns [(kind, value)] with Ellipsis expanded to a dim count."""
     single = not isinstance(key, tuple)
@@ -65,6 +71,11 @@ def _parse(key, ndim):
         elif isinstance(k, slice):
             parsed.append(("slice", k))
             used += 1
+        elif isinstance(k, (float, np.floating, complex)):
+            raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or "
+                             f"byte Variables are valid indices (got {type(k).__name__})")
+        elif isinstance(k, (str, bytes)):
+            raise TypeError(f"new(): invalid data type '{type(k).__name__}'")
         else:
             a = _advanced_array(k)
             parsed.append(("adv", a))
@@ -98,8 +109,7 @@ def getitem(x, key):
             src += 1
         elif kind == "slice":
             if single or v != slice(None):
-                if v.step is not None and v.step <= 0:
-                    raise ValueError("step must be greater than zero")
+                _check_step(v.step)
                 r = sh.slice_dim(r, dim, v.start, v.stop, v.step)
             dim += 1
             src += 1
@@ -172,9 +182,13 @@ def _plan(x_shape, adv, wrap=True):
         else:
             dims.append(d)
             arrays.append(a.astype(np.int64, copy=False))
-    bshape = ()
-    for a in arrays:
-        bshape = broadcast_shapes(bshape, a.shape)
+    try:
+        bshape = ()
+        for a in arrays:
+            bshape = broadcast_shapes(bshape, a.shape)
+    except RuntimeError:
+        raise IndexError("shape mismatch: indexing tensors could not be broadcast together with "
+                         f"shapes {', '.join(str(list(a.shape)) for a in arrays)}") from None
     m = 1
     for s in bshape:
         m *= s
@@ -285,7 +299,9 @@ def index_select(input, dim, index):
 
 
 def masked_select(input, mask):
-    shape = broadcast_shapes(input._data.shape, mask._data.shape)
+    if not isinstance(mask, Tensor) or mask._data.dtype != np.bool_:
+        raise RuntimeError("masked_select: expected BoolTensor for mask")
+    shape = broadcast_shapes(mask._data.shape, input._data.shape)
     x = input if input._data.shape == shape else sh.expand(input, shape)
     m = _arrays.host(mask._data)
     m = m if m.shape == shape else np.broadcast_to(m, shape)
@@ -460,8 +476,7 @@ def _basic_numpy_key(parsed, ndim):
         if kind == "int":
             key.append(v)
         elif kind == "slice":
-            if v.step is not None and v.step <= 0:
-                raise ValueError("step must be greater than zero")
+            _check_step(v.step)
             key.append(v)
         elif kind == "none":
             key.append(None)

@@ -456,12 +456,16 @@ _RAW = {name: _raw_binary(name, name + "_s") for name in ("add", "sub", "mul", "
 
 
 def add_(self, other, *, alpha=1):
+    if alpha.__class__ is not int:
+        alpha = ew._alpha(alpha, self, other, "add_")
     op = (lambda x, y: ew.add(x, y, alpha=alpha)) if alpha != 1 else ew.add
     raw = _RAW["add"] if alpha == 1 else (lambda t, o: _RAW["add"](t, o, alpha))
     return apply_(self, op, other, raw=raw)
 
 
 def sub_(self, other, *, alpha=1):
+    if alpha.__class__ is not int:
+        alpha = ew._alpha(alpha, self, other, "sub_")
     op = (lambda x, y: ew.sub(x, y, alpha=alpha)) if alpha != 1 else ew.sub
     raw = _RAW["sub"] if alpha == 1 else (lambda t, o: _RAW["sub"](t, o, alpha))
     return apply_(self, op, other, raw=raw)
@@ -531,12 +535,17 @@ class MaskedFillBackward1(Node):
                 ew._masked(EW.mask_keep, mask, g).sum() if nv is not None else None)
 
 
+# the C type names PyTorch prints for dtypes in some messages
+_C_NAMES = {"int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+            "uint8": "unsigned char", "float32": "float", "float64": "double"}
+
+
 def masked_fill(self, mask, value):
     """``value`` where ``mask`` is true (``MaskedFillBackward0``/``1`` for number/tensor)."""
     if mask._data.dtype != np.bool_:
         raise RuntimeError(
             f"masked_fill_ only supports boolean masks, but got mask with dtype "
-            f"{dtype_of(mask)._legacy}")
+            f"{_C_NAMES.get(mask._data.dtype.name, mask._data.dtype.name)}")
     vt = isinstance(value, Tensor)
     if vt and value._data.ndim:
         raise RuntimeError(

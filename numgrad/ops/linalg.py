@@ -157,6 +157,11 @@ def bmm(input, mat2):
         raise RuntimeError("batch1 must be a 3D tensor")
     if mat2._data.ndim != 3:
         raise RuntimeError("batch2 must be a 3D tensor")
+    sa, sb = input._data.shape, mat2._data.shape
+    if sa[0] != sb[0] or sa[2] != sb[1]:
+        raise RuntimeError(
+            f"Expected size for first two dimensions of batch2 tensor to be: [{sa[0]}, {sa[2]}] "
+            f"but got: [{sb[0]}, {sb[1]}].")
     return _batched(input, mat2)
 
 

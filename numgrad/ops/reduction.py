@@ -196,9 +196,10 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
     """Mean over all elements (``MeanBackward0``) or over ``dim`` (``MeanBackward1``)."""
     dt = _dtype.get(dtype) or dtype_of(input)
     if dt._kind != 2:
+        which = "Input" if dtype is None else "Optional"
         raise RuntimeError(
-            "mean(): could not infer output dtype. Input dtype must be either a floating point "
-            f"or complex dtype. Got: {dt._legacy}")
+            f"mean(): could not infer output dtype. {which} dtype must be either a floating "
+            f"point or complex dtype. Got: {dt._legacy}")
     return _reduce_sum(input, dim, keepdim, dt, mean=True)
 
 
@@ -374,7 +375,7 @@ def _arg(input, dim, keepdim, largest):
     if dim is None:
         flat = x.reshape(1, -1, 1) if x.ndim else x.reshape(1, 1, 1)
         if flat.shape[1] == 0:
-            raise RuntimeError(
+            raise IndexError(
                 f"{'argmax' if largest else 'argmin'}(): Expected reduction dim to be "
                 "specified for input.numel() == 0.")
         v = _arrays.empty(x, (1, 1), x.dtype)

@@ -566,6 +566,8 @@ def _tensor_list(tensors, fn):
         raise TypeError(f"{fn}(): argument 'tensors' (position 1) must be tuple of Tensors, not "
                         f"{type(tensors).__name__}")
     if len(tensors) == 0:
+        if fn == "stack":
+            raise RuntimeError("stack expects a non-empty TensorList")
         raise ValueError(f"torch.{fn}(): expected a non-empty list of Tensors")
     for i, v in enumerate(tensors):
         if not isinstance(v, Tensor):
