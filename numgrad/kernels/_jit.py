@@ -1,27 +1,47 @@
-"""Lazy ``@njit`` with a versioned, writable on-disk cache.
+"""Lazy ``@njit`` with a versioned, private, self-checking on-disk cache.
 
 * Kernels compile on first call (no signatures given), one specialization per dtype/layout.
-* Compiled code is cached under ``$NUMGRAD_CACHE_DIR`` or ``<user cache>/numgrad/<version>-<hash>``
-  where the hash covers every kernel source file, so editing any helper invalidates the
-  cache (Numba alone only watches the file of the function it compiles).
-* When no cache directory is writable (read-only installs), kernels compile without caching.
+* Compiled code is cached under ``$NUMGRAD_CACHE_DIR/<version>-<hash>`` or
+  ``<user cache>/numgrad/<version>-<hash>`` where the hash covers every kernel source file, so
+  editing any helper invalidates the cache (Numba alone only watches the file of the function
+  it compiles). Under ``NUMBA_BOUNDSCHECK=1`` the folder name ends in ``-boundscheck``:
+  Numba's cache key does not include that flag.
+* Trust: loading a cache file unpickles it, so a cache folder is used only when it belongs to
+  this user with mode 0700 (it is created so) and no folder on its path can be swapped by
+  another user; files are written 0600. Otherwise (and on read-only installs) kernels compile
+  in memory, with one ``CacheWarning``. There is no shared fallback such as /tmp.
+* Robustness: each cache file carries the SHA-256 of its contents. A file that is truncated,
+  altered or does not load is deleted with a ``CacheWarning`` and the kernel recompiles; a
+  cache that cannot be written leaves kernels compiled in memory. Neither is ever an error.
 * ``specialize(template, name, f=scalar_fn)`` makes a module-level-equivalent copy of a loop
   template with ``f`` bound to a scalar function; each copy has its own qualified name so it
   caches separately (Numba cannot cache closures reliably).
 """
 
 import hashlib
+import itertools
 import os
+import pickle
+import shutil
+import stat
 import sys
 import tempfile
 import types
+import uuid
+import warnings
 
 import numba
 from numba.core import caching
+from numba.core.serialize import dumps
 
 from numgrad._version import __version__
 
 KERNEL_DIR = os.path.dirname(os.path.abspath(__file__))
+_UID = os.getuid() if hasattr(os, "getuid") else None  # None: no POSIX owners/modes (Windows)
+
+
+class CacheWarning(UserWarning):
+    """The kernel disk cache is off, or one of its files was damaged and discarded."""
 
 
 def _source_hash():
@@ -38,32 +58,312 @@ def _source_hash():
 _SOURCE_HASH = _source_hash()
 
 
-def _writable(path):
+# --- where the cache lives, and whether it can be trusted ------------------------------------
+
+def _cache_root():
+    """The folder that holds the versioned cache folders; None when the user turned it off."""
+    env = os.environ.get("NUMGRAD_CACHE_DIR")
+    if env is not None:
+        if env.strip().lower() in ("", "0", "off", "none"):
+            return None
+        return os.path.abspath(os.path.expanduser(env))
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):  # the XDG spec says to ignore a relative path
+        base = os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(os.path.abspath(base), "numgrad")
+
+
+def _version_dir_name():
+    # Numba's cache key ignores NUMBA_BOUNDSCHECK: checked and unchecked code must not mix
+    suffix = "-boundscheck" if numba.config.BOUNDSCHECK else ""
+    return f"{__version__}-{_SOURCE_HASH}{suffix}"
+
+
+def _lineage(path):
+    """``path`` and every folder above it, outermost first."""
+    chain = [path]
+    while os.path.dirname(chain[-1]) != chain[-1]:
+        chain.append(os.path.dirname(chain[-1]))
+    return chain[::-1]
+
+
+def _mkdir_private(path):
+    if os.path.lexists(path):
+        return
     try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:  # made meanwhile by another process: checked like any other
+        return
+    os.chmod(path, 0o700)  # a umask such as 0o277 would leave it unusable
+
+
+def _dir_problem(path, private, system):
+    """Why folder ``path`` cannot lead to trusted cache files, or None.
+
+    No one else may write to it: they could rename what is inside and put their own folder in
+    its place. A sticky ``system`` folder above the cache root, such as /tmp, is fine (others
+    cannot rename what is not theirs), and its owner does not matter (a container may show
+    root's folders as "nobody"). The cache root and what is below it must be this user's; the
+    ``private`` folder that holds the files must also be closed to group and others.
+    """
+    st = os.stat(path)
+    mode = stat.S_IMODE(st.st_mode)
+    if not stat.S_ISDIR(st.st_mode):
+        return "is not a directory"
+    if not system and st.st_uid != _UID:
+        return f"is owned by uid {st.st_uid}, not by this user (uid {_UID})"
+    if private and mode & 0o077:
+        return f"has mode {mode:o}, not 700 (group or others can access it)"
+    if mode & 0o022 and not (system and mode & stat.S_ISVTX):
+        return f"has mode {mode:o} (group or others can write to it)"
+    return None
+
+
+def _path_problem(path, root):
+    """Create ``path`` and its missing parents (mode 0700), checking each folder from / down
+    before anything is created in it; why ``path`` cannot be trusted, or None."""
+    if _UID is None:  # Windows: the per-user profile's ACLs protect it
         os.makedirs(path, exist_ok=True)
-        tempfile.TemporaryFile(dir=path).close()
-        return True
-    except OSError:
-        return False
+        return None
+    for d in _lineage(path):
+        _mkdir_private(d)
+        inside = d == root or d.startswith(root + os.sep)
+        problem = _dir_problem(d, private=d == path, system=not inside)
+        if problem:
+            return f"{d} {problem}"
+    return None
+
+
+def _os_reason(exc):
+    return f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror else str(exc)
+
+
+def secure_dir(path, root=None):
+    """Create the cache folder ``path`` (0700) under ``root`` (by default the root of
+    ``CACHE_DIR``) and check the folders leading to it: why it cannot be trusted, or None."""
+    try:
+        return _path_problem(path, root or os.path.dirname(CACHE_DIR))
+    except OSError as exc:
+        return _os_reason(exc)
 
 
 def _find_cache_dir():
-    """The first writable candidate, or None (then kernels compile without a disk cache)."""
-    env = os.environ.get("NUMGRAD_CACHE_DIR")
-    if env is not None:
-        if env.strip() in ("", "0", "off", "none"):
+    """(folder, None) for a trusted, writable cache folder, else (None, why not); (None, None)
+    when the user turned the cache off."""
+    root = _cache_root()
+    if root is None:
+        return None, None
+    path = os.path.join(root, _version_dir_name())
+    problem = secure_dir(path, root)
+    if problem is None:
+        try:
+            tempfile.TemporaryFile(dir=path).close()  # read-only installs
+        except OSError as exc:
+            problem = _os_reason(exc)
+    return (None, problem) if problem else (path, None)
+
+
+def warn_cache_off(reason, which="kernel"):
+    warnings.warn(f"numgrad: the {which} disk cache is off ({reason}); kernels compile in "
+                  "memory in every process. Set NUMGRAD_CACHE_DIR to a folder that only you can "
+                  "access (mode 700), or to 'off' to silence this.", CacheWarning, stacklevel=2)
+
+
+# --- cache files: sealed, private, and discarded when damaged --------------------------------
+
+# Each file is _MAGIC, the SHA-256 of the payload, then the payload (a pickle). The digest is
+# not a signature: what makes the files trusted is that only this user can write to the
+# folder, and a key for an HMAC would have to be stored there too. It catches accidental
+# damage (a copy cut short, a full disk, a bad sector) before pickle or LLVM see the bytes:
+# a flipped byte in machine code would otherwise load and crash or compute wrong results.
+_MAGIC = b"numgrad kernel cache 1\n"
+_HEAD = len(_MAGIC) + hashlib.sha256().digest_size
+
+
+class _Damaged(Exception):
+    pass
+
+
+def seal(payload):
+    """The bytes of a cache file holding ``payload``."""
+    return _MAGIC + hashlib.sha256(payload).digest() + payload
+
+
+def _unseal(blob):
+    if not blob.startswith(_MAGIC):
+        raise _Damaged("not a numgrad cache file")
+    payload = blob[_HEAD:]
+    if len(blob) < _HEAD or hashlib.sha256(payload).digest() != blob[len(_MAGIC):_HEAD]:
+        raise _Damaged("checksum mismatch: truncated or altered")
+    return payload
+
+
+def _remove(path):
+    """Delete a file (or a folder sitting where a file belongs); ignore what is gone."""
+    try:
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
+    except OSError:
+        pass
+
+
+def _discard(path, reason):
+    _remove(path)
+    warnings.warn(f"numgrad: discarded a damaged kernel cache file {path} ({reason}); the kernel "
+                  "is recompiled", CacheWarning, stacklevel=2)
+
+
+def _write_private(path, payload):
+    """Replace ``path`` atomically with a sealed ``payload`` that only this user can read."""
+    tmp = f"{path}.tmp.{uuid.uuid4().hex[:16]}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
+    try:
+        if hasattr(os, "fchmod"):
+            os.fchmod(fd, 0o600)  # a umask can only remove bits; this also restores owner ones
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(seal(payload))
+        os.replace(tmp, path)
+    except BaseException:
+        _remove(tmp)
+        raise
+
+
+def _is_index(content):
+    """(stamp, {key: data file name}), names bare ``.nbc`` files in the same folder."""
+    if not (isinstance(content, tuple) and len(content) == 2 and isinstance(content[1], dict)):
+        return False
+    return all(isinstance(n, str) and n.endswith(".nbc") and os.path.basename(n) == n
+               for n in content[1].values())
+
+
+class _CheckedCacheFile:
+    """Numba's index and data files for one function (``IndexDataCacheFile``'s names and
+    interface), sealed and written 0600. Reading never raises: a missing file is a cache
+    miss, a damaged one is deleted with a warning (then the caller compiles and saves again).
+    Each data file also records its key, so a file left by a discarded index is never used for
+    another signature."""
+
+    def __init__(self, cache_path, filename_base, source_stamp, dump=dumps):
+        self._dir = cache_path
+        self._base = filename_base
+        self._index_path = os.path.join(cache_path, f"{filename_base}.nbi")
+        self._stamp = (numba.__version__, source_stamp)
+        self._dump = dump
+        self.loaded = None  # the data file of the last successful load
+
+    def flush(self):
+        _write_private(self._index_path, self._dump((self._stamp, {})))
+
+    def load(self, key):
+        self.loaded = None
+        name = self._load_index().get(key)
+        if name is None:
             return None
-        candidates = [env]
-    else:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        user = os.getuid() if hasattr(os, "getuid") else "user"
-        candidates = [os.path.join(base, "numgrad"),
-                      os.path.join(tempfile.gettempdir(), f"numgrad-{user}")]
-    for c in candidates:
-        path = os.path.join(c, f"{__version__}-{_SOURCE_HASH}")
-        if _writable(path):
-            return path
-    return None
+        path = os.path.join(self._dir, name)
+        entry = self._read(path)
+        if entry is None:
+            return None
+        if not (isinstance(entry, tuple) and len(entry) == 2):
+            return _discard(path, "unexpected content")
+        if entry[0] != key:  # left by a discarded index; save() overwrites it
+            return None
+        self.loaded = path
+        return entry[1]
+
+    def save(self, key, data):
+        overloads = self._load_index()
+        name = overloads.get(key)
+        if name is None:
+            taken = set(overloads.values())
+            names = (f"{self._base}.{i}.nbc" for i in itertools.count(1))
+            name = next(n for n in names if n not in taken)
+            overloads[key] = name
+            _write_private(self._index_path, self._dump((self._stamp, overloads)))
+        _write_private(os.path.join(self._dir, name), self._dump((key, data)))
+
+    def _load_index(self):
+        content = self._read(self._index_path)
+        if content is None:
+            return {}
+        if not _is_index(content):
+            _discard(self._index_path, "unexpected content")
+            return {}
+        stamp, overloads = content
+        return overloads if stamp == self._stamp else {}  # another Numba's: stale, not damaged
+
+    @staticmethod
+    def _read(path):
+        """The unpickled contents of ``path``; None if it is missing or damaged (then deleted)."""
+        try:
+            with open(path, "rb") as fh:
+                blob = fh.read()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:  # unreadable: permissions, a folder in its place, I/O error
+            return _discard(path, exc.strerror or exc)
+        try:
+            return pickle.loads(_unseal(blob))
+        except _Damaged as exc:
+            return _discard(path, exc)
+        except Exception as exc:  # whatever a bad pickle raises, the file is unusable
+            return _discard(path, f"{type(exc).__name__}: {exc}")
+
+
+_SAVE_FAILED = []  # warn once per process: a full disk would otherwise warn for every kernel
+
+
+class _GuardedCache:
+    """Mixed into a Numba disk cache (``FunctionCache``, or numba-cuda's ``CUDACache``) whose
+    files become ``_CheckedCacheFile`` ones, and whose failures never reach the caller: an
+    entry that does not load is discarded and the kernel recompiles; a save that fails leaves
+    the kernel compiled in memory."""
+
+    def load_overload(self, sig, target_context):
+        try:
+            return super().load_overload(sig, target_context)
+        except Exception as exc:  # verified bytes that still do not rebuild
+            reason = f"{type(exc).__name__}: {exc}"
+            if self._cache_file.loaded is None:  # failed before reading a file
+                warnings.warn(f"numgrad: could not load a kernel from the disk cache ({reason});"
+                              " it is recompiled", CacheWarning, stacklevel=2)
+            else:
+                _discard(self._cache_file.loaded, reason)
+            return None
+
+    def save_overload(self, sig, data):
+        try:
+            super().save_overload(sig, data)
+        except Exception as exc:
+            if not _SAVE_FAILED:
+                _SAVE_FAILED.append(exc)
+                warnings.warn(f"numgrad: could not write the kernel disk cache ({exc}); "
+                              "kernels stay compiled in memory", CacheWarning, stacklevel=2)
+
+
+_GUARDED_CLASSES = {}
+
+
+def guard_cache(dispatcher):
+    """``dispatcher`` with its disk cache guarded when that cache is numgrad's (not for
+    functions outside numgrad's kernels, nor under ``NUMBA_DISABLE_JIT``).
+
+    The cache object is re-classed in place, not wrapped: numba-cuda tests
+    ``isinstance(dispatcher._cache, CUDACache)``."""
+    cache = getattr(dispatcher, "_cache", None)
+    impl = getattr(cache, "_impl", None)
+    if isinstance(cache, _GuardedCache) or not isinstance(
+            getattr(impl, "locator", None), _NumgradCacheLocator):
+        return dispatcher
+    cls = type(cache)
+    if cls not in _GUARDED_CLASSES:
+        _GUARDED_CLASSES[cls] = type(f"Guarded{cls.__name__}", (_GuardedCache, cls), {})
+    dump = getattr(cache._cache_file, "_dump", dumps)  # the target's own serializer
+    cache._cache_file = _CheckedCacheFile(cache.cache_path, impl.filename_base,
+                                          impl.locator.get_source_stamp(), dump)
+    cache.__class__ = _GUARDED_CLASSES[cls]
+    return dispatcher
 
 
 class _NumgradCacheLocator(caching._CacheLocator):
@@ -76,6 +376,12 @@ class _NumgradCacheLocator(caching._CacheLocator):
     def get_cache_path(self):
         return CACHE_DIR
 
+    def ensure_cache_path(self):
+        # Numba's own would recreate a deleted folder with the umask's mode, unchecked
+        problem = secure_dir(self.get_cache_path())
+        if problem:
+            raise PermissionError(problem)
+
     def get_source_stamp(self):
         return _SOURCE_HASH
 
@@ -84,7 +390,7 @@ class _NumgradCacheLocator(caching._CacheLocator):
 
     @classmethod
     def from_function(cls, py_func, py_file):
-        if CACHE_DIR is None or not os.path.abspath(py_file).startswith(KERNEL_DIR):
+        if CACHE_DIR is None or not os.path.abspath(py_file).startswith(KERNEL_DIR + os.sep):
             return None
         return cls(py_func, py_file)
 
@@ -99,8 +405,10 @@ def _install_locator():
     return True
 
 
-CACHE_DIR = _find_cache_dir()
+CACHE_DIR, _OFF_REASON = _find_cache_dir()
 CACHE = CACHE_DIR is not None and _install_locator()
+if _OFF_REASON:  # this module loads with the first kernel, never at ``import numgrad``
+    warn_cache_off(_OFF_REASON)
 
 # Division by zero gives inf/nan (NumPy's model) instead of raising inside kernels.
 _DEFAULTS = {"cache": CACHE, "error_model": "numpy", "nogil": True}
@@ -110,8 +418,8 @@ def jit(fn=None, **options):
     """``numba.njit`` with numgrad's defaults; compiles lazily on first call."""
     opts = dict(_DEFAULTS, **options)
     if fn is None:
-        return lambda f: numba.njit(**opts)(f)
-    return numba.njit(**opts)(fn)
+        return lambda f: guard_cache(numba.njit(**opts)(f))
+    return guard_cache(numba.njit(**opts)(fn))
 
 
 def inline(fn):

@@ -18,6 +18,8 @@ import types
 
 from numba import config, cuda
 
+from numgrad.kernels._jit import guard_cache
+
 SIM = bool(config.ENABLE_CUDASIM)
 _RECIPES = {}  # id(kernel or device function) -> how to rebuild it (see "recording" below)
 THREADS = 32 if SIM else 256
@@ -54,7 +56,9 @@ def _sim_ready(fn):
 def _disk_cache():
     """Cache compiled GPU kernels in numgrad's kernel cache directory (``<dir>/cuda``), keyed
     like the CPU kernels by a hash of every kernel source, so an edit anywhere invalidates
-    them. Off under the simulator and when numgrad's cache is off or not writable."""
+    them. The folder is held to the CPU cache's rules (this user's, mode 0700, created so),
+    else the GPU cache is off with a warning. Off under the simulator and when numgrad's cache
+    is off."""
     if SIM:
         return False
     from numgrad.kernels import _jit
@@ -65,10 +69,15 @@ def _disk_cache():
     classes = getattr(CUDACacheImpl, "_locator_classes", None)
     if _jit.CACHE_DIR is None or not isinstance(classes, list):
         return False
+    path = os.path.join(_jit.CACHE_DIR, "cuda")
+    problem = _jit.secure_dir(path)
+    if problem:  # numba-cuda unpickles what it finds there: never read a folder others control
+        _jit.warn_cache_off(problem, "GPU kernel")
+        return False
 
     class _CudaLocator(_jit._NumgradCacheLocator):
         def get_cache_path(self):
-            return os.path.join(_jit.CACHE_DIR, "cuda")
+            return path
 
     CUDACacheImpl._locator_classes = [_CudaLocator, *classes]
     return True
@@ -79,7 +88,7 @@ CACHE = _disk_cache()
 
 def jit(fn):
     """A kernel defined directly in a module (``@jit`` instead of ``@cuda.jit``)."""
-    k = cuda.jit(_sim_ready(fn), cache=CACHE)
+    k = guard_cache(cuda.jit(_sim_ready(fn), cache=CACHE))
     _RECIPES[id(k)] = ("attr", fn.__module__, fn.__name__)
     return k
 
@@ -113,7 +122,7 @@ def kernel(template, name, **bindings):
         g["math"] = _SimMath()
     fn = types.FunctionType(template.__code__, g, template.__name__, template.__defaults__)
     fn.__qualname__ = f"{template.__name__}__{name}"
-    k = cuda.jit(fn, cache=CACHE)
+    k = guard_cache(cuda.jit(fn, cache=CACHE))
     _RECIPES[id(k)] = ("kernel", template.__module__, template.__name__, name,
                        {b: _recipe(v) for b, v in bindings.items()})
     return k
