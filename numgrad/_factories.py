@@ -59,9 +59,8 @@ def _from_python(data, requested=None):
     except ValueError:
         err = _ragged_error(data)
         raise (err or ValueError("could not convert the data to a tensor")) from None
-    if arr.dtype == object or arr.dtype.kind in "USV":
-        bad = arr.reshape(-1)[0] if arr.size else data
-        raise TypeError(f"new(): invalid data type '{type(bad).__name__}'")
+    if arr.dtype == object or arr.dtype.kind in "USV" or arr.dtype == np.uint64:
+        _python_data_error(arr, data)
     if requested is not None:
         arr = arr.astype(requested.np)
     elif arr.dtype.kind == "f" and arr.dtype != np.float32 and not _has_numpy_floats(data):
@@ -69,6 +68,19 @@ def _from_python(data, requested=None):
     elif arr.dtype.kind == "c":
         raise TypeError("complex tensors are not supported by numgrad")
     return arr
+
+
+def _python_data_error(arr, data):
+    """PyTorch's error for nested data that holds no number it can store."""
+    flat = arr.reshape(-1) if arr.size else np.array([data], dtype=object)
+    for v in flat:
+        if v is None:
+            raise RuntimeError("Could not infer dtype of NoneType")
+        if isinstance(v, (int, np.integer)) and not -2**63 <= int(v) < 2**63:
+            raise ValueError("Overflow when unpacking long long")
+    bad = flat[0]
+    name = type(bad).__name__
+    raise TypeError(f"new(): invalid data type '{'str' if name == 'str_' else name}'")
 
 
 def _has_numpy_floats(data):
@@ -81,7 +93,13 @@ def _has_numpy_floats(data):
     return False
 
 
+_BYTE_ORDER = ("given numpy array has byte order different from the native byte order. "
+               "Conversion between byte orders is currently not supported.")
+
+
 def _check_dtype(arr):
+    if not arr.dtype.isnative:
+        raise ValueError(_BYTE_ORDER)
     d = _dtype.from_numpy_dtype(arr.dtype)
     if d is None:
         conv = {np.dtype(np.uint16): np.int32, np.dtype(np.uint32): np.int64,
@@ -147,13 +165,22 @@ def from_numpy(ndarray):
             "At least one stride in the given numpy array is negative, and tensors with "
             "negative strides are not currently supported. (You can probably work around this "
             "by making a copy of your array with array.copy().) ")
+    if not ndarray.dtype.isnative:
+        raise ValueError(_BYTE_ORDER)
     if _dtype.from_numpy_dtype(ndarray.dtype) is None:
         raise TypeError(
             f"can't convert np.ndarray of type numpy.{ndarray.dtype.type.__name__}. The only "
             f"supported types are: {_NUMPY_SUPPORTED}.")
-    if not ndarray.dtype.isnative:
-        raise ValueError("given numpy array has byte order different from the native byte "
-                         "order. Conversion between byte orders is currently not supported.")
+    if not ndarray.flags.writeable:
+        # PyTorch shares the read-only memory and calls writes to it undefined behaviour; a
+        # kernel writing into a read-only mapping would crash, so numgrad takes a copy
+        warnings.warn(
+            "The given NumPy array is not writable, and PyTorch does not support non-writable "
+            "tensors. This means writing to this tensor will result in undefined behavior. You "
+            "may want to copy the array to protect its data or make it writable before "
+            "converting it to a tensor. This type of warning will be suppressed for the rest "
+            "of this program.", UserWarning, stacklevel=2)
+        ndarray = ndarray.copy()
     return _wrap(ndarray)
 
 

@@ -126,12 +126,16 @@ def infer_size(shape, numel):
 
 def check_size(shape, fname=None):
     """A size for a new tensor: no negative dimension (PyTorch's messages)."""
+    n = 1
     for s in shape:
         if s < 0:
             if fname == "zeros":
                 raise RuntimeError("zeros: Dimension size must be non-negative.")
             raise RuntimeError(
                 f"Trying to create tensor with negative dimension {s}: {list(shape)}")
+        n *= s
+    if n >= 2**63:
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)}")
     return shape
 
 

@@ -120,6 +120,16 @@ ERRORS = [
     ("view to another size", RuntimeError, lambda t: t.ones(3).view(4)),
     ("reshape two -1", RuntimeError, lambda t: t.ones(3).reshape(-1, -1)),
     ("expand to another size", RuntimeError, lambda t: t.ones(3).expand(4)),
+    ("empty of 2**124 elements", RuntimeError, lambda t: t.empty(2**62, 2**62)),
+    ("tensor of an int past int64", ValueError, lambda t: t.tensor([2**63])),
+    ("tensor of a huge int", ValueError, lambda t: t.tensor(2**70)),
+    ("tensor holding None", RuntimeError, lambda t: t.tensor([1.5, None])),
+    ("tensor of a str", TypeError, lambda t: t.tensor([1, "a"])),
+    ("ragged tensor", ValueError, lambda t: t.tensor([[1, 2], [3]])),
+    ("from_numpy big-endian", ValueError,
+     lambda t: t.from_numpy(np.ones(3, dtype=">f4"))),
+    ("tensor of big-endian", ValueError, lambda t: t.tensor(np.ones(3, dtype=">f4"))),
+    ("from_numpy of a list", TypeError, lambda t: t.from_numpy([1, 2])),
     ("reshape 0 elements with -1", RuntimeError, lambda t: t.ones(0).reshape(0, -1)),
     ("stack of nothing", RuntimeError, lambda t: t.stack([])),
     ("cat of nothing", ValueError, lambda t: t.cat([])),
@@ -167,6 +177,10 @@ VALUES = [
     ("float // 0 is inf", lambda t: t.tensor([1.0]) // 0),
     ("float div trunc by 0", lambda t: t.tensor([1.0, -1.0]).div(0, rounding_mode="trunc")),
     ("ones(3, dtype=float)", lambda t: t.ones(3, dtype=float)),
+    ("in-place op on a read-only NumPy buffer",
+     lambda t: t.from_numpy(np.frombuffer(b"\x00" * 16, dtype=np.float32)).add_(1)),
+    ("as_tensor of a read-only NumPy buffer",
+     lambda t: t.as_tensor(np.frombuffer(b"\x00" * 16, dtype=np.float32)).mul_(2)),
 ]
 
 
@@ -188,6 +202,7 @@ def test_bad_input_raises_pytorchs_error(name, cls, fn):
         assert got[2] == want[2]
 
 
+@pytest.mark.filterwarnings("ignore:The given NumPy array is not writable")
 @pytest.mark.parametrize("name,fn", VALUES, ids=[c[0] for c in VALUES])
 def test_edge_cases_that_work_match_pytorch(name, fn):
     got = fn(ng)
