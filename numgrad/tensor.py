@@ -37,6 +37,16 @@ NONLEAF_GRAD_WARNING = (
     "instead. See github.com/pytorch/pytorch/pull/30531 for more information.")
 
 
+# dtype names as PyTorch's C++ messages print them ("expected dtype float ...")
+_CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int",
+              "int32": "int", "int16": "short int", "int8": "signed char",
+              "uint8": "unsigned char", "bool": "bool"}
+
+
+def cpp_type_name(np_dtype):
+    return _CPP_NAMES.get(np_dtype.name, np_dtype.name)
+
+
 def _wrap(arr):
     """A new tensor that owns ``arr`` (no copy), requires no grad and has no history."""
     t = _new(Tensor)
@@ -264,18 +274,24 @@ class Tensor:
                 raise TypeError(
                     "assigned grad expected to be a Tensor or None but got grad of type "
                     f"{type(value).__name__}")
-            if value._data.dtype != self._data.dtype:
+            a, b = self._data, value._data
+            if b.dtype != a.dtype:
                 raise RuntimeError(
-                    f"attempting to assign a gradient with dtype '{value.dtype.np.name}' to a "
+                    f"attempting to assign a gradient with dtype '{cpp_type_name(b.dtype)}' to a "
                     f"tensor with grad_dtype '{self.dtype._legacy}'. The gradient must match the "
                     "tensor's grad_dtype (defaults to the tensor's dtype). You can set the "
                     "tensor's grad_dtype attribute with a specific dtype, or None to allow any "
                     "dtype. Set grad_dtype with caution. Diverging the dtypes of a tensor and "
                     "its gradient may break downstream systems that assume they match.")
-            if value._data.shape != self._data.shape:
+            if b.__class__ is not a.__class__:
                 raise RuntimeError(
-                    f"attempting to assign a gradient of size '{list(value._data.shape)}' to a "
-                    f"tensor of size '{list(self._data.shape)}'. Please ensure that the "
+                    f"attempting to assign a gradient with device type '{value.device.type}' to "
+                    f"a tensor with device type '{self.device.type}'. Please ensure that the "
+                    "gradient and the tensor are on the same device")
+            if b.shape != a.shape:
+                raise RuntimeError(
+                    f"attempting to assign a gradient of size '{list(b.shape)}' to a "
+                    f"tensor of size '{list(a.shape)}'. Please ensure that the "
                     "gradient and the tensor are the same size")
         self._grad = value
 
@@ -295,8 +311,13 @@ class Tensor:
 
     @data.setter
     def data(self, value):
+        # any size, dtype or device, as in PyTorch: what reads a tensor together with its
+        # gradient or optimizer state (AccumulateGrad, optimizer steps) checks them
         if not isinstance(value, Tensor):
-            raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
+            raise TypeError(f"Variable data has to be a tensor, but got {type(value).__name__}")
+        if self._requires_grad and value._data.dtype.kind != "f":
+            raise RuntimeError("data set to a tensor that requires gradients must be floating "
+                               "point or complex dtype")
         self._data = value._data
 
     def detach(self):

@@ -7,6 +7,8 @@
 3. Each gradient is summed to its input's shape and cast to its dtype in one place
    (``_conform``) using the node's ``_meta``; fan-in gradients are added; saved values are
    freed after a node runs unless ``retain_graph``.
+4. What a hook hands back (or rebinds a gradient's ``.data`` to) is checked as PyTorch checks
+   it, type, device and size, before any node or kernel sees it.
 """
 
 import operator
@@ -15,10 +17,13 @@ import sys
 
 import numpy as np
 
+from numgrad._shape import broadcast_shapes
 from numgrad.autograd import anomaly_mode, grad_mode
 from numgrad.autograd.anomaly_mode import STATE as ANOMALY
+from numgrad.autograd.function import BackwardCFunction
 from numgrad.autograd.graph import FREED_MSG, AccumulateGrad
-from numgrad.tensor import _wrap
+from numgrad.kernels._guard import check_writable
+from numgrad.tensor import Tensor, _wrap
 
 _ND = np.ndarray  # data of any other class is on the GPU
 
@@ -139,17 +144,77 @@ def _conform(node, outs):
     return outs
 
 
-def _run_hooks_before(node, hooks, grads, captured, capture):
-    """Tensor hooks, retain_grad, autograd.grad captures, node pre-hooks: PyTorch's order."""
+def _hook_name(fn):
+    name = getattr(fn, "__name__", None)
+    return name if isinstance(name, str) else "<unknown>"
+
+
+def _type_str(a):
+    """PyTorch's legacy type name of data ``a`` (``torch.FloatTensor``)."""
+    where = "" if a.__class__ is _ND else "cuda."
+    return f"torch.{where}{_TYPE_NAMES.get(a.dtype.name, a.dtype.name)}Tensor"
+
+
+def _check_value(fn, ref, value):
+    """``value``, which hook ``fn`` handed back for a gradient whose data was ``ref``, after
+    PyTorch's checks: a tensor of the same type, device and size (anything else would reach
+    the next node's kernels)."""
+    if not isinstance(value, Tensor):
+        raise TypeError(f"expected Variable, but hook returned '{type(value).__name__}'")
+    b = value._data
+    if b.dtype != ref.dtype or b.__class__ is not ref.__class__:
+        raise RuntimeError(f"hook '{_hook_name(fn)}' has changed the type of value (was "
+                           f"{_type_str(ref)} got {_type_str(b)})")
+    if b.shape != ref.shape:
+        raise RuntimeError(f"hook '{_hook_name(fn)}' has changed the size of value")
+    return value
+
+
+def _check_values(fn, refs, values):
+    """The gradients a node hook returned (a tuple, one per gradient it was given)."""
+    if not isinstance(values, tuple):
+        raise TypeError(f"expected tuple, but hook returned '{type(values).__name__}'")
+    if len(values) != len(refs):
+        raise RuntimeError(f"hook '{_hook_name(fn)}' has returned an incorrect number of values "
+                           f"(got {len(values)}, but expected {len(refs)})")
+    for ref, v in zip(refs, values):
+        if v is not None:
+            if ref is None:
+                raise RuntimeError("can't replace a None gradient with a non-None value")
+            _check_value(fn, ref, v)
+    return list(values)
+
+
+def _data_of(grads):
+    return [None if g is None else g._data for g in grads]
+
+
+def _check_kept(fn, refs, grads):
+    """A hook that rebound a gradient's ``.data`` kept its type and size."""
+    for ref, g in zip(refs, grads):
+        if g is not None and ref is not None and g._data is not ref:
+            _check_value(fn, ref, g)
+
+
+def _run_hooks_before(node, hooks, grads, captured, capture, shared):
+    """Tensor hooks, retain_grad, autograd.grad captures, node pre-hooks: PyTorch's order.
+
+    Returns the gradients to run the node on, or None when hooks left none to a built-in node.
+    What hooks return may be held by the user: it joins ``shared`` (never stolen as a .grad).
+    """
     if hooks is not None:
         for nr, fns in hooks.tensor_pre.items():
             for fn in list(fns.values()):
                 g = grads[nr]
                 if g is None:
                     continue
+                ref = g._data
                 r = fn(g)
                 if r is not None:
-                    grads[nr] = r
+                    grads[nr] = _check_value(fn, ref, r)
+                    shared.add(id(r))
+                elif g._data is not ref:
+                    _check_value(fn, ref, g)
         for nr, fn in hooks.retain.items():
             if grads[nr] is not None:
                 fn(grads[nr])
@@ -157,11 +222,19 @@ def _run_hooks_before(node, hooks, grads, captured, capture):
         for nr, slots in capture.get(node, {}).items():
             for slot in slots:
                 captured[slot] = grads[nr]
-    if hooks is not None:
+    if hooks is not None and hooks.pre:
+        leaf = node.__class__ is AccumulateGrad
         for fn in list(hooks.pre.values()):
+            refs = _data_of(grads)
             r = fn(tuple(grads))
             if r is not None:
-                grads = list(r)
+                grads = _check_values(fn, refs, r)
+                shared.update(id(v) for v in r)
+            if not leaf:  # a leaf's gradient may change size, as in PyTorch
+                _check_kept(fn, refs, grads)
+        if (not leaf and len(grads) == 1 and grads[0] is None
+                and not isinstance(node, BackwardCFunction)):
+            return None  # a built-in node has nothing to do without its gradient
     return grads
 
 
@@ -175,14 +248,19 @@ def _sole_owner(arr):
             and arr.nbytes == base.nbytes and sys.getrefcount(base) == 3)
 
 
+def _leaf_hooks(var, g, shared):
+    """``var.register_hook`` hooks: they run first, as the tensor pre-hooks of its node."""
+    for fn in list(var._hooks.values()):
+        r = fn(g)
+        if r is not None and r is not g:
+            g = _check_value(fn, g._data, r)
+            if sys.getrefcount(r) > 3:  # the caller still holds it: never steal its buffer
+                shared.add(id(r))
+    return g
+
+
 def _accumulate(var, g, shared):
     """Add ``g`` into ``var.grad`` (PyTorch's AccumulateGrad)."""
-    hooks = var._hooks
-    if hooks:
-        for fn in list(hooks.values()):
-            r = fn(g)
-            if r is not None:
-                g = r
     old = var._grad
     if grad_mode.state.enabled:  # create_graph: keep the gradient's own graph
         var._grad = g.clone() if old is None else old + g
@@ -195,11 +273,31 @@ def _accumulate(var, g, shared):
         else:
             var._grad = g.detach().clone()
     else:
-        old._add_inplace_raw(g)
+        a = old._data
+        if not a.flags.c_contiguous:  # e.g. a .grad the user set to an expanded tensor
+            check_writable(a)
+        try:
+            old._add_inplace_raw(g)
+        except RuntimeError:
+            _accumulate_error(a.shape, g._data.shape)
+            raise
     post = var._post_acc_hooks
     if post:
         for fn in list(post.values()):
-            fn(var)
+            r = fn(var)
+            if r is not None:
+                _check_value(fn, var._data, r)
+                raise RuntimeError("Tensor post accumulate grad hooks should return None.")
+
+
+def _accumulate_error(shape, gshape):
+    """PyTorch's error for ``grad += g`` when ``g`` does not broadcast to ``grad``'s shape
+    (after ``.grad.data`` or ``.data`` was rebound to another size)."""
+    if shape != gshape:
+        b = broadcast_shapes(shape, gshape)
+        if b != shape:
+            raise RuntimeError(f"output with shape {list(shape)} doesn't match the broadcast "
+                               f"shape {list(b)}")
 
 
 def _fire(acc, buffers, captured, capture, accumulate, shared):
@@ -207,15 +305,26 @@ def _fire(acc, buffers, captured, capture, accumulate, shared):
     inp = buffers.pop(acc, None)
     if inp is None:
         return
+    var = acc.variable
     hooks = acc._hooks
+    if hooks is None and capture is None and accumulate is True and not var._hooks:
+        _accumulate(var, inp[0], shared)  # the common case: no hooks, no autograd.grad
+        return
+    run = accumulate is True or (accumulate and acc in accumulate)
+    if not run and (capture is None or acc not in capture):
+        return
+    if var._hooks:
+        inp[0] = _leaf_hooks(var, inp[0], shared)
     if hooks is not None or capture is not None:
-        inp = _run_hooks_before(acc, hooks, inp, captured, capture)
-    if accumulate is True or (accumulate and acc in accumulate):
+        inp = _run_hooks_before(acc, hooks if run else None, inp, captured, capture, shared)
+    if run:
         if inp[0] is not None:
-            _accumulate(acc.variable, inp[0], shared)
+            _accumulate(var, inp[0], shared)
         if hooks is not None:
             for fn in list(hooks.post.values()):
-                fn((), tuple(inp))
+                r = fn((), tuple(inp))
+                if r is not None:
+                    _check_values(fn, (), r)
 
 
 def execute(roots, grads, keep_graph, create_graph, capture=None, targets=None,
@@ -258,8 +367,8 @@ def execute(roots, grads, keep_graph, create_graph, capture=None, targets=None,
             if inp is not None:
                 hooks = node._hooks
                 if hooks is not None or capture is not None:
-                    inp = _run_hooks_before(node, hooks, inp, captured, capture)
-                if needed is None or node in needed:
+                    inp = _run_hooks_before(node, hooks, inp, captured, capture, shared)
+                if inp is not None and (needed is None or node in needed):
                     if anomaly:
                         outs = _run_checked(node, inp)
                     elif node._plain:
@@ -281,9 +390,12 @@ def execute(roots, grads, keep_graph, create_graph, capture=None, targets=None,
                         outs = _conform(node, outs)
                     if hooks is not None and hooks.post:
                         for fn in list(hooks.post.values()):
+                            refs = _data_of(outs)
                             r = fn(tuple(outs), tuple(inp))
                             if r is not None:
-                                outs = r
+                                outs = _check_values(fn, refs, r)
+                                shared.update(id(v) for v in r)
+                            _check_kept(fn, refs, outs)
                     if node._shares_outputs:
                         shared.update(id(g) for g in outs if g is not None)
             i = 0

@@ -4,6 +4,9 @@ outputs' ``grad_fn`` a ``FBackward`` node, which is also the ``ctx`` passed to b
 
 import functools
 
+import numpy as np
+
+from numgrad import _device
 from numgrad.autograd import grad_mode
 from numgrad.autograd.graph import FREED_MSG, Node
 from numgrad.tensor import NO_EDGE, Tensor, _wrap, edge
@@ -77,6 +80,9 @@ class BackwardCFunction(FunctionCtx, Node):
         return self.apply(*grads)
 
     def _check_grads(self, result):
+        """The user's gradients after PyTorch's checks: one per forward input, a tensor (or
+        None) per tensor input, each of a shape that sums to its input's; those of inputs
+        that need no gradient are dropped."""
         name = type(self).__name__
         if not isinstance(result, tuple):
             result = (result,)
@@ -96,17 +102,33 @@ class BackwardCFunction(FunctionCtx, Node):
                         f"function {name} returned a gradient different than None at position "
                         f"{i + 1}, but the corresponding forward input was not a Variable")
                 continue
-            if g is not None:
-                if not isinstance(g, Tensor):
-                    raise TypeError(
-                        f"function {name} returned a gradient that is not a Tensor at index {i}")
-                shape = self._in_shapes[i]
-                gs = g._data.shape
-                if gs != shape and not _expandable(shape, gs):
-                    raise RuntimeError(
-                        f"Function {name} returned an invalid gradient at index {i} - got "
-                        f"{list(gs)} but expected shape compatible with {list(shape)}")
+            if g is not None and not isinstance(g, Tensor):
+                raise RuntimeError(f"expected Variable or None (got {type(g).__name__})")
             out.append(g)
+        k = -1
+        for i, is_t in enumerate(self._input_is_tensor):
+            if not is_t:
+                continue
+            k += 1
+            g = out[k]
+            if g is None:
+                continue
+            if self.next_functions[k][0] is None:  # its input needs no gradient
+                out[k] = None
+                continue
+            shape = self._in_shapes[i]
+            a = g._data
+            if a.shape != shape and not _expandable(shape, a.shape):
+                raise RuntimeError(
+                    f"Function {name} returned an invalid gradient at index {k} - got "
+                    f"{list(a.shape)} but expected shape compatible with {list(shape)}")
+            if a.__class__ is not self._in_devices[k]:
+                where = _device.CPU if self._in_devices[k] is np.ndarray else _device.CUDA0
+                if a.ndim:
+                    raise RuntimeError(
+                        f"Function {name} returned an invalid gradient at index {k} - expected "
+                        f"device {where} but got {_device.of(a)}")
+                out[k] = g.to(where)
         return out
 
     def _release(self):
@@ -213,6 +235,7 @@ def _wrap_outputs(ctx, args, is_tensor, outputs, record):
         ctx._input_is_tensor = is_tensor
         ctx._in_shapes = tuple(a._data.shape if t else None for a, t in zip(args, is_tensor))
         ctx._meta = tuple((a._data.shape, a.dtype) for a, t in zip(args, is_tensor) if t)
+        ctx._in_devices = tuple(a._data.__class__ for a, t in zip(args, is_tensor) if t)
     result = []
     out_meta = []
     for nr, o in enumerate(outs):

@@ -6,13 +6,14 @@ Backward rules run kernels too; when a graph is being recorded for higher-order 
 """
 
 import math
+import operator
 import warnings
 
 import numpy as np
 
 from numgrad import _arrays as A
 from numgrad import _dtype
-from numgrad._shape import Size
+from numgrad._shape import Size, broadcast_shapes
 from numgrad.autograd.graph import Node
 from numgrad.ops import elementwise as ew
 from numgrad.ops import indexing as ix
@@ -25,6 +26,7 @@ from numgrad.ops._util import (
     NO_EDGE,
     RED,
     LazyKernels,
+    Tensor,
     _wrap,
     attach,
     dtype_of,
@@ -36,7 +38,6 @@ from numgrad.ops._util import (
 NN = LazyKernels("nn")
 
 # activations that exist as tensor ops
-relu = ew.relu
 tanh = ew.tanh
 sigmoid = ew.sigmoid
 softmax = red.softmax
@@ -63,6 +64,110 @@ def _composite_grads(node, forward, inputs, g):
 
 
 # ========================================================================================
+# argument checks: PyTorch's exceptions and messages, before any kernel runs. Numba kernels
+# do no bounds checking, so every size a kernel indexes by is checked here. Only Python
+# attribute compares (no pass over the data) on the hot paths.
+# ========================================================================================
+
+
+def _tensor_arg(fn, name, pos, t):
+    """The argument parser's TypeError for a non-tensor where a tensor is required."""
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be Tensor, not "
+                        f"{type(t).__name__}")
+
+
+def _is_int(v):
+    if isinstance(v, (int, np.integer)):
+        return True
+    if isinstance(v, (float, str, bytes, list, tuple, np.floating)) or v is None:
+        return False
+    try:
+        operator.index(v)
+    except TypeError:
+        return False
+    return True
+
+
+def _int_list(v, fn, name, pos):
+    """``v`` (an int or a sequence of ints) as a tuple of ints, with the TypeErrors of
+    PyTorch's argument parser for an ``int[]`` argument."""
+    if type(v) is int:
+        return (v,)
+    if type(v) is tuple and len(v) == 2 and type(v[0]) is int and type(v[1]) is int:
+        return v
+    if isinstance(v, (list, tuple)):
+        for i, e in enumerate(v):
+            if (i == 0 and isinstance(e, bool)) or not _is_int(e):
+                if i == 0:
+                    raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be tuple of "
+                                    f"ints, but found element of type {type(e).__name__} at pos 0")
+                raise TypeError(f"{fn}(): argument '{name}' failed to unpack the object at pos "
+                                f"{i + 1} with error \"type must be tuple of ints,but got "
+                                f"{type(e).__name__}\"")
+        return tuple(int(e) for e in v)
+    if isinstance(v, bool) or not _is_int(v):
+        raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be tuple of ints, not "
+                        f"{type(v).__name__}")
+    return (int(v),)
+
+
+def _int_arg(v, fn, name, pos, kind="int"):
+    if isinstance(v, bool) or not _is_int(v):
+        raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be {kind}, not "
+                        f"{type(v).__name__}")
+    return int(v)
+
+
+def _float_arg(v, fn, name, pos):
+    if not isinstance(v, (int, float, np.integer, np.floating)) or isinstance(v, bool):
+        raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be float, not "
+                        f"{type(v).__name__}")
+    return float(v)
+
+
+def _not_implemented(kernel, t):
+    return NotImplementedError(f"\"{kernel}\" not implemented for '{dtype_of(t)._legacy}'")
+
+
+def _require_float(t, kernel):
+    """PyTorch's error for a kernel that has no integer (or bool) version."""
+    if not dtype_of(t).is_floating_point:
+        raise _not_implemented(kernel, t)
+
+
+def _ctrunc(a, b):
+    """C++ integer division (truncates toward zero), as in PyTorch's shape formulas."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+def _dim_error(dim, ndim):
+    n = max(ndim, 1)
+    return IndexError(
+        f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+
+
+def _inplace_shape(out_shape, other_shape):
+    """The checks of an in-place broadcasting op ``out.op_(other)``."""
+    b = broadcast_shapes(tuple(out_shape), tuple(other_shape))
+    if tuple(b) != tuple(out_shape):
+        raise RuntimeError(f"output with shape {list(out_shape)} doesn't match the broadcast "
+                           f"shape {list(b)}")
+
+
+def _check_mixed_dtype(x, params):
+    """CPU batch/layer norm: the affine parameters and statistics share the input's dtype."""
+    dt = x._data.dtype
+    for p in params:
+        if p is not None and p._data.dtype != dt:
+            if dt == np.float32:
+                raise RuntimeError(
+                    "mixed dtype (CPU): expect parameter to have scalar type of Float")
+            raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
+
+
+# ========================================================================================
 # linear
 # ========================================================================================
 
@@ -80,16 +185,38 @@ class AddmmBackward0(Node):
                 la.mat2_grad(m1, gs, m2_column_major) if _needs(self, 2) else None)
 
 
+def _expand_check(src, target, t):
+    """PyTorch's errors for ``t.expand(target)`` (``src`` is t's shape)."""
+    if len(src) > len(target):
+        raise RuntimeError(
+            f"expand(torch.{dtype_of(t)._legacy}Tensor{{{list(src)}}}, size={list(target)}): the "
+            f"number of sizes provided ({len(target)}) must be greater or equal to the number of "
+            f"dimensions in the tensor ({len(src)})")
+    off = len(target) - len(src)
+    for i in range(len(target) - 1, off - 1, -1):
+        size = src[i - off]
+        if size != target[i] and size != 1:
+            raise RuntimeError(
+                f"The expanded size of the tensor ({target[i]}) must match the existing size "
+                f"({size}) at non-singleton dimension {i}.  Target sizes: {list(target)}.  "
+                f"Tensor sizes: {list(src)}")
+
+
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     """beta * input + alpha * (mat1 @ mat2) in one op (``AddmmBackward0``)."""
     with_graph = state.enabled and (input._requires_grad or mat1._requires_grad
                                     or mat2._requires_grad)
-    if mat1._data.ndim != 2 or mat2._data.ndim != 2:
-        raise RuntimeError("mat1 must be a matrix, got " + str(mat1._data.ndim) + "-D tensor")
+    for name, t in (("mat1", mat1), ("mat2", mat2)):
+        if t._data.ndim != 2:
+            raise RuntimeError(f"{name} must be a matrix, got {t._data.ndim}-D tensor")
+    for name, t in (("self", input), ("mat1", mat1)):
+        if t._data.dtype != mat2._data.dtype:
+            raise RuntimeError(f"{name} and mat2 must have the same dtype, but got "
+                               f"{dtype_of(t)._legacy} and {dtype_of(mat2)._legacy}")
     (n, k), (k2, m) = mat1._data.shape, mat2._data.shape
     if k != k2:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({n}x{k} and {k2}x{m})")
-    la._check_dtypes(mat1, mat2)
+    _expand_check(input._data.shape, (n, m), input)
     out_arr = A.empty(mat1._data, (n, m), mat1._data.dtype)
     LIN.matmul(mat1._data, mat2._data, out_arr)
     if alpha != 1:
@@ -114,15 +241,26 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
 
 def linear(input, weight, bias=None):
     """input @ weight^T + bias (``AddmmBackward0`` for 2-D input, as in PyTorch)."""
-    if input._data.ndim == 2 and bias is not None:
+    _tensor_arg("linear", "input", 1, input)
+    _tensor_arg("linear", "weight", 2, weight)
+    xd, wd = input._data.ndim, weight._data.ndim
+    if xd == 0 or wd == 0:
+        raise RuntimeError(f"both arguments to linear need to be at least 1D, but they are {xd}D "
+                           f"and {wd}D")
+    if bias is None:
+        return la.matmul(input, sh.t(weight))
+    _tensor_arg("linear", "bias", 3, bias)
+    if xd == 2:
         return addmm(bias, input, sh.t(weight))
-    if input._data.ndim > 2 and bias is not None:
+    bshape = bias._data.shape
+    if bshape and bias._data.size == bshape[-1] and input._data.flags.c_contiguous:
         # PyTorch folds the leading dims into one addmm and views the result back
         lead = input._data.shape[:-1]
         out = addmm(bias, sh.reshape(input, (-1, input._data.shape[-1])), sh.t(weight))
         return sh.view(out, lead + (out._data.shape[-1],))
     out = la.matmul(input, sh.t(weight))
-    return out if bias is None else ew.add(out, bias)
+    _inplace_shape(out._data.shape, bshape)  # PyTorch adds the bias in place
+    return ew.add(out, bias)
 
 
 # ========================================================================================
@@ -130,12 +268,14 @@ def linear(input, weight, bias=None):
 # ========================================================================================
 
 
-def _pair(v, name="value"):
-    if isinstance(v, (tuple, list)):
-        if len(v) != 2:
-            raise ValueError(f"expected a pair for {name}, got {v}")
-        return int(v[0]), int(v[1])
-    return int(v), int(v)
+def _ntuple2(v):
+    """``torch.nn.modules.utils._pair``: an iterable as a tuple, anything else twice."""
+    if isinstance(v, (list, tuple)) or (hasattr(v, "__iter__") and not isinstance(v, Tensor)):
+        return tuple(v)
+    return (v, v)
+
+
+_pair = _ntuple2
 
 
 class _ConvGeom:
@@ -147,43 +287,128 @@ class _ConvGeom:
                 self.oh, self.ow)
 
 
-def _conv_geom(x_shape, w_shape, stride, padding, dilation, groups):
+def _make_geom(in_shape, w_shape, k, s, p, d, groups, out):
+    """A checked geometry: every size the im2col/col2im kernels index by."""
     geo = _ConvGeom()
-    n, c, h, w = x_shape
-    oc, cg, kh, kw = w_shape
-    geo.kh, geo.kw = kh, kw
-    geo.sh, geo.sw = _pair(stride, "stride")
-    geo.dh, geo.dw = _pair(dilation, "dilation")
-    if isinstance(padding, str):
-        if padding == "valid":
-            geo.ph = geo.pw = 0
-        elif padding == "same":
-            if (geo.sh, geo.sw) != (1, 1):
-                raise ValueError("padding='same' is not supported for strided convolutions")
-            geo.ph, geo.pw = geo.dh * (kh - 1) // 2, geo.dw * (kw - 1) // 2
-        else:
-            raise ValueError(f"Invalid padding string '{padding}', should be one of "
-                             "{'valid', 'same'}")
-    else:
-        geo.ph, geo.pw = _pair(padding, "padding")
+    (geo.kh, geo.kw), (geo.sh, geo.sw), (geo.ph, geo.pw) = k, s, p
+    (geo.dh, geo.dw), (geo.oh, geo.ow) = d, out
     geo.groups = groups
-    if c != cg * groups:
-        raise RuntimeError(
-            f"Given groups={groups}, weight of size {list(w_shape)}, expected input"
-            f"{list(x_shape)} to have {cg * groups} channels, but got {c} channels instead")
-    if oc % groups:
-        raise RuntimeError("out_channels must be divisible by groups")
-    eh = geo.dh * (kh - 1) + 1
-    ew_ = geo.dw * (kw - 1) + 1
-    if h + 2 * geo.ph < eh or w + 2 * geo.pw < ew_:
-        raise RuntimeError(
-            f"Calculated padded input size per channel: ({h + 2 * geo.ph} x {w + 2 * geo.pw}). "
-            f"Kernel size: ({eh} x {ew_}). Kernel size can't be greater than actual input size")
-    geo.oh = (h + 2 * geo.ph - eh) // geo.sh + 1
-    geo.ow = (w + 2 * geo.pw - ew_) // geo.sw + 1
-    geo.in_shape = tuple(x_shape)
+    geo.in_shape = tuple(in_shape)
     geo.w_shape = tuple(w_shape)
     return geo
+
+
+def _blocks(size, k, s, p, d):
+    """Sliding windows along one dim (floor division, as PyTorch's div_rtn)."""
+    return (size + 2 * p - (d * (k - 1) + 1)) // s + 1
+
+
+_CONV2D_SIGNATURES = (
+    "\n * (Tensor input, Tensor weight, Tensor bias = None, tuple of ints stride = 1, tuple of "
+    "ints padding = 0, tuple of ints dilation = 1, int groups = 1)\n * (Tensor input, Tensor "
+    "weight, Tensor bias = None, tuple of ints stride = 1, str padding = \"valid\", tuple of ints "
+    "dilation = 1, int groups = 1)\n")
+
+
+def _conv_arg_types(args):
+    """conv2d's overload resolution: int lists (or a padding string) and an int groups."""
+    *lists, groups = args[3:]
+    fast = [(v, v) if type(v) is int else v for v in lists]
+    if (type(groups) is int and all(type(v) is tuple and len(v) == 2 and type(v[0]) is int
+                                    and type(v[1]) is int for v in fast[::2])
+            and (isinstance(fast[1], str) or (type(fast[1]) is tuple and len(fast[1]) == 2
+                                              and type(fast[1][0]) is int
+                                              and type(fast[1][1]) is int))
+            and isinstance(args[0], Tensor) and isinstance(args[1], Tensor)
+            and (args[2] is None or isinstance(args[2], Tensor))):
+        return fast + [groups]  # the common case: ints or int pairs
+    try:
+        if not (isinstance(args[0], Tensor) and isinstance(args[1], Tensor)
+                and (args[2] is None or isinstance(args[2], Tensor))):
+            raise TypeError
+        parsed = []
+        for i, v in enumerate(lists):
+            if i == 1 and isinstance(v, str):
+                parsed.append(v)
+            else:  # an int stands for the pair (v, v), a 1-list is broadcast later
+                t = _int_list(v, "conv2d", "", 0)
+                parsed.append(t * 2 if not isinstance(v, (list, tuple)) else t)
+        parsed.append(_int_arg(groups, "conv2d", "groups", 7))
+    except TypeError:
+        got = ", ".join(type(a).__name__ if not isinstance(a, Tensor) else "Tensor"
+                        for a in args)
+        raise TypeError(f"conv2d() received an invalid combination of arguments - got ({got}), "
+                        f"but expected one of:{_CONV2D_SIGNATURES}") from None
+    return parsed
+
+
+def _expand_param(v, name, dim):
+    if len(v) == dim:
+        return v
+    if len(v) == 1:
+        return v * dim
+    if len(v) != dim:
+        raise RuntimeError(f"expected {name} to be a single integer value or a list of {dim} "
+                           f"values to match the convolution dimensions, but got {name}={list(v)}")
+    return v
+
+
+_C_TYPE = {"float32": "float", "float64": "double", "int64": "long int", "int32": "int",
+           "int16": "short int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool",
+           "float16": "c10::Half"}
+
+
+def _conv_geom(x_shape, w_shape, stride, padding, dilation, groups, bias_shape=None):
+    """PyTorch's ``check_shape_forward`` for a 2-D convolution on (already parsed) int
+    tuples; the geometry the kernels run."""
+    wnd = len(w_shape)
+    if wnd < 3:
+        raise RuntimeError("weight should have at least three dimensions")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    dim = wnd - 2
+    stride = _expand_param(stride, "stride", dim)
+    padding = _expand_param(padding, "padding", dim)
+    dilation = _expand_param(dilation, "dilation", dim)
+    _expand_param((0, 0), "output_padding", dim)
+    if min(padding) < 0:
+        raise RuntimeError("negative padding is not supported")
+    if min(stride) <= 0:
+        raise RuntimeError("non-positive stride is not supported")
+    if min(dilation) <= 0:
+        raise RuntimeError(f"dilation should be greater than zero, but got {list(dilation)}")
+    if wnd != len(x_shape):
+        raise RuntimeError(f"Expected {wnd}-dimensional input for {wnd}-dimensional weight "
+                           f"{list(w_shape)}, but got {len(x_shape)}-dimensional input of size "
+                           f"{list(x_shape)} instead")
+    oc, cg = w_shape[0], w_shape[1]
+    if oc < groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at "
+                           f"dimension 0, but got weight of size {list(w_shape)} instead")
+    if oc % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} "
+                           f"at dimension 0, but got weight of size [{list(w_shape)}] instead")
+    if x_shape[1] != cg * groups:
+        raise RuntimeError(
+            f"Given groups={groups}, weight of size {list(w_shape)}, expected input"
+            f"{list(x_shape)} to have {cg * groups} channels, but got {x_shape[1]} channels "
+            "instead")
+    if bias_shape is not None and tuple(bias_shape) != (oc,):
+        raise RuntimeError(f"Given weight of size {list(w_shape)}, expected bias to be "
+                           f"1-dimensional with {oc} elements, but got bias of size "
+                           f"{list(bias_shape)} instead")
+    (h, w), (kh, kw) = x_shape[2:], w_shape[2:]
+    (ph, pw), (dh, dw) = padding, dilation
+    eh, ew_ = dh * (kh - 1) + 1, dw * (kw - 1) + 1
+    if h + 2 * ph < eh or w + 2 * pw < ew_:
+        raise RuntimeError(
+            f"Calculated padded input size per channel: ({h + 2 * ph} x {w + 2 * pw}). "
+            f"Kernel size: ({eh} x {ew_}). Kernel size can't be greater than actual input size")
+    if kh <= 0 or kw <= 0:
+        raise RuntimeError(f"kernel size should be greater than zero, but got kernel_height: "
+                           f"{kh} kernel_width: {kw}")
+    out = (_blocks(h, kh, stride[0], ph, dh), _blocks(w, kw, stride[1], pw, dw))
+    return _make_geom(x_shape, w_shape, (kh, kw), stride, padding, dilation, groups, out)
 
 
 def _im2col(x, geo):
@@ -308,20 +533,70 @@ def _conv_backward_ops(g, x, w, geo, node):
     return (gx, gw, gb)
 
 
+def _conv_same(input, weight, stride, dilation, groups):
+    """padding='same': PyTorch's checks, and the input padded on the right/bottom by the odd
+    part of an even kernel's padding; returns the input and the symmetric padding."""
+    w_shape, nd = weight._data.shape, input._data.ndim
+    if len(w_shape) < 3:
+        raise RuntimeError("weight should have at least three dimensions")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    if len(w_shape) != nd:
+        raise RuntimeError(f"Expected {len(w_shape)}-dimensional input for {len(w_shape)}-"
+                           f"dimensional weight{list(w_shape)}, but got {nd}-dimensional input "
+                           f"of size {list(input._data.shape)} instead")
+    dim = nd - 2
+    for name, v in (("stride", stride), ("dilation", dilation)):
+        if len(v) not in (1, dim):
+            raise RuntimeError(f"{name} cannot broadcast to {dim} dimensions")
+    if any(s != 1 for s in stride):
+        raise RuntimeError("padding='same' is not supported for strided convolutions")
+    dilation = dilation * dim if len(dilation) == 1 else dilation
+    left, extra = [], []
+    for d, k in zip(dilation, w_shape[2:]):
+        total = d * (k - 1)
+        left.append(_ctrunc(total, 2))
+        extra.append(total - 2 * left[-1])
+    if any(extra):
+        widths = []
+        for e in reversed(extra):
+            widths += [0, e]
+        input = pad(input, widths)
+    return input, tuple(left)
+
+
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D convolution (``ConvolutionBackward0``); im2col + BLAS."""
+    stride, padding, dilation, groups = _conv_arg_types(
+        (input, weight, bias, stride, padding, dilation, groups))
     unbatched = input._data.ndim == 3
-    if unbatched:
-        input = sh.unsqueeze(input, 0)
-    if input._data.ndim != 4:
+    if input._data.ndim not in (3, 4):
         raise RuntimeError(
             f"Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: "
             f"{list(input._data.shape)}")
+    if unbatched:
+        input = sh.unsqueeze(input, 0)
+    if bias is not None and bias._data.dtype != input._data.dtype:
+        raise RuntimeError(f"Input type ({_C_TYPE.get(input._data.dtype.name)}) and bias type "
+                           f"({_C_TYPE.get(bias._data.dtype.name)}) should be the same")
+    if isinstance(padding, str):
+        if padding == "same":
+            input, padding = _conv_same(input, weight, stride, dilation, groups)
+        elif padding == "valid":
+            padding = (0,)
+        else:
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
+    geo = _conv_geom(input._data.shape, weight._data.shape, stride, padding, dilation, groups,
+                     bias._data.shape if bias is not None else None)
     if input._data.dtype != weight._data.dtype:
-        raise RuntimeError(
-            f"Input type ({dtype_of(input)._legacy}) and weight type ({dtype_of(weight)._legacy})"
-            " should be the same")
-    geo = _conv_geom(input._data.shape, weight._data.shape, stride, padding, dilation, groups)
+        raise RuntimeError(f"expected scalar type {dtype_of(input)._legacy} but found "
+                           f"{dtype_of(weight)._legacy}")
+    if input._data.size == 0 or weight._data.size == 0:
+        out = _wrap(A.zeros(input._data, (input._data.shape[0], weight._data.shape[0], geo.oh,
+                                          geo.ow), input._data.dtype))
+        if bias is not None:
+            out = ew.add(out, _channel_view(bias, 4))
+        return sh.squeeze(out, 0) if unbatched else out
     out_arr, cols = _conv_forward(input._data, weight._data,
                                   bias._data if bias is not None else None, geo)
     out = _wrap(out_arr.reshape(out_arr.shape[0], out_arr.shape[1], geo.oh, geo.ow))
@@ -357,64 +632,166 @@ class Col2ImBackward0(Node):
                        (geo.sh, geo.sw)),)
 
 
-def _unfold_geom(shape, kernel_size, dilation, padding, stride):
-    kh, kw = _pair(kernel_size)
-    return _conv_geom(shape, (1, shape[1], kh, kw), stride, padding, dilation, 1)
+def _window_args(fn, values, first_pos):
+    """im2col/col2im's int-pair arguments: types first, then lengths (PyTorch's order)."""
+    parsed = [_int_list(_ntuple2(v), fn, name, first_pos + i)
+              for i, (name, v) in enumerate(values)]
+    for (name, _), v in zip(values, parsed):
+        if len(v) != 2:
+            raise RuntimeError(f"It is expected {name} equals to 2, but got size {len(v)}")
+    return parsed
+
+
+def _window_checks(k, d, p, s, order):
+    msgs = {"k": (min(k) > 0, "kernel size should be greater than zero, but got kernel_height: "
+                  f"{k[0]} kernel_width: {k[1]}"),
+            "d": (min(d) > 0, "dilation should be greater than zero, but got dilation_height: "
+                  f"{d[0]} dilation_width: {d[1]}"),
+            "p": (min(p) >= 0, "padding should be non-negative, but got pad_height: "
+                  f"{p[0]} pad_width: {p[1]}"),
+            "s": (min(s) > 0, "stride should be greater than zero, but got stride_height: "
+                  f"{s[0]} stride_width: {s[1]}")}
+    for key in order:
+        ok, msg = msgs[key]
+        if not ok:
+            raise RuntimeError(msg)
 
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
-    """Sliding blocks as columns: (N, C*kh*kw, L) (``Im2ColBackward0``)."""
-    geo = _unfold_geom(input._data.shape, kernel_size, dilation, padding, stride)
-    out = _wrap(_im2col(input._data, geo))
-    if state.enabled and input._requires_grad:
-        attach(out, Im2ColBackward0((edge(input),), (geo,)))
-    return out
+    """Sliding blocks as columns: (N, C*kh*kw, L), or (C*kh*kw, L) for unbatched (C, H, W)
+    input (``Im2ColBackward0``)."""
+    _tensor_arg("im2col", "input", 1, input)
+    k, d, p, s = _window_args("im2col", (("kernel_size", kernel_size), ("dilation", dilation),
+                                         ("padding", padding), ("stride", stride)), 2)
+    _window_checks(k, d, p, s, "kdps")
+    shape = input._data.shape
+    nd = len(shape)
+    if nd < 3:
+        raise _dim_error(1 if nd < 2 else 2, nd)
+    if not ((nd == 3 and 0 not in shape) or (nd == 4 and 0 not in shape[1:])):
+        raise RuntimeError("Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and "
+                           f"other non-zero dimensions for input, but got: {list(shape)}")
+    h, w = shape[-2:]
+    out = (_blocks(h, k[0], s[0], p[0], d[0]), _blocks(w, k[1], s[1], p[1], d[1]))
+    if min(out) < 1:
+        raise RuntimeError(
+            f"Given input with spatial size ({h}, {w}), kernel_size=({k[0]}, {k[1]}), dilation=("
+            f"{d[0]}, {d[1]}), padding=({p[0]}, {p[1]}), calculated shape of the array of sliding "
+            f"blocks as ({out[0]}, {out[1]}), but its components must be at least one.")
+    _require_float(input, "im2col_out_cpu")
+    x = sh.unsqueeze(input, 0) if nd == 3 else input
+    geo = _make_geom(x._data.shape, (1, shape[-3]) + k, k, s, p, d, 1, out)
+    res = _wrap(_im2col(x._data, geo))
+    if state.enabled and x._requires_grad:
+        attach(res, Im2ColBackward0((edge(x),), (geo,)))
+    return sh.squeeze(res, 0) if nd == 3 else res
 
 
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
-    """Sum columns back into an image (the adjoint of unfold, ``Col2ImBackward0``)."""
-    kh, kw = _pair(kernel_size)
-    n, k, _ = input._data.shape
-    c = k // (kh * kw)
-    oh, ow = _pair(output_size)
-    geo = _conv_geom((n, c, oh, ow), (1, c, kh, kw), stride, padding, dilation, 1)
-    out = _wrap(_col2im(A.contiguous(input._data), geo, (n, c, oh, ow)))
-    if state.enabled and input._requires_grad:
-        attach(out, Col2ImBackward0((edge(input),), (geo,)))
-    return out
+    """Sum columns back into an image (the adjoint of unfold, ``Col2ImBackward0``); 2-D
+    (C*kh*kw, L) input gives an unbatched (C, H, W) image."""
+    _tensor_arg("col2im", "input", 1, input)
+    (oh, ow), k, d, p, s = _window_args(
+        "col2im", (("output_size", output_size), ("kernel_size", kernel_size),
+                   ("dilation", dilation), ("padding", padding), ("stride", stride)), 2)
+    _window_checks(k, d, p, s, "ksdp")
+    shape = input._data.shape
+    nd = len(shape)
+    if not ((nd == 2 and 0 not in shape) or (nd == 3 and 0 not in shape[1:])):
+        raise RuntimeError("Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch "
+                           f"size and non-zero dimensions for input, but got: {list(shape)}")
+    bd = 0 if nd == 3 else -1
+    planes, length = shape[bd + 1], shape[bd + 2]
+    if planes % (k[0] * k[1]):
+        raise RuntimeError(
+            f"Expected size of input's dimension {bd + 1} to be divisible by the product of "
+            f"kernel_size, but got input.size({bd + 1})={planes} and kernel_size=({k[0]}, "
+            f"{k[1]}).")
+    nb = (_blocks(oh, k[0], s[0], p[0], d[0]), _blocks(ow, k[1], s[1], p[1], d[1]))
+    geom = (f"Given output_size=({oh}, {ow}), kernel_size=({k[0]}, {k[1]}), dilation=({d[0]}, "
+            f"{d[1]}), padding=({p[0]}, {p[1]}), stride=({s[0]}, {s[1]}), ")
+    if length != nb[0] * nb[1]:
+        raise RuntimeError(
+            f"{geom}expected size of input's dimension {bd + 2} to match the calculated number of "
+            f"sliding blocks {nb[0]} * {nb[1]} = {nb[0] * nb[1]}, but got input.size({bd + 2})="
+            f"{length}.")
+    if min(nb) < 1:
+        raise RuntimeError(f"{geom}calculated shape of the array of sliding blocks as ({nb[0]}, "
+                           f"{nb[1]}), which is too small (non-positive)")
+    if oh < 1 or ow < 1:
+        raise RuntimeError(f"Expected output spatial size to be positive, but got: output_size=("
+                           f"{oh}, {ow}).")
+    _require_float(input, "col2im_out_cpu")
+    x = sh.unsqueeze(input, 0) if nd == 2 else input
+    n, c = x._data.shape[0], planes // (k[0] * k[1])
+    geo = _make_geom((n, c, oh, ow), (1, c) + k, k, s, p, d, 1, nb)
+    out = _wrap(_col2im(A.contiguous(x._data), geo, (n, c, oh, ow)))
+    if state.enabled and x._requires_grad:
+        attach(out, Col2ImBackward0((edge(x),), (geo,)))
+    return sh.squeeze(out, 0) if nd == 2 else out
 
 
 class ConstantPadNdBackward0(Node):
     __slots__ = ()
     _meta_only = True
 
-    # d/dx pad(x) = the unpadded region of g
+    # d/dx pad(x, w) = pad(g, -w): the padding cut off, the cropped parts zero
     def _backward(self, g):
-        key = self._saved[0]
-        return (sh._take(g, key),)
+        widths = self._saved[0]
+        return (_constant_pad(g, [-v for v in widths], 0),)
 
 
-def pad(input, pad, mode="constant", value=0.0):
-    """Constant padding of the last len(pad)/2 dims (``ConstantPadNdBackward0``)."""
+def _constant_pad(x, widths, value):
+    """Pad (or, for negative widths, crop) the last len(widths)/2 dims."""
+    shape = list(x._data.shape)
+    src = [slice(None)] * len(shape)
+    dst = [slice(None)] * len(shape)
+    for i in range(len(widths) // 2):
+        d = len(shape) - 1 - i
+        lo, hi = widths[2 * i], widths[2 * i + 1]
+        a = max(-lo, 0)
+        n = max(shape[d] - max(-hi, 0) - a, 0)
+        src[d], dst[d] = slice(a, a + n), slice(max(lo, 0), max(lo, 0) + n)
+        shape[d] += lo + hi
+    out_arr = A.full(x._data, tuple(shape), value, x._data.dtype)
+    part = x._data[tuple(src)]
+    if part.size:
+        EW.unary(EW.copy, part, out_arr.dtype, out=out_arr[tuple(dst)])
+    out = _wrap(out_arr)
+    if state.enabled and x._requires_grad:
+        attach(out, ConstantPadNdBackward0((edge(x),), (tuple(widths),)))
+    return out
+
+
+def pad(input, pad, mode="constant", value=None):
+    """Constant padding of the last len(pad)/2 dims, negative widths cropping
+    (``ConstantPadNdBackward0``)."""
+    _tensor_arg("pad", "input", 1, input)
+    if not isinstance(pad, (list, tuple)):
+        raise TypeError(f"pad(): argument 'pad' (position 2) must be tuple of ints, not "
+                        f"{type(pad).__name__}")
+    widths = _int_list(pad, "pad", "pad", 2)
+    value = 0.0 if value is None else _float_arg(value, "pad", "value", 4)
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    if len(widths) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    nd = input._data.ndim
+    if len(widths) // 2 > nd:
+        raise RuntimeError("Padding length should be less than or equal to two times the input "
+                           f"dimension but got padding length {len(widths)} and input of "
+                           f"dimension {nd}")
     if mode != "constant":
         raise NotImplementedError(f"pad mode '{mode}' is not supported by numgrad")
-    if len(pad) % 2:
-        raise RuntimeError("Padding length must be divisible by 2")
-    shape = list(input._data.shape)
-    key = [slice(None)] * len(shape)
-    for i in range(len(pad) // 2):
-        d = len(shape) - 1 - i
-        lo, hi = pad[2 * i], pad[2 * i + 1]
-        if lo < 0 or hi < 0:
-            raise NotImplementedError("negative padding is not supported by numgrad")
-        key[d] = slice(lo, lo + shape[d])
-        shape[d] += lo + hi
-    out_arr = A.full(input._data, shape, value, input._data.dtype)
-    EW.unary(EW.copy, input._data, out_arr.dtype, out=out_arr[tuple(key)])
-    out = _wrap(out_arr)
-    if state.enabled and input._requires_grad:
-        attach(out, ConstantPadNdBackward0((edge(input),), (tuple(key),)))
-    return out
+    shape = input._data.shape
+    for i in range(len(widths) // 2):  # PyTorch narrows the negative sides first
+        size = shape[nd - 1 - i]
+        for w in widths[2 * i:2 * i + 2]:
+            if w < 0:
+                size += w
+                if size < 0:
+                    raise RuntimeError("narrow(): length must be non-negative.")
+    return _constant_pad(input, widths, value)
 
 
 # ========================================================================================
@@ -422,34 +799,71 @@ def pad(input, pad, mode="constant", value=0.0):
 # ========================================================================================
 
 
-def _pool_size(h, k, s, p, d, ceil_mode):
-    eff = d * (k - 1) + 1
-    if ceil_mode:
-        o = -(-(h + 2 * p - eff) // s) + 1
-        if (o - 1) * s >= h + p:
-            o -= 1
-    else:
-        o = (h + 2 * p - eff) // s + 1
+def _pool_args(fn, kernel_size, stride, padding, dilation=1):
+    """The int pairs of max_pool2d/avg_pool2d, with the argument parser's TypeErrors first,
+    then PyTorch's length errors."""
+    k = _int_list(kernel_size, fn, "kernel_size", 2)
+    s = () if stride is None else _int_list(stride, fn, "stride", 3)
+    p = _int_list(padding, fn, "padding", 4)
+    d = _int_list(dilation, fn, "dilation", 5)
+    for v, ok, what in ((k, (1, 2), "kernel_size must either be a single int"),
+                        (s, (0, 1, 2), "stride must either be omitted, a single int"),
+                        (p, (1, 2), "padding must either be a single int"),
+                        (d, (1, 2), "dilation must be either a single int")):
+        if len(v) not in ok:
+            raise RuntimeError(f"{fn}: {what}, or a tuple of two ints")
+    k, p, d = (v * 2 if len(v) == 1 else v for v in (k, p, d))
+    s = k if not s else (s * 2 if len(s) == 1 else s)
+    return k, s, p, d
+
+
+def _pool_size(size, k, s, p, d, ceil_mode):
+    """PyTorch's pooling_output_shape, with its checks."""
+    if s == 0:
+        raise RuntimeError("stride should not be zero")
+    if p < 0:
+        raise RuntimeError(f"pad must be non-negative, but got pad: {p}")
+    if p > _ctrunc(d * (k - 1) + 1, 2):
+        raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p}, "
+                           f"kernel_size={k} and dilation={d}")
+    o = (size + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil_mode else 0)) // s + 1
+    if ceil_mode and (o - 1) * s >= size + p:
+        o -= 1
     return o
 
 
-def _pool_geom(x, kernel_size, stride, padding, dilation, ceil_mode):
-    kh, kw = _pair(kernel_size, "kernel_size")
-    sh_, sw = _pair(stride if stride is not None and stride != [] else (kh, kw), "stride")
-    ph, pw = _pair(padding, "padding")
-    dh, dw = _pair(dilation, "dilation")
-    if ph > (dh * (kh - 1) + 1) // 2 or pw > (dw * (kw - 1) + 1) // 2:
+def _pool_geom(x, k, s, p, d, ceil_mode):
+    """Output size and PyTorch's pool2d_shape_check for (N, C, H, W) or (C, H, W) input."""
+    shape = x._data.shape
+    h, w = shape[-2:]
+    oh = _pool_size(h, k[0], s[0], p[0], d[0], ceil_mode)
+    ow = _pool_size(w, k[1], s[1], p[1], d[1], ceil_mode)
+    if min(k) <= 0:
         raise RuntimeError(
-            f"pad should be at most half of effective kernel size, but got pad={ph}, "
-            f"kernel_size={kh} and dilation={dh}")
-    h, w = x._data.shape[-2:]
-    oh = _pool_size(h, kh, sh_, ph, dh, ceil_mode)
-    ow = _pool_size(w, kw, sw, pw, dw, ceil_mode)
-    if oh <= 0 or ow <= 0:
-        raise RuntimeError(
-            f"Given input size: ({x._data.shape[-3]}x{h}x{w}). Calculated output size: "
-            f"({x._data.shape[-3]}x{oh}x{ow}). Output size is too small")
-    return kh, kw, sh_, sw, ph, pw, dh, dw, oh, ow
+            f"kernel size should be greater than zero, but got kH: {k[0]} kW: {k[1]}")
+    if min(s) <= 0:
+        raise RuntimeError(f"stride should be greater than zero, but got dH: {s[0]} dW: {s[1]}")
+    if min(d) <= 0:
+        raise RuntimeError(f"dilation should be greater than zero, but got dilationH: {d[0]} "
+                           f"dilationW: {d[1]}")
+    if not ((len(shape) == 3 and 0 not in shape) or (len(shape) == 4 and 0 not in shape[1:])):
+        raise RuntimeError("Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size "
+                           f"for input, but got:{list(shape)}")
+    if k[1] // 2 < p[1] or k[0] // 2 < p[0]:
+        raise RuntimeError(f"pad should be smaller than or equal to half of kernel size, but got "
+                           f"padW = {p[1]}, padH = {p[0]}, kW = {k[1]}, kH = {k[0]}")
+    if oh < 1 or ow < 1:
+        c = shape[-3]
+        raise RuntimeError(f"Given input size: ({c}x{h}x{w}). Calculated output size: "
+                           f"({c}x{oh}x{ow}). Output size is too small")
+    return k[0], k[1], s[0], s[1], p[0], p[1], d[0], d[1], oh, ow
+
+
+def _bool_arg(v, fn, name, pos):
+    if not isinstance(v, (bool, np.bool_)):
+        raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be bool, not "
+                        f"{type(v).__name__}")
+    return bool(v)
 
 
 class MaxPool2DWithIndicesBackward0(Node):
@@ -485,16 +899,25 @@ def _max_pool_scatter(g, idx, shape):
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
+    """Window maxima over (N, C, H, W) or unbatched (C, H, W) input
+    (``MaxPool2DWithIndicesBackward0``)."""
+    _tensor_arg("max_pool2d", "input", 1, input)
+    k, s, p, d = _pool_args("max_pool2d", kernel_size, stride, padding, dilation)
+    ceil_mode = _bool_arg(ceil_mode, "max_pool2d", "ceil_mode", 6)
+    if input._data.ndim not in (3, 4):
+        raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
+    kh, kw, sh_, sw, ph, pw, dh, dw, oh, ow = _pool_geom(input, k, s, p, d, ceil_mode)
+    if input._data.dtype == np.bool_:
+        raise _not_implemented("max_pool2d", input)
     unbatched = input._data.ndim == 3
     x = sh.unsqueeze(input, 0) if unbatched else input
-    kh, kw, sh_, sw, ph, pw, dh, dw, oh, ow = _pool_geom(x, kernel_size, stride, padding,
-                                                         dilation, ceil_mode)
     n, c = x._data.shape[:2]
     out_arr = A.empty(x._data, (n, c, oh, ow), x._data.dtype)
     idx = A.empty(x._data, (n, c, oh, ow), np.int64)
-    K = NN.on(x._data)
-    K.pick(K.max_pool2d, K.max_pool2d_par, x._data.size)(
-        A.contiguous(x._data), kh, kw, sh_, sw, ph, pw, dh, dw, out_arr, idx)
+    if out_arr.size:
+        K = NN.on(x._data)
+        K.pick(K.max_pool2d, K.max_pool2d_par, x._data.size)(
+            A.contiguous(x._data), kh, kw, sh_, sw, ph, pw, dh, dw, out_arr, idx)
     out = _wrap(out_arr)
     if state.enabled and x._requires_grad:
         attach(out, MaxPool2DWithIndicesBackward0((edge(x),), (idx, x._data.shape)))
@@ -551,22 +974,85 @@ def _avg_pool_spread(g, geo, shape):
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
+    """Window means over (N, C, H, W) or unbatched (C, H, W) input (``AvgPool2DBackward0``)."""
+    _tensor_arg("avg_pool2d", "input", 1, input)
+    k, s, p, _ = _pool_args("avg_pool2d", kernel_size, stride, padding)
+    ceil_mode = _bool_arg(ceil_mode, "avg_pool2d", "ceil_mode", 5)
+    count_include_pad = _bool_arg(count_include_pad, "avg_pool2d", "count_include_pad", 6)
+    if divisor_override is not None:
+        divisor_override = _int_arg(divisor_override, "avg_pool2d", "divisor_override", 7)
+        if divisor_override == 0:
+            raise RuntimeError("divisor must be not zero")
+    if input._data.ndim < 3:
+        raise _dim_error(-3, input._data.ndim)
+    kh, kw, sh_, sw, ph, pw, _, _, oh, ow = _pool_geom(input, k, s, p, (1, 1), ceil_mode)
+    if input._data.dtype == np.bool_:
+        raise _not_implemented("avg_pool2d", input)
     unbatched = input._data.ndim == 3
     x = sh.unsqueeze(input, 0) if unbatched else input
-    kh, kw, sh_, sw, ph, pw, _, _, oh, ow = _pool_geom(x, kernel_size, stride, padding, 1,
-                                                       ceil_mode)
-    geo = (kh, kw, sh_, sw, ph, pw, bool(count_include_pad), int(divisor_override or 0), oh, ow)
+    divisor = divisor_override or 0
+    geo = (kh, kw, sh_, sw, ph, pw, count_include_pad, abs(divisor), oh, ow)
     out = _avg_pool_apply(x, geo)
+    if divisor < 0:  # the kernels take a positive divisor
+        out = ew.neg(out)
     return sh.squeeze(out, 0) if unbatched else out
 
 
+def _adaptive_matrix(size, out, like, dtype):
+    """(out, size) averaging weights of adaptive pooling: row i is the mean over
+    [floor(i size / out), ceil((i + 1) size / out))."""
+    m = np.zeros((out, size), dtype)
+    for i in range(out):
+        a, b = (i * size) // out, -(-((i + 1) * size) // out)
+        m[i, a:b] = 1.0 / (b - a)
+    return _wrap(A.to_device(m, like.device))
+
+
 def adaptive_avg_pool2d(input, output_size):
-    oh, ow = _pair(output_size)
-    h, w = input._data.shape[-2:]
-    if h % oh or w % ow:
-        raise NotImplementedError("adaptive_avg_pool2d needs the input size to be a multiple "
-                                  "of the output size in numgrad")
-    return avg_pool2d(input, (h // oh, w // ow))
+    """Means over PyTorch's adaptive windows; divisible sizes run the avg-pool kernel, others
+    are two averaging matrix products (differentiable as they are)."""
+    _tensor_arg("adaptive_avg_pool2d", "input", 1, input)
+    shape = input._data.shape
+    if isinstance(output_size, (list, tuple)):
+        if len(shape) <= len(output_size):
+            raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")
+        output_size = [v if v is not None else dflt
+                       for v, dflt in zip(output_size, shape[-len(output_size):])]
+    elif output_size is None or not _is_int(output_size):
+        raise TypeError(f"object of type '{type(output_size).__name__}' has no len()")
+    size = _int_list(output_size, "adaptive_avg_pool2d", "output_size", 2)
+    if len(size) == 1 and not isinstance(output_size, (list, tuple)):
+        size = size * 2
+    if len(size) != 2:
+        raise RuntimeError("adaptive_avg_pool2d: output_size must be 2")
+    oh, ow = size
+    if oh < 0 or ow < 0:
+        raise RuntimeError("adaptive_avg_pool2d: elements of output_size must be greater than or "
+                           f"equal to 0 but received {{{oh}, {ow}}}")
+    if (oh, ow) == (1, 1):
+        if not dtype_of(input).is_floating_point:
+            raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
+                               f"floating point or complex dtype. Got: {dtype_of(input)._legacy}")
+        if len(shape) < 2:
+            raise _dim_error(-2, len(shape))
+        return red.mean(input, (-2, -1), keepdim=True)
+    if len(shape) not in (3, 4):
+        raise RuntimeError(
+            f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got {list(shape)}")
+    for i in (-2, -1):
+        if shape[i] <= 0:
+            raise RuntimeError("adaptive_avg_pool2d(): Expected input to have non-zero size for "
+                               f"non-batch dimensions, but input has sizes {list(shape)} with "
+                               f"dimension {i + len(shape)} being empty")
+    _require_float(input, "adaptive_avg_pool2d")
+    h, w = shape[-2:]
+    if oh and ow and not (h % oh or w % ow):
+        return avg_pool2d(input, (h // oh, w // ow))
+    if 0 in shape or not oh or not ow:
+        return _wrap(A.zeros(input._data, shape[:-2] + (oh, ow), input._data.dtype))
+    mh = _adaptive_matrix(h, oh, input, input._data.dtype)
+    mw = _adaptive_matrix(w, ow, input, input._data.dtype)
+    return la.matmul(la.matmul(mh, input), sh.t(mw))
 
 
 # ========================================================================================
@@ -580,6 +1066,9 @@ def dropout(input, p=0.5, training=True, inplace=False):
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0:
         return input
+    if p != 1 and not dtype_of(input).is_floating_point:  # the mask is float
+        raise RuntimeError(f"result type Float can't be cast to the desired output type "
+                           f"{dtype_of(input)._legacy}")
     from numgrad.random import default_generator
     if p == 1:
         mask = A.zeros(input._data, input._data.shape, input._data.dtype)
@@ -672,14 +1161,35 @@ def _batch_norm_backward_ops(g, x, gamma, mean, invstd, training, node):
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
                momentum=0.1, eps=1e-05):
     """Batch normalization over (N, C, ...) per channel (``NativeBatchNormBackward0``)."""
+    _tensor_arg("batch_norm", "input", 1, input)
     x = input._data
-    if x.ndim < 2:
-        raise ValueError(f"expected 2D or more input (got {x.ndim}D input)")
-    n, c = x.shape[:2]
+    if training:
+        if x.ndim and x.shape[0] * math.prod(x.shape[2:]) == 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input "
+                             f"size {Size(x.shape)}")
+        if eps <= 0.0:
+            raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
+        momentum = _float_arg(momentum, "batch_norm", "momentum", 7)
+        if x.ndim < 2:
+            raise _dim_error(1, x.ndim)
+    elif eps < 0.0:
+        raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
+    if x.size == 0:
+        return sh.clone(input)
+    c = x.shape[1] if x.ndim > 1 else 0
     for name, t in (("running_mean", running_mean), ("running_var", running_var),
                     ("weight", weight), ("bias", bias)):
-        if t is not None and t._data.size != c:
+        if t is None:
+            if not training and name.startswith("running"):
+                raise RuntimeError(f"{name} must be defined in evaluation mode")
+        elif t._data.size != c:
             raise RuntimeError(f"{name} should contain {c} elements not {t._data.size}")
+    _require_float(input, "batch_norm")
+    _check_mixed_dtype(input, (weight, bias, running_mean, running_var))
+    for t in (running_mean, running_var):
+        if t is not None and t._data.ndim != 1:
+            raise RuntimeError(f"TensorAccessor expected 1 dims but tensor has {t._data.ndim}")
+    n = x.shape[0]
     x3 = A.contiguous(x).reshape(n, c, -1)
     K = NN.on(x)
     if training:
@@ -697,11 +1207,11 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             running_mean._bump_version()
             running_var._bump_version()
     else:
-        mean = running_mean._data.astype(np.float64)
+        mean = running_mean._data.reshape(-1).astype(np.float64)
         invstd = A.empty(x, c, np.float64)
-        K.inv_std(running_var._data, float(eps), invstd)
-    gam = weight._data if weight is not None else A.ones(x, c, x.dtype)
-    bet = bias._data if bias is not None else A.zeros(x, c, x.dtype)
+        K.inv_std(running_var._data.reshape(-1), float(eps), invstd)
+    gam = weight._data.reshape(-1) if weight is not None else A.ones(x, c, x.dtype)
+    bet = bias._data.reshape(-1) if bias is not None else A.zeros(x, c, x.dtype)
     out_arr = A.empty(x, x3.shape, x.dtype)
     K.pick(K.batch_norm_apply, K.batch_norm_apply_par, x3.size)(
         x3, mean, invstd, gam.astype(x.dtype, copy=False), bet.astype(x.dtype, copy=False),
@@ -764,15 +1274,25 @@ def _layer_norm_ops(x, gamma, beta, k, eps):
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
     """Normalize over the trailing ``normalized_shape`` dims (``NativeLayerNormBackward0``)."""
-    if isinstance(normalized_shape, int):
-        normalized_shape = (normalized_shape,)
-    normalized_shape = tuple(normalized_shape)
+    _tensor_arg("layer_norm", "input", 1, input)
+    normalized_shape = _int_list(normalized_shape, "layer_norm", "normalized_shape", 2)
+    ns = list(normalized_shape)
+    if not ns:
+        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., "
+                           f"containing at least one element, but got normalized_shape = {ns}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and t._data.shape != normalized_shape:
+            raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got "
+                               f"{name} of shape {list(t._data.shape)} and normalized_shape = {ns}")
     x = input._data
-    if x.shape[x.ndim - len(normalized_shape):] != normalized_shape:
+    if x.ndim < len(ns) or x.shape[x.ndim - len(ns):] != normalized_shape:
         raise RuntimeError(
-            f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
-            f"[*, {', '.join(map(str, normalized_shape))}], but got input of size"
-            f"{list(x.shape)}")
+            f"Given normalized_shape={ns}, expected input with shape "
+            f"[*, {', '.join(map(str, ns))}], but got input of size{list(x.shape)}")
+    _require_float(input, "LayerNormKernelImpl")
+    _check_mixed_dtype(input, (weight, bias))
+    if x.size == 0:
+        return sh.clone(input)
     k = int(np.prod(normalized_shape, dtype=np.int64))
     x2 = A.contiguous(x).reshape(-1, k)
     gam = weight._data.reshape(-1) if weight is not None else A.ones(x, k, x.dtype)
@@ -803,9 +1323,12 @@ class EmbeddingBackward0(Node):
     __slots__ = ()
     _names_of_saved = ("indices", "padding_idx")
 
-    # d/dW embedding(idx, W) = rows of g added at idx (the padding row gets none)
+    # d/dW embedding(idx, W) = rows of g added at idx (the padding row gets none); with
+    # scale_grad_by_freq each row of g is divided by how often its index occurs
     def _backward(self, g):
-        plan, padding_idx = self._saved
+        plan, padding_idx, freq_scale = self._saved
+        if freq_scale is not None:
+            g = ew.mul(g, _wrap(A.to_device(freq_scale.astype(g._data.dtype), g.device)))
         gw = ix._index_scatter(g, plan)
         if padding_idx is not None:
             keep = np.ones((plan.in_shape[0], 1), g._data.dtype)
@@ -814,26 +1337,59 @@ class EmbeddingBackward0(Node):
         return (gw,)
 
 
+def _embedding_renorm(weight, flat, max_norm, norm_type):
+    """PyTorch's embedding_renorm_: rows looked up whose norm exceeds max_norm are scaled
+    in place to max_norm (a no_grad update of the weight)."""
+    from numgrad.autograd.grad_mode import no_grad
+    with no_grad():
+        rows = _wrap(A.to_device(np.unique(flat), weight.device))
+        sel = ix.index_select(weight, 0, rows)
+        norms = red.norm(sel, float(norm_type), 1, keepdim=True)
+        scale = ew.where(ew.gt(norms, float(max_norm)),
+                         ew.mul(ew.reciprocal(ew.add(norms, 1e-7)), float(max_norm)), 1.0)
+        weight[rows] = ew.mul(sel, scale)
+
+
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq=False, sparse=False):
-    """Rows of ``weight`` at integer ``input`` (``EmbeddingBackward0``)."""
+    """Rows of ``weight`` at integer ``input`` (``EmbeddingBackward0``). ``sparse=True``
+    gives the same gradient values as a dense tensor."""
+    _tensor_arg("embedding", "input", 1, input)
+    _tensor_arg("embedding", "weight", 2, weight)
+    if padding_idx is not None:
+        n_rows = weight.size(0)
+        if (padding_idx > 0 and padding_idx >= n_rows) or (
+                padding_idx < 0 and padding_idx < -n_rows):
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        padding_idx = _int_arg(padding_idx, "embedding", "padding_idx", 3)
+        if padding_idx < 0:
+            padding_idx += n_rows
+    if weight._data.ndim != 2:
+        raise RuntimeError("'weight' must be 2-D")
     idx = input._data
-    if idx.dtype.kind not in "iu":
+    if idx.dtype not in (np.int64, np.int32):
+        name = ("CUDABoolType" if input.is_cuda else "CPUBoolType") if idx.dtype == np.bool_ \
+            else input.type()
         raise RuntimeError(
             "Expected tensor for argument #1 'indices' to have one of the following scalar "
-            f"types: Long, Int; but got torch.{dtype_of(input)._legacy}Tensor instead (while "
-            "checking arguments for embedding)")
+            f"types: Long, Int; but got {name} instead (while checking arguments for embedding)")
     n = weight._data.shape[0]
     flat = A.contiguous(idx).reshape(-1).astype(np.int64, copy=False)
+    if flat.size and not n:
+        raise RuntimeError("index_select(): self indexing axis dim should be positive")
     if flat.size and (NN.on(flat).first_outside(flat, 0, n - 1) >= 0):
         raise IndexError("index out of range in self")
+    if max_norm is not None:
+        _embedding_renorm(weight, A.host(flat), max_norm, norm_type)
     idx = A.host(idx)  # the gather plan is built on the host
-    if padding_idx is not None and padding_idx < 0:
-        padding_idx += n
     plan = ix._plan(weight._data.shape, [(0, idx)])
     out = _wrap(ix._gather(weight._data, plan))
     if state.enabled and weight._requires_grad:
-        attach(out, EmbeddingBackward0((edge(weight),), (plan, padding_idx)))
+        freq = None
+        if scale_grad_by_freq:
+            host = A.host(flat)
+            freq = (1.0 / np.bincount(host, minlength=n)[host]).reshape(idx.shape + (1,))
+        attach(out, EmbeddingBackward0((edge(weight),), (plan, padding_idx, freq)))
     return out
 
 
@@ -879,10 +1435,21 @@ class ErfBackward0(Node):
         return (ew.mul(g, ew.mul(ew.exp(ew.neg(ew.mul(x, x))), 2.0 / math.sqrt(math.pi))),)
 
 
+def relu(input, inplace=False):
+    """max(x, 0) (``ReluBackward0``); in place with ``inplace=True``."""
+    return input.relu_() if inplace else ew.relu(input)
+
+
+def _inplace_result(input, out, inplace):
+    return input.copy_(out) if inplace else out
+
+
 def gelu(input, approximate="none"):
     """x Phi(x) (``GeluBackward0``); ``approximate='tanh'`` uses the tanh formula."""
+    _tensor_arg("gelu", "input", 1, input)
     if approximate not in ("none", "tanh"):
         raise RuntimeError("approximate argument must be either none or tanh.")
+    _require_float(input, "GeluKernelImpl")
     dt = dtype_of(input)
     kernel = EW.gelu_tanh if approximate == "tanh" else EW.gelu
     out = _wrap(EW.unary(kernel, input._data, dt.np))
@@ -891,18 +1458,51 @@ def gelu(input, approximate="none"):
     return out
 
 
-def silu(input):
-    return ew.mul(input, ew.sigmoid(input))
+def silu(input, inplace=False):
+    _tensor_arg("silu", "input", 1, input)
+    _require_float(input, "silu_cpu")
+    return _inplace_result(input, ew.mul(input, ew.sigmoid(input)), inplace)
 
 
-def leaky_relu(input, negative_slope=0.01):
-    return ew.where(ew.gt(input, 0), input, ew.mul(input, negative_slope))
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    _tensor_arg("leaky_relu", "input", 1, input)
+    if isinstance(negative_slope, bool) or not isinstance(
+            negative_slope, (int, float, np.integer, np.floating)):
+        raise TypeError("leaky_relu(): argument 'negative_slope' (position 2) must be Number, "
+                        f"not {type(negative_slope).__name__}")
+    _require_float(input, "leaky_relu_cpu")
+    out = ew.where(ew.gt(input, 0), input, ew.mul(input, negative_slope))
+    return _inplace_result(input, out, inplace)
+
+
+class SoftplusBackward0(Node):
+    __slots__ = ()
+    _names_of_saved = ("self", "beta", "threshold")
+
+    # d/dx softplus(x) = sigmoid(beta x), 1 where beta x > threshold
+    def _backward(self, g):
+        x, beta, threshold = self._saved
+        if state.enabled:  # create_graph: the same rule with differentiable ops
+            bx = ew.mul(x, beta)
+            return (ew.mul(g, ew.where(ew.gt(bx, threshold), 1.0, ew.sigmoid(bx))),)
+        dt = g._data.dtype
+        return (_wrap(EW.binary(EW.softplus_bwd, g._data, x._data.astype(dt, copy=False), dt,
+                                g._data.shape, beta, threshold)),)
 
 
 def softplus(input, beta=1.0, threshold=20.0):
-    bx = ew.mul(input, beta)
-    soft = ew.div(ew.log(ew.add(ew.exp(ew.neg(ew.abs(bx))), 1.0)), beta)
-    return ew.where(ew.gt(bx, threshold), input, ew.add(ew.div(ew.relu(bx), beta), soft))
+    """log(1 + e^(beta x)) / beta, x where beta x > threshold (``SoftplusBackward0``)."""
+    _tensor_arg("softplus", "input", 1, input)
+    for pos, (name, v) in enumerate((("beta", beta), ("threshold", threshold)), 2):
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+            raise TypeError(f"softplus(): argument '{name}' (position {pos}) must be Number, "
+                            f"not {type(v).__name__}")
+    _require_float(input, "softplus_cpu")
+    out = _wrap(EW.unary(EW.softplus, input._data, dtype_of(input).np, float(beta),
+                         float(threshold)))
+    if state.enabled and input._requires_grad:
+        attach(out, SoftplusBackward0((edge(input),), (input, float(beta), float(threshold))))
+    return out
 
 
 def flatten(input, start_dim=0, end_dim=-1):
@@ -912,6 +1512,24 @@ def flatten(input, start_dim=0, end_dim=-1):
 # ========================================================================================
 # losses
 # ========================================================================================
+
+
+def _reduction(reduction, size_average=None, reduce=None):
+    """The reduction string, from the deprecated size_average/reduce flags if given; an
+    invalid string raises PyTorch's ValueError."""
+    if size_average is not None or reduce is not None:
+        size_average = True if size_average is None else size_average
+        reduce = True if reduce is None else reduce
+        reduction = "mean" if size_average and reduce else ("sum" if reduce else "none")
+        warnings.warn("size_average and reduce args will be deprecated, please use "
+                      f"reduction='{reduction}' instead.", stacklevel=3)
+    if reduction == "elementwise_mean":
+        warnings.warn("reduction='elementwise_mean' is deprecated. Please use reduction='mean' "
+                      "instead.", stacklevel=3)
+        return "mean"
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return reduction
 
 
 def _reduce(loss, reduction):
@@ -932,6 +1550,29 @@ def _check_same_size(input, target):
             "to broadcasting. Please ensure they have the same size.", UserWarning, stacklevel=3)
 
 
+def _pointwise_loss_args(fn, input, target, size_average, reduce, reduction):
+    """What mse/l1/smooth_l1 check before computing: tensors, the size warning, the reduction
+    and the broadcast shape (PyTorch's broadcast_tensors error)."""
+    _tensor_arg(fn, "input", 1, input)
+    _tensor_arg(fn, "target", 2, target)
+    _check_same_size(input, target)
+    reduction = _reduction(reduction, size_average, reduce)
+    return reduction, broadcast_shapes(input._data.shape, target._data.shape)
+
+
+def _weighted_loss(el, weight, input, reduction):
+    """mse/l1 with ``weight``: PyTorch's manual weighted reduction."""
+    _tensor_arg("mse_loss", "weight", 3, weight)
+    if weight._data.shape != input._data.shape:
+        raise ValueError("Weights and input must have the same size.")
+    el = ew.mul(el, weight)
+    if reduction == "none":
+        return el
+    if reduction == "sum":
+        return red.sum(el)
+    return ew.div(red.sum(el), red.sum(weight))
+
+
 class MseLossBackward0(Node):
     __slots__ = ()
     _names_of_saved = ("self", "target", "reduction")
@@ -946,17 +1587,20 @@ class MseLossBackward0(Node):
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean squared error (``MseLossBackward0``)."""
-    _check_same_size(input, target)
+    reduction, shape = _pointwise_loss_args("mse_loss", input, target, size_average, reduce,
+                                            reduction)
+    if weight is not None:
+        return _weighted_loss(ew.pow(ew.sub(input, target), 2), weight, input, reduction)
     dt = _dtype.result_type(input, target)
-    shape = np.broadcast_shapes(input._data.shape, target._data.shape)
+    if not dt.is_floating_point:
+        raise NotImplementedError(f"\"mse_cpu\" not implemented for '{dt._legacy}'")
     el = EW.binary(EW.sqdiff, input._data.astype(dt.np, copy=False),
                    target._data.astype(dt.np, copy=False), dt.np, shape)
     if reduction == "none":
         out = _wrap(el)
-    elif reduction in ("mean", "sum"):
-        out = _wrap(RED.sum_all(el, dt.np, 1.0 / el.size if reduction == "mean" else 1.0))
     else:
-        raise ValueError(f"{reduction} is not a valid value for reduction")
+        scale = (1.0 / el.size if el.size else np.nan) if reduction == "mean" else 1.0
+        out = _wrap(RED.sum_all(el, dt.np, scale))
     if state.enabled and (input._requires_grad or target._requires_grad):
         node = MseLossBackward0((edge(input), edge(target)), (input, target, reduction, el.size))
         metas = (meta_for(input, shape, dt), meta_for(target, shape, dt))
@@ -966,12 +1610,25 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     return out
 
 
-def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
-    _check_same_size(input, target)
-    return _reduce(ew.abs(ew.sub(input, target)), reduction)
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    reduction, _ = _pointwise_loss_args("l1_loss", input, target, size_average, reduce,
+                                        reduction)
+    el = ew.abs(ew.sub(input, target))
+    if weight is not None:
+        return _weighted_loss(el, weight, input, reduction)
+    return _reduce(el, reduction)
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    reduction, _ = _pointwise_loss_args("smooth_l1_loss", input, target, size_average, reduce,
+                                        reduction)
+    if beta == 0.0:
+        return _reduce(ew.abs(ew.sub(input, target)), reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    dt = _dtype.result_type(input, target)
+    if not dt.is_floating_point:
+        raise NotImplementedError(f"\"smooth_l1_cpu\" not implemented for '{dt._legacy}'")
     d = ew.abs(ew.sub(input, target))
     loss = ew.where(ew.lt(d, beta), ew.div(ew.mul(ew.mul(d, d), 0.5), beta), ew.sub(d, 0.5 * beta))
     return _reduce(loss, reduction)
@@ -1009,26 +1666,74 @@ def _classes_last(input, target):
     return x, target._data, (x._data.shape[0],), None
 
 
+def _nll_checks(input, target, weight):
+    """PyTorch's nll_loss_nd/nll_loss/nll_loss2d checks, in its order."""
+    xs, ts = input._data.shape, target._data.shape
+    xd = len(xs)
+    if xd < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {xd})")
+    if xd != 1 and xs[0] != (ts[0] if ts else 0):
+        raise ValueError(f"Expected input batch_size ({xs[0]}) to match target batch_size "
+                         f"({ts[0] if ts else 0}).")
+    if xd <= 2:
+        if len(ts) > 1:
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+        if xd == 1 and len(ts) == 1 and ts[0] != 1:
+            raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: "
+                             f"{ts[0]}")
+        c = xs[-1]
+        if weight is not None and (weight._data.ndim != 1 or weight._data.size != c):
+            raise RuntimeError(
+                f"weight tensor should be defined either for all {c} classes or no classes but "
+                f"got weight tensor of shape: {list(weight._data.shape)}")
+        kernel = "nll_loss_out_frame"
+    else:
+        if xd != 4 and ts[1:] != xs[2:]:
+            raise RuntimeError(f"Expected target size {[xs[0], *xs[2:]]}, got {list(ts)}")
+        if xd == 4 and len(ts) != 3:
+            raise RuntimeError("only batches of spatial targets supported (3D tensors) but got "
+                               f"targets of dimension: {len(ts)}")
+        if weight is not None and weight._data.size != xs[1]:
+            raise RuntimeError("weight tensor should be defined either for all or no classes")
+        if xd == 4 and (xs[0],) + xs[2:] != ts:
+            raise RuntimeError(f"size mismatch (got input: {list(xs)} , target: {list(ts)}")
+        kernel = "nll_loss2d_forward_out_frame"
+    if target._data.dtype not in (np.int64, np.uint8):
+        raise RuntimeError("expected target dtype to be Long or Byte, but got "
+                           f"{dtype_of(target)._legacy}")
+    _require_float(input, kernel)
+    if weight is not None and weight._data.dtype != input._data.dtype:
+        raise RuntimeError(f"expected scalar type {dtype_of(input)._legacy} but found "
+                           f"{dtype_of(weight)._legacy}")
+
+
+def _loss_tensors(fn, input, target, weight):
+    _tensor_arg(fn, "input", 1, input)
+    _tensor_arg(fn, "target", 2, target)
+    if weight is not None:
+        _tensor_arg(fn, "weight", 3, weight)
+
+
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
              reduction="mean"):
     """Negative log likelihood of class indices (``NllLossBackward0``)."""
-    if target._data.dtype.kind not in "iu":
-        raise RuntimeError(
-            f"expected scalar type Long but found {dtype_of(target)._legacy}")
-    n_in = input._data.shape[0] if input._data.ndim > 1 else 1
-    n_t = target._data.shape[0] if target._data.ndim else 1
-    if input._data.ndim > 1 and n_in != n_t:
-        raise ValueError(
-            f"Expected input batch_size ({n_in}) to match target batch_size ({n_t}).")
+    _loss_tensors("nll_loss_nd", input, target, weight)
+    reduction = _reduction(reduction, size_average, reduce)
+    ignore_index = _int_arg(ignore_index, "nll_loss_nd", "ignore_index", 5)
+    _nll_checks(input, target, weight)
+    return _nll(input, target, weight, ignore_index, reduction)
+
+
+def _nll(input, target, weight, ignore_index, reduction):
     x2, t, out_shape, perm = _classes_last(input, target)
     c = x2._data.shape[1]
     dt = x2._data.dtype
     xd = x2._data
-    w = weight._data.astype(dt, copy=False) if weight is not None else A.ones(xd, c, dt)
+    w = weight._data.reshape(-1) if weight is not None else A.ones(xd, c, dt)
     t = A.contiguous(t).astype(np.int64, copy=False)
     losses = A.empty(xd, t.shape[0], dt)
     weights = A.empty(xd, t.shape[0], dt)
-    bad = NN.on(xd).nll(A.contiguous(xd), t, w, ignore_index, losses, weights)
+    bad = NN.on(xd).nll(A.contiguous(xd), t, w, ignore_index, losses, weights) if t.size else -1
     if bad >= 0:
         raise IndexError(f"Target {A.host(t)[bad]} is out of bounds.")
     total = A.host(RED.sum_all(weights, weights.dtype, 1.0)).item() if reduction == "mean" \
@@ -1037,10 +1742,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         out_arr = losses.reshape(out_shape) if input._data.ndim > 1 else losses.reshape(())
     elif reduction == "sum":
         out_arr = RED.sum_all(losses, dt, 1.0)
-    elif reduction == "mean":
-        out_arr = RED.sum_all(losses, dt, 1.0 / total if total else np.nan)
     else:
-        raise ValueError(f"{reduction} is not a valid value for reduction")
+        out_arr = RED.sum_all(losses, dt, 1.0 / total if total else np.nan)
     out = _wrap(out_arr)
     if state.enabled and x2._requires_grad:
         node = NllLossBackward0((edge(x2),), (t, weights, total, reduction, x2._data.shape))
@@ -1048,38 +1751,63 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     return out
 
 
+def _log_softmax_checked(input, class_dim):
+    _require_float(input, "log_softmax_lastdim_kernel_impl" if class_dim == input._data.ndim - 1
+                   else "log_softmax_kernel_impl")
+    return red.log_softmax(input, class_dim)
+
+
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                   reduction="mean", label_smoothing=0.0):
     """log_softmax + nll_loss for class indices; probabilities as targets also work."""
-    if input._data.ndim == 0:
-        raise RuntimeError("cross_entropy: input must have at least 1 dimension")
-    class_dim = 0 if input._data.ndim == 1 else 1
-    logp = red.log_softmax(input, class_dim)
-    c = input._data.shape[class_dim]
-    if target._data.dtype.kind == "f":
-        if target._data.shape != input._data.shape:
-            raise RuntimeError("expected target dtype to be Long or Byte, but got "
-                               f"{dtype_of(target)._legacy}")
+    fn = "cross_entropy_loss"
+    _loss_tensors(fn, input, target, weight)
+    reduction = _reduction(reduction, size_average, reduce)
+    ignore_index = _int_arg(ignore_index, fn, "ignore_index", 5)
+    label_smoothing = _float_arg(label_smoothing, fn, "label_smoothing", 6)
+    nd = input._data.ndim
+    class_dim = 0 if nd == 1 else 1
+    smoothing_error = RuntimeError(
+        f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing:g}")
+    if input._data.shape == target._data.shape:  # class probabilities as targets
+        if not dtype_of(target).is_floating_point:
+            raise RuntimeError("Expected floating point type for target with class "
+                               f"probabilities, got {dtype_of(target)._legacy}")
+        if ignore_index >= 0:
+            raise RuntimeError("ignore_index is not supported for floating point target")
+        if nd == 0:
+            raise _dim_error(1, 0)
+        c = input._data.shape[class_dim]
+        if weight is not None and (weight._data.ndim != 1 or weight._data.size != c):
+            raise RuntimeError(
+                f"cross_entropy: weight tensor should be defined either for all {c} classes or no "
+                f"classes but got weight tensor of shape: {list(weight._data.shape)}")
+        if label_smoothing > 1.0:
+            raise smoothing_error
+        logp = _log_softmax_checked(input, class_dim)
         tgt = target
         if label_smoothing > 0:
             tgt = ew.add(ew.mul(target, 1 - label_smoothing), label_smoothing / c)
         prod = ew.mul(logp, tgt)
         if weight is not None:
-            prod = ew.mul(prod, _channel_view(weight, input._data.ndim) if input._data.ndim > 1
-                          else weight)
+            prod = ew.mul(prod, _channel_view(weight, nd) if nd > 1 else weight)
         loss = ew.neg(red.sum(prod, class_dim))
         if reduction == "mean":
-            return ew.div(red.sum(loss), loss.numel() if input._data.ndim > 1 else 1)
+            return ew.div(red.sum(loss), loss.numel() if nd > 1 else 1)
         return _reduce(loss, reduction)
-    if target._data.dtype.kind not in "iu":
-        raise RuntimeError(
-            f"expected target dtype to be Long or Byte, but got {dtype_of(target)._legacy}")
-    nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
+    if label_smoothing > 1.0:
+        raise smoothing_error
+    if nd == 0:
+        raise ValueError("Expected 1 or more dimensions (got 0)")
+    logp = _log_softmax_checked(input, class_dim)
+    _nll_checks(logp, target, weight)
+    nll = _nll(logp, target, weight, ignore_index, reduction)
     if label_smoothing <= 0:
         return nll
+    c = input._data.shape[class_dim]
     ignore = ew.eq(target, ignore_index)
     if weight is not None:
-        wv = _channel_view(weight, input._data.ndim) if input._data.ndim > 1 else weight
+        wv = _channel_view(weight, nd) if nd > 1 else weight
         smooth = ew.neg(red.sum(ew.mul(logp, wv), class_dim))
     else:
         smooth = ew.neg(red.sum(logp, class_dim))
@@ -1114,18 +1842,46 @@ class BinaryCrossEntropyBackward0(Node):
         return (ew.mul(d, g), None)
 
 
+def _broadcast_shapes_py(*shapes):
+    """``torch.broadcast_shapes`` (a Python function in PyTorch, with its own message)."""
+    common = [1] * max(len(sh_) for sh_ in shapes)
+    for arg, shape in enumerate(shapes):
+        for i in range(-1, -1 - len(shape), -1):
+            if shape[i] == common[i]:
+                continue
+            if common[i] == 1:
+                common[i] = shape[i]
+            if shape[i] != 1 and common[i] != shape[i]:
+                raise RuntimeError(
+                    f"Attempting to broadcast a dimension of length {shape[i]} at {i}! "
+                    f"Mismatching argument at index {arg} had {Size(shape)}; but expected shape "
+                    f"should be broadcastable to {common}")
+    return tuple(common)
+
+
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
                          reduction="mean"):
     """-(t log x + (1 - t) log(1 - x)), logs clamped at -100 (``BinaryCrossEntropyBackward0``)."""
+    _loss_tensors("binary_cross_entropy", input, target, weight)
+    reduction = _reduction(reduction, size_average, reduce)
     if input._data.shape != target._data.shape:
         raise ValueError(
             f"Using a target size ({Size(target._data.shape)}) that is different to the input "
             f"size ({Size(input._data.shape)}) is deprecated. Please ensure they have the same "
             "size.")
+    w_shape = None
+    if weight is not None:
+        w_shape = _broadcast_shapes_py(target._data.shape, weight._data.shape)
+    if target._data.dtype != input._data.dtype:
+        raise RuntimeError(f"Found dtype {dtype_of(target)._legacy} but expected "
+                           f"{dtype_of(input)._legacy}")
+    _require_float(input, "binary_cross_entropy")
     x = input._data
     if x.size and NN.on(x).first_outside(A.contiguous(x).reshape(-1), 0.0, 1.0) >= 0:
         raise RuntimeError("all elements of input should be between 0 and 1")
-    el = EW.binary(EW.bce, x, target._data.astype(x.dtype, copy=False), x.dtype, x.shape)
+    if w_shape is not None:
+        _inplace_shape(x.shape, w_shape)
+    el = EW.binary(EW.bce, x, target._data, x.dtype, x.shape)
     if weight is not None:
         el = EW.binary(EW.mul, el, weight._data.astype(x.dtype, copy=False), x.dtype, x.shape)
     out = _reduced(el, reduction)
@@ -1149,7 +1905,8 @@ class BinaryCrossEntropyWithLogitsBackward0(Node):
     __slots__ = ()
     _names_of_saved = ("self", "target", "weight", "pos_weight", "reduction")
 
-    # d/dx = (1 - t) + lw (sigmoid(x) - 1), lw = (pw - 1) t + 1 (= sigmoid(x) - t without pw)
+    # d/dx = lw sigmoid(x) - pw t, lw = (pw - 1) t + 1 (= sigmoid(x) - t without pw); the
+    # expanded (1 - t) + lw (sigmoid(x) - 1) cancels to noise at large negative x
     def _backward(self, g):
         x, t, w, pw, reduction, n = self._saved
         s = ew.sigmoid(x)
@@ -1157,7 +1914,7 @@ class BinaryCrossEntropyWithLogitsBackward0(Node):
             d = ew.sub(s, t)
         else:
             lw = ew.add(ew.mul(ew.sub(pw, 1.0), t), 1.0)
-            d = ew.add(ew.rsub(t, 1.0), ew.mul(lw, ew.sub(s, 1.0)))
+            d = ew.sub(ew.mul(lw, s), ew.mul(pw, t))
         if w is not None:
             d = ew.mul(d, w)
         if reduction == "mean":
@@ -1167,19 +1924,38 @@ class BinaryCrossEntropyWithLogitsBackward0(Node):
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None,
                                      reduce=None, reduction="mean", pos_weight=None):
-    """BCE on logits, stable for any logit (``BinaryCrossEntropyWithLogitsBackward0``)."""
+    """BCE on logits, stable for any logit (``BinaryCrossEntropyWithLogitsBackward0``); the
+    loss has the target's (floating) dtype, as in PyTorch."""
+    _loss_tensors("binary_cross_entropy_with_logits", input, target, weight)
+    if pos_weight is not None:
+        _tensor_arg("binary_cross_entropy_with_logits", "pos_weight", 4, pos_weight)
+    reduction = _reduction(reduction, size_average, reduce)
     if input._data.shape != target._data.shape:
         raise ValueError(f"Target size ({Size(target._data.shape)}) must be the same as input "
                          f"size ({Size(input._data.shape)})")
+    _require_float(input, "log_sigmoid_cpu")
     x = input._data
-    t = target._data.astype(x.dtype, copy=False)
-    if pos_weight is None:
-        el = EW.binary(EW.bce_logits, x, t, x.dtype, x.shape, 1.0)
-    else:
-        el = EW.ternary(EW.bce_logits_pw, x, t, pos_weight._data.astype(x.dtype, copy=False),
-                        x.dtype, x.shape)
+    if pos_weight is not None:  # PyTorch: log_sigmoid(x).mul_((pos_weight - 1) * t + 1)
+        _inplace_shape(x.shape, broadcast_shapes(pos_weight._data.shape, target._data.shape))
+    tdt = dtype_of(target)
+    if tdt.np == np.bool_:
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead.")
+    if not tdt.is_floating_point:
+        raise RuntimeError(f"result type {dtype_of(input)._legacy} can't be cast to the desired "
+                           f"output type {tdt._legacy}")
     if weight is not None:
-        el = EW.binary(EW.mul, el, weight._data.astype(x.dtype, copy=False), x.dtype, x.shape)
+        _inplace_shape(x.shape, weight._data.shape)
+    dt = tdt.np
+    x = x.astype(dt, copy=False)
+    t = target._data
+    if pos_weight is None:
+        el = EW.binary(EW.bce_logits, x, t, dt, x.shape, 1.0)
+    else:
+        el = EW.ternary(EW.bce_logits_pw, x, t, pos_weight._data.astype(dt, copy=False), dt,
+                        x.shape)
+    if weight is not None:
+        el = EW.binary(EW.mul, el, weight._data.astype(dt, copy=False), dt, x.shape)
     out = _reduced(el, reduction)
     if state.enabled and input._requires_grad:
         attach(out, BinaryCrossEntropyWithLogitsBackward0(
@@ -1189,9 +1965,24 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 
 def one_hot(tensor, num_classes=-1):
     """Integer class indices as one-hot rows (int64)."""
-    n = int(red.amax(tensor).item()) + 1 if num_classes < 0 else num_classes
+    _tensor_arg("one_hot", "self", 1, tensor)
+    num_classes = _int_arg(num_classes, "one_hot", "num_classes", 2)
+    if tensor._data.dtype != np.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    shape = tuple(tensor._data.shape)
+    if not tensor._data.size:
+        if num_classes <= 0:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        return _wrap(A.zeros(tensor._data, shape + (num_classes,), np.int64))
+    if red.amin(tensor).item() < 0:
+        raise RuntimeError("Class values must be non-negative.")
+    top = int(red.amax(tensor).item())
+    if num_classes == -1:
+        num_classes = top + 1
+    elif num_classes <= top:
+        raise RuntimeError("Class values must be smaller than num_classes.")
     idx = sh.unsqueeze(tensor, -1)
-    zeros = _wrap(A.zeros(tensor._data, tuple(tensor._data.shape) + (n,), np.int64))
+    zeros = _wrap(A.zeros(tensor._data, shape + (num_classes,), np.int64))
     ones = _wrap(A.ones(tensor._data, idx._data.shape, np.int64))
     return ix.scatter_add(zeros, -1, idx, ones)
 

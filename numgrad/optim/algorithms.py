@@ -1,15 +1,25 @@
 """SGD, Adam, AdamW and RMSprop: one fused Numba update per parameter, computed as PyTorch's
-single-tensor implementations compute it (defaults, validation and state names included)."""
+single-tensor implementations compute it (defaults, validation and state names included).
+
+The kernels read flat arrays of the parameter's size and dtype. Each step checks first that
+the gradient and the state it reads are exactly that (one comparison per array); anything
+else (a ``.data`` or ``.grad.data`` rebound to another size or dtype, a loaded state dict
+with foreign shapes, a non-tensor state) goes to ``_checked``, which replays PyTorch's
+sequence of tensor operations on shapes, dtypes and devices and raises the error PyTorch
+raises, or, where PyTorch broadcasts or casts, runs the kernel on conforming copies."""
 
 import math
 
 import numpy as np
 
-from numgrad import _arrays
+from numgrad import _arrays, _device
+from numgrad._dtype import bool_, from_numpy_dtype, result_type
+from numgrad._shape import broadcast_shapes
 from numgrad.autograd.grad_mode import no_grad
+from numgrad.kernels._guard import OVERLAP, internal_overlap
 from numgrad.ops._util import LazyKernels
-from numgrad.optim.optimizer import Optimizer, flat_data, flat_grad, required
-from numgrad.tensor import _wrap
+from numgrad.optim.optimizer import Optimizer, required
+from numgrad.tensor import Tensor, _wrap, cpp_type_name
 
 NN = LazyKernels("nn")
 
@@ -27,6 +37,178 @@ def _scalar_step():
     return _wrap(np.zeros((), np.float32))
 
 
+_STEPS = "API has changed, `state_steps` argument must contain a list of singleton tensors"
+
+
+def _step_tensor(state):
+    """``state["step"]`` after PyTorch's checks: a tensor, whose memory does not repeat (it is
+    incremented in place)."""
+    step_t = state["step"]
+    if not isinstance(step_t, Tensor):
+        raise RuntimeError(_STEPS)
+    _meta(step_t, written=True)
+    return step_t
+
+
+# ----------------------------------------------------------------------------------------
+# PyTorch's checks, replayed on what they look at (the slow path)
+# ----------------------------------------------------------------------------------------
+
+_NEG_BOOL = ("Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
+             "to invert a mask, use the `~` or `logical_not()` operator instead.")
+_ALPHA = "For integral input tensors, argument alpha must not be a floating point number."
+
+
+class _Meta:
+    """An operand as PyTorch's checks see it: shape, dtype (``_dtype.result_type`` reads
+    ``dtype`` and ``ndim``) and device (the data's class)."""
+
+    __slots__ = ("shape", "dtype", "cls")
+
+    def __init__(self, shape, dtype, cls):
+        self.shape = shape
+        self.dtype = dtype
+        self.cls = cls
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+
+def _meta(t, method=None, written=False):
+    """``t``'s _Meta; ``method`` is what PyTorch calls on it first (its error for a
+    non-tensor); ``written`` refuses memory that repeats elements, as in-place ops do."""
+    if not isinstance(t, Tensor):
+        raise AttributeError(f"'{type(t).__name__}' object has no attribute '{method}'")
+    a = t._data
+    dt = from_numpy_dtype(a.dtype)
+    if dt is None:
+        raise TypeError(f"optimizer state of unsupported dtype {a.dtype}")
+    if written and internal_overlap(a.shape, a.strides):
+        raise RuntimeError(OVERLAP)
+    return _Meta(a.shape, dt, a.__class__)
+
+
+def _same_device(*ops):
+    first = ops[0].cls
+    for o in ops[1:]:
+        if o.cls is not first:
+            raise RuntimeError("Expected all tensors to be on the same device, but found at "
+                               f"least two devices, {_device.CUDA0} and {_device.CPU}!")
+
+
+def _neg(g):
+    if g.dtype is bool_:
+        raise RuntimeError(_NEG_BOOL)
+    return g
+
+
+def _op(a, *others, alpha=None):
+    """The result of an out-of-place op on ``a`` and ``others`` (``add``, ``addcmul``)."""
+    shape = a.shape
+    for o in others:
+        shape = broadcast_shapes(shape, o.shape)
+    _same_device(a, *others)
+    dt = result_type(a, *others)
+    if isinstance(alpha, float) and not dt.is_floating_point:
+        raise RuntimeError(_ALPHA)
+    return _Meta(shape, dt, a.cls)
+
+
+def _inplace(out, *others, scalar=None, alpha=None):
+    """``out.op_(*others)`` (and a Python ``scalar`` operand): the broadcast must be ``out``'s
+    shape and the result must cast to ``out``'s dtype."""
+    shape = out.shape
+    for o in others:
+        shape = broadcast_shapes(shape, o.shape)
+    if shape != out.shape:
+        raise RuntimeError(f"output with shape {list(out.shape)} doesn't match the broadcast "
+                           f"shape {list(shape)}")
+    _same_device(out, *others)
+    dt = result_type(out, *others, *(() if scalar is None else (scalar,)))
+    if dt._kind > out.dtype._kind:
+        raise RuntimeError(f"result type {dt._legacy} can't be cast to the desired output type "
+                           f"{out.dtype._legacy}")
+    if isinstance(alpha, float) and not dt.is_floating_point:
+        raise RuntimeError(_ALPHA)
+
+
+def _lerp(out, end):
+    if end.dtype is not out.dtype:
+        raise RuntimeError(f"expected dtype {cpp_type_name(out.dtype.np)} for `end` but got "
+                           f"dtype {cpp_type_name(end.dtype.np)}")
+    _inplace(out, end, scalar=0.5)
+
+
+def _sqrt(a):
+    return a if a.dtype.is_floating_point else _Meta(a.shape, result_type(a, 0.5), a.cls)
+
+
+def _step_value(step_t):
+    """``_get_value(step)``: the number a step holds (PyTorch's ``item()`` error else)."""
+    a = step_t._data
+    if a.size != 1:
+        raise RuntimeError(f"a Tensor with {a.size} elements cannot be converted to Scalar")
+    return float(_arrays.host(a).reshape(()))
+
+
+# ----------------------------------------------------------------------------------------
+# operands for the kernels once the checks passed
+# ----------------------------------------------------------------------------------------
+
+
+def _flat_in(t, like):
+    """A read-only operand: ``t``'s values broadcast to ``like``'s shape, in its dtype."""
+    a = t._data
+    pa = like._data
+    if a.dtype != pa.dtype:
+        t = t.to(like.dtype)
+    if a.shape != pa.shape:
+        t = t.expand(pa.shape)
+    return t.contiguous()._data.reshape(-1)
+
+
+def _flat_out(t, like, writebacks, state=None, key=None):
+    """A written operand. One of another dtype or layout is updated through a conforming copy
+    (written back after the kernel); one of another shape, which PyTorch would broadcast, is
+    replaced in ``state`` by one of the parameter's shape (its elements are all equal along
+    the broadcast dims, so the values are PyTorch's)."""
+    a = t._data
+    pa = like._data
+    if a.shape != pa.shape:
+        new = t.to(like.dtype).expand(pa.shape).contiguous()
+        if new._data is a:
+            new = new.clone()
+        state[key] = new
+        return new._data.reshape(-1)
+    if a.dtype == pa.dtype and a.flags.c_contiguous:
+        return a.reshape(-1)
+    tmp = t.to(like.dtype).contiguous()
+    if tmp._data is a:
+        tmp = tmp.clone()
+    writebacks.append((t, tmp))
+    return tmp._data.reshape(-1)
+
+
+def _writeback(writebacks):
+    for t, tmp in writebacks:
+        t.copy_(tmp)
+
+
+def _param(p):
+    """The parameter as the kernel updates it: (flat data, write-backs)."""
+    a = p._data
+    if a.flags.c_contiguous:
+        return a.reshape(-1), []
+    writebacks = []
+    return _flat_out(p, p, writebacks), writebacks
+
+
+# ----------------------------------------------------------------------------------------
+# optimizers
+# ----------------------------------------------------------------------------------------
+
+
 class SGD(Optimizer):
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0,
                  nesterov=False, *, maximize=False, foreach=None, differentiable=False,
@@ -42,30 +224,75 @@ class SGD(Optimizer):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
 
+    _group_defaults = dict(nesterov=False, maximize=False, foreach=None, differentiable=False,
+                           fused=False)
+
     @no_grad()
     def step(self, closure=None):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             momentum = group["momentum"]
+            args = (float(group["lr"]), float(group["weight_decay"]), float(momentum),
+                    float(group["dampening"]), bool(group["nesterov"]),
+                    bool(group["maximize"]))
             for p in group["params"]:
-                if p.grad is None:
+                g = p.grad
+                if g is None:
                     continue
-                buf = None
-                first = True
+                pd = p._data
+                gd = g._data
+                ps = pd.shape
+                dt = pd.dtype
+                pc = pd.__class__
+                fast = (gd.shape == ps and gd.dtype is dt and gd.__class__ is pc
+                        and pd.flags.c_contiguous and pd.size != 0)
+                first = False
+                bf = pf = pd.reshape(-1)
                 if momentum != 0:  # plain SGD keeps no state, as in PyTorch
-                    state = self.state[p]
-                    buf = state.get("momentum_buffer")
-                    first = buf is None
-                    if first:
-                        buf = state["momentum_buffer"] = _zeros_like(p)
-                K = NN.on(p._data)
-                K.sgd_step(flat_data(p), flat_grad(p.grad),
-                           flat_data(buf) if buf is not None else flat_data(p),
-                           float(group["lr"]), float(group["weight_decay"]), float(momentum),
-                           float(group["dampening"]), bool(group["nesterov"]),
-                           bool(group["maximize"]), first)
+                    buf = self.state[p].get("momentum_buffer")
+                    if buf is None:
+                        first = True
+                        buf = _zeros_like(p)
+                        bf = buf._data.reshape(-1)
+                    elif fast:
+                        try:
+                            bd = buf._data
+                            fast = (bd.shape == ps and bd.dtype is dt and bd.__class__ is pc
+                                    and bd.flags.c_contiguous)
+                        except AttributeError:  # a state that is not a tensor
+                            fast = False
+                        if fast:
+                            bf = bd.reshape(-1)
+                if fast:
+                    NN.on(pd).sgd_step(pf, gd.reshape(-1), bf, *args, first)
+                else:
+                    self._slow_step(p, g, buf if momentum != 0 else None, first, group, args)
+                if first:
+                    self.state[p]["momentum_buffer"] = buf
                 p._bump_version()
         return loss
+
+    def _slow_step(self, p, g, buf, first, group, args):
+        momentum = group["momentum"]
+        P = _meta(p, written=True)
+        G = _neg(_meta(g)) if group["maximize"] else _meta(g)
+        if group["weight_decay"] != 0:
+            G = _op(G, P, alpha=group["weight_decay"])
+        if momentum != 0:
+            if first:
+                B = G  # PyTorch's first buffer is a copy of the gradient
+            else:
+                B = _meta(buf, "mul_", written=True)
+                _inplace(B, scalar=momentum)
+                _inplace(B, G, alpha=1 - group["dampening"])
+            G = _op(G, B, alpha=momentum) if group["nesterov"] else B
+        _inplace(P, G, alpha=-group["lr"])
+        if not p._data.size:
+            return
+        pf, wb = _param(p)
+        bf = pf if buf is None else _flat_out(buf, p, wb, self.state[p], "momentum_buffer")
+        NN.on(p._data).sgd_step(pf, _flat_in(g, p), bf, *args, first)
+        _writeback(wb)
 
 
 class Adam(Optimizer):
@@ -89,36 +316,114 @@ class Adam(Optimizer):
                         decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
 
+    _group_defaults = dict(amsgrad=False, maximize=False, foreach=None, capturable=False,
+                           differentiable=False, fused=None)
+
+    def _setstate_groups(self):
+        for group in self.param_groups:
+            group.setdefault("decoupled_weight_decay", self._decoupled_default)
+        _steps_to_tensors(self)
+
     @no_grad()
     def step(self, closure=None):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
+            amsgrad = group["amsgrad"]
+            lr = float(group["lr"])
+            args = (float(beta1), float(beta2), float(group["eps"]),
+                    float(group["weight_decay"]), bool(group["decoupled_weight_decay"]),
+                    bool(amsgrad), bool(group["maximize"]))
             for p in group["params"]:
-                if p.grad is None:
+                g = p.grad
+                if g is None:
                     continue
                 state = self.state[p]
                 if not state:
                     state["step"] = _scalar_step()
                     state["exp_avg"] = _zeros_like(p)
                     state["exp_avg_sq"] = _zeros_like(p)
-                    if group["amsgrad"]:
+                    if amsgrad:
                         state["max_exp_avg_sq"] = _zeros_like(p)
+                m = state["exp_avg"]
+                v = state["exp_avg_sq"]
+                vmax = state["max_exp_avg_sq"] if amsgrad else None
                 step_t = state["step"]
-                step_t._data[()] += 1
-                step = float(step_t._data)
+                pd = p._data
+                gd = g._data
+                ps = pd.shape
+                dt = pd.dtype
+                pc = pd.__class__
+                try:
+                    md = m._data
+                    vd = v._data
+                    fast = (gd.shape == ps and gd.dtype is dt and gd.__class__ is pc
+                            and md.shape == ps and md.dtype is dt and md.__class__ is pc
+                            and vd.shape == ps and vd.dtype is dt and vd.__class__ is pc
+                            and pd.flags.c_contiguous and md.flags.c_contiguous
+                            and vd.flags.c_contiguous and step_t._data.ndim == 0
+                            and pd.size != 0
+                            and (not amsgrad or (vmax._data.shape == ps
+                                                 and vmax._data.dtype is dt
+                                                 and vmax._data.__class__ is pc
+                                                 and vmax._data.flags.c_contiguous)))
+                except AttributeError:  # a state that is not a tensor
+                    fast = False
+                if not fast:
+                    self._slow_step(p, g, state, group, lr, args)
+                    continue
+                sd = step_t._data
+                sd[()] += 1
+                step = float(sd)
                 bias1 = 1 - beta1 ** step
                 bias2_sqrt = math.sqrt(1 - beta2 ** step)
-                vmax = state.get("max_exp_avg_sq")
-                K = NN.on(p._data)
-                K.adam_step(flat_data(p), flat_grad(p.grad), flat_data(state["exp_avg"]),
-                            flat_data(state["exp_avg_sq"]),
-                            flat_data(vmax) if vmax is not None else flat_data(p),
-                            float(group["lr"]), float(beta1), float(beta2), float(group["eps"]),
-                            float(group["weight_decay"]), bool(group["decoupled_weight_decay"]),
-                            bool(group["amsgrad"]), bool(group["maximize"]), bias1, bias2_sqrt)
+                pf = pd.reshape(-1)
+                NN.on(pd).adam_step(pf, gd.reshape(-1), md.reshape(-1), vd.reshape(-1),
+                                    pf if vmax is None else vmax._data.reshape(-1), lr, *args,
+                                    bias1, bias2_sqrt)
                 p._bump_version()
         return loss
+
+    def _slow_step(self, p, g, state, group, lr, args):
+        beta1, beta2 = group["betas"]
+        wd = group["weight_decay"]
+        step_t = _step_tensor(state)
+        P = _meta(p, written=True)
+        G = _neg(_meta(g)) if group["maximize"] else _meta(g)
+        if wd != 0:
+            if group["decoupled_weight_decay"]:
+                _inplace(P, scalar=1 - lr * wd)
+            else:
+                G = _op(G, P, alpha=wd)
+        m = state["exp_avg"]
+        v = state["exp_avg_sq"]
+        M = _meta(m, "lerp_", written=True)
+        _lerp(M, G)
+        V = _meta(v, "mul_", written=True)
+        _inplace(V, scalar=beta2)
+        _inplace(V, G, G)
+        step = _step_value(step_t) + 1
+        D = V
+        vmax = None
+        if group["amsgrad"]:
+            vmax = state["max_exp_avg_sq"]
+            if not isinstance(vmax, Tensor):
+                raise TypeError("maximum(): argument 'input' (position 1) must be Tensor, not "
+                                f"{type(vmax).__name__}")
+            D = _meta(vmax, written=True)
+            _inplace(D, V)  # torch.maximum(max_exp_avg_sq, exp_avg_sq, out=max_exp_avg_sq)
+        _inplace(P, M, _sqrt(D), scalar=-lr)
+        step_t._data[()] += 1
+        if not p._data.size:
+            return
+        pf, wb = _param(p)
+        mf = _flat_out(m, p, wb, state, "exp_avg")
+        vf = _flat_out(v, p, wb, state, "exp_avg_sq")
+        xf = pf if vmax is None else _flat_out(vmax, p, wb, state, "max_exp_avg_sq")
+        NN.on(p._data).adam_step(pf, _flat_in(g, p), mf, vf, xf, lr, *args, 1 - beta1 ** step,
+                                 math.sqrt(1 - beta2 ** step))
+        _writeback(wb)
+        p._bump_version()
 
 
 class AdamW(Adam):
@@ -147,30 +452,114 @@ class RMSprop(Optimizer):
                         maximize=maximize, differentiable=differentiable)
         super().__init__(params, defaults)
 
+    _group_defaults = dict(momentum=0, centered=False, foreach=None, maximize=False,
+                           differentiable=False, capturable=False)
+
+    def _setstate_groups(self):
+        _steps_to_tensors(self)
+
     @no_grad()
     def step(self, closure=None):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
+            momentum = group["momentum"]
+            centered = group["centered"]
+            args = (float(group["lr"]), float(group["alpha"]), float(group["eps"]),
+                    float(group["weight_decay"]), float(momentum), bool(centered),
+                    bool(group["maximize"]))
             for p in group["params"]:
-                if p.grad is None:
+                g = p.grad
+                if g is None:
                     continue
                 state = self.state[p]
                 if not state:
                     state["step"] = _scalar_step()
                     state["square_avg"] = _zeros_like(p)
-                    if group["momentum"] > 0:
+                    if momentum > 0:
                         state["momentum_buffer"] = _zeros_like(p)
-                    if group["centered"]:
+                    if centered:
                         state["grad_avg"] = _zeros_like(p)
-                state["step"]._data[()] += 1
-                buf = state.get("momentum_buffer")
-                gavg = state.get("grad_avg")
-                K = NN.on(p._data)
-                K.rmsprop_step(flat_data(p), flat_grad(p.grad), flat_data(state["square_avg"]),
-                               flat_data(buf) if buf is not None else flat_data(p),
-                               flat_data(gavg) if gavg is not None else flat_data(p),
-                               float(group["lr"]), float(group["alpha"]), float(group["eps"]),
-                               float(group["weight_decay"]), float(group["momentum"]),
-                               bool(group["centered"]), bool(group["maximize"]))
+                sq = state["square_avg"]
+                step_t = state["step"]
+                buf = state["momentum_buffer"] if momentum > 0 else None
+                gavg = state["grad_avg"] if centered else None
+                pd = p._data
+                gd = g._data
+                ps = pd.shape
+                dt = pd.dtype
+                pc = pd.__class__
+                try:
+                    qd = sq._data
+                    fast = (gd.shape == ps and gd.dtype is dt and gd.__class__ is pc
+                            and qd.shape == ps and qd.dtype is dt and qd.__class__ is pc
+                            and pd.flags.c_contiguous and qd.flags.c_contiguous
+                            and pd.size != 0 and step_t._data.ndim == 0
+                            and (momentum <= 0 or (buf._data.shape == ps
+                                                   and buf._data.dtype is dt
+                                                   and buf._data.__class__ is pc
+                                                   and buf._data.flags.c_contiguous))
+                            and (not centered or (gavg._data.shape == ps
+                                                  and gavg._data.dtype is dt
+                                                  and gavg._data.__class__ is pc
+                                                  and gavg._data.flags.c_contiguous)))
+                except AttributeError:  # a state that is not a tensor
+                    fast = False
+                if not fast:
+                    self._slow_step(p, g, state, group, args)
+                    continue
+                step_t._data[()] += 1
+                pf = pd.reshape(-1)
+                NN.on(pd).rmsprop_step(pf, gd.reshape(-1), qd.reshape(-1),
+                                       pf if buf is None else buf._data.reshape(-1),
+                                       pf if gavg is None else gavg._data.reshape(-1), *args)
                 p._bump_version()
         return loss
+
+    def _slow_step(self, p, g, state, group, args):
+        wd = group["weight_decay"]
+        momentum = group["momentum"]
+        step_t = _step_tensor(state)
+        P = _meta(p, written=True)
+        G = _neg(_meta(g)) if group["maximize"] else _meta(g)
+        if wd != 0:
+            G = _op(G, P, alpha=wd)
+        sq = state["square_avg"]
+        Q = _meta(sq, "mul_", written=True)
+        _inplace(Q, scalar=group["alpha"])
+        _inplace(Q, G, G)
+        gavg = buf = None
+        if group["centered"]:
+            gavg = state["grad_avg"]
+            A = _meta(gavg, "lerp_", written=True)
+            _lerp(A, G)
+            avg = _sqrt(_op(Q, A, A))
+        else:
+            avg = _sqrt(Q)
+        if momentum > 0:
+            buf = state["momentum_buffer"]
+            B = _meta(buf, "mul_", written=True)
+            _inplace(B, scalar=momentum)
+            _inplace(B, G, avg)
+            _inplace(P, B, alpha=-group["lr"])
+        else:
+            _inplace(P, G, avg)
+        step_t._data[()] += 1
+        if not p._data.size:
+            return
+        pf, wb = _param(p)
+        qf = _flat_out(sq, p, wb, state, "square_avg")
+        bf = pf if buf is None else _flat_out(buf, p, wb, state, "momentum_buffer")
+        af = pf if gavg is None else _flat_out(gavg, p, wb, state, "grad_avg")
+        NN.on(p._data).rmsprop_step(pf, _flat_in(g, p), qf, bf, af, *args)
+        _writeback(wb)
+        p._bump_version()
+
+
+def _steps_to_tensors(opt):
+    """After load_state_dict, as PyTorch's ``__setstate__``: a step saved as a number becomes
+    a tensor (its ``float()`` error for anything else; KeyError for a state without one)."""
+    for group in opt.param_groups:
+        for p in group["params"]:
+            p_state = opt.state.get(p, [])
+            if len(p_state) != 0 and not isinstance(p_state["step"], Tensor):
+                p_state["step"] = _wrap(np.array(float(p_state["step"]), np.float32))

@@ -101,10 +101,14 @@ class Optimizer:
             packed["params"] = ids
             start += len(ids)
             groups.append(packed)
-        state = {index[id(p)]: v for p, v in self.state.items() if id(p) in index}
+        state = {index[id(p)] if isinstance(p, Tensor) else p: v for p, v in self.state.items()
+                 if id(p) in index or not isinstance(p, Tensor)}  # foreign keys stay, as in PyTorch
         return {"state": state, "param_groups": groups}
 
     def load_state_dict(self, state_dict):
+        """PyTorch's loading: groups must match in number and sizes; each state tensor takes
+        its parameter's dtype and device (``step`` keeps its own); a group's settings are the
+        loaded ones. What a step then reads is checked when it runs, as in PyTorch."""
         state_dict = copy.deepcopy(state_dict)
         groups = self.param_groups
         saved = state_dict["param_groups"]
@@ -117,18 +121,28 @@ class Optimizer:
         for g, s in zip(groups, saved):
             for i, p in zip(s["params"], g["params"]):
                 id_map[i] = p
-        self.state = defaultdict(dict)
+        state = defaultdict(dict)
         for k, v in state_dict["state"].items():
-            key = int(k)
-            if key in id_map:
-                p = id_map[key]
-                self.state[p] = {name: (val.to(p.dtype) if isinstance(val, Tensor) and
-                                        val.is_floating_point() and name != "step" else val)
-                                 for name, val in v.items()}
+            if k not in id_map and isinstance(k, str) and k.isdigit():
+                k = int(k)  # a state dict whose keys went through text
+            if k in id_map:
+                p = id_map[k]
+                state[p] = _cast(p, v)
+            else:
+                state[k] = v
         for g, s in zip(groups, saved):
-            for k, v in s.items():
-                if k != "params":
-                    g[k] = v
+            s["params"] = g["params"]
+        self.state = state
+        self.param_groups = saved
+        for group in saved:
+            for k, v in self._group_defaults.items():
+                group.setdefault(k, v)
+        self._setstate_groups()
+
+    _group_defaults = {}  # what PyTorch's __setstate__ fills in for groups saved without it
+
+    def _setstate_groups(self):
+        """Subclasses: PyTorch's __setstate__ fix-ups after load_state_dict."""
 
     def __repr__(self):
         s = type(self).__name__ + " ("
@@ -143,14 +157,17 @@ class Optimizer:
         return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
 
 
-def flat_data(t):
-    """A contiguous 1-D view of a parameter's storage, for the fused update kernels."""
-    a = t._data
-    if not a.flags.c_contiguous:
-        raise RuntimeError("numgrad optimizers need contiguous parameters")
-    return a.reshape(-1)
-
-
-def flat_grad(g):
-    a = g._data
-    return a.reshape(-1) if a.flags.c_contiguous else a.ravel()
+def _cast(param, value, key=None):
+    """A loaded state value with its tensors on ``param``'s device and, unless it is the
+    step count or ``param`` is not floating point, in ``param``'s dtype (PyTorch's rules)."""
+    if isinstance(value, Tensor):
+        if key == "step":
+            return value
+        if param.is_floating_point():
+            return value.to(dtype=param.dtype, device=param.device)
+        return value.to(device=param.device)
+    if isinstance(value, dict):
+        return {k: _cast(param, v, k) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast(param, v) for v in value)
+    return value

@@ -34,6 +34,8 @@ class TensorDataset(Dataset):
 class ConcatDataset(Dataset):
     def __init__(self, datasets):
         self.datasets = list(datasets)
+        if not self.datasets:
+            raise AssertionError("datasets should not be an empty iterable")
         self.cumulative_sizes = list(np.cumsum([len(d) for d in self.datasets]))
 
     def __len__(self):
@@ -41,6 +43,8 @@ class ConcatDataset(Dataset):
 
     def __getitem__(self, idx):
         if idx < 0:
+            if -idx > len(self):
+                raise ValueError("absolute value of index should not exceed dataset length")
             idx += len(self)
         k = int(np.searchsorted(self.cumulative_sizes, idx, side="right"))
         start = 0 if k == 0 else int(self.cumulative_sizes[k - 1])
@@ -105,6 +109,12 @@ class RandomSampler(Sampler):
         self.replacement = replacement
         self._num_samples = num_samples
         self.generator = generator
+        if not isinstance(replacement, bool):
+            raise TypeError(
+                f"replacement should be a boolean value, but got replacement={replacement}")
+        if not isinstance(self.num_samples, int) or self.num_samples <= 0:
+            raise ValueError("num_samples should be a positive integer value, but got "
+                             f"num_samples={self.num_samples}")
 
     @property
     def num_samples(self):
@@ -133,6 +143,11 @@ class RandomSampler(Sampler):
 
 class BatchSampler(Sampler):
     def __init__(self, sampler, batch_size, drop_last):
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
+            raise ValueError("batch_size should be a positive integer value, but got "
+                             f"batch_size={batch_size}")
+        if not isinstance(drop_last, bool):
+            raise ValueError(f"drop_last should be a boolean value, but got drop_last={drop_last}")
         self.sampler = sampler
         self.batch_size = batch_size
         self.drop_last = drop_last
@@ -178,6 +193,19 @@ def default_collate(batch):
                     f"or lists; found {type(elem)}")
 
 
+def default_convert(data):
+    """What a DataLoader without batching yields: arrays as tensors, tuples as lists."""
+    if isinstance(data, np.ndarray) and data.dtype.kind not in "SUO":
+        return _wrap(data)
+    if isinstance(data, dict):
+        return {k: default_convert(v) for k, v in data.items()}
+    if isinstance(data, tuple) and hasattr(data, "_fields"):
+        return type(data)(*(default_convert(d) for d in data))
+    if isinstance(data, (tuple, list)):
+        return [default_convert(d) for d in data]
+    return data
+
+
 class DataLoader:
     """Batches from a dataset; a TensorDataset is batched with one gather per tensor."""
 
@@ -185,12 +213,29 @@ class DataLoader:
                  num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
                  worker_init_fn=None, multiprocessing_context=None, generator=None, *,
                  prefetch_factor=None, persistent_workers=False, pin_memory_device=""):
+        if num_workers < 0:
+            raise ValueError("num_workers option should be non-negative; use num_workers=0 to "
+                             "disable multiprocessing.")
+        if timeout < 0:
+            raise ValueError("timeout option should be non-negative")
+        if num_workers == 0 and prefetch_factor is not None:
+            raise ValueError("prefetch_factor option could only be specified in multiprocessing."
+                             "let num_workers > 0 to enable multiprocessing, otherwise set "
+                             "prefetch_factor to None.")
+        if prefetch_factor is not None and prefetch_factor < 0:
+            raise ValueError("prefetch_factor option should be non-negative")
+        if persistent_workers and num_workers == 0:
+            raise ValueError("persistent_workers option needs num_workers > 0")
         if sampler is not None and shuffle:
             raise ValueError("sampler option is mutually exclusive with shuffle")
-        if batch_sampler is not None and (batch_size != 1 or shuffle or sampler is not None
-                                          or drop_last):
-            raise ValueError("batch_sampler option is mutually exclusive with batch_size, "
-                             "shuffle, sampler, and drop_last")
+        if batch_sampler is not None:
+            if batch_size != 1 or shuffle or sampler is not None or drop_last:
+                raise ValueError("batch_sampler option is mutually exclusive with batch_size, "
+                                 "shuffle, sampler, and drop_last")
+            batch_size, drop_last = None, False
+        elif batch_size is None and drop_last:
+            raise ValueError("batch_size=None option disables auto-batching and is mutually "
+                             "exclusive with drop_last")
         self.dataset = dataset
         self.batch_size = batch_size
         self.drop_last = drop_last
@@ -204,7 +249,8 @@ class DataLoader:
             batch_sampler = BatchSampler(sampler, batch_size, drop_last)
         self.batch_sampler = batch_sampler
         self._default_collate = collate_fn is None
-        self.collate_fn = collate_fn or default_collate
+        self.collate_fn = collate_fn or (default_collate if batch_sampler is not None
+                                         else default_convert)
 
     def __iter__(self):
         # each pass draws a base seed first (PyTorch seeds its workers with it), which keeps
@@ -212,8 +258,7 @@ class DataLoader:
         (self.generator or default_generator).raw(2)
         if self.batch_sampler is None:
             for idx in self.sampler:
-                yield self.collate_fn(self.dataset[idx]) if not self._default_collate else \
-                    self.dataset[idx]
+                yield self.collate_fn(self.dataset[idx])
             return
         fast = self._default_collate and isinstance(self.dataset, TensorDataset)
         for indices in self.batch_sampler:

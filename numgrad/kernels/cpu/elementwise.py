@@ -204,16 +204,17 @@ def neg(x, p, q):
 
 @unary_kernel
 def abs(x, p, q):  # noqa: A001
-    return x if x >= 0 else -x
+    return -x if x < 0 else x + like(x, 0)  # + 0 turns -0 into 0, as PyTorch's |-0| = 0
 
 
 @unary_kernel
 def sign(x, p, q):
+    # (x > 0) - (x < 0), as PyTorch: sign(nan) = 0, sign(-0) = 0
     if x > 0:
         return like(x, 1)
     if x < 0:
         return like(x, -1)
-    return x - x  # 0 keeps 0, nan stays nan
+    return like(x, 0)
 
 
 @unary_kernel
@@ -254,16 +255,17 @@ def sigmoid(x, p, q):
 
 @unary_kernel
 def relu(x, p, q):
-    return like(x, 0) if x <= 0 else x
+    # PyTorch's clamp_min(x, 0): nan stays nan, -0 stays -0
+    return like(x, 0) if x < 0 else x
 
 
 @unary_kernel
 def clamp(x, p, q):
-    # min(max(x, p), q); nan stays nan
+    # min(max(x, p), q) with nan-propagating max/min: a nan x or bound gives nan
     r = x
-    if r < p:
+    if r < p or p != p:
         r = p
-    if r > q:
+    if r > q or q != q:
         r = q
     return r
 
@@ -501,14 +503,14 @@ def logical_xor(a, b, p, q):
 # --- fused backward formulas: g is the incoming gradient --------------------------------
 
 
-# d/dx |x| = sgn(x)
+# d/dx |x| = sgn(x), with sgn(0) = sgn(nan) = 0 as in PyTorch (g * 0 keeps a nan g)
 @binary_kernel
 def abs_bwd(g, x, p, q):
     if x > 0:
         return g
     if x < 0:
         return -g
-    return g * (x - x)
+    return g * like(g, 0)
 
 
 # d/dx log(x) = 1/x
@@ -547,10 +549,11 @@ def sigmoid_bwd(g, y, p, q):
     return g * y * (like(y, 1.0) - y)
 
 
-# d/dx relu(x) = [x > 0], over the result y (y > 0 iff x > 0)
+# d/dx relu(x) = [not x <= 0], over the result y: PyTorch's threshold_backward passes the
+# gradient at nan
 @binary_kernel
 def relu_bwd(g, y, p, q):
-    return g if y > 0 else like(g, 0)
+    return like(g, 0) if y <= 0 else g
 
 
 # d/dx clamp(x, p, q) = [p <= x <= q]
@@ -627,6 +630,23 @@ def erf(x, p, q):
     return math.erf(x)
 
 
+@unary_kernel
+def softplus(x, p, q):
+    # log(1 + e^(p x)) / p, or x where p x > q (beta p, threshold q, as PyTorch); written
+    # max(z, 0) + log1p(e^-|z|) so that it neither overflows nor loses e^z below epsilon
+    z = x * p
+    if z > q:
+        return x
+    return (max(z, like(z, 0.0)) + math.log1p(fexp(-(z if z >= 0 else -z)))) / p
+
+
+# d/dx softplus(x) = sigmoid(p x), 1 where p x > q (1/2 at 0)
+@binary_kernel
+def softplus_bwd(g, x, p, q):
+    z = x * p
+    return g if z > q else g * fsigmoid(z)
+
+
 @binary_kernel
 def sqdiff(a, b, p, q):
     d = a - b
@@ -643,9 +663,10 @@ def bce(x, t, p, q):
 
 @binary_kernel
 def bce_logits(x, t, p, q):
-    # (1 - t) x + softplus(-x), written stably: max(-x, 0) + log(e^-max + e^(-x-max))
-    m = max(-x, like(x, 0.0))
-    return (like(x, 1.0) - t) * x + m + math.log(fexp(-m) + fexp(-x - m))
+    # (1 - t) x + softplus(-x), softplus(-x) = max(-x, 0) + log1p(e^-|x|) (PyTorch's
+    # -log_sigmoid(x): log1p keeps e^-|x| below float32's epsilon)
+    sp = math.log1p(fexp(-(x if x >= 0 else -x))) + max(-x, like(x, 0.0))
+    return (like(x, 1.0) - t) * x + sp
 
 
 # ----------------------------------------------------------------------------------------
@@ -660,11 +681,11 @@ def where(c, a, b, p, q):
 
 @ternary_kernel
 def clamp_t(x, lo, hi, p, q):
-    # clamp with tensor bounds: min(max(x, lo), hi); nan stays nan
+    # clamp with tensor bounds: min(max(x, lo), hi); a nan x or bound gives nan
     r = x
-    if r < lo:
+    if r < lo or lo != lo:
         r = lo
-    if r > hi:
+    if r > hi or hi != hi:
         r = hi
     return r
 
@@ -699,24 +720,25 @@ def pow_bwd_exponent(g, a, b, p, q):
     return g * (a ** b * math.log(a))
 
 
-# d/da max(a, b) = [a > b] + [a == b] / 2 (ties split the gradient, as PyTorch does)
+# d/da max(a, b) = [not a < b] - [a == b] / 2 (ties split the gradient; at a nan both
+# inputs get all of it, as PyTorch's where(a == b, g / 2, g).masked_fill(a < b, 0))
 @ternary_kernel
 def maximum_bwd_a(g, a, b, p, q):
-    if a > b:
-        return g
+    if a < b:
+        return like(g, 0)
     if a == b:
         return g * like(g, 0.5)
-    return like(g, 0)
+    return g
 
 
-# d/da min(a, b) = [a < b] + [a == b] / 2
+# d/da min(a, b) = [not a > b] - [a == b] / 2 (nan: all of g, as for max)
 @ternary_kernel
 def minimum_bwd_a(g, a, b, p, q):
-    if a < b:
-        return g
+    if a > b:
+        return like(g, 0)
     if a == b:
         return g * like(g, 0.5)
-    return like(g, 0)
+    return g
 
 
 # d/dx clamp(x, lo, hi) = [lo <= x <= hi]

@@ -47,14 +47,18 @@ _ND = np.ndarray  # launchers hand data of any other class (CUDA) to the twin mo
 
 @jit(**_FAST)
 def sum_3d(x, out, scale):
-    """out[o, i] = scale * sum_r x[o, r, i]."""
+    """out[o, i] = scale * sum_r x[o, r, i].
+
+    The wide sum is rounded to the output dtype before scaling (a mean is sum / n in the
+    output dtype, as in PyTorch: a float32 mean whose sum overflows is inf)."""
     n_o, n_r, n_i = x.shape
+    to = out.dtype.type
     if n_i == 1:
         for o in range(n_o):
             acc = acc_zero(x)
             for r in range(n_r):
                 acc += x[o, r, 0]
-            out[o, 0] = acc * scale
+            out[o, 0] = to(acc) * scale
         return
     tmp = acc_buffer(x, n_i)
     for o in range(n_o):
@@ -63,7 +67,7 @@ def sum_3d(x, out, scale):
             for i in range(n_i):
                 tmp[i] += x[o, r, i]
         for i in range(n_i):
-            out[o, i] = tmp[i] * scale
+            out[o, i] = to(tmp[i]) * scale
 
 
 @jit
@@ -170,7 +174,10 @@ def norm_3d(x, out, p):
 
 @jit
 def softmax_3d(x, out, log):
-    """softmax (or log_softmax) along r: e^(x - m) / sum e^(x - m), m = max_r x."""
+    """softmax (or log_softmax) along r: e^(x - m) / sum e^(x - m), m = max_r x.
+
+    log_softmax is (x - m) - log(sum): subtracting m first keeps it exact when |m| dwarfs
+    log(sum) (x - (m + log(sum)) rounds m + log(sum) back to m: logits of 1e20 gave 0)."""
     n_o, n_r, n_i = x.shape
     for o in range(n_o):
         for i in range(n_i):
@@ -182,9 +189,9 @@ def softmax_3d(x, out, log):
             for r in range(n_r):
                 s += fexp(x[o, r, i] - m)
             if log:
-                lse = m + math.log(s)
+                log_s = math.log(s)
                 for r in range(n_r):
-                    out[o, r, i] = x[o, r, i] - lse
+                    out[o, r, i] = (x[o, r, i] - m) - log_s
             else:
                 inv = 1.0 / s
                 for r in range(n_r):
@@ -193,15 +200,20 @@ def softmax_3d(x, out, log):
 
 @jit
 def logsumexp_3d(x, out):
-    """out[o, i] = m + log sum_r e^(x - m), m = max_r x (inf-safe)."""
+    """out[o, i] = m + log sum_r e^(x - m), m = max_r x (inf-safe; any nan gives nan, as in
+    PyTorch)."""
     n_o, n_r, n_i = x.shape
     for o in range(n_o):
         for i in range(n_i):
             m = x[o, 0, i]
             for r in range(1, n_r):
-                if x[o, r, i] > m:
-                    m = x[o, r, i]
-            if m == math.inf or m == -math.inf:
+                v = x[o, r, i]
+                if v != v:
+                    m = v
+                    break
+                if v > m:
+                    m = v
+            if m != m or m == math.inf or m == -math.inf:
                 out[o, i] = m
                 continue
             s = 0.0
@@ -240,6 +252,14 @@ def log_softmax_bwd_3d(g, y, out):
 # vectorize; rows run in parallel for large inputs ---------------------------------------
 
 
+@jit(fastmath=False)  # said explicitly: Numba would pass the caller's fastmath on
+def _shift(x, m, log_s, out):
+    """out = (x - m) - log_s: log_softmax as in ``softmax_3d``. Compiled without fastmath,
+    which would reassociate it into x - (m + log_s), the inexact form."""
+    for c in range(x.size):
+        out[c] = (x[c] - m) - log_s
+
+
 def _softmax_rows(x, out, log):
     n_r, n_c = x.shape
     for r in prange(n_r):
@@ -256,9 +276,7 @@ def _softmax_rows(x, out, log):
         for c in range(n_c):
             s += fexp(x[r, c] - m)
         if log:
-            lse = m + math.log(s)
-            for c in range(n_c):
-                out[r, c] = x[r, c] - lse
+            _shift(x[r], m, math.log(s), out[r])
         else:
             inv = 1.0 / s
             for c in range(n_c):

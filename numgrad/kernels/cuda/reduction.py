@@ -48,7 +48,7 @@ ONE_BLOCK = 64 if _launch.SIM else 1 << 15
 PART_BLOCKS = 3 if _launch.SIM else 1024
 
 # mode of the index reductions (``_wins``)
-MIN, MAX, MAX_SKIPNAN = 0, 1, 2
+MIN, MAX = 0, 1
 
 # ----------------------------------------------------------------------------------------
 # device functions: segment-wide (tr lanes) reductions in shared memory
@@ -95,7 +95,7 @@ def _tree_ext(sh, t, lane, tr, ls, v, big):
 def _wins(x, p, xs1, a, b, mode):
     """Whether index ``b`` beats index ``a`` along the row at ``p`` (stride ``xs1``).
 
-    MAX / MIN: nan beats numbers; MAX_SKIPNAN: numbers beat nan; ties: the lower index."""
+    MAX / MIN: nan beats numbers; ties: the lower index."""
     va = x[p + a * xs1]
     vb = x[p + b * xs1]
     na = va != va
@@ -103,8 +103,6 @@ def _wins(x, p, xs1, a, b, mode):
     if na or nb:
         if na and nb:
             return b < a
-        if mode == MAX_SKIPNAN:
-            return na
         return nb
     if va == vb:
         return b < a
@@ -182,7 +180,10 @@ def _sum_body(x, xo, xs0, xs1, xs2, out, oo, os0, os1, n_o, n_r, n_i, tr, ls, sc
                 acc += x[p + r * xs1]
         acc = _tree_sum(sh, t, lane, tr, ls, acc)
         if lane == 0 and k < n_out:
-            out[oo + o * os0 + i * os1] = acc * scale
+            # rounded to the output dtype (the store) before scaling, as the CPU's sum_3d
+            q = oo + o * os0 + i * os1
+            out[q] = acc
+            out[q] = out[q] * scale
 
 
 @_launch.jit
@@ -319,7 +320,8 @@ def norm_kernel(x, xo, xs0, xs1, xs2, out, oo, os0, os1, n_o, n_r, n_i, tr, ls, 
 
 @_launch.jit
 def logsumexp_kernel(x, xo, xs0, xs1, xs2, out, oo, os0, os1, n_o, n_r, n_i, tr, ls):
-    """out[o, i] = m + log sum_r e^(x - m), m = max_r x (out = m when m is +-inf or nan)."""
+    """out[o, i] = m + log sum_r e^(x - m), m = max_r x (out = m when m is +-inf or nan: any
+    nan in the row gives nan, as on the CPU)."""
     shi = cuda.shared.array(NT, int64)
     shf = cuda.shared.array(NT, float64)
     t = cuda.threadIdx.x
@@ -330,13 +332,9 @@ def logsumexp_kernel(x, xo, xs0, xs1, xs2, out, oo, os0, os1, n_o, n_r, n_i, tr,
         k = _seg_output(base, t, ls, tr)
         o, i = k // n_i, k % n_i
         p = xo + o * xs0 + i * xs2
-        # the CPU's max: nan only if the first element is nan, other nans are skipped
-        best = _seg_best(x, xo, xs0, xs1, xs2, k, n_out, n_r, n_i, t, lane, tr, ls,
-                         MAX_SKIPNAN, shi)
+        best = _seg_best(x, xo, xs0, xs1, xs2, k, n_out, n_r, n_i, t, lane, tr, ls, MAX, shi)
         valid = k < n_out and best >= 0
         m = x[p + best * xs1] if valid else x[xo]
-        if valid and x[p] != x[p]:
-            m = x[p]
         finite = m == m and m != math.inf and m != -math.inf
         nr = n_r if valid and finite else 0
         s = float64(0)
@@ -360,7 +358,8 @@ def logsumexp_kernel(x, xo, xs0, xs1, xs2, out, oo, os0, os1, n_o, n_r, n_i, tr,
 
 @_launch.jit
 def softmax_kernel(x, xo, xs0, xs1, xs2, out, oo, os0, os1, os2, n_o, n_r, n_i, tr, ls, log):
-    """softmax (or log_softmax) along r: e^(x - m) / sum e^(x - m), m = max_r x."""
+    """softmax (or log_softmax) along r: e^(x - m) / sum e^(x - m), m = max_r x; log_softmax
+    is (x - m) - log(sum), exact when |m| dwarfs log(sum) (as the CPU's)."""
     shi = cuda.shared.array(NT, int64)
     shf = cuda.shared.array(NT, float64)
     t = cuda.threadIdx.x
@@ -383,9 +382,9 @@ def softmax_kernel(x, xo, xs0, xs1, xs2, out, oo, os0, os1, os2, n_o, n_r, n_i, 
         s = _tree_sum(shf, t, lane, tr, ls, s)
         if nr > 0:
             if log:
-                lse = m + math.log(s)
+                log_s = math.log(s)
                 for r in range(lane, nr, tr):
-                    out[q + r * os1] = x[p + r * xs1] - lse
+                    out[q + r * os1] = (x[p + r * xs1] - m) - log_s
             else:
                 inv = 1.0 / s
                 for r in range(lane, nr, tr):
@@ -579,7 +578,7 @@ def softmax_3d(x, out, log):
 
 
 def logsumexp_3d(x, out):
-    """out[o, i] = m + log sum_r e^(x - m), m = max_r x (inf-safe)."""
+    """out[o, i] = m + log sum_r e^(x - m), m = max_r x (inf-safe; nan if any is)."""
     x, out = from_any(x), from_any(out)
     if out.size:
         _rows(logsumexp_kernel, x, _geom(x) + _geom(out))

@@ -19,6 +19,7 @@ from numgrad.nn.modules.layers import (
     ReLU,
     Sigmoid,
     SiLU,
+    Softplus,
     Softmax,
     Tanh,
     Unflatten,

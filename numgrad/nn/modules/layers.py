@@ -2,15 +2,29 @@
 
 import math
 
-from numgrad import _factories
+from numgrad import _dtype, _factories
 from numgrad.nn import functional as F
 from numgrad.nn import init
 from numgrad.nn.modules.module import Module
 from numgrad.nn.parameter import Parameter
 
 
+def _size(size):
+    """``torch.empty``'s checks of a size (its TypeErrors, the negative-dimension error)."""
+    shape = F._int_list(size, "empty", "size", 1)
+    for v in shape:
+        if v < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {v}: "
+                               f"{list(shape)}")
+    return shape
+
+
 def _param(*shape, dtype=None):
-    return Parameter(_factories.empty(*shape, dtype=dtype))
+    return Parameter(_factories.empty(*_size(shape), dtype=dtype))
+
+
+def _filled(size, value, dtype=None):
+    return _factories.full(_size(size), value, dtype=dtype or _dtype.get_default_dtype())
 
 
 class Identity(Module):
@@ -56,25 +70,39 @@ class Conv2d(Module):
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
                  groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
         super().__init__()
+        kernel_size, stride = F._ntuple2(kernel_size), F._ntuple2(stride)
+        padding = padding if isinstance(padding, str) else F._ntuple2(padding)
+        dilation = F._ntuple2(dilation)
+        if groups <= 0:
+            raise ValueError("groups must be a positive integer")
         if in_channels % groups:
             raise ValueError("in_channels must be divisible by groups")
         if out_channels % groups:
             raise ValueError("out_channels must be divisible by groups")
-        if padding_mode != "zeros":
-            raise NotImplementedError("only padding_mode='zeros' is supported by numgrad")
+        if isinstance(padding, str):
+            if padding not in ("valid", "same"):
+                raise ValueError(f"Invalid padding string {padding!r}, should be one of "
+                                 "{'valid', 'same'}")
+            if padding == "same" and any(s != 1 for s in stride):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+        if padding_mode not in ("zeros", "reflect", "replicate", "circular"):
+            raise ValueError("padding_mode must be one of {'zeros', 'reflect', 'replicate', "
+                             f"'circular'}}, but got padding_mode='{padding_mode}'")
         self.in_channels = in_channels
         self.out_channels = out_channels
-        self.kernel_size = F._pair(kernel_size)
-        self.stride = F._pair(stride)
-        self.padding = padding if isinstance(padding, str) else F._pair(padding)
-        self.dilation = F._pair(dilation)
+        self.kernel_size = kernel_size
+        self.stride = stride
+        self.padding = padding
+        self.dilation = dilation
         self.groups = groups
         self.padding_mode = padding_mode
-        self.weight = _param(out_channels, in_channels // groups, *self.kernel_size, dtype=dtype)
+        self.weight = _param(out_channels, in_channels // groups, *kernel_size, dtype=dtype)
         if bias:
             self.bias = _param(out_channels, dtype=dtype)
         else:
             self.register_parameter("bias", None)
+        if padding_mode != "zeros":
+            raise NotImplementedError("only padding_mode='zeros' is supported by numgrad")
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -204,16 +232,16 @@ class _BatchNorm(Module):
         self.affine = affine
         self.track_running_stats = track_running_stats
         if affine:
-            self.weight = Parameter(_factories.ones(num_features, dtype=dtype))
-            self.bias = Parameter(_factories.zeros(num_features, dtype=dtype))
+            self.weight = Parameter(_filled(num_features, 1.0, dtype))
+            self.bias = Parameter(_filled(num_features, 0.0, dtype))
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
         if track_running_stats:
-            self.register_buffer("running_mean", _factories.zeros(num_features, dtype=dtype))
-            self.register_buffer("running_var", _factories.ones(num_features, dtype=dtype))
+            self.register_buffer("running_mean", _filled(num_features, 0.0, dtype))
+            self.register_buffer("running_var", _filled(num_features, 1.0, dtype))
             self.register_buffer("num_batches_tracked",
-                                 _factories.tensor(0, dtype=_factories._dtype.int64))
+                                 _factories.tensor(0, dtype=_dtype.int64))
         else:
             self.register_buffer("running_mean", None)
             self.register_buffer("running_var", None)
@@ -269,9 +297,9 @@ class LayerNorm(Module):
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         if elementwise_affine:
-            self.weight = Parameter(_factories.ones(*self.normalized_shape, dtype=dtype))
+            self.weight = Parameter(_filled(self.normalized_shape, 1.0, dtype))
             if bias:
-                self.bias = Parameter(_factories.zeros(*self.normalized_shape, dtype=dtype))
+                self.bias = Parameter(_filled(self.normalized_shape, 0.0, dtype))
             else:
                 self.register_parameter("bias", None)
         else:
@@ -294,13 +322,26 @@ class Embedding(Module):
         super().__init__()
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
-        if padding_idx is not None and padding_idx < 0:
-            padding_idx += num_embeddings
+        if padding_idx is not None:
+            if padding_idx > 0:
+                if padding_idx >= num_embeddings:
+                    raise AssertionError("Padding_idx must be within num_embeddings")
+            elif padding_idx < 0:
+                if padding_idx < -num_embeddings:
+                    raise AssertionError("Padding_idx must be within num_embeddings")
+                padding_idx += num_embeddings
         self.padding_idx = padding_idx
+        self.max_norm = max_norm
+        self.norm_type = norm_type
+        self.scale_grad_by_freq = scale_grad_by_freq
+        self.sparse = sparse
         if _weight is None:
             self.weight = _param(num_embeddings, embedding_dim, dtype=dtype)
             self.reset_parameters()
         else:
+            if list(_weight.shape) != [num_embeddings, embedding_dim]:
+                raise AssertionError(
+                    "Shape of weight does not match num_embeddings and embedding_dim")
             self.weight = Parameter(_weight, requires_grad=not _freeze)
 
     def reset_parameters(self):
@@ -311,18 +352,32 @@ class Embedding(Module):
                 self.weight[self.padding_idx] = 0.0
 
     def forward(self, input):
-        return F.embedding(input, self.weight, self.padding_idx)
+        return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
+                           self.scale_grad_by_freq, self.sparse)
 
     def extra_repr(self):
         s = f"{self.num_embeddings}, {self.embedding_dim}"
         if self.padding_idx is not None:
             s += f", padding_idx={self.padding_idx}"
+        if self.max_norm is not None:
+            s += f", max_norm={self.max_norm}"
+        if self.norm_type != 2:
+            s += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq is not False:
+            s += f", scale_grad_by_freq={self.scale_grad_by_freq}"
+        if self.sparse is not False:
+            s += ", sparse=True"
         return s
 
     @classmethod
-    def from_pretrained(cls, embeddings, freeze=True, padding_idx=None):
+    def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, max_norm=None,
+                        norm_type=2.0, scale_grad_by_freq=False, sparse=False):
+        if embeddings.dim() != 2:
+            raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
         rows, cols = embeddings.shape
-        return cls(rows, cols, padding_idx=padding_idx, _weight=embeddings, _freeze=freeze)
+        return cls(rows, cols, padding_idx=padding_idx, max_norm=max_norm, norm_type=norm_type,
+                   scale_grad_by_freq=scale_grad_by_freq, sparse=sparse, _weight=embeddings,
+                   _freeze=freeze)
 
 
 # ---- activations -------------------------------------------------------------------------
@@ -363,20 +418,41 @@ class GELU(Module):
 
 
 class SiLU(Module):
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
     def forward(self, input):
-        return F.silu(input)
+        return F.silu(input, self.inplace)
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
+
+
+class Softplus(Module):
+    def __init__(self, beta=1.0, threshold=20.0):
+        super().__init__()
+        self.beta = beta
+        self.threshold = threshold
+
+    def forward(self, input):
+        return F.softplus(input, self.beta, self.threshold)
+
+    def extra_repr(self):
+        return f"beta={self.beta}, threshold={self.threshold}"
 
 
 class LeakyReLU(Module):
     def __init__(self, negative_slope=0.01, inplace=False):
         super().__init__()
         self.negative_slope = negative_slope
+        self.inplace = inplace
 
     def forward(self, input):
-        return F.leaky_relu(input, self.negative_slope)
+        return F.leaky_relu(input, self.negative_slope, self.inplace)
 
     def extra_repr(self):
-        return f"negative_slope={self.negative_slope}"
+        return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
 
 
 class Softmax(Module):

@@ -1,7 +1,9 @@
 """``nn.Module`` and the containers ``Sequential``, ``ModuleList`` and ``ModuleDict``."""
 
 import itertools
+import operator
 from collections import OrderedDict, namedtuple
+from collections.abc import Iterable, Mapping
 
 from numgrad.autograd.grad_mode import no_grad
 from numgrad.autograd.graph import RemovableHandle
@@ -20,6 +22,36 @@ class _IncompatibleKeysRepr(_IncompatibleKeys):
         return super().__repr__()
 
 
+def _typename(obj):
+    """``torch.typename``: a tensor's type string, else the qualified name of the type."""
+    if isinstance(obj, Tensor):
+        return obj.type()
+    module = getattr(obj, "__module__", "") or ""
+    if hasattr(obj, "__qualname__"):
+        qualname = obj.__qualname__
+    elif hasattr(obj, "__name__"):
+        qualname = obj.__name__
+    else:
+        module = type(obj).__module__ or ""
+        qualname = type(obj).__qualname__
+    return qualname if module in ("", "builtins") else f"{module}.{qualname}"
+
+
+def _check_name(self, kind, name, store):
+    """PyTorch's checks of a name registered as a parameter, buffer or module."""
+    if not isinstance(name, str):
+        raise TypeError(f"{kind} name should be a string. Got {_typename(name)}")
+    if kind == "module" and hasattr(self, name) and name not in store:
+        raise KeyError(f"attribute '{name}' already exists")
+    if "." in name:
+        raise KeyError(f'module name can\'t contain ".", got: {name}' if kind == "module"
+                       else f'{kind} name can\'t contain "."')
+    if name == "":
+        raise KeyError(f'{kind} name can\'t be empty string ""')
+    if hasattr(self, name) and name not in store:
+        raise KeyError(f"attribute '{name}' already exists")
+
+
 def _addindent(s, n):
     lines = s.split("\n")
     if len(lines) == 1:
@@ -34,8 +66,12 @@ class Module:
     training = True
 
     def __init__(self, *args, **kwargs):
-        if args or kwargs:
-            raise TypeError(f"{type(self).__name__}.__init__() got unexpected arguments")
+        if kwargs:
+            raise TypeError(f"{type(self).__name__}.__init__() got an unexpected keyword "
+                            f"argument '{next(iter(kwargs))}'")
+        if args:
+            raise TypeError(f"{type(self).__name__}.__init__() takes 1 positional argument but "
+                            f"{len(args) + 1} were given")
         object.__setattr__(self, "training", True)
         object.__setattr__(self, "_parameters", OrderedDict())
         object.__setattr__(self, "_buffers", OrderedDict())
@@ -56,7 +92,7 @@ class Module:
         elif params is not None and name in params:
             if value is not None:
                 raise TypeError(
-                    f"cannot assign '{type(value).__name__}' as parameter '{name}' "
+                    f"cannot assign '{_typename(value)}' as parameter '{name}' "
                     "(torch.nn.Parameter or None expected)")
             params[name] = None
         elif isinstance(value, Module):
@@ -66,12 +102,12 @@ class Module:
             self._modules[name] = value
         elif self.__dict__.get("_modules") is not None and name in self._modules:
             if value is not None:
-                raise TypeError(f"cannot assign '{type(value).__name__}' as child module "
+                raise TypeError(f"cannot assign '{_typename(value)}' as child module "
                                 f"'{name}' (torch.nn.Module or None expected)")
             self._modules[name] = None
         elif self.__dict__.get("_buffers") is not None and name in self._buffers:
             if value is not None and not isinstance(value, Tensor):
-                raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "
+                raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' "
                                 "(torch.Tensor or None expected)")
             self._buffers[name] = value
         else:
@@ -105,24 +141,23 @@ class Module:
     def register_parameter(self, name, param):
         if "_parameters" not in self.__dict__:
             raise AttributeError("cannot assign parameter before Module.__init__() call")
-        if not isinstance(name, str):
-            raise TypeError(f"parameter name should be a string. Got {type(name).__name__}")
-        if "." in name:
-            raise KeyError('parameter name can\'t contain "."')
-        if name == "":
-            raise KeyError('parameter name can\'t be empty string ""')
+        _check_name(self, "parameter", name, self._parameters)
         if param is not None and not isinstance(param, Parameter):
-            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter "
+            raise TypeError(f"cannot assign '{_typename(param)}' object to parameter "
                             f"'{name}' (torch.nn.Parameter or None required)")
+        if param is not None and param.grad_fn is not None:
+            raise ValueError(
+                f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must be "
+                f"created explicitly. To express '{name}' as a function of another Tensor, "
+                "compute the value in the forward() method.")
         self._parameters[name] = param
 
     def register_buffer(self, name, tensor, persistent=True):
         if "_buffers" not in self.__dict__:
             raise AttributeError("cannot assign buffer before Module.__init__() call")
-        if "." in name:
-            raise KeyError('buffer name can\'t contain "."')
+        _check_name(self, "buffer", name, self._buffers)
         if tensor is not None and not isinstance(tensor, Tensor):
-            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer "
+            raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer "
                             f"'{name}' (torch Tensor or None required)")
         self._buffers[name] = tensor
         if persistent:
@@ -132,7 +167,8 @@ class Module:
 
     def add_module(self, name, module):
         if module is not None and not isinstance(module, Module):
-            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+            raise TypeError(f"{_typename(module)} is not a Module subclass")
+        _check_name(self, "module", name, self._modules)
         self._modules[name] = module
 
     register_module = add_module
@@ -140,12 +176,30 @@ class Module:
     def get_submodule(self, target):
         mod = self
         for item in target.split(".") if target else []:
+            if not hasattr(mod, item):
+                raise AttributeError(f"{mod._get_name()} has no attribute `{item}`")
             mod = getattr(mod, item)
+            if not isinstance(mod, Module):
+                raise AttributeError(f"`{item}` is not an nn.Module")
         return mod
 
-    def get_parameter(self, target):
+    def _get_member(self, target, kind, check):
         mod_path, _, name = target.rpartition(".")
-        return getattr(self.get_submodule(mod_path), name)
+        mod = self.get_submodule(mod_path)
+        if not hasattr(mod, name):
+            raise AttributeError(f"{mod._get_name()} has no attribute `{name}`")
+        value = getattr(mod, name)
+        if not check(mod, name, value):
+            raise AttributeError(f"`{name}` is not {kind}")
+        return value
+
+    def get_parameter(self, target):
+        return self._get_member(target, "an nn.Parameter",
+                                lambda m, n, v: isinstance(v, Parameter))
+
+    def get_buffer(self, target):
+        return self._get_member(target, "a buffer",
+                                lambda m, n, v: isinstance(v, Tensor) and n in m._buffers)
 
     # ------------------------------------------------------------------ traversal
     def _named_members(self, get, prefix="", recurse=True):
@@ -313,6 +367,8 @@ class Module:
         return destination
 
     def load_state_dict(self, state_dict, strict=True, assign=False):
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         own = self.state_dict(keep_vars=True)
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
@@ -417,17 +473,20 @@ class Sequential(Module):
     def __iter__(self):
         return iter(self._modules.values())
 
-    def __getitem__(self, idx):
-        if isinstance(idx, slice):
-            return Sequential(OrderedDict(list(self._modules.items())[idx]))
+    def _key_at(self, idx):
         n = len(self._modules)
+        idx = operator.index(idx)
         if not -n <= idx < n:
             raise IndexError(f"index {idx} is out of range")
-        return list(self._modules.values())[idx % n]
+        return next(itertools.islice(self._modules.keys(), idx % n, None))
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return type(self)(OrderedDict(list(self._modules.items())[idx]))
+        return self._modules[self._key_at(idx)]
 
     def __setitem__(self, idx, module):
-        key = list(self._modules.keys())[idx]
-        self._modules[key] = module
+        setattr(self, self._key_at(idx), module)
 
     def append(self, module):
         self.add_module(str(len(self)), module)
@@ -448,16 +507,20 @@ class ModuleList(Module):
     def __iter__(self):
         return iter(self._modules.values())
 
+    def _abs_key(self, idx):
+        n = len(self)
+        idx = operator.index(idx)
+        if not -n <= idx < n:
+            raise IndexError(f"index {idx} is out of range")
+        return str(idx % n)
+
     def __getitem__(self, idx):
         if isinstance(idx, slice):
             return ModuleList(list(self._modules.values())[idx])
-        n = len(self)
-        if not -n <= idx < n:
-            raise IndexError(f"index {idx} is out of range")
-        return self._modules[str(idx % n)]
+        return self._modules[self._abs_key(idx)]
 
     def __setitem__(self, idx, module):
-        self.add_module(str(idx % len(self)), module)
+        setattr(self, self._abs_key(idx), module)
 
     def append(self, module):
         self.add_module(str(len(self)), module)
@@ -509,9 +572,21 @@ class ModuleDict(Module):
         return self._modules.items()
 
     def update(self, modules):
-        items = modules.items() if hasattr(modules, "items") else modules
-        for k, m in items:
-            self.add_module(k, m)
+        if not isinstance(modules, Iterable):
+            raise TypeError("ModuleDict.update should be called with an iterable of key/value "
+                            f"pairs, but got {type(modules).__name__}")
+        if isinstance(modules, Mapping):
+            for k, m in modules.items():
+                self[k] = m
+            return
+        for j, m in enumerate(modules):
+            if not isinstance(m, Iterable):
+                raise TypeError(f"ModuleDict update sequence element #{j} should be Iterable; is"
+                                f"{type(m).__name__}")
+            if len(m) != 2:
+                raise ValueError(f"ModuleDict update sequence element #{j} has length {len(m)}; 2 "
+                                 "is required")
+            self[m[0]] = m[1]
 
 
 __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "itertools"]
