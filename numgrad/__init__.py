@@ -38,7 +38,8 @@ from numgrad._shape import Size
 from numgrad.tensor import Tensor
 from numgrad import ops as _ops
 from numgrad.ops.elementwise import (
-    abs, add, ceil, clamp, clamp_max, clamp_min, clip, cos, div, divide, eq, exp, floor,  # noqa: A004
+    abs, add, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, ceil, clamp,  # noqa: A004
+    clamp_max, clamp_min, clip, cos, div, divide, eq, exp, floor,
     floor_divide, ge, greater, greater_equal, gt, isfinite, isnan, le, less, less_equal, log,
     logical_and, logical_not, logical_or, logical_xor, lt, maximum, minimum, mul, multiply, ne,
     neg, negative, not_equal, pow, reciprocal, relu, remainder, round, rsub, sigmoid, sign, sin,

@@ -173,3 +173,51 @@ def _combine(higher, lower):
     if higher is bool_ or lower._kind == 2:
         return promote_types(higher, lower)
     return higher
+
+
+_C_TYPE = {"int64": "int64_t", "int32": "int", "int16": "int16_t", "int8": "int8_t",
+           "uint8": "uint8_t", "float32": "float", "float64": "double", "bool": "bool"}
+
+
+def checked_scalar(value, dt):
+    """Python number ``value`` converted to dtype ``dt`` as PyTorch converts a Scalar argument
+    (fill_, masked_fill): RuntimeError where it overflows; inf and nan pass into floats, a
+    negative integer wraps into an unsigned type when its magnitude fits."""
+    if value.__class__ is int:
+        check_int(value)
+    elif not isinstance(value, (int, float, np.number, np.bool_)):
+        raise TypeError(f"received an invalid combination of arguments - got "
+                        f"({type(value).__name__}), but expected a Number or a Tensor")
+    if dt._kind == 0:
+        return bool(value)
+    if isinstance(value, (bool, np.bool_)):
+        return int(value) if dt._kind == 1 else float(value)
+    if dt._kind == 2:
+        v = float(value)
+        if v - v == 0 and not -_FMAX[dt.name] <= v <= _FMAX[dt.name]:
+            raise _overflow(dt)
+        return v
+    info = np.iinfo(dt.np)
+    if isinstance(value, (float, np.floating)):
+        if not info.min <= value <= info.max:  # nan and inf fail this test too
+            raise _overflow(dt)
+        return int(value)
+    v = int(value)
+    if v > info.max or v < (-info.max if info.min == 0 else info.min):
+        raise _overflow(dt)
+    return v & int(info.max) if v < 0 and info.min == 0 else v
+
+
+_FMAX = {"float32": float(np.finfo(np.float32).max), "float64": float(np.finfo(np.float64).max)}
+
+
+def _overflow(dt):
+    return RuntimeError(f"value cannot be converted to type {_C_TYPE[dt.name]} without overflow")
+
+
+def check_int(v):
+    """A Python int argument as PyTorch's argument parser takes it: int64 or uint64 range."""
+    if v >= 2**64:
+        raise OverflowError("int too big to convert")
+    if v < -2**63:
+        raise OverflowError("can't convert negative int to unsigned")

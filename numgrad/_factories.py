@@ -2,6 +2,7 @@
 ``full``, ``rand``/``randn``/``randint``/``randperm``, ``arange``, ``linspace``, ``eye`` and
 the ``*_like`` forms, with PyTorch's dtype inference and errors."""
 
+import functools
 import numbers
 import operator
 import warnings
@@ -52,8 +53,8 @@ def _from_python(data, requested=None):
     the ``requested`` dtype, so float64 data is not rounded through float32 first)."""
     if isinstance(data, str):
         raise TypeError("new(): invalid data type 'str'")
-    if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in data):
-        data = [x.detach()._data if isinstance(x, Tensor) else x for x in data]
+    if isinstance(data, (list, tuple)):
+        data = _tensors_to_scalars(data)
     try:
         arr = np.array(data)
     except ValueError:
@@ -62,6 +63,7 @@ def _from_python(data, requested=None):
     if arr.dtype == object or arr.dtype.kind in "USV" or arr.dtype == np.uint64:
         _python_data_error(arr, data)
     if requested is not None:
+        _check_range(arr, requested, requested.np.name)
         arr = arr.astype(requested.np)
     elif arr.dtype.kind == "f" and arr.dtype != np.float32 and not _has_numpy_floats(data):
         arr = arr.astype(_dtype.get_default_dtype().np)
@@ -80,7 +82,52 @@ def _python_data_error(arr, data):
             raise ValueError("Overflow when unpacking long long")
     bad = flat[0]
     name = type(bad).__name__
-    raise TypeError(f"new(): invalid data type '{'str' if name == 'str_' else name}'")
+    if isinstance(bad, (str, bytes)):
+        name = "str" if name == "str_" else name
+        first = data
+        while isinstance(first, (list, tuple)) and first:
+            first = first[0]
+        if first is not data and isinstance(first, str):  # the shape is read from it
+            raise ValueError("too many dimensions 'str'")
+        raise TypeError(f"new(): invalid data type '{name}'")
+    raise RuntimeError(f"Could not infer dtype of {name}")
+
+
+def _tensors_to_scalars(data):
+    """Nested data with each tensor in it replaced by its one value (PyTorch reads a tensor
+    inside a list as a number)."""
+    out = []
+    changed = False
+    for x in data:
+        if isinstance(x, Tensor):
+            if x._data.size != 1:
+                raise ValueError("only one element tensors can be converted to Python scalars")
+            x = x.item()
+            changed = True
+        elif isinstance(x, (list, tuple)):
+            y = _tensors_to_scalars(x)
+            changed = changed or y is not x
+            x = y
+        out.append(x)
+    return out if changed else data
+
+
+def _overflow(name):
+    return RuntimeError(f"value cannot be converted to type {name} without overflow")
+
+
+def _check_range(arr, d, name):
+    """PyTorch's overflow check when numbers are stored as dtype ``d``: integers must fit
+    (unsigned ones may wrap from down to -max), floats must be finite to become integers."""
+    if d.np.kind not in "iu" or arr.dtype.kind not in "iuf" or not arr.size:
+        return
+    info = np.iinfo(d.np)
+    lo = -int(info.max) if d.np.kind == "u" else int(info.min)
+    if arr.dtype.kind == "f":
+        if not np.isfinite(arr).all() or arr.min() < lo or arr.max() > info.max:
+            raise _overflow(name)
+    elif int(arr.min()) < lo or int(arr.max()) > info.max:
+        raise _overflow(name)
 
 
 def _has_numpy_floats(data):
@@ -193,7 +240,17 @@ def asarray(obj, dtype=None, device=None, copy=None, requires_grad=False):
 
 def _size_dtype(size, dtype, fname):
     d = _dtype.arg(dtype, fname) or _dtype.get_default_dtype()
-    return check_size(parse_shape(size), fname), d
+    return _storage(check_size(parse_shape(size), fname), d), d
+
+
+def _storage(shape, d):
+    """``shape`` once its byte size fits in int64, as PyTorch's storage size check."""
+    n = d.np.itemsize
+    for s in shape:
+        n *= s
+    if n >= 2**63:
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)}")
+    return shape
 
 
 def _filled(shape, value, d, device):
@@ -234,7 +291,8 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     d = _dtype.arg(dtype, "full") or _fill_dtype(fill_value)
-    return _finish(_filled(check_size(parse_shape((size,))), fill_value, d, device),
+    fill_value = _dtype.checked_scalar(fill_value, d)
+    return _finish(_filled(_storage(check_size(parse_shape((size,))), d), fill_value, d, device),
                    requires_grad)
 
 
@@ -263,8 +321,8 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
             raise TypeError("randint() missing 1 required positional arguments: \"size\"")
     d = _dtype.arg(dtype, "randint") or _dtype.int64
     g = generator or default_generator
-    return _finish(g.randint(int(low), int(high), check_size(parse_shape((size,))), d.np),
-                   requires_grad, device)
+    shape = _storage(check_size(parse_shape((size,))), d)
+    return _finish(g.randint(int(low), int(high), shape, d.np), requires_grad, device)
 
 
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
@@ -344,6 +402,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     floating = any(isinstance(v, float) for v in vals)
     d = _dtype.arg(dtype, "arange") or (_dtype.get_default_dtype() if floating else _dtype.int64)
     n = int(np.ceil((end - start) / step))
+    np.empty(_storage((n,), d), d.np)  # the result must fit before its wider temporaries
     arr = (start + step * np.arange(n, dtype=np.float64)) if floating else \
         (start + step * np.arange(n, dtype=np.int64))
     return _finish(arr.astype(d.np), requires_grad, device)
@@ -386,4 +445,28 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None):
 
 def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
     d = _dtype.get(dtype) or _dtype.get_default_dtype()
-    return _finish(np.array(s, d.np), requires_grad, device)
+    return _finish(np.array(_dtype.checked_scalar(s, d), d.np), requires_grad, device)
+
+
+def _allocating(fn):
+    """``fn`` with PyTorch's RuntimeError where the host cannot allocate the tensor (NumPy
+    raises MemoryError)."""
+
+    @functools.wraps(fn)
+    def factory(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except MemoryError as e:
+            n = getattr(e, "_total_size", None)
+            tried = f": you tried to allocate {n} bytes" if n is not None else ""
+            raise RuntimeError(f"DefaultCPUAllocator: can't allocate memory{tried}.") from None
+
+    return factory
+
+
+for _name in ("tensor", "as_tensor", "zeros", "ones", "empty", "full", "rand", "randn",
+              "randint", "randperm", "normal", "zeros_like", "ones_like", "empty_like",
+              "full_like", "rand_like", "randn_like", "randint_like", "arange", "linspace",
+              "logspace", "eye"):
+    globals()[_name] = _allocating(globals()[_name])
+del _name

@@ -106,7 +106,7 @@ def infer_size(shape, numel):
                 raise RuntimeError("only one dimension can be inferred")
             neg = i
         elif s < 0:
-            raise RuntimeError(f"invalid shape dimension {s}")
+            raise RuntimeError(f"invalid shape dimension {s} at index {i} of shape {list(shape)}")
         else:
             known *= s
     if neg >= 0:

@@ -62,6 +62,9 @@ class Generator:
         return out
 
     def uniform(self, shape, dtype, low=0.0, high=1.0):
+        if low > high:
+            raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
+                               f"from={low:g} > to={high:g}")
         out = np.empty(shape, dtype)
         n = out.size
         wide = out.dtype == np.float64
@@ -71,6 +74,8 @@ class Generator:
         return out
 
     def normal(self, shape, dtype, mean=0.0, std=1.0):
+        if not std >= 0.0:
+            raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
         out = np.empty(shape, dtype)
         n = out.size
         flat = out.reshape(-1)
@@ -122,6 +127,8 @@ class Generator:
         return out
 
     def bernoulli(self, shape, p, dtype):
+        if not 0.0 <= p <= 1.0:
+            raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p:g}")
         out = np.empty(shape, dtype)
         if out.size:
             RNG.bernoulli(self.raw(out.size), out.reshape(-1), p)

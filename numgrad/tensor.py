@@ -256,6 +256,9 @@ class Tensor:
         self._requires_grad = bool(value)
 
     def requires_grad_(self, requires_grad=True):
+        if not isinstance(requires_grad, bool):
+            raise TypeError("requires_grad_(): argument 'requires_grad' (position 1) must be "
+                            f"bool, not {type(requires_grad).__name__}")
         if requires_grad and self._data.dtype.kind != "f" and self._grad_fn is None:
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self.requires_grad = requires_grad
@@ -523,6 +526,9 @@ class Tensor:
         if dtype is None:
             where = "cuda." if self.is_cuda else ""
             return f"torch.{where}{self.dtype._legacy}Tensor"
+        if isinstance(dtype, str):
+            device, dtype = _type_name(dtype)
+            return self.to(device=device, dtype=dtype)
         return self.to(dtype)
 
     def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
@@ -531,14 +537,10 @@ class Tensor:
                       requires_grad=requires_grad)
 
     def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
-        from numgrad._factories import zeros
-        return zeros(*size, dtype=dtype or self.dtype, device=device or self.device,
-                         requires_grad=requires_grad)
+        return self.new_full(_one_size(size), 0, dtype, device, requires_grad)
 
     def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
-        from numgrad._factories import ones
-        return ones(*size, dtype=dtype or self.dtype, device=device or self.device,
-                         requires_grad=requires_grad)
+        return self.new_full(_one_size(size), 1, dtype, device, requires_grad)
 
     def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
         from numgrad._factories import empty
@@ -549,6 +551,21 @@ class Tensor:
         from numgrad._factories import full
         return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
                     requires_grad=requires_grad)
+
+
+def _type_name(name):
+    """``'torch.FloatTensor'`` or ``'torch.cuda.FloatTensor'``: (device, dtype)."""
+    from numgrad import _dtype
+    for d in _dtype.ALL:
+        for where, device in (("", "cpu"), ("cuda.", "cuda")):
+            if name == f"torch.{where}{d._legacy}Tensor":
+                return device, d
+    raise ValueError(f"invalid type: {name!r}")
+
+
+def _one_size(size):
+    """``f(2, 3)`` or ``f((2, 3))``: the size as one argument."""
+    return size[0] if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
 
 
 def _rebuild(data, requires_grad, device="cpu"):

@@ -119,6 +119,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     """d(outputs)/d(inputs) as a tuple; leaves' ``.grad`` is left alone."""
     outputs = _as_tuple(outputs)
     inputs_t = _as_tuple(inputs)
+    if not inputs_t:
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     if allow_unused is None:
         allow_unused = materialize_grads
     if materialize_grads and allow_unused is False:
@@ -133,6 +135,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if retain_graph is None:
         retain_graph = create_graph
     for t in inputs_t:
+        if not isinstance(t, Tensor):
+            raise RuntimeError("all inputs have to be Tensors or GradientEdges, but got "
+                               f"{type(t).__name__}")
         if not t._requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
     roots = [_root(t, i) for i, t in enumerate(outputs)]

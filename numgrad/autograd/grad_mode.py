@@ -87,8 +87,11 @@ class set_grad_enabled(_Mode):
     """Set grad mode now; used as a context manager it restores the previous mode on exit."""
 
     def __init__(self, mode):
+        if not isinstance(mode, bool):
+            raise TypeError("set_grad_enabled(): argument 'enabled' (position 1) must be bool, "
+                            f"not {type(mode).__name__}")
         self.prev = state.enabled
-        self.mode = bool(mode)
+        self.mode = mode
         state.enabled = self.mode
 
     def __call__(self, fn):

@@ -51,7 +51,10 @@ def check_operands(ins, out_shape):
 
 def internal_overlap(shape, strides):
     """Whether a destination has two elements at one address: a zero stride on a dim of size
-    above 1 (PyTorch's test; other overlaps, e.g. from as_strided, it calls too hard too)."""
+    above 1 (PyTorch's test; other overlaps, e.g. from as_strided, it calls too hard too).
+    An empty array has no elements to share (NumPy gives it zero strides)."""
+    if 0 in shape:
+        return False
     for n, s in zip(shape, strides):
         if s == 0 and n > 1:
             return True

@@ -40,8 +40,29 @@ NN = LazyKernels("nn")
 # activations that exist as tensor ops
 tanh = ew.tanh
 sigmoid = ew.sigmoid
-softmax = red.softmax
-log_softmax = red.log_softmax
+
+
+def _softmax_dim(name, ndim, stacklevel):
+    """PyTorch's implicit dim for softmax without ``dim`` (deprecated, with its warning)."""
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call "
+                  "to include dim=X as an argument.", UserWarning, stacklevel=stacklevel)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """exp(x) / sum exp(x) along ``dim`` (``SoftmaxBackward0``)."""
+    if dim is None:
+        _tensor_arg("softmax", "input", 1, input)
+        dim = _softmax_dim("softmax", input._data.ndim, _stacklevel)
+    return red.softmax(input, dim, dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """x - logsumexp(x) along ``dim`` (``LogSoftmaxBackward0``)."""
+    if dim is None:
+        _tensor_arg("log_softmax", "input", 1, input)
+        dim = _softmax_dim("log_softmax", input._data.ndim, _stacklevel)
+    return red.log_softmax(input, dim, dtype)
 
 
 def _needs(node, i):
@@ -1580,7 +1601,9 @@ class MseLossBackward0(Node):
     # d/dx mean((x - t)^2) = 2 (x - t) g / n, d/dt = -that
     def _backward(self, g):
         x, t, reduction, n = self._saved
-        d = ew.mul(ew.sub(x, t), 2.0 / n if reduction == "mean" else 2.0)
+        if t._data.dtype.kind == "b" or x._data.dtype.kind == "b":  # sub refuses bool
+            x, t = (sh.to_dtype(v, g.dtype) if v._data.dtype.kind == "b" else v for v in (x, t))
+        d = ew.mul(ew.sub(x, t), (2.0 / n if n else 0.0) if reduction == "mean" else 2.0)
         gx = ew.mul(d, g)
         return (gx if _needs(self, 0) else None, ew.neg(gx) if _needs(self, 1) else None)
 
@@ -1643,10 +1666,10 @@ class NllLossBackward0(Node):
         target, weights, total, reduction, shape = self._saved
         if not state.enabled:  # one pass writing the sparse gradient
             out = A.empty(weights, shape, weights.dtype)
-            scale = 1.0 / total if reduction == "mean" else 1.0
+            scale = (1.0 / total if total else np.nan) if reduction == "mean" else 1.0
             NN.on(out).nll_bwd(A.contiguous(g._data).reshape(-1), target, weights, scale, out)
             return (_wrap(out),)
-        scale = -1.0 / total if reduction == "mean" else -1.0
+        scale = (-1.0 / total if total else np.nan) if reduction == "mean" else -1.0
         per = ew.mul(g, _wrap(EW.unary(EW.mul_s, weights, weights.dtype, scale)))
         zeros = _wrap(A.zeros(weights, shape, weights.dtype))
         src = sh.unsqueeze(per, 1)

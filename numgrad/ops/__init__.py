@@ -77,7 +77,8 @@ _METHODS = {
     "greater": ew.gt, "greater_equal": ew.ge, "less": ew.lt, "less_equal": ew.le,
     "not_equal": ew.ne, "logical_and": ew.logical_and, "logical_or": ew.logical_or,
     "logical_xor": ew.logical_xor, "logical_not": ew.logical_not, "isnan": ew.isnan,
-    "isfinite": ew.isfinite, "where": _where_method,
+    "isfinite": ew.isfinite, "where": _where_method, "bitwise_and": ew.bitwise_and,
+    "bitwise_or": ew.bitwise_or, "bitwise_xor": ew.bitwise_xor, "bitwise_not": ew.bitwise_not,
     # reductions
     "sum": red.sum, "mean": red.mean, "max": red.max, "min": red.min, "amax": red.amax,
     "amin": red.amin, "argmax": red.argmax, "argmin": red.argmin, "norm": red.norm,
@@ -120,7 +121,7 @@ _OPERATORS = {
     "__and__": _binop(ew.bitwise_and), "__or__": _binop(ew.bitwise_or),
     "__xor__": _binop(ew.bitwise_xor), "__rand__": _rbinop(ew.bitwise_and),
     "__ror__": _rbinop(ew.bitwise_or), "__rxor__": _rbinop(ew.bitwise_xor),
-    "__invert__": ew.bitwise_not, "__neg__": ew.neg, "__abs__": ew.abs,
+    "__invert__": ew.invert, "__neg__": ew.neg, "__abs__": ew.abs,
     "__pos__": lambda self: self, "__getitem__": ix.getitem,
 }
 

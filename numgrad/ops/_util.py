@@ -75,7 +75,8 @@ def scalar_value(s, dt):
     if dt._kind == 2:
         return float(s)
     if dt._kind == 1:
-        return int(s)
+        v = int(s)
+        return v - 2**64 if v >= 2**63 else v  # uint64-range ints wrap into int64, as PyTorch
     return bool(s)
 
 

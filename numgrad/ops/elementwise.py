@@ -7,6 +7,8 @@ here too, with its own node and derivative. Broadcasting never appears in a rule
 ops record the input shapes (``_meta``) and the engine sums gradients back to them.
 """
 
+import warnings
+
 import numpy as np
 
 from numgrad import _arrays, _dtype
@@ -106,6 +108,17 @@ def _check_tensor(x, fn):
     if not isinstance(x, Tensor):
         raise TypeError(f"{fn}(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(x).__name__}")
+
+
+def _check_other(x, fn):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{fn}(): argument 'other' (position 2) must be Tensor, not "
+                        f"{type(x).__name__}")
+
+
+def _not_implemented(kernel, dt):
+    """PyTorch's error for a kernel that has no version for dtype ``dt``."""
+    return NotImplementedError(f"\"{kernel}\" not implemented for '{dt._legacy}'")
 
 
 # ========================================================================================
@@ -250,6 +263,8 @@ def relu(input):
     """max(x, 0) elementwise (``ReluBackward0``)."""
     _check_tensor(input, "relu")
     dt = dtype_of(input)
+    if dt is _dtype.bool_:
+        raise RuntimeError("Boolean inputs not supported for relu")
     r = _unary(EW.relu, input, dt)
     out = _wrap(r)
     if state.enabled and input._requires_grad:
@@ -260,6 +275,8 @@ def relu(input):
 def abs(input):  # noqa: A001
     _check_tensor(input, "abs")
     dt = dtype_of(input)
+    if dt is _dtype.bool_:
+        raise _not_implemented("abs_cpu", dt)
     out = _wrap(_unary(EW.abs, input, dt))
     if state.enabled and input._requires_grad:
         attach(out, AbsBackward0((edge(input),), (input,)))
@@ -310,10 +327,16 @@ def clamp(input, min=None, max=None):  # noqa: A002
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         return _clamp_tensor(input, min, max)
+    for v in (min, max):
+        if v is not None:
+            _dtype.checked_scalar(v, _dtype.float64)  # a number (PyTorch's TypeError else)
     dt = _dtype.result_type(input, *[v for v in (min, max) if v is not None])
+    if dt is _dtype.bool_:
+        which = "" if min is not None and max is not None else "_min" if max is None else "_max"
+        raise _not_implemented(f"clamp{which}_scalar_cpu", dt)
     if dt._kind == 2:
-        lo = -np.inf if min is None else float(min)
-        hi = np.inf if max is None else float(max)
+        lo = -np.inf if min is None else _dtype.checked_scalar(min, dt)
+        hi = np.inf if max is None else _dtype.checked_scalar(max, dt)
     else:
         info = np.iinfo(dt.np) if dt._kind == 1 else None
         lo = (info.min if info else False) if min is None else int(min)
@@ -345,32 +368,76 @@ class ClampBackward1(Node):
         return (_fused(EW.clamp_bwd, ClampBackwardBackward0, g, x, lo, hi),)
 
 
+def _bound(v, dt, upper):
+    """A clamp bound as a tensor of dtype ``dt`` (None: the dtype's extreme, never binding)."""
+    if isinstance(v, Tensor):
+        return v
+    if v is None:
+        if dt._kind == 2:
+            v = np.inf if upper else -np.inf
+        elif dt._kind == 1:
+            v = int(np.iinfo(dt.np).max if upper else np.iinfo(dt.np).min)
+        else:
+            v = upper
+    return _scalar_tensor(v, dt)
+
+
 def _clamp_tensor(x, lo, hi):
-    xdt = dtype_of(x)
-    big = np.inf if xdt._kind == 2 else np.iinfo(x._data.dtype).max
-    lo_t = lo if isinstance(lo, Tensor) else _scalar_tensor(-big if lo is None else lo, xdt)
-    hi_t = hi if isinstance(hi, Tensor) else _scalar_tensor(big if hi is None else hi, xdt)
-    dt = _dtype.result_type(x, lo_t, hi_t)
+    """Clamp with tensor bounds (numbers among them count as wrapped numbers)."""
+    dt = _dtype.result_type(x, *[v for v in (lo, hi) if v is not None])
+    if dt is _dtype.bool_ and lo is not None and hi is not None:
+        raise _not_implemented("clamp_cpu", dt)
+    lo_t, hi_t = _bound(lo, dt, False), _bound(hi, dt, True)
     shape = broadcast_shapes(broadcast_shapes(x._data.shape, lo_t._data.shape), hi_t._data.shape)
     r = EW.ternary(EW.clamp_t, as_type(x, dt), as_type(lo_t, dt), as_type(hi_t, dt), dt.np, shape)
     out = _wrap(r)
     if state.enabled and (x._requires_grad or lo_t._requires_grad or hi_t._requires_grad):
         node = ClampBackward0((edge(x), edge(lo) if isinstance(lo, Tensor) else NO_EDGE,
-                               edge(hi) if isinstance(hi, Tensor) else NO_EDGE), (x, lo_t, hi_t))
+                               edge(hi) if isinstance(hi, Tensor) else NO_EDGE),
+                              (x, lo_t if lo is not None else None,
+                               hi_t if hi is not None else None))
         _record(out, node, (x, lo_t, hi_t), shape, dt)
     return out
+
+
+def _in_place_mask(a, b, c, d):
+    """PyTorch forms clamp's gradient masks in place, ``(a op b).logical_and_(c op d)``: that
+    fails where (c, d) broadcast beyond the shape of (a, b)."""
+    s1 = broadcast_shapes(a._data.shape, b._data.shape)
+    s2 = broadcast_shapes(s1, broadcast_shapes(c._data.shape, d._data.shape))
+    if s2 != s1:
+        raise RuntimeError(f"output with shape {list(s1)} doesn't match the broadcast shape "
+                           f"{list(s2)}")
 
 
 class ClampBackward0(Node):
     __slots__ = ()
     _names_of_saved = ("self", "min", "max")
 
-    # d/dx clamp = [lo <= x <= hi]; d/dlo = [x < lo]; d/dhi = [x > hi] (when lo <= hi)
+    # d/dx clamp = [lo <= x <= hi]; d/dlo = [x < lo < hi]; d/dhi = [x > hi or hi < lo]
+    # (PyTorch's clamp_backward_min_max; a missing bound drops its terms)
     def _backward(self, g):
         x, lo, hi = self._saved
-        inside = logical_and(ge(x, lo), le(x, hi))
-        return (where(inside, g, 0.0), where(lt(x, lo), g, 0.0),
-                where(logical_and(gt(x, hi), ge(x, lo)), g, 0.0))
+        nx, nlo, nhi = (n[0] is not None for n in self.next_functions)
+        gx = glo = ghi = None
+        if lo is None or hi is None:
+            if lo is not None:
+                gx = where(ge(x, lo), g, 0.0) if nx else None
+                glo = where(lt(x, lo), g, 0.0) if nlo else None
+            else:
+                gx = where(le(x, hi), g, 0.0) if nx else None
+                ghi = where(gt(x, hi), g, 0.0) if nhi else None
+            return (gx, glo, ghi)
+        if nx:
+            _in_place_mask(x, lo, x, hi)
+            gx = where(logical_and(ge(x, lo), le(x, hi)), g, 0.0)
+        if nlo:
+            _in_place_mask(x, lo, lo, hi)
+            glo = where(logical_and(lt(x, lo), lt(lo, hi)), g, 0.0)
+        if nhi:
+            _in_place_mask(x, hi, hi, lo)
+            ghi = where(logical_or(gt(x, hi), lt(hi, lo)), g, 0.0)
+        return (gx, glo, ghi)
 
 
 # ========================================================================================
@@ -415,6 +482,8 @@ def _tensor_binary(a, b, kernel, node_cls, saved_fn, p=0.0):
 
 
 def _coerce(other, opname):
+    if other.__class__ is int and not -2**63 <= other < 2**64:
+        _dtype.check_int(other)
     if isinstance(other, Tensor) or is_scalar(other):
         return other
     if isinstance(other, (np.ndarray, list, tuple)):
@@ -563,11 +632,9 @@ def sub(input, other, *, alpha=1):
         alpha = _alpha(alpha, input, other, "sub")
     if not isinstance(input, Tensor):
         return rsub(other, input)
-    if input.dtype is _dtype.bool_ and (
-            other.dtype is _dtype.bool_ if isinstance(other, Tensor) else isinstance(other, bool)):
-        raise RuntimeError(
-            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
-            "`^` or `logical_xor()` operator instead.")
+    if other.__class__ is not Tensor or input._data.dtype.kind == "b" or \
+            other._data.dtype.kind == "b":
+        _sub_check(input, other)
     if is_scalar(other):
         return _scalar_binary(input, other * alpha, EW.sub_s, SubBackward0, (alpha,),
                               _dtype.result_type(input, other))
@@ -580,9 +647,23 @@ def sub(input, other, *, alpha=1):
 subtract = sub
 
 
+def _sub_check(a, b):
+    """PyTorch's sub_check: no bool operand (a Python bool counts as a bool tensor)."""
+    ab = a._data.dtype.kind == "b"
+    bb = b._data.dtype.kind == "b" if isinstance(b, Tensor) else isinstance(b, (bool, np.bool_))
+    if ab or bb:
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
+            "`^` or `logical_xor()` operator instead." if ab and bb else
+            "Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+            "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+
+
 def rsub(input, other, *, alpha=1):
     """other - alpha * input; with a number ``other`` the node is ``RsubBackward1``."""
     if is_scalar(other):
+        _coerce(other, "rsub")
+        _sub_check(input, other)
         dt = _dtype.result_type(input, other)
         x = input if alpha == 1 else mul(input, alpha)
         r = _unary(EW.rsub_s, x, dt, scalar_value(other, dt))
@@ -662,22 +743,71 @@ def _has_zero(b):
     return b._data.size and sum_(eq(b, 0)).item() > 0
 
 
+# (float kernel, integer kernel, PyTorch's kernel name) of the rounding divisions and remainder
+_DIVISIONS = {"floor": ("floordiv", "floordiv_int", "div_floor_cpu"),
+              "trunc": ("truncdiv", "truncdiv_int", "div_trunc_cpu"),
+              "remainder": ("remainder", "remainder_int", "remainder_cpu")}
+
+
+def _division(a, b, kind, node):
+    """Rounding division or remainder (``kind``) of tensor ``a`` by a tensor or number ``b``,
+    in PyTorch's result dtype: integers divide exactly (no float in between), after PyTorch's
+    check for a zero divisor. ``node(edges, (a, b))`` makes the gradient's node."""
+    dt = _dtype.result_type(a, b)
+    fkernel, ikernel, name = _DIVISIONS[kind]
+    if dt._kind == 0:
+        raise _not_implemented(name, dt)
+    if dt._kind == 1 and _has_zero(b):
+        raise RuntimeError("ZeroDivisionError")
+    bt = isinstance(b, Tensor)
+    r, shape = _bin_out(getattr(EW, ikernel if dt._kind == 1 else fkernel), a,
+                        b if bt else _scalar_tensor(b, dt), dt, dt)
+    out = _wrap(r)
+    if state.enabled and (a._requires_grad or (bt and b._requires_grad)):
+        _record(out, node((edge(a), edge(b) if bt else NO_EDGE), (a, b)), (a, b if bt else None),
+                shape, dt)
+    return out
+
+
+def _zeros_like(g):
+    return _wrap(_arrays.zeros(g._data, g._data.shape, g._data.dtype))
+
+
+class DivBackward2(Node):
+    __slots__ = ()
+    _meta_only = True
+
+    # d/da round(a / b) = d/db round(a / b) = 0 (PyTorch: zeros of the gradient's shape)
+    def _backward(self, g):
+        return tuple(_zeros_like(g) if n[0] is not None else None for n in self.next_functions)
+
+
+class FloorDivideBackward(Node):
+    __slots__ = ()
+    _meta_only = True
+
+    # floor_divide has no derivative in PyTorch: its grad_fn raises
+    def _backward(self, g):
+        raise RuntimeError("derivative for aten::floor_divide is not implemented")
+
+
+FloorDivideBackward.__name__ = FloorDivideBackward.__qualname__ = "NotImplemented"
+
+
 def _div_rounded(a, b, mode):
     if mode not in ("floor", "trunc"):
         raise RuntimeError(
             f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{mode}'")
-    dt = _dtype.result_type(a, b)
-    if dt._kind != 2 and _has_zero(b):
-        raise RuntimeError("ZeroDivisionError")
-    q = div(a, b)
-    r = _wrap(_unary(EW.floor if mode == "floor" else EW.trunc, q, dtype_of(q)))
-    return r if dt._kind == 2 else _wrap(as_type(r, dt))
+    return _division(a, b, mode, lambda edges, saved: DivBackward2(edges))
 
 
 def _rounding(name):
     def op(input):
+        _check_tensor(input, name)
         dt = dtype_of(input)
         if dt._kind != 2:
+            if dt is _dtype.bool_:
+                raise _not_implemented(name + "_vml_cpu", dt)
             return _wrap(input._data.copy())
         out = _wrap(_unary(getattr(EW, name), input, dt))
         if state.enabled and input._requires_grad:
@@ -701,18 +831,54 @@ trunc = _rounding("trunc")
 round = _rounding("round")  # noqa: A001
 
 
+def _number_first(v, other):
+    """A number left operand (``2 // x``) as a 0-dim tensor of the op's result dtype."""
+    return _scalar_tensor(v, _dtype.result_type(v, other)) if is_scalar(v) else _as_t(v)
+
+
 def floor_divide(input, other):
+    """floor(input / other) (its grad_fn raises at backward, as PyTorch's)."""
+    other = _coerce(other, "floor_divide")
     if not isinstance(input, Tensor):
-        input = _as_t(input)
-    return _div_rounded(input, _coerce(other, "floor_divide"), "floor")
+        input = _number_first(input, other)
+    return _division(input, other, "floor", lambda edges, saved: FloorDivideBackward(edges))
+
+
+class RemainderBackward1(Node):
+    __slots__ = ()
+    _names_of_saved = ("self", "other")
+
+    # d/da (a - floor(a / b) b) = 1, d/db = -floor(a / b)
+    def _backward(self, g):
+        a, b = self._saved
+        na, nb = self.next_functions
+        gb = None
+        if nb[0] is not None:
+            gb = neg(mul(g, _div_rounded(a, b, "floor")))
+        return (g if na[0] is not None else None, gb)
+
+
+class RemainderBackward0(Node):
+    __slots__ = ()
+    _meta_only = True
+
+    # d/da (a mod s) = 1
+    def _backward(self, g):
+        return (g, None)
+
+
+def _remainder_node(edges, saved):
+    if isinstance(saved[1], Tensor):
+        return RemainderBackward1(edges, saved)
+    return RemainderBackward0(edges)
 
 
 def remainder(input, other):
     """a - floor(a / b) * b, the sign of the divisor (Python's %)."""
-    if not isinstance(input, Tensor):
-        input = _as_t(input)
     other = _coerce(other, "remainder")
-    return sub(input, mul(floor_divide(input, other), other))
+    if not isinstance(input, Tensor):
+        input = _number_first(input, other)
+    return _division(input, other, "remainder", _remainder_node)
 
 
 # ---- pow --------------------------------------------------------------------------------
@@ -759,7 +925,10 @@ def _pow_grad(kernel, g, a, b):
             return where(eq(b, 0), 0.0, mul(g, mul(b, pow(a, sub(b, 1)))))
         return where(logical_and(eq(a, 0), ge(b, 0)), 0.0, mul(g, mul(pow(a, b), log(a))))
     shape = broadcast_shapes(broadcast_shapes(g._data.shape, a._data.shape), b._data.shape)
-    return _wrap(EW.ternary(kernel, g._data, as_type(a, dt), as_type(b, dt), dt.np, shape))
+    # PyTorch computes b - 1 in b's dtype: say when that is float32 under a float64 result
+    q = 1.0 if b._data.dtype == np.float32 and dt is _dtype.float64 else 0.0
+    return _wrap(EW.ternary(kernel, g._data, as_type(a, dt), as_type(b, dt), dt.np, shape,
+                            0.0, q))
 
 
 def pow(input, exponent):  # noqa: A001
@@ -767,6 +936,8 @@ def pow(input, exponent):  # noqa: A001
     ``PowBackward2`` number base)."""
     if not isinstance(input, Tensor):
         return _rpow(exponent, input)
+    if exponent.__class__ is int and not -2**63 <= exponent < 2**64:
+        _dtype.check_int(exponent)
     if exponent.__class__ in (float, int):
         xd = input._data
         if xd.dtype.kind == "f" and xd.flags.c_contiguous:
@@ -789,7 +960,9 @@ def pow(input, exponent):  # noqa: A001
             attach(out, PowBackward0((edge(input),), (input, exponent)))
         return out
     dt = _dtype.result_type(input, exponent)
-    r, shape = _bin_out(EW.pow, input, exponent, dt, dt)
+    if dt is _dtype.bool_:
+        raise _not_implemented("pow", dt)
+    r, shape = _bin_out(EW.pow_int if dt._kind == 1 else EW.pow, input, exponent, dt, dt)
     out = _wrap(r)
     if state.enabled and (input._requires_grad or exponent._requires_grad):
         node = PowBackward1((edge(input), edge(exponent)), (input, exponent))
@@ -800,7 +973,9 @@ def pow(input, exponent):  # noqa: A001
 def _rpow(x, base):
     """base ** x for a number ``base`` (``PowBackward2``)."""
     dt = _dtype.result_type(x, base)
-    r = _unary(EW.rpow_s, x, dt, scalar_value(base, dt))
+    if dt is _dtype.bool_:
+        raise _not_implemented("pow", dt)
+    r = _unary(EW.rpow_int_s if dt._kind == 1 else EW.rpow_s, x, dt, scalar_value(base, dt))
     out = _wrap(r)
     if state.enabled and x._requires_grad:
         attach(out, PowBackward2((edge(x),), (x, base)))
@@ -850,13 +1025,15 @@ def _tie_grad(kernel, g, a, b):
 
 def maximum(input, other):
     if other.__class__ is not Tensor:
-        other = _coerce(other, "maximum")
+        _check_tensor(input, "maximum")
+        _check_other(other, "maximum")
     return _tensor_binary(input, other, EW.maximum, MaximumBackward0, lambda a, b: (a, b))
 
 
 def minimum(input, other):
     if other.__class__ is not Tensor:
-        other = _coerce(other, "minimum")
+        _check_tensor(input, "minimum")
+        _check_other(other, "minimum")
     return _tensor_binary(input, other, EW.minimum, MinimumBackward0, lambda a, b: (a, b))
 
 
@@ -892,10 +1069,10 @@ greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
 
 def _logical(name):
     def op(input, other):
-        other = _coerce(other, name)
-        if is_scalar(other):
-            other = _as_t(other)
-        r, _ = _bin_out(getattr(EW, name), input, other, dtype_of(input), _dtype.bool_)
+        _check_tensor(input, name)
+        _check_other(other, name)
+        dt = _dtype.result_type(input, other)
+        r, _ = _bin_out(getattr(EW, name), input, other, dt, _dtype.bool_)
         return _wrap(r)
     op.__name__ = op.__qualname__ = name
     return op
@@ -918,26 +1095,43 @@ def isfinite(input):
     return _wrap(EW.unary(EW.isfinite, input._data, np.bool_))
 
 
-def _bitwise(name, logical):
+def _bitwise(name):
     def op(input, other):
-        if not isinstance(other, Tensor):
-            other = _as_t(other)
-        if input._data.dtype != np.bool_ or other._data.dtype != np.bool_:
-            raise TypeError(f"{name} is only supported on bool tensors in numgrad")
-        return logical(input, other)
+        if not isinstance(input, Tensor):  # a number first (2 & x): the ops commute
+            input, other = other, input
+        other = _coerce(other, name)
+        dt = _dtype.result_type(input, other)
+        if dt._kind == 2:
+            raise _not_implemented(name + "_cpu", dt)
+        b = other if isinstance(other, Tensor) else _scalar_tensor(other, dt)
+        r, _ = _bin_out(getattr(EW, name), input, b, dt, dt)
+        return _wrap(r)
     op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"Elementwise {name} of integer or bool tensors."
     return op
 
 
-bitwise_and = _bitwise("bitwise_and", logical_and)
-bitwise_or = _bitwise("bitwise_or", logical_or)
-bitwise_xor = _bitwise("bitwise_xor", logical_xor)
+bitwise_and = _bitwise("bitwise_and")
+bitwise_or = _bitwise("bitwise_or")
+bitwise_xor = _bitwise("bitwise_xor")
 
 
 def bitwise_not(input):
-    if input._data.dtype != np.bool_:
-        raise TypeError("bitwise_not is only supported on bool tensors in numgrad")
-    return logical_not(input)
+    _check_tensor(input, "bitwise_not")
+    dt = dtype_of(input)
+    if dt._kind == 2:
+        raise _not_implemented("bitwise_not_cpu", dt)
+    if dt is _dtype.bool_:
+        return logical_not(input)
+    return _wrap(_unary(EW.bitwise_not, input, dt))
+
+
+def invert(input):
+    """The ``~`` operator: bitwise_not, refused on float tensors."""
+    if input._data.dtype.kind == "f":
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type "
+                        "tensors")
+    return bitwise_not(input)
 
 
 # ========================================================================================
@@ -984,9 +1178,13 @@ def where(condition, input=None, other=None):
     if not isinstance(condition, Tensor):
         condition = _as_t(condition)
     if condition._data.dtype != np.bool_:
-        raise RuntimeError(
-            f"where expected condition to be a boolean tensor, but got a tensor with dtype "
-            f"{condition.dtype._legacy}")
+        if condition._data.dtype != np.uint8:
+            raise RuntimeError(
+                f"where expected condition to be a boolean tensor, but got a tensor with dtype "
+                f"{condition.dtype._legacy}")
+        warnings.warn("where received a uint8 condition tensor. This behavior is deprecated and "
+                      "will be removed in a future version of PyTorch. Use a boolean condition "
+                      "instead.", UserWarning, stacklevel=2)
     a_t = isinstance(input, Tensor)
     b_t = isinstance(other, Tensor)
     dt = _dtype.result_type(input, other)
@@ -1003,7 +1201,12 @@ def where(condition, input=None, other=None):
 
 
 def _scalar_tensor(v, dt):
-    return _wrap(np.full((), scalar_value(v, dt), dt.np))
+    """Number ``v`` as a 0-dim tensor of ``dt``; an integer wraps into the dtype's range, as
+    PyTorch casts it (-3 as uint8 is 253)."""
+    v = scalar_value(v, dt)
+    if dt._kind == 1:
+        return _wrap(np.array(v, np.int64).astype(dt.np))
+    return _wrap(np.full((), v, dt.np))
 
 
 # ========================================================================================

@@ -14,8 +14,10 @@ from numgrad import _arrays, _device, _dtype
 from numgrad._shape import broadcast_shapes, wrap_dim
 from numgrad.autograd.graph import Node
 from numgrad.kernels._guard import check_writable, expand_error, index_error
+from numgrad.ops import elementwise as ew
 from numgrad.ops import shape as sh
 from numgrad.ops._util import EW, IDX, Tensor, _wrap, as_type, attach, dtype_of, edge, state
+from numgrad.ops.reduction import sum_to_size
 
 
 def _is_int(k):
@@ -23,7 +25,8 @@ def _is_int(k):
 
 
 def _is_int_scalar_tensor(k):
-    return isinstance(k, Tensor) and k._data.ndim == 0 and k._data.dtype.kind in "iu"
+    return isinstance(k, Tensor) and k._data.ndim == 0 and k._data.dtype.kind in "iu" \
+        and k._data.dtype != np.uint8  # a 0-d uint8 tensor is a mask
 
 
 def _advanced_array(k):
@@ -31,6 +34,9 @@ def _advanced_array(k):
         a = _arrays.host(k._data)  # plans are built (and indices checked) on the host
     else:
         a = np.asarray(k)
+        if a.dtype == np.uint64 or (a.dtype == object and all(
+                isinstance(v, int) for v in a.reshape(-1))):  # ints past int64
+            raise ValueError("Overflow when unpacking long long")
         if a.dtype == object:
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
         if a.size == 0 and a.dtype.kind == "f":
@@ -64,9 +70,12 @@ def _parse(key, ndim):
             ellipsis = True
             parsed.append(("ellipsis", None))
         elif isinstance(k, (bool, np.bool_)):
-            raise IndexError("boolean scalar indices are not supported by numgrad")
+            parsed.append(("bool", bool(k)))
         elif _is_int(k) or _is_int_scalar_tensor(k):
-            parsed.append(("int", operator.index(k)))
+            v = operator.index(k)
+            if not -2**63 <= v < 2**63:
+                raise ValueError("Overflow when unpacking long long")
+            parsed.append(("int", v))
             used += 1
         elif isinstance(k, slice):
             parsed.append(("slice", k))
@@ -78,8 +87,14 @@ def _parse(key, ndim):
             raise TypeError(f"new(): invalid data type '{type(k).__name__}'")
         else:
             a = _advanced_array(k)
+            if a.ndim == 0 and a.dtype == np.bool_:  # a 0-d mask: a new dim of size 1 or 0
+                parsed.append(("bool", bool(a)))
+                continue
             parsed.append(("adv", a))
             used += a.ndim if a.dtype == np.bool_ else 1
+    if single and ndim == 0 and parsed[0][0] == "slice":
+        _check_step(key.step)
+        raise IndexError("slice() cannot be applied to a 0-dim tensor.")
     if used > ndim:
         if ndim == 0 and any(kind == "int" for kind, _ in parsed):
             raise IndexError(
@@ -119,6 +134,10 @@ def getitem(x, key):
         elif kind == "ellipsis":
             dim += v
             src += v
+        elif kind == "bool":
+            r = sh.unsqueeze(r, dim)
+            adv.append((dim, _bool_index(v)))
+            dim += 1
         else:
             adv.append((dim, v))
             k = v.ndim if v.dtype == np.bool_ else 1
@@ -127,8 +146,47 @@ def getitem(x, key):
     if adv:
         r = _index(r, adv)
     elif r is x:
-        r = sh.view_of(x, x._data)  # x[...] is a new view, like PyTorch's alias
+        r = sh.alias(x)  # x[...] is a new view (AliasBackward0), as in PyTorch
     return r
+
+
+def check_key(shape, key):
+    """The errors ``x[key]`` raises for the basic items of ``key`` (too many indices, ints
+    out of range, slice steps), without indexing. Returns whether those items make a view
+    (PyTorch skips full slices and ``...``): its leaf-in-place message depends on it."""
+    parsed, single = _parse(key, len(shape))
+    shape = list(shape)
+    dim = src = 0
+    view = False
+    for kind, v in parsed:
+        if kind == "int":
+            size = shape.pop(dim)
+            if v < -size or v >= size:
+                raise IndexError(
+                    f"index {v} is out of bounds for dimension {src} with size {size}")
+            src += 1
+            view = True
+        elif kind == "slice":
+            if single or v != slice(None):
+                _check_step(v.step)
+            view = view or not (v.start in (None, 0) and v.step in (None, 1) and (
+                v.stop is None or v.stop >= shape[dim]))
+            dim += 1
+            src += 1
+        elif kind in ("none", "bool"):
+            shape.insert(dim, 1)
+            dim += 1
+            view = True
+        else:
+            k = v if kind == "ellipsis" else v.ndim if v.dtype == np.bool_ else 1
+            dim += k
+            src += k
+    return view
+
+
+def _bool_index(v):
+    """The index array of a boolean scalar: [0] for True, empty for False (PyTorch's)."""
+    return np.zeros(1 if v else 0, np.int64)
 
 
 # ========================================================================================
@@ -145,7 +203,7 @@ class _Plan:
     """
 
     __slots__ = ("in_shape", "perm", "start", "k", "flat", "out_shape", "outer", "n", "inner",
-                 "_flat_dev")
+                 "_flat_dev", "bad")
 
     def permuted(self, arr):
         return arr if self.perm is None else arr.transpose(self.perm)
@@ -159,7 +217,8 @@ class _Plan:
         return self._flat_dev
 
 
-def _plan(x_shape, adv, wrap=True):
+def _plan(x_shape, adv, wrap=True, check=True):
+    """The plan of ``x[adv]``; ``check=False`` leaves the bounds check to ``_check_bounds``."""
     ndim = len(x_shape)
     dims = []
     arrays = []
@@ -197,18 +256,12 @@ def _plan(x_shape, adv, wrap=True):
     for j, a in enumerate(arrays):
         idx[j] = np.broadcast_to(a, bshape).reshape(-1)
     sizes = np.asarray([x_shape[d] for d in dims], np.int64)
-    flat = np.empty(m, np.int64)
-    bad_row, bad_col = IDX.linearize(idx, sizes, flat, wrap)
-    if bad_row >= 0:
-        if not wrap:
-            raise IndexError("index out of range in self")
-        raise IndexError(f"index {idx[bad_row, bad_col]} is out of bounds for dimension "
-                         f"{bad_row} with size {sizes[bad_row]}")
+    if m and wrap and 0 in sizes:  # no index is valid for an empty dim
+        raise IndexError("index is out of bounds for dimension with size 0")
     plan = _Plan()
     plan._flat_dev = None
     plan.in_shape = tuple(x_shape)
     plan.k = k
-    plan.flat = flat
     adjacent = all(dims[j + 1] == dims[j] + 1 for j in range(k - 1))
     if adjacent:
         plan.perm = None
@@ -224,7 +277,23 @@ def _plan(x_shape, adv, wrap=True):
     plan.n = int(np.prod(pshape[s:s + k], dtype=np.int64))
     plan.inner = int(np.prod(pshape[s + k:], dtype=np.int64))
     plan.out_shape = tuple(pshape[:s]) + tuple(bshape) + tuple(pshape[s + k:])
+    flat = plan.flat = np.empty(m, np.int64)
+    bad_row, bad_col = IDX.linearize(idx, sizes, flat, wrap)
+    # PyTorch checks indices as its kernel reads them: none when no element is read
+    plan.bad = None
+    if bad_row >= 0 and plan.outer and plan.inner:
+        plan.bad = (idx[bad_row, bad_col], bad_row, sizes[bad_row], wrap)
+        if check:
+            _check_bounds(plan)
     return plan
+
+
+def _check_bounds(plan):
+    if plan.bad is not None:
+        v, row, size, wrap = plan.bad
+        if not wrap:
+            raise IndexError("index out of range in self")
+        raise IndexError(f"index {v} is out of bounds for dimension {row} with size {size}")
 
 
 def _gather(arr, plan):
@@ -286,22 +355,43 @@ class IndexSelectBackward0(IndexBackward0):
 
 
 def index_select(input, dim, index):
-    if not isinstance(index, Tensor) or index._data.dtype not in (np.int64, np.int32):
-        raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
-    x = input if input._data.ndim else sh.reshape(input, (1,))
-    d = wrap_dim(dim, x._data.ndim)
-    a = _advanced_array(index)
-    if a.ndim > 1:
+    if not isinstance(index, Tensor):
+        raise TypeError("index_select(): argument 'index' (position 3) must be Tensor, not "
+                        f"{type(index).__name__}")
+    nd = input._data.ndim
+    d = wrap_dim(dim, nd)
+    if index._data.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
-    r = _index_gather(x, _plan(x._data.shape, [(d, a.reshape(-1))], wrap=False),
-                      IndexSelectBackward0)
-    return r if input._data.ndim else sh.reshape(r, index._data.shape)
+    n = index._data.size
+    if nd == 0 and n != 1:
+        raise RuntimeError(
+            f"index_select(): Index to scalar can have only 1 value, got {n} value(s)")
+    if index._data.dtype not in (np.int64, np.int32):
+        raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
+    x = input if nd else sh.reshape(input, (1,))
+    a = _advanced_array(index).reshape(-1)
+    if nd > 1 and n and (input._data.size == 0 or d == 1):
+        _check_select_kernel(a, x._data.shape[d])
+    r = _index_gather(x, _plan(x._data.shape, [(d, a)], wrap=False), IndexSelectBackward0)
+    return r if nd else sh.reshape(r, ())
+
+
+def _check_select_kernel(a, size):
+    """The checks of PyTorch's index_select kernels for an empty (at least 2-D) tensor and for
+    dim 1, with their messages."""
+    if size == 0:
+        raise RuntimeError("index_select(): self indexing axis dim should be positive")
+    flat = np.empty(a.size, np.int64)
+    _, bad = IDX.linearize(a.astype(np.int64).reshape(1, -1), np.asarray([size], np.int64),
+                           flat, False)
+    if bad >= 0:
+        raise RuntimeError(f"INDICES element is out of DATA bounds, id={a[bad]} axis_dim={size}")
 
 
 def masked_select(input, mask):
     if not isinstance(mask, Tensor) or mask._data.dtype != np.bool_:
         raise RuntimeError("masked_select: expected BoolTensor for mask")
-    shape = broadcast_shapes(mask._data.shape, input._data.shape)
+    shape = broadcast_shapes(mask._data.shape, input._data.shape) or (1,)  # 0-d: as 1-d
     x = input if input._data.shape == shape else sh.expand(input, shape)
     m = _arrays.host(mask._data)
     m = m if m.shape == shape else np.broadcast_to(m, shape)
@@ -347,10 +437,22 @@ class ScatterAddBackward0(Node):
 
     # d/dself scatter_add(self, d, idx, src) = g; d/dsrc = gather(g, d, idx)
     def _backward(self, g):
-        index, dim = self._saved
+        index, dim, src_shape = self._saved
         na, nb = self.next_functions
         return (g if na[0] is not None else None,
-                gather(g, dim, index) if nb[0] is not None else None)
+                _src_grad(gather(g, dim, index), src_shape) if nb[0] is not None else None)
+
+
+def _src_grad(g, shape):
+    """The gradient of scatter_add's ``src`` (index-shaped) checked against src's shape as
+    PyTorch's engine does: summed down to it where src expands to it, else an error."""
+    gs = g._data.shape
+    if gs == shape:
+        return g
+    if expand_error(shape, gs) is not None:
+        raise RuntimeError("Function ScatterAddBackward0 returned an invalid gradient at index "
+                           f"1 - got {list(gs)} but expected shape compatible with {list(shape)}")
+    return sum_to_size(g, shape)
 
 
 def _zeros(shape, like):
@@ -417,8 +519,36 @@ def gather(input, dim, index, *, sparse_grad=False):
     return r
 
 
-def take_along_dim(input, indices, dim):
-    return gather(input, dim, indices)
+def take_along_dim(input, indices, dim=None):
+    """gather after broadcasting ``input`` and ``indices`` against each other outside ``dim``
+    (``dim=None``: along the flattened input)."""
+    if not isinstance(indices, Tensor):
+        raise TypeError("take_along_dim(): argument 'indices' (position 2) must be Tensor, not "
+                        f"{type(indices).__name__}")
+    if dim is None:
+        return gather(sh.view(input, -1), 0, sh.view(indices, -1))
+    nd = input._data.ndim
+    if indices._data.ndim != nd:
+        raise RuntimeError(
+            "torch.take_along_dim(): input and indices should have the same number of "
+            f"dimensions, but got {nd} dimensions for input, and {indices._data.ndim} "
+            "dimensions for indices")
+    if indices._data.dtype != np.int64:
+        raise RuntimeError("torch.take_along_dim(): dtype of indices should be Long but got "
+                           f"{dtype_of(indices)._legacy}")
+    d = wrap_dim(dim, nd)
+    if nd == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    xs, js = input._data.shape, indices._data.shape
+    ishape = broadcast_shapes(xs[:d] + js[d:d + 1] + xs[d + 1:], js)
+    xshape = broadcast_shapes(js[:d] + xs[d:d + 1] + js[d + 1:], xs)
+    idx = indices if ishape == js else sh.expand(indices, ishape)
+    # PyTorch 2.13 reads the indices modulo the size of ``dim`` (Python's %)
+    if xs[d] == 0 and idx._data.size:
+        raise RuntimeError("ZeroDivisionError")
+    if idx._data.size:
+        idx = ew.remainder(idx, xs[d])
+    return gather(input if xshape == xs else sh.expand(input, xshape), d, idx)
 
 
 def _check_scatter(x, idx, d, src):
@@ -461,7 +591,7 @@ def scatter_add(input, dim, index, src):
         EW.unary(EW.copy, o3.reshape(xs.shape), x.dtype, out=xs)
     r = _wrap(out_arr.reshape(x.shape))
     if state.enabled and (input._requires_grad or src._requires_grad):
-        attach(r, ScatterAddBackward0((edge(input), edge(src)), (index, d)))
+        attach(r, ScatterAddBackward0((edge(input), edge(src)), (index, d, src._data.shape)))
     return r
 
 
@@ -482,7 +612,8 @@ def _basic_numpy_key(parsed, ndim):
             key.append(None)
         elif kind == "ellipsis":
             key.append(Ellipsis)
-    key.append(Ellipsis)
+    if not any(kind == "ellipsis" for kind, _ in parsed):
+        key.append(Ellipsis)
     return tuple(key)
 
 
@@ -490,53 +621,107 @@ def assign(x, key, value):
     """Write ``value`` (tensor or number) into ``x[key]`` in place; bumps the version."""
     parsed, _ = _parse(key, x._data.ndim)
     dt = dtype_of(x)
-    src = as_type(value, dt) if isinstance(value, Tensor) else np.asarray(value, dtype=dt.np)
+    if key is True or key is False:  # PyTorch: x[False] = v does nothing, x[True] copies
+        if key:
+            _copy_into(x._data[None], _source(value, dt, x), dt)
+            x._bump_version()
+        return
+    if any(kind in ("adv", "bool") for kind, _ in parsed):
+        _put(x, parsed, value, dt)
+    else:
+        _copy_into(x._data[_basic_numpy_key(parsed, x._data.ndim)], _source(value, dt, x), dt)
+    x._bump_version()
+
+
+def _copy_into(view, src, dt):
+    check_writable(view)
+    EW.unary(EW.copy, _strip_ones(src, view.ndim), dt.np, out=view)
+
+
+def _source(value, dt, x):
+    """The data of an assigned value in ``x``'s dtype and on its device."""
+    src = as_type(value, dt) if isinstance(value, Tensor) else \
+        np.asarray(_dtype.checked_scalar(value, dt), dtype=dt.np)
     if src.ndim and src.__class__ is not x._data.__class__:  # x[k] = v copies across devices
         src = _arrays.to_device(src, _device.of(x._data))
-    if any(kind == "adv" for kind, _ in parsed):
-        # basic part first (a view), then scatter into it along the advanced plan
-        dim = 0
-        view_key = []
-        adv = []
-        for kind, v in parsed:
-            if kind == "adv":
-                adv.append((dim, v))
-                view_key.append(slice(None) if v.dtype != np.bool_ else Ellipsis)
-                dim += v.ndim if v.dtype == np.bool_ else 1
-                if v.dtype == np.bool_:
-                    view_key[-1] = slice(None)
-                    view_key.extend([slice(None)] * (v.ndim - 1))
-            elif kind == "int":
-                view_key.append(v)
-            elif kind == "slice":
-                view_key.append(v)
-                dim += 1
-            elif kind == "none":
-                view_key.append(None)
-                dim += 1
-            else:
-                view_key.append(Ellipsis)
-                dim += v
-        target = x._data[tuple(view_key) + (Ellipsis,)]
-        check_writable(target)
-        plan = _plan(target.shape, adv)
-        if expand_error(src.shape, plan.out_shape) is not None:
-            raise RuntimeError(
-                f"shape mismatch: value tensor of shape {list(src.shape)} cannot be broadcast "
-                f"to indexing result of shape {list(plan.out_shape)}")
-        vals = _arrays.empty(target, plan.out_shape, dt.np)
-        EW.unary(EW.copy, src, dt.np, out=vals)
-        t3 = plan.permuted(target)
-        shaped = t3.reshape(plan.outer, plan.n, plan.inner)
-        v3 = vals.reshape(plan.outer, plan.flat.size, plan.inner)
-        IDX.on(target).put_axis(v3, plan.flat_for(target), shaped)
-        if not _arrays.shares_memory(shaped, target):
-            EW.unary(EW.copy, shaped.reshape(t3.shape), dt.np, out=t3)
-    else:
-        view = x._data[_basic_numpy_key(parsed, x._data.ndim)]
-        check_writable(view)
-        EW.unary(EW.copy, src, dt.np, out=view)
-    x._bump_version()
+    return src
+
+
+def _strip_ones(src, ndim):
+    """``src`` without the leading size-1 dims that it has beyond ``ndim`` (PyTorch drops
+    them from an assigned value)."""
+    n = 0
+    while src.ndim - n > ndim and src.shape[n] == 1:
+        n += 1
+    return src.reshape(src.shape[n:]) if n else src
+
+
+def _masked_fill_key(parsed):
+    """PyTorch writes a one-element value through masked_fill_ (casting it) when the only
+    advanced index is one boolean mask."""
+    adv = [v for kind, v in parsed if kind in ("adv", "bool")]
+    return len(adv) == 1 and not isinstance(adv[0], bool) and adv[0].dtype == np.bool_
+
+
+def _advanced_view(x, parsed):
+    """The basic part of a key applied to ``x._data`` and the advanced items' positions."""
+    dim = 0
+    view_key = []
+    adv = []
+    for kind, v in parsed:
+        if kind == "adv":
+            adv.append((dim, v))
+            k = v.ndim if v.dtype == np.bool_ else 1
+            view_key.extend([slice(None)] * k)
+            dim += k
+        elif kind == "int":
+            view_key.append(v)
+        elif kind == "slice":
+            _check_step(v.step)
+            view_key.append(v)
+            dim += 1
+        elif kind == "none":
+            view_key.append(None)
+            dim += 1
+        elif kind == "bool":
+            view_key.append(None)
+            adv.append((dim, _bool_index(v)))
+            dim += 1
+        else:
+            view_key.append(Ellipsis)
+            dim += v
+    if all(kind != "ellipsis" for kind, _ in parsed):
+        view_key.append(Ellipsis)
+    return x._data[tuple(view_key)], adv
+
+
+def _put(x, parsed, value, dt):
+    """x[key] = value for a key with advanced items: the basic part first (a view), then a
+    scatter into it along the advanced plan, with PyTorch's checks in its order."""
+    target, adv = _advanced_view(x, parsed)  # (PyTorch writes into expanded tensors here)
+    vt = isinstance(value, Tensor)
+    if vt and value._data.size == 1 and _masked_fill_key(parsed):
+        value, vt = value.item(), False
+    plan = _plan(target.shape, adv, check=False)
+    src = _source(value, dt, x)
+    src = _strip_ones(src, len(plan.out_shape))
+    if expand_error(src.shape, plan.out_shape) is not None:
+        raise RuntimeError(
+            f"shape mismatch: value tensor of shape {list(src.shape)} cannot be broadcast "
+            f"to indexing result of shape {list(plan.out_shape)}")
+    if vt and dtype_of(value) is not dt:
+        raise RuntimeError("Index put requires the source and destination dtypes match, got "
+                           f"{dt._legacy} for the destination and {dtype_of(value)._legacy} "
+                           "for the source.")
+    _check_bounds(plan)
+    vals = _arrays.empty(target, plan.out_shape, dt.np)
+    EW.unary(EW.copy, src, dt.np, out=vals)
+    t3 = plan.permuted(target)
+    shaped = t3.reshape(plan.outer, plan.n, plan.inner)
+    v3 = vals.reshape(plan.outer, plan.flat.size, plan.inner)
+    IDX.on(target).put_axis(v3, plan.flat_for(target), shaped)
+    if not _arrays.shares_memory(shaped, target):
+        EW.unary(EW.copy, shaped.reshape(t3.shape), dt.np, out=t3)
 
 
 __all__ = ["getitem", "assign", "index_select", "masked_select", "nonzero", "argwhere",

@@ -37,8 +37,11 @@ VIEW_OF_LEAF = ("a view of a leaf Variable that requires grad is being used in a
                 "operation.")
 
 
-def check_inplace(t):
-    check_writable(t._data)
+def check_inplace(t, overlap=False):
+    """``t`` may be written in place (``overlap``: even where two of its elements share
+    memory, as PyTorch's fill_ and zero_ allow)."""
+    if not overlap:
+        check_writable(t._data)
     if t._vc is INFERENCE and not state.inference:
         t._bump_version()  # raises PyTorch's inference-tensor error
     if state.enabled:
@@ -50,7 +53,7 @@ def check_inplace(t):
 
 
 def _needs_record(t, args):
-    if not state.enabled:
+    if not state.enabled or t._data.dtype.kind not in "fc":  # integers have no gradient
         return False
     if t._requires_grad:
         return True
@@ -93,10 +96,10 @@ def _rebase(t, node):
     t._requires_grad = True
 
 
-def apply_(t, op, *args, raw=None):
+def apply_(t, op, *args, raw=None, overlap=False):
     """t <- op(t, *args) in place. ``raw(t_data, *args)`` writes directly when no graph is
     recorded (no temporary)."""
-    check_inplace(t)
+    check_inplace(t, overlap)
     if not _needs_record(t, args):
         if raw is not None:
             raw(t, *args)
@@ -293,32 +296,21 @@ class IndexPutBackward0(Node):
 
 def setitem(t, key, value):
     """``t[key] = value``: a tracked CopySlices/IndexPutBackward0 when a graph is recorded."""
+    makes_view = ix.check_key(t._data.shape, key)  # PyTorch indexes first: its errors first
     if state.enabled and t._requires_grad and t._grad_fn is None and t._base is None:
-        parsed, _ = ix._parse(key, t._data.ndim)
-        # PyTorch writes basic keys through a view (x[k].copy_(v)), advanced ones with index_put_
-        raise RuntimeError(LEAF if any(k == "adv" for k, _ in parsed) else VIEW_OF_LEAF)
-    check_inplace(t)
+        raise RuntimeError(VIEW_OF_LEAF if makes_view else LEAF)
+    check_inplace(t, overlap=True)  # the written region is checked (ix.assign), not all of t
     vt = isinstance(value, Tensor)
     if not vt and not is_scalar(value):
         from numgrad._factories import tensor
         value = tensor(value, dtype=dtype_of(t))
         vt = True
-    if not _needs_record(t, (value,)):
-        ix.assign(t, key, value)
+    if not _needs_record(t, (value,)) or not (t._requires_grad or dtype_of(t)._kind == 2):
+        ix.assign(t, key, value)  # (a non-float tensor takes no gradient from its value)
         return
     parsed, _ = ix._parse(key, t._data.ndim)
-    if any(kind == "adv" for kind, _ in parsed):
-        if t._base is not None:
-            raise NotImplementedError(
-                "tracked advanced-index assignment into a view is not supported by numgrad")
-        old_edge = edge(t)
-        mask_t = _wrap(_arrays.zeros(t._data, t._data.shape, np.bool_))
-        ix.assign(mask_t, key, True)
-        ix.assign(t, key, value.detach() if vt else value)
-        node = IndexPutBackward0((old_edge, edge(value) if vt else NO_EDGE), (key, mask_t._data))
-        if vt:
-            node._meta = (None, (value._data.shape, dtype_of(value)))
-        _rebase(t, node)
+    if any(kind in ("adv", "bool") for kind, _ in parsed):
+        _index_put(t, key, value, vt)
         return
     base = t if t._base is None else t._base
     region_arr = t._data[ix._basic_numpy_key(parsed, t._data.ndim)]
@@ -335,6 +327,28 @@ def setitem(t, key, value):
         _rebase(t, AsStridedBackward0(((node, 0),), (base._data.shape,
                                                      region_of(base._data, t._data))))
         t._view_ver = t._vc[0]
+
+
+def _index_put(t, key, value, vt):
+    """A tracked ``t[key] = value`` with advanced items: ``IndexPutBackward0`` on ``t``, or on
+    a view, inside the base's ``CopySlices`` (the view becomes ``AsStridedBackward0``)."""
+    base = t._base
+    old_edge = edge(t) if base is None else NO_EDGE
+    base_edge = edge(base) if base is not None else None
+    ix.assign(t, key, value.detach() if vt else value)  # first: its checks come first
+    mask_t = _wrap(_arrays.zeros(t._data, t._data.shape, np.bool_))
+    ix.assign(mask_t, key, True)
+    node = IndexPutBackward0((old_edge, edge(value) if vt else NO_EDGE), (key, mask_t._data))
+    if vt:
+        node._meta = (None, (value._data.shape, dtype_of(value)))
+    if base is None:
+        _rebase(t, node)
+        return
+    region = region_of(base._data, t._data)
+    outer = CopySlices((base_edge, node.next_functions[1]), (region, node))
+    _rebase(base, outer)
+    _rebase(t, AsStridedBackward0(((outer, 0),), (base._data.shape, region)))
+    t._view_ver = t._vc[0]
 
 
 # ========================================================================================
@@ -381,13 +395,14 @@ def _raw_fill(t, value=0):
 
 
 def zero_(self):
-    return apply_(self, _filled(ZeroBackward0), raw=_raw_fill)
+    return apply_(self, _filled(ZeroBackward0), raw=_raw_fill, overlap=True)
 
 
 def fill_(self, value):
     if isinstance(value, Tensor):
         value = value.item()
-    return apply_(self, _filled(FillBackward2), value, raw=_raw_fill)
+    value = _dtype.checked_scalar(value, dtype_of(self))
+    return apply_(self, _filled(FillBackward2), value, raw=_raw_fill, overlap=True)
 
 
 def _copied(dst, src):
@@ -409,8 +424,10 @@ def _raw_copy(t, src):
 
 def copy_(self, src, non_blocking=False):
     if not isinstance(src, Tensor):
-        raise TypeError(f"copy_(): argument 'src' (position 1) must be Tensor, not "
-                        f"{type(src).__name__}")
+        if not is_scalar(src):
+            raise TypeError(f"copy_(): argument 'other' (position 1) must be Tensor, not "
+                            f"{type(src).__name__}")
+        src = _wrap(np.asarray(src))  # a number: a 0-dim double, long or bool tensor
     from numgrad._shape import broadcast_shapes
     if broadcast_shapes(self._data.shape, src._data.shape) != self._data.shape:
         raise RuntimeError(
@@ -434,15 +451,15 @@ def _raw_binary(kernel_name, scalar_kernel_name):
         a = t._data
         if isinstance(other, Tensor):
             b = other._data
-            if alpha is not None and alpha != 1:
-                EW.binary(EW.add_scaled, a, b.astype(a.dtype, copy=False), a.dtype, a.shape,
-                          alpha if kernel_name == "add" else -alpha, out=a)
-                return
             from numgrad._shape import broadcast_shapes
             if broadcast_shapes(a.shape, b.shape) != a.shape:
                 raise RuntimeError(
                     f"output with shape {list(a.shape)} doesn't match the broadcast shape "
                     f"{list(broadcast_shapes(a.shape, b.shape))}")
+            if alpha is not None and alpha != 1:
+                EW.binary(EW.add_scaled, a, b.astype(a.dtype, copy=False), a.dtype, a.shape,
+                          alpha if kernel_name == "add" else -alpha, out=a)
+                return
             EW.binary(getattr(EW, kernel_name), a, b.astype(a.dtype, copy=False), a.dtype,
                       a.shape, out=a)
         else:
@@ -464,6 +481,7 @@ def add_(self, other, *, alpha=1):
 
 
 def sub_(self, other, *, alpha=1):
+    ew._sub_check(self, other)
     if alpha.__class__ is not int:
         alpha = ew._alpha(alpha, self, other, "sub_")
     op = (lambda x, y: ew.sub(x, y, alpha=alpha)) if alpha != 1 else ew.sub
@@ -540,8 +558,9 @@ _C_NAMES = {"int64": "long int", "int32": "int", "int16": "short int", "int8": "
             "uint8": "unsigned char", "float32": "float", "float64": "double"}
 
 
-def masked_fill(self, mask, value):
-    """``value`` where ``mask`` is true (``MaskedFillBackward0``/``1`` for number/tensor)."""
+def masked_fill(self, mask, value, _inplace=False):
+    """``value`` where ``mask`` is true (``MaskedFillBackward0``/``1`` for number/tensor); the
+    result has the broadcast shape of ``self`` and ``mask`` (``self``'s in place)."""
     if mask._data.dtype != np.bool_:
         raise RuntimeError(
             f"masked_fill_ only supports boolean masks, but got mask with dtype "
@@ -551,9 +570,13 @@ def masked_fill(self, mask, value):
         raise RuntimeError(
             "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
             f"{value._data.ndim} dimension(s).")
+    fill = value
+    dt = dtype_of(self)
+    if not vt or value._data.dtype != self._data.dtype:  # the value converted to self's dtype
+        fill = ew._scalar_tensor(_dtype.checked_scalar(value.item() if vt else value, dt), dt)
     with no_grad():
-        out = ew.where(mask, value, self)
-    if out._data.shape != self._data.shape:
+        out = ew.where(mask, fill, self)
+    if _inplace and out._data.shape != self._data.shape:
         raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the "
                            f"broadcast shape {list(out._data.shape)}")
     if state.enabled and (self._requires_grad or (vt and value._requires_grad)):
@@ -561,12 +584,12 @@ def masked_fill(self, mask, value):
             node = MaskedFillBackward1((edge(self), edge(value)), (mask,))
         else:
             node = MaskedFillBackward0((edge(self),), (mask,))
-        attach(out, node)
+        ew._record(out, node, (self, value) if vt else (self,), out._data.shape, dt)
     return out
 
 
 def masked_fill_(self, mask, value):
-    return apply_(self, lambda x, m: masked_fill(x, m, value), mask)
+    return apply_(self, lambda x, m: masked_fill(x, m, value, True), mask)
 
 
 def _random_(draw):

@@ -9,7 +9,8 @@ from numgrad.ops import elementwise as ew
 from numgrad.ops import shape as sh
 from numgrad.ops._util import LIN, Tensor, _wrap, attach, dtype_of, edge, meta_for, state
 
-_LEGACY = {"float32": "float", "float64": "double", "int64": "long", "int32": "int"}
+_LEGACY = {"float32": "float", "float64": "double", "int64": "long int", "int32": "int",
+           "uint8": "unsigned char"}
 
 
 def _check_dtypes(a, b):
@@ -18,6 +19,12 @@ def _check_dtypes(a, b):
             "expected m1 and m2 to have the same dtype, but got: "
             f"{_LEGACY.get(a._data.dtype.name, a._data.dtype.name)} != "
             f"{_LEGACY.get(b._data.dtype.name, b._data.dtype.name)}")
+
+
+def _no_bool(a, name, out_size, k):
+    """PyTorch has no bool kernel: it refuses bool operands once there is something to sum."""
+    if a._data.dtype.kind == "b" and out_size and k:
+        raise NotImplementedError(f'"{name}" not implemented for \'Bool\'')
 
 
 def _product(a, b, shape):
@@ -104,6 +111,8 @@ def mm(input, mat2):
         raise RuntimeError(
             f"mat1 and mat2 shapes cannot be multiplied ({n}x{m} and {m2}x{p})")
     _check_dtypes(a, b)
+    if a._data.dtype.kind == "b":
+        _no_bool(a, "addmm_impl_cpu_", n * p, m)
     out = _wrap(_product(a, b, (n, p)))
     if state.enabled and (a._requires_grad or b._requires_grad):
         attach(out, MmBackward0((edge(a), edge(b)),
@@ -121,7 +130,12 @@ def mv(input, vec):
     if v._data.shape[0] != m:
         raise RuntimeError(
             f"size mismatch, got input ({n}), mat ({n}x{m}), vec ({v._data.shape[0]})")
-    _check_dtypes(a, v)
+    if a._data.dtype != v._data.dtype:
+        vs, ms = dtype_of(v)._legacy, dtype_of(a)._legacy
+        raise RuntimeError(
+            f"addmv input tensors must have the same dtype, but got {vs}, {ms}, and {vs}")
+    if a._data.dtype.kind == "b":
+        _no_bool(a, "addmv_impl_cpu", n, m)
     out = _wrap(_product(a, v, (n,)))
     if state.enabled and (a._requires_grad or v._requires_grad):
         attach(out, MvBackward0((edge(a), edge(v)), _saved_pair(a, v)))
@@ -134,15 +148,16 @@ def dot(input, tensor):
     if a._data.ndim != 1 or b._data.ndim != 1:
         raise RuntimeError(
             f"1D tensors expected, but got {a._data.ndim}D and {b._data.ndim}D tensors")
+    if a._data.dtype != b._data.dtype:
+        raise RuntimeError(
+            "dot : expected both vectors to have same dtype, but found "
+            f"{dtype_of(a)._legacy} and {dtype_of(b)._legacy}")
     na, nb = a._data.shape[0], b._data.shape[0]
     if na != nb:
         raise RuntimeError(
             f"inconsistent tensor size, expected tensor [{na}] and src [{nb}] to have the same "
             f"number of elements, but got {na} and {nb} elements respectively")
-    if a._data.dtype != b._data.dtype:
-        raise RuntimeError(
-            "dot : expected both vectors to have same dtype, but found "
-            f"{dtype_of(a)._legacy} and {dtype_of(b)._legacy}")
+    _no_bool(a, "dot", 1, 1)
     out = _wrap(_product(a, b, ()))
     if state.enabled and (a._requires_grad or b._requires_grad):
         attach(out, DotBackward0((edge(a), edge(b)), _saved_pair(a, b)))
@@ -173,8 +188,9 @@ def _batched(a, b):
         raise RuntimeError(
             f"Expected size for first two dimensions of batch2 tensor to be: [{nb}, {sa[-1]}] "
             f"but got: [{nb}, {sb[-2]}].")
-    _check_dtypes(a, b)
     shape = batch + (sa[-2], sb[-1])
+    if a._data.dtype != b._data.dtype or a._data.dtype.kind == "b":
+        a = _bmm_operand(a, b, shape)
     out = _wrap(_product(a, b, shape))
     if state.enabled and (a._requires_grad or b._requires_grad):
         node = BmmBackward0((edge(a), edge(b)), (a, b))
@@ -186,6 +202,38 @@ def _batched(a, b):
             node._meta = metas
         attach(out, node)
     return out
+
+
+def _bmm_operand(a, b, shape):
+    """PyTorch's bmm checks dtypes only when it computes: with an empty result or an empty
+    contraction it returns zeros of ``b``'s dtype (``a`` is cast, differentiably)."""
+    if np.prod(shape, dtype=np.int64) and a._data.shape[-1]:
+        _no_bool(a, "bmm", 1, 1)
+        raise RuntimeError(f"expected scalar type {dtype_of(a)._legacy} but found "
+                           f"{dtype_of(b)._legacy}")
+    if a._requires_grad and state.enabled and b._data.dtype.kind != "f":
+        raise RuntimeError(f"Autograd not support dtype: {dtype_of(b)._legacy}")
+    return sh.to_dtype(a, b._data.dtype)
+
+
+def _should_fold(a, b):
+    """PyTorch's matmul folds the batch of a >= 3-D operand into an mm/mv (which refuses mixed
+    dtypes) when the other is 1-D or 2-D and the fold needs no copy (its ``should_fold``)."""
+    da, db = a._data.ndim, b._data.ndim
+    big, small = (a, b) if da >= db else (b, a)
+    if big._data.ndim < 3 or small._data.ndim > 2:
+        return False
+    if small._requires_grad:
+        return True
+    if da == 2:
+        return False
+    t1 = big._data
+    shape, strides = list(t1.shape), list(t1.strides)
+    if da < db:
+        shape[-2:], strides[-2:] = shape[:-3:-1], strides[:-3:-1]
+    if t1.size == 0:
+        return True
+    return all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(t1.ndim - 2))
 
 
 def matmul(input, other):
@@ -205,6 +253,13 @@ def matmul(input, other):
         return sh.squeeze(mm(sh.unsqueeze(input, 0), other), 0)
     if da == 2 and db == 2:
         return mm(input, other)
+    if input._data.dtype != other._data.dtype and _should_fold(input, other):
+        big, small = (input, other) if da >= db else (other, input)
+        if small._data.ndim == 2:
+            _check_dtypes(big, small)
+        vs, ms = dtype_of(small)._legacy, dtype_of(big)._legacy
+        raise RuntimeError(
+            f"addmv input tensors must have the same dtype, but got {vs}, {ms}, and {vs}")
     if da == 1:
         return sh.squeeze(_batched(sh.unsqueeze(input, 0), other), -2)
     if db == 1:

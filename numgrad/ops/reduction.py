@@ -148,6 +148,16 @@ def _is_all(dim):
     return dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0)
 
 
+def _reduce_dims(dim, ndim):
+    """``wrap_dims`` with every dim range-checked before duplicates, as PyTorch's reductions."""
+    try:
+        return wrap_dims(dim, ndim)
+    except RuntimeError:  # a duplicate: an out-of-range dim after it still comes first
+        for d in dim:
+            wrap_dim(d, ndim)
+        raise
+
+
 def _reduce_sum(input, dim, keepdim, dt, mean):
     x = input._data
     shape = x.shape
@@ -164,7 +174,7 @@ def _reduce_sum(input, dim, keepdim, dt, mean):
                     else SumBackward0((edge(input),), (shape,)))
             attach(out, node)
         return out
-    dims = wrap_dims(dim, x.ndim)
+    dims = _reduce_dims(dim, x.ndim)
     n = 1
     for d in dims:
         n *= shape[d]
@@ -238,13 +248,28 @@ min_return = _return_type("min")
 
 
 class EvenlyDistributedBackward(Node):
-    """max()/min()/amax/amin: the gradient is shared equally by all elements that attain
-    the extreme value."""
+    """max()/min(): the gradient is shared equally by all elements that attain the extreme
+    value (a nan extreme is attained by every nan)."""
 
     __slots__ = ()
     _names_of_saved = ("self", "result")
 
-    # d/dx max(x) = [x == max] / #[x == max]
+    # d/dx max(x) = [x == max] / #[x == max], where nan == nan
+    def _backward(self, g):
+        x, result = self._saved[:2]
+        r = wrap_out(self, result)
+        mask = ew.isnan(x) if r._data.dtype.kind == "f" and np.isnan(r.item()) else ew.eq(x, r)
+        return (ew.where(mask, ew.div(g, sum(mask)), 0.0),)
+
+
+class ScaleGradByCountBackward(Node):
+    """amax/amin: the gradient is shared equally by the elements equal to the extreme value
+    (none is equal to a nan extreme, so the gradient there is nan)."""
+
+    __slots__ = ()
+    _names_of_saved = ("self", "result")
+
+    # d/dx amax(x, dims) = [x == amax] / #[x == amax] along dims
     def _backward(self, g):
         x, result, dims, keep_shape = self._saved
         r = wrap_out(self, result)
@@ -253,19 +278,18 @@ class EvenlyDistributedBackward(Node):
             r = reshape(r, keep_shape)
             g = _keepdim_view(g, keep_shape)
         mask = ew.eq(x, r)
-        count = sum(mask, dims if dims is not None else None, keepdim=keep_shape is not None)
-        return (ew.where(mask, ew.div(g, count), 0.0),)
+        count = sum(mask, dims, keepdim=keep_shape is not None)
+        return (ew.mul(ew.div(g, count), mask),)
 
 
-def _named(name):
-    cls = type(name, (EvenlyDistributedBackward,), {"__slots__": ()})
-    return cls
+def _named(name, base):
+    return type(name, (base,), {"__slots__": ()})
 
 
-MaxBackward1 = _named("MaxBackward1")
-MinBackward1 = _named("MinBackward1")
-AmaxBackward0 = _named("AmaxBackward0")
-AminBackward0 = _named("AminBackward0")
+MaxBackward1 = _named("MaxBackward1", EvenlyDistributedBackward)
+MinBackward1 = _named("MinBackward1", EvenlyDistributedBackward)
+AmaxBackward0 = _named("AmaxBackward0", ScaleGradByCountBackward)
+AminBackward0 = _named("AminBackward0", ScaleGradByCountBackward)
 
 
 class MaxBackward0(Node):
@@ -343,11 +367,15 @@ def min(input, dim=None, keepdim=False, *, out=None):  # noqa: A001
 
 def _amax(input, dim, keepdim, largest, node_cls, name):
     x = input._data
-    dims = wrap_dims(dim if not _is_all(dim) else None, x.ndim)
-    for d in dims:
-        if x.shape[d] == 0:
-            raise IndexError(
-                f"{name}(): Expected reduction dim {d} to have non-zero size.")
+    if _is_all(dim):
+        _check_nonempty(input, name)
+        dim = None
+    else:
+        for d in dim if isinstance(dim, (tuple, list)) else (dim,):
+            w = wrap_dim(d, x.ndim)
+            if x.ndim and x.shape[w] == 0:
+                raise IndexError(f"{name}(): Expected reduction dim {w} to have non-zero size.")
+    dims = wrap_dims(dim, x.ndim)
     if not dims:
         r = x.copy()
         keep_shape = r.shape
@@ -372,6 +400,8 @@ def amin(input, dim=(), keepdim=False):
 
 def _arg(input, dim, keepdim, largest):
     x = input._data
+    if x.dtype.kind == "b":
+        raise RuntimeError(f"{'argmax' if largest else 'argmin'}(): does not support bool input")
     if dim is None:
         flat = x.reshape(1, -1, 1) if x.ndim else x.reshape(1, 1, 1)
         if flat.shape[1] == 0:
@@ -451,18 +481,60 @@ class LinalgVectorNormBackward0(Node):
         return (ew.where(ew.eq(n, 0), 0.0, ew.div(num, ew.pow(n, p - 1))),)
 
 
+def _matrix_norm_dims(input, p, dim):
+    """torch.norm's matrix-norm path (a string ``p`` that is not "fro" over <= 2 dims): the
+    checks of linalg.matrix_norm, then its two wrapped dims for the Frobenius norm."""
+    if p not in ("fro", "nuc"):
+        raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
+    x = input._data
+    if x.ndim < 2:
+        raise RuntimeError(
+            "linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+    if x.dtype.kind != "f":
+        raise RuntimeError(
+            "linalg.matrix_norm: Expected a floating point or complex tensor as input. "
+            f"Got {dtype_of(input)._legacy}")
+    dims = range(x.ndim) if dim is None else dim if isinstance(dim, (tuple, list)) else [dim]
+    if len(dims) != 2:
+        raise RuntimeError("linalg.matrix_norm: dim must be a 2-tuple. Got "
+                           + " ".join(str(d) for d in dims))
+    a, b = (wrap_dim(d, x.ndim) for d in dims)
+    if a == b:
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({a}, {b})")
+    if p == "nuc":
+        raise NotImplementedError("nuclear norm is not supported by numgrad")
+    return (a, b)
+
+
+def _check_norm_identity(x, p, dim):
+    """An inf or negative norm has no identity: PyTorch refuses it over an empty reduction."""
+    what = f"linalg.vector_norm cannot compute the {format(p, 'g')} norm on "
+    if _is_all(dim):
+        raise RuntimeError(
+            what + "an empty tensor because the operation does not have an identity")
+    for d in dim if isinstance(dim, (tuple, list)) else (dim,):
+        if x.shape[wrap_dim(d, x.ndim)] == 0:
+            raise RuntimeError(
+                what + f"the dimension {d}because this dimension is empty and the operation "
+                "does not have an identity")
+
+
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     """Vector p-norm over all elements or ``dim`` (``LinalgVectorNormBackward0``)."""
-    if p == "fro" or p is None:
+    if isinstance(p, str):
+        if p != "fro" or (isinstance(dim, (tuple, list)) and len(dim) > 2):
+            dim = _matrix_norm_dims(input, p, dim)
         p = 2
-    elif p == "nuc":
-        raise NotImplementedError("nuclear norm is not supported by numgrad")
+    elif p is None:
+        p = 2
     p = float(p)
     x = input._data
     if x.dtype.kind != "f":
         raise RuntimeError(
             "linalg.vector_norm: Expected a floating point or complex tensor as input. "
             f"Got {dtype_of(input)._legacy}")
+    if x.size == 0 and (p < 0 or p == np.inf):
+        _check_norm_identity(x, p, dim)
     all_dims = _is_all(dim)
     dims = tuple(range(x.ndim)) if all_dims else wrap_dims(dim, x.ndim)
     if x.ndim == 0:
@@ -499,12 +571,25 @@ class LogsumexpBackward0(Node):
         return (ew.mul(g, ew.exp(ew.sub(x, r))),)
 
 
+def _lse_all(x, keepdim):
+    """An empty ``dim`` list means all dims; PyTorch then fails to squeeze its max away."""
+    if x.ndim and x.size and not keepdim:
+        ones = ", ".join(["1"] * x.ndim)
+        raise RuntimeError(f"output with shape [] doesn't match the broadcast shape [{ones}]")
+
+
 def logsumexp(input, dim, keepdim=False):
+    if dim is None:
+        raise TypeError(
+            "logsumexp(): argument 'dim' (position 2) must be tuple of ints, not NoneType")
     x = input._data
     dt = dtype_of(input)
     if dt._kind != 2:
         x = as_type(input, _dtype.get_default_dtype())
-    dims = wrap_dims(dim, x.ndim)
+    if _is_all(dim):
+        _lse_all(x, keepdim)
+        dim = None
+    dims = _reduce_dims(dim, x.ndim)
     if not dims:
         r = x.copy()
     else:
@@ -573,16 +658,29 @@ def _softmax_backward_data(g, y, dim, log):
     return out
 
 
+def _softmax_dtype(input, d, log):
+    """PyTorch has no integer softmax kernel: an empty input comes back as is, else it raises."""
+    x = input._data
+    if x.size == 0:
+        return _wrap(_arrays.empty(x, x.shape, x.dtype))
+    name = ("log_" if log else "") + ("softmax_lastdim" if d >= x.ndim - 1 else "softmax")
+    raise NotImplementedError(
+        f'"{name}_kernel_impl" not implemented for \'{dtype_of(input)._legacy}\'')
+
+
 def _softmax(input, dim, dtype, log):
     x = input._data
-    dt = _dtype.get(dtype) or dtype_of(input)
-    if dt._kind != 2:
-        dt = _dtype.get_default_dtype()
     d = wrap_dim(dim, x.ndim)
+    dt = dtype_of(input)
+    if dtype is not None and _dtype.get(dtype) is not dt:
+        from numgrad.ops.shape import to_dtype
+        return _softmax(to_dtype(input, dtype), d, None, log)
+    if dt._kind != 2:
+        return _softmax_dtype(input, d, log)
     if x.ndim == 0:
         from numgrad.ops.shape import reshape
-        return reshape(_softmax(reshape(input, (1,)), 0, dtype, log), ())
-    r = RED.along(RED.softmax_3d, as_type(input, dt), d, dt.np, log)
+        return reshape(_softmax(reshape(input, (1,)), 0, None, log), ())
+    r = RED.along(RED.softmax_3d, x, d, dt.np, log)
     out = _wrap(r)
     if state.enabled and input._requires_grad:
         cls = LogSoftmaxBackward0 if log else SoftmaxBackward0

@@ -3,11 +3,12 @@ unsqueeze, expand, select, slice) share storage and version counter with their b
 PyTorch; their backward rules are shape ops too. cat/stack copy with the copy kernel."""
 
 import operator
+import warnings
 
 import numpy as np
 
 from numgrad import _arrays, _device, _dtype
-from numgrad._shape import infer_size, parse_shape, wrap_dim
+from numgrad._shape import infer_size, parse_shape, wrap_dim, wrap_dims
 from numgrad.autograd.graph import Node
 from numgrad.ops._util import EW, Tensor, _wrap, as_type, attach, dtype_of, edge, state
 from numgrad.ops.reduction import ExpandBackward0, sum_to_size
@@ -20,6 +21,23 @@ def view_of(base, arr):
     t._view_ver = vc[0]
     t._base = base if base._base is None else base._base
     return t
+
+
+class AliasBackward0(Node):
+    __slots__ = ()
+    _meta_only = True
+
+    # d/dx alias(x) = g
+    def _backward(self, g):
+        return (g,)
+
+
+def alias(input):
+    """A new view of all of ``input`` (``x[...]``, ``movedim`` of a 0-d tensor)."""
+    out = view_of(input, input._data)
+    if state.enabled and input._requires_grad:
+        attach(out, AliasBackward0((edge(input),)))
+    return out
 
 
 # ========================================================================================
@@ -91,10 +109,10 @@ def reshape(input, *shape):
 
 def flatten(input, start_dim=0, end_dim=-1):
     nd = input._data.ndim
-    if nd == 0:
-        return reshape(input, (1,))
     s = wrap_dim(start_dim, nd)
     e = wrap_dim(end_dim, nd)
+    if nd == 0:
+        return reshape(input, (1,))
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     if s == e:
@@ -107,17 +125,21 @@ def flatten(input, start_dim=0, end_dim=-1):
 
 
 def unflatten(input, dim, sizes):
+    if not sizes:
+        raise RuntimeError("unflatten: sizes must be non-empty")
     shape = input._data.shape
     d = wrap_dim(dim, len(shape))
-    sizes = tuple(sizes)
-    known = 1
-    for s in sizes:
-        known *= s if s != -1 else 1
-    if sizes.count(-1) == 0 and known != shape[d] or sizes.count(-1) == 1 and (
-            known == 0 or shape[d] % known):
+    if not shape:
+        raise RuntimeError("unflatten got an unexpected error:\nDimension specified as 0 but "
+                           "tensor has no dimensions")
+    sizes = parse_shape(sizes)
+    try:
+        sizes = infer_size(sizes, shape[d])
+    except RuntimeError as e:
+        if "is invalid for input of size" not in str(e):
+            raise RuntimeError(f"unflatten got an unexpected error:\n{e}") from None
         raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the "
-                           f"size of dim {d} ({shape[d]}) in the input tensor")
-    sizes = infer_size(sizes, shape[d])
+                           f"size of dim {d} ({shape[d]}) in the input tensor") from None
     return view(input, shape[:d] + sizes + shape[d + 1:])
 
 
@@ -165,6 +187,8 @@ class TBackward0(Node):
 
 
 def permute(input, *dims):
+    if not dims:
+        raise TypeError('permute() missing 1 required positional arguments: "dims"')
     dims = parse_shape(dims)
     nd = input._data.ndim
     if len(dims) != nd:
@@ -210,14 +234,36 @@ def T(input):  # noqa: N802 - PyTorch's property name
 
 
 def mT(input):  # noqa: N802
+    nd = input._data.ndim
+    if nd == 0:
+        warnings.warn("Tensor.mT is deprecated on 0-D tensors. This function is the identity in "
+                      "these cases.", UserWarning, stacklevel=2)
+        return input
+    if nd == 1:
+        raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. "
+                           "Got 1-D tensor.")
     return transpose(input, -2, -1)
+
+
+def _unique_dims(wrapped, what, raw):
+    if len(set(wrapped)) != len(wrapped):
+        raise RuntimeError(f"movedim: repeated dim in `{what}` ({raw})")
 
 
 def movedim(input, source, destination):
     nd = input._data.ndim
-    src = [wrap_dim(d, nd) for d in (source if isinstance(source, (tuple, list)) else [source])]
-    dst = [wrap_dim(d, nd) for d in
-           (destination if isinstance(destination, (tuple, list)) else [destination])]
+    source = list(source) if isinstance(source, (tuple, list)) else [source]
+    destination = list(destination) if isinstance(destination, (tuple, list)) else [destination]
+    if len(source) != len(destination):
+        raise RuntimeError(
+            f"movedim: Invalid source or destination dims: source ({source} dims) should "
+            f"contain the same number of dims as destination ({destination} dims)")
+    src = [wrap_dim(d, nd) for d in source]
+    dst = [wrap_dim(d, nd) for d in destination]
+    _unique_dims(src, "source", source)
+    _unique_dims(dst, "destination", destination)
+    if nd == 0:
+        return alias(input)
     order = [d for d in range(nd) if d not in src]
     for dd, s in sorted(zip(dst, src)):
         order.insert(dd, s)
@@ -263,7 +309,7 @@ def squeeze(input, dim=None):
         new = tuple(s for s in shape if s != 1)
         cls = SqueezeBackward0
     elif isinstance(dim, (tuple, list)):
-        ds = {wrap_dim(d, nd) for d in dim}
+        ds = wrap_dims(dim, nd)
         new = tuple(s for i, s in enumerate(shape) if not (i in ds and s == 1))
         cls = SqueezeBackward2
     else:
@@ -287,6 +333,8 @@ def unsqueeze(input, dim):
 
 def expand(input, *sizes):
     """A broadcast view (no copy); -1 keeps a size (``ExpandBackward0``)."""
+    if not sizes:
+        raise TypeError('expand() missing 1 required positional arguments: "size"')
     sizes = parse_shape(sizes)
     shape = input._data.shape
     nd, n = len(shape), len(sizes)
@@ -317,7 +365,10 @@ def expand(input, *sizes):
             raise RuntimeError(
                 f"The expanded size of the tensor ({target[i]}) isn't allowed in a leading, "
                 "non-existing dimension " + str(i))
-    arr = _arrays.as_strided(input._data, tuple(target), tuple(strides))
+    try:
+        arr = _arrays.as_strided(input._data, tuple(target), tuple(strides))
+    except ValueError:  # NumPy: "array is too big" (more elements than an int64 counts)
+        raise RuntimeError("numel: integer multiplication overflow") from None
     out = view_of(input, arr)
     if state.enabled and input._requires_grad:
         attach(out, ExpandBackward0((edge(input),), (shape, 1)))
@@ -425,11 +476,18 @@ def slice_dim(input, dim, start, stop, step):
 
 
 def narrow(input, dim, start, length):
+    if input._data.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
     d = wrap_dim(dim, input._data.ndim)
     size = input._data.shape[d]
+    if start < -size or start > size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], "
+                         f"but got {start})")
     if start < 0:
         start += size
-    if start < 0 or start + length > size:
+    if start + length > size:
         raise RuntimeError(
             f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
     return slice_dim(input, d, start, start + length, 1)
@@ -544,7 +602,12 @@ class CatBackward0(Node):
         out = []
         off = 0
         for (nxt, _), n in zip(self.next_functions, sizes):
-            out.append(slice_dim(g, dim, off, off + n, 1) if nxt is not None and n >= 0 else None)
+            if nxt is None:
+                out.append(None)
+            elif n < 0:  # a skipped legacy 1-D empty input: an empty gradient
+                out.append(_wrap(_arrays.empty(g._data, (0,), g._data.dtype)))
+            else:
+                out.append(slice_dim(g, dim, off, off + n, 1))
             off += max(n, 0)
         return tuple(out)
 
@@ -566,8 +629,8 @@ def _tensor_list(tensors, fn):
         raise TypeError(f"{fn}(): argument 'tensors' (position 1) must be tuple of Tensors, not "
                         f"{type(tensors).__name__}")
     if len(tensors) == 0:
-        if fn == "stack":
-            raise RuntimeError("stack expects a non-empty TensorList")
+        if fn != "cat":
+            raise RuntimeError(f"{fn} expects a non-empty TensorList")
         raise ValueError(f"torch.{fn}(): expected a non-empty list of Tensors")
     for i, v in enumerate(tensors):
         if not isinstance(v, Tensor):
@@ -587,16 +650,23 @@ def _same_device(ts):
 def cat(tensors, dim=0):
     """Concatenate along an existing dim (``CatBackward0``)."""
     ts = _tensor_list(tensors, "cat")
+    for i, t_ in enumerate(ts):
+        if t_._data.ndim == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be "
+                               "concatenated")
     # legacy: 1-D empty tensors are skipped
     skipped = [t_._data.ndim == 1 and t_._data.shape[0] == 0 for t_ in ts]
     parts = [t_ for t_, s in zip(ts, skipped) if not s]
     position = [i for i, s in enumerate(skipped) if not s]
+    dt = ts[0].dtype
+    for p in ts[1:]:
+        dt = _dtype.promote_types(dt, p.dtype)
     if not parts:
-        return _wrap(np.empty((0,), _dtype.result_type(*ts).np))
+        _same_device(ts)
+        out_arr = _arrays.empty(ts[0]._data, (0,), dt.np)
+        return _cat_grad(_wrap(out_arr), ts, skipped, 0, dt)
     ref = parts[0]._data.shape
     nd = len(ref)
-    if nd == 0:
-        raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
     d = wrap_dim(dim, nd)
     for i, p in zip(position, parts):
         s = p._data.shape
@@ -608,9 +678,6 @@ def cat(tensors, dim=0):
                 raise RuntimeError(
                     f"Sizes of tensors must match except in dimension {d}. Expected size "
                     f"{ref[k]} but got size {s[k]} for tensor number {i} in the list.")
-    dt = parts[0].dtype
-    for p in parts[1:]:
-        dt = _dtype.promote_types(dt, p.dtype)
     total = sum(p._data.shape[d] for p in parts)
     _same_device(parts)
     out_arr = _arrays.empty(parts[0]._data, ref[:d] + (total,) + ref[d + 1:], dt.np)
@@ -621,7 +688,11 @@ def cat(tensors, dim=0):
         if n:
             EW.unary(EW.copy, p._data, dt.np, out=out_arr[lead + (slice(off, off + n),)])
         off += n
-    out = _wrap(out_arr)
+    return _cat_grad(_wrap(out_arr), ts, skipped, d, dt)
+
+
+def _cat_grad(out, ts, skipped, d, dt):
+    """Attach ``CatBackward0`` to ``out`` when an input requires grad."""
     if state.enabled and any(t_._requires_grad for t_ in ts):
         sizes = tuple(-1 if s else t_._data.shape[d] for t_, s in zip(ts, skipped))
         node = CatBackward0(tuple(edge(t_) for t_ in ts), (d, sizes))
@@ -639,12 +710,12 @@ def stack(tensors, dim=0):
     """Stack along a new dim (``StackBackward0``)."""
     ts = _tensor_list(tensors, "stack")
     ref = ts[0]._data.shape
+    d = wrap_dim(dim, len(ref) + 1)
     for i, p in enumerate(ts):
         if p._data.shape != ref:
             raise RuntimeError(
                 f"stack expects each tensor to be equal size, but got {list(ref)} at entry 0 and "
                 f"{list(p._data.shape)} at entry {i}")
-    d = wrap_dim(dim, len(ref) + 1)
     dt = ts[0].dtype
     for p in ts[1:]:
         dt = _dtype.promote_types(dt, p.dtype)
@@ -664,26 +735,33 @@ def stack(tensors, dim=0):
 
 
 def hstack(tensors):
-    return cat(tensors, 0 if tensors[0]._data.ndim == 1 else 1)
+    ts = [t_ if t_._data.ndim else reshape(t_, (1,)) for t_ in _tensor_list(tensors, "hstack")]
+    return cat(ts, 0 if ts[0]._data.ndim == 1 else 1)
 
 
 def vstack(tensors):
-    return cat([t_ if t_._data.ndim > 1 else unsqueeze(t_, 0) for t_ in tensors], 0)
+    ts = _tensor_list(tensors, "vstack")
+    return cat([t_ if t_._data.ndim > 1 else unsqueeze(t_, 0) if t_._data.ndim else
+                reshape(t_, (1, 1)) for t_ in ts], 0)
 
 
 def split(input, split_size_or_sections, dim=0):
-    d = wrap_dim(dim, input._data.ndim)
-    size = input._data.shape[d]
+    if input._data.ndim == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
     if isinstance(split_size_or_sections, int):
         n = split_size_or_sections
         if n < 0:
             raise RuntimeError(
                 f"split expects split_size be non-negative, but got split_size={n}")
+        d = wrap_dim(dim, input._data.ndim)
+        size = input._data.shape[d]
         if n == 0 and size != 0:
             raise RuntimeError("split_size can only be 0 if dimension size is 0, but got "
                                f"dimension size of {size}")
         sizes = [0] if size == 0 else [n] * (size // n) + ([size % n] if size % n else [])
     else:
+        d = wrap_dim(dim, input._data.ndim)
+        size = input._data.shape[d]
         sizes = [operator.index(n) for n in split_size_or_sections]
         if any(n < 0 for n in sizes):
             raise RuntimeError("split_with_sizes expects split_sizes have only non-negative "
@@ -701,12 +779,14 @@ def split(input, split_size_or_sections, dim=0):
 
 
 def chunk(input, chunks, dim=0):
-    d = wrap_dim(dim, input._data.ndim)
-    size = input._data.shape[d]
-    n = -(-size // chunks) if chunks > 0 else 0
+    if input._data.ndim == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
-    return split(input, max(n, 1), d)
+    d = wrap_dim(dim, input._data.ndim)
+    size = input._data.shape[d]
+    # an empty dim gives ``chunks`` empty pieces, as PyTorch's split_with_sizes does
+    return split(input, -(-size // chunks) if size else [0] * chunks, d)
 
 
 def unbind(input, dim=0):

@@ -14,13 +14,27 @@ fold tensors of more than 4 dims into several 4-D calls.
 import math
 
 import numpy as np
-from numba import prange
+from numba import prange, types
+from numba.extending import overload
 
 from numgrad.kernels._guard import check_operands
 from numgrad.kernels._jit import inline, specialize
 from numgrad.kernels._twin import twin
 from numgrad.kernels.cpu._fastmath import fexp, fsigmoid, ftanh
 from numgrad.kernels.cpu._scalar import fceil, ffloor, frint, ftrunc, like
+
+
+def ffmod(a, b):
+    """C's fmod (the remainder of truncated division, exact), in the type of its operands.
+    Numba's CPU target has no ``math.fmod``: compiled code uses the overload below; the CUDA
+    backend registers libdevice's."""
+    return np.fmod(a, b)
+
+
+@overload(ffmod, target="cpu", inline="always")
+def _ffmod(a, b):
+    if isinstance(a, types.Float):
+        return lambda a, b: np.fmod(a, b)
 
 # ----------------------------------------------------------------------------------------
 # loop templates: ``f`` is bound by ``specialize``
@@ -311,6 +325,8 @@ def pow_s(x, p, q):
         return x
     if p == 0.5:
         return math.sqrt(x)
+    if p == -0.5:
+        return like(x, 1.0) / math.sqrt(x)
     if p == -1:
         return like(x, 1.0) / x
     if p == -2:
@@ -334,6 +350,14 @@ def pow_int_s(x, p, q):
 
 @unary_kernel
 def rpow_s(x, p, q):
+    return p ** x
+
+
+@unary_kernel
+def rpow_int_s(x, p, q):
+    # integers: a negative power of 0 is 0, as PyTorch's powi
+    if x < 0 and p == 0:
+        return p
     return p ** x
 
 
@@ -438,6 +462,14 @@ def pow(a, b, p, q):  # noqa: A001
 
 
 @binary_kernel
+def pow_int(a, b, p, q):
+    # integers: a negative power of 0 is 0, as PyTorch's powi (Numba's ** leaves INT_MIN)
+    if b < 0 and a == 0:
+        return a
+    return a ** b
+
+
+@binary_kernel
 def maximum(a, b, p, q):
     if a != a:
         return a
@@ -498,6 +530,93 @@ def logical_or(a, b, p, q):
 @binary_kernel
 def logical_xor(a, b, p, q):
     return bool(a) != bool(b)
+
+
+@binary_kernel
+def bitwise_and(a, b, p, q):
+    return a & b
+
+
+@binary_kernel
+def bitwise_or(a, b, p, q):
+    return a | b
+
+
+@binary_kernel
+def bitwise_xor(a, b, p, q):
+    return a ^ b
+
+
+@unary_kernel
+def bitwise_not(x, p, q):
+    return ~x
+
+
+# --- rounding division and remainder: PyTorch's formulas (c10::div_floor_floating ...) ----
+# Floats and integers have separate kernels: integers never pass through a float (exact
+# beyond 2**53). Integer divisors are checked for zero before the launch; b == -1 is
+# special-cased (INT_MIN // -1 overflows: it wraps to INT_MIN, as PyTorch's floor division).
+
+
+@binary_kernel
+def floordiv(a, b, p, q):
+    # floor(a / b) from the exact fmod, rounded as PyTorch rounds it
+    if b == 0:
+        return a / b
+    mod = ffmod(a, b)
+    d = (a - mod) / b
+    if mod != 0 and (b < 0) != (mod < 0):
+        d -= like(d, 1.0)
+    if d != 0:
+        fl = ffloor(d)
+        if d - fl > like(d, 0.5):
+            fl += like(d, 1.0)
+        return fl
+    return math.copysign(like(d, 0.0), a / b)
+
+
+@binary_kernel
+def truncdiv(a, b, p, q):
+    return ftrunc(a / b)
+
+
+@binary_kernel
+def remainder(a, b, p, q):
+    # fmod(a, b), moved into the divisor's sign
+    mod = ffmod(a, b)
+    if mod != 0 and (b < 0) != (mod < 0):
+        mod += b
+    return mod
+
+
+@binary_kernel
+def floordiv_int(a, b, p, q):
+    if b == -1:
+        return -a
+    if b == 0:
+        return a - a
+    return a // b
+
+
+@binary_kernel
+def truncdiv_int(a, b, p, q):
+    # floor division, one up where the exact quotient is negative and not whole
+    if b == -1:
+        return -a
+    if b == 0:
+        return a - a
+    d = a // b
+    if d < 0 and a % b != 0:
+        d += 1
+    return d
+
+
+@binary_kernel
+def remainder_int(a, b, p, q):
+    # a - floor(a / b) b, the divisor's sign (Python's %)
+    if b == -1 or b == 0:
+        return a - a
+    return a % b
 
 
 # --- fused backward formulas: g is the incoming gradient --------------------------------
@@ -562,14 +681,32 @@ def clamp_bwd(g, x, p, q):
     return g if (x >= p and x <= q) else like(g, 0)
 
 
-# d/dx x^p = p x^(p-1); zero when p == 0
+# d/dx x^p = p x^(p-1); zero when p == 0. x^(p-1) special-cases the exponents as PyTorch's
+# pow does (sqrt, rsqrt, reciprocal, x*x ...), so that -0, inf and nan give its values
 @binary_kernel
 def pow_s_bwd(g, x, p, q):
     if p == 0:
         return like(g, 0)
-    if p == 2:
-        return g * (p * x)
-    return g * (p * x ** (p - 1))
+    e = p - like(p, 1)
+    if e == 0:
+        t = like(x, 1)
+    elif e == 1:
+        t = x
+    elif e == 2:
+        t = x * x
+    elif e == 3:
+        t = x * x * x
+    elif e == 0.5:
+        t = math.sqrt(x)
+    elif e == -0.5:
+        t = like(x, 1.0) / math.sqrt(x)
+    elif e == -1:
+        t = like(x, 1.0) / x
+    elif e == -2:
+        t = like(x, 1.0) / (x * x)
+    else:
+        t = x ** e
+    return g * (p * t)
 
 
 # d/dx p^x = p^x log(p); zero where p == 0 and x >= 0
@@ -704,12 +841,16 @@ def div_bwd_other(g, a, b, p, q):
     return -g * a / (b * b)
 
 
-# d/da a^b = b a^(b-1); zero where b == 0
+# d/da a^b = b a^(b-1); zero where b == 0. q != 0: b was float32, and PyTorch computes
+# b - 1 in float32 before promoting
 @ternary_kernel
 def pow_bwd_self(g, a, b, p, q):
     if b == 0:
         return like(g, 0)
-    return g * (b * a ** (b - like(b, 1.0)))
+    e = b - like(b, 1.0)
+    if q != 0:
+        e = like(e, np.float32(e))
+    return g * (b * a ** e)
 
 
 # d/db a^b = a^b log(a); zero where a == 0 and b >= 0

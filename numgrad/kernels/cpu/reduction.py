@@ -362,16 +362,20 @@ def reduce_dims(kernel, x, dims, dtype, *args):
     """
     if x.__class__ is not _ND:
         return twin("reduction").reduce_dims(kernel, x, dims, dtype, *args)
-    for k, (start, stop) in enumerate(reversed(runs(dims))):
+    passes = runs(dims)
+    last = len(passes) - 1
+    for k, (start, stop) in enumerate(reversed(passes)):
         x3 = as3d(x, start, stop)
         out = np.empty((x3.shape[0], x3.shape[2]), dtype)
-        kernel(x3, out, *args) if k == 0 else kernel(x3, out, *_rest_args(kernel, args))
+        kernel(x3, out, *args) if k == last else kernel(x3, out, *_rest_args(kernel, args))
         x = out.reshape(_keep_shape(x.shape, start, stop))
     return x
 
 
 def _rest_args(kernel, args):
-    # the scale of sum/mean applies once; other kernels take the same arguments every pass
+    # the scale of sum/mean applies once, on the last pass (an earlier pass may produce
+    # nothing, e.g. mean over (0, 2) of a (0, 1, 1) tensor is nan); other kernels take the
+    # same arguments every pass
     if kernel is sum_3d:
         return (args[0].__class__(1),)
     return args

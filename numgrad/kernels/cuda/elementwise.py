@@ -84,6 +84,29 @@ def t_nd(a, ao, as_, b, bo, bs, c, co, cs, out, oo, os, shape, n, p, q):
 _TEMPLATES = {1: (u_flat, u_nd), 2: (b_flat, b_nd), 3: (t_flat, t_nd)}
 
 
+def _register_gpu_fmod():
+    """The GPU version of the CPU formulas' ``ffmod`` helper (libdevice's fmod)."""
+    from numba import types
+    try:
+        from numba.cuda.extending import overload
+    except ImportError:  # Numba's built-in CUDA target
+        from numba.extending import overload
+    from numba.cuda import libdevice
+
+    from numgrad.kernels.cpu.elementwise import ffmod
+
+    @overload(ffmod, target="cuda")
+    def _impl(a, b):
+        if a == types.float32:
+            return lambda a, b: libdevice.fmodf(a, b)
+        if isinstance(a, types.Float):
+            return lambda a, b: libdevice.fmod(a, b)
+
+
+if not _launch.SIM:
+    _register_gpu_fmod()
+
+
 class CudaKernel:
     """The CUDA flat and strided kernels of one CPU elementwise formula."""
 

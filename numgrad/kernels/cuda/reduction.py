@@ -650,11 +650,14 @@ def reduce_dims(kernel, x, dims, dtype, *args):
     """
     k3 = _twin_of(kernel)
     x = from_any(x)
-    for n, (start, stop) in enumerate(reversed(runs(dims))):
+    passes = runs(dims)
+    last = len(passes) - 1
+    for n, (start, stop) in enumerate(reversed(passes)):
         x3 = as3d(x, start, stop)
         out = CudaArray.empty((x3.shape[0], x3.shape[2]), dtype)
-        # the scale of sum/mean applies once; other kernels take the same arguments every pass
-        k3(x3, out, *(args if n == 0 or k3 is not sum_3d else (args[0].__class__(1),)))
+        # the scale of sum/mean applies once, on the last pass (an earlier one may produce
+        # nothing); other kernels take the same arguments every pass
+        k3(x3, out, *(args if n == last or k3 is not sum_3d else (args[0].__class__(1),)))
         x = out.reshape(_keep_shape(x.shape, start, stop))
     return x
 

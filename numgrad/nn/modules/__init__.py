@@ -19,8 +19,8 @@ from numgrad.nn.modules.layers import (
     ReLU,
     Sigmoid,
     SiLU,
-    Softplus,
     Softmax,
+    Softplus,
     Tanh,
     Unflatten,
 )
