@@ -326,11 +326,6 @@ class Op:
     examples: int = EXAMPLES
 
 
-def _param(op):
-    marks = [pytest.mark.xfail(strict=False, reason=op.bug)] if op.bug else []
-    return pytest.param(op, id=op.name, marks=marks)
-
-
 def _run_op(op):
     phases = [Phase.explicit, Phase.generate] if op.bug else list(Phase)  # xfail: no shrink
 
@@ -916,35 +911,14 @@ TABLES = {"elementwise": ELEMENTWISE, "reduction": REDUCTIONS, "matmul": MATMUL,
           "shape": SHAPE_OPS, "indexing": INDEXING, "inplace": INPLACE}
 
 
-def _rows(table):
-    return [_param(Op(**{**op.__dict__, "bug": KNOWN.get(op.name, op.bug)})) for op in table]
+def _rows():
+    """Every row of every table, named ``table-op`` (select a table with ``-k elementwise``)."""
+    return [pytest.param(op, id=f"{table}-{op.name}",
+                         marks=[pytest.mark.xfail(strict=False, reason=op.bug)] if op.bug else [])
+            for table, ops in TABLES.items()
+            for op in (Op(**{**o.__dict__, "bug": KNOWN.get(o.name, o.bug)}) for o in ops)]
 
 
-@pytest.mark.parametrize("op", _rows(ELEMENTWISE))
-def test_elementwise(op):
-    _run_op(op)
-
-
-@pytest.mark.parametrize("op", _rows(REDUCTIONS))
-def test_reductions(op):
-    _run_op(op)
-
-
-@pytest.mark.parametrize("op", _rows(MATMUL))
-def test_matmul(op):
-    _run_op(op)
-
-
-@pytest.mark.parametrize("op", _rows(SHAPE_OPS))
-def test_shape_ops(op):
-    _run_op(op)
-
-
-@pytest.mark.parametrize("op", _rows(INDEXING))
-def test_indexing(op):
-    _run_op(op)
-
-
-@pytest.mark.parametrize("op", _rows(INPLACE))
-def test_inplace(op):
+@pytest.mark.parametrize("op", _rows())
+def test_op_matches_pytorch(op):
     _run_op(op)

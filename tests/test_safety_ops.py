@@ -311,3 +311,23 @@ def test_masked_fill_broadcasts_self_and_sums_its_gradient(tensor_value):
         out[lib] = (y.detach().numpy(), x.grad.numpy(), v.grad.item() if tensor_value else None)
     for a, b in zip(out[ng], out[torch]):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.skipif(torch is None, reason="compares with PyTorch")
+def test_number_remainder_and_fill_of_an_expanded_view_raise_at_backward():
+    for lib in (ng, torch):
+        x = lib.tensor(0.3, requires_grad=True)
+        with pytest.raises(RuntimeError, match="derivative for aten::remainder"):
+            (2 % x).backward()
+        leaf = lib.tensor([0.3], requires_grad=True)
+        c = leaf.clone()
+        c.expand(2).fill_(2.5)  # allowed forward, as in PyTorch
+        with pytest.raises(RuntimeError, match="more than one element of the written-to"):
+            c.sum().backward()
+
+
+def test_logsumexp_of_empty_rows_is_minus_inf():
+    # the kernel reads no element of an empty row (the sanitizer found it reading x[0])
+    out = ng.logsumexp(ng.zeros(0, 2), [])
+    assert out.shape == () and out.item() == -np.inf
+    np.testing.assert_array_equal(ng.zeros(2, 0).logsumexp(1).numpy(), [-np.inf, -np.inf])

@@ -782,16 +782,28 @@ class DivBackward2(Node):
         return tuple(_zeros_like(g) if n[0] is not None else None for n in self.next_functions)
 
 
-class FloorDivideBackward(Node):
+class _NoDerivative(Node):
     __slots__ = ()
     _meta_only = True
+    _op = ""
 
-    # floor_divide has no derivative in PyTorch: its grad_fn raises
+    # PyTorch defines no derivative for this op: its grad_fn (``NotImplemented``) raises
     def _backward(self, g):
-        raise RuntimeError("derivative for aten::floor_divide is not implemented")
+        raise RuntimeError(f"derivative for aten::{self._op} is not implemented")
 
 
-FloorDivideBackward.__name__ = FloorDivideBackward.__qualname__ = "NotImplemented"
+class FloorDivideBackward(_NoDerivative):
+    __slots__ = ()
+    _op = "floor_divide"
+
+
+class NumberRemainderBackward(_NoDerivative):  # number % tensor
+    __slots__ = ()
+    _op = "remainder"
+
+
+for _cls in (FloorDivideBackward, NumberRemainderBackward):
+    _cls.__name__ = _cls.__qualname__ = "NotImplemented"
 
 
 def _div_rounded(a, b, mode):
@@ -877,7 +889,11 @@ def remainder(input, other):
     """a - floor(a / b) * b, the sign of the divisor (Python's %)."""
     other = _coerce(other, "remainder")
     if not isinstance(input, Tensor):
+        number = is_scalar(input)
         input = _number_first(input, other)
+        if number:
+            return _division(input, other, "remainder",
+                             lambda edges, saved: NumberRemainderBackward(edges))
     return _division(input, other, "remainder", _remainder_node)
 
 

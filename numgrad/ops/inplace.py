@@ -16,7 +16,7 @@ import numpy as np
 from numgrad import _arrays, _dtype
 from numgrad.autograd.grad_mode import no_grad
 from numgrad.autograd.graph import Node
-from numgrad.kernels._guard import check_writable
+from numgrad.kernels._guard import OVERLAP, check_writable, internal_overlap
 from numgrad.ops import elementwise as ew
 from numgrad.ops import indexing as ix
 from numgrad.ops._util import (
@@ -244,6 +244,9 @@ class CopySlices(Node):
     # d/dbase = g outside the region, fn's gradient for the old region inside; d/dothers = fn's
     def _backward(self, g):
         region, fn = self._saved
+        if self.next_functions[0][0] is not None and internal_overlap(region[1], region[2]):
+            # PyTorch copies the region's gradient into it: refused where it repeats elements
+            raise RuntimeError(OVERLAP)
         g_region = as_strided_region(g, region)
         if fn is None:
             return (region_replace(g, region, None), g_region)

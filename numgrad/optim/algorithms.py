@@ -209,6 +209,15 @@ def _param(p):
 # ----------------------------------------------------------------------------------------
 
 
+def _fits(t, pd):
+    """Whether ``t`` (a gradient or state) is what the fused kernels read beside parameter data
+    ``pd``: a tensor of its shape, dtype and device, C-contiguous. Anything else takes the
+    checked slow path."""
+    a = getattr(t, "_data", None)
+    return (a is not None and a.shape == pd.shape and a.dtype is pd.dtype
+            and a.__class__ is pd.__class__ and a.flags.c_contiguous)
+
+
 class SGD(Optimizer):
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0,
                  nesterov=False, *, maximize=False, foreach=None, differentiable=False,
@@ -240,12 +249,7 @@ class SGD(Optimizer):
                 if g is None:
                     continue
                 pd = p._data
-                gd = g._data
-                ps = pd.shape
-                dt = pd.dtype
-                pc = pd.__class__
-                fast = (gd.shape == ps and gd.dtype is dt and gd.__class__ is pc
-                        and pd.flags.c_contiguous and pd.size != 0)
+                fast = pd.size != 0 and _fits(g, pd) and pd.flags.c_contiguous
                 first = False
                 bf = pf = pd.reshape(-1)
                 if momentum != 0:  # plain SGD keeps no state, as in PyTorch
@@ -255,16 +259,11 @@ class SGD(Optimizer):
                         buf = _zeros_like(p)
                         bf = buf._data.reshape(-1)
                     elif fast:
-                        try:
-                            bd = buf._data
-                            fast = (bd.shape == ps and bd.dtype is dt and bd.__class__ is pc
-                                    and bd.flags.c_contiguous)
-                        except AttributeError:  # a state that is not a tensor
-                            fast = False
+                        fast = _fits(buf, pd)
                         if fast:
-                            bf = bd.reshape(-1)
+                            bf = buf._data.reshape(-1)
                 if fast:
-                    NN.on(pd).sgd_step(pf, gd.reshape(-1), bf, *args, first)
+                    NN.on(pd).sgd_step(pf, g._data.reshape(-1), bf, *args, first)
                 else:
                     self._slow_step(p, g, buf if momentum != 0 else None, first, group, args)
                 if first:
@@ -350,25 +349,9 @@ class Adam(Optimizer):
                 vmax = state["max_exp_avg_sq"] if amsgrad else None
                 step_t = state["step"]
                 pd = p._data
-                gd = g._data
-                ps = pd.shape
-                dt = pd.dtype
-                pc = pd.__class__
-                try:
-                    md = m._data
-                    vd = v._data
-                    fast = (gd.shape == ps and gd.dtype is dt and gd.__class__ is pc
-                            and md.shape == ps and md.dtype is dt and md.__class__ is pc
-                            and vd.shape == ps and vd.dtype is dt and vd.__class__ is pc
-                            and pd.flags.c_contiguous and md.flags.c_contiguous
-                            and vd.flags.c_contiguous and step_t._data.ndim == 0
-                            and pd.size != 0
-                            and (not amsgrad or (vmax._data.shape == ps
-                                                 and vmax._data.dtype is dt
-                                                 and vmax._data.__class__ is pc
-                                                 and vmax._data.flags.c_contiguous)))
-                except AttributeError:  # a state that is not a tensor
-                    fast = False
+                fast = (pd.size != 0 and pd.flags.c_contiguous and _fits(g, pd) and _fits(m, pd)
+                        and _fits(v, pd) and (not amsgrad or _fits(vmax, pd))
+                        and isinstance(step_t, Tensor) and step_t._data.ndim == 0)
                 if not fast:
                     self._slow_step(p, g, state, group, lr, args)
                     continue
@@ -378,7 +361,8 @@ class Adam(Optimizer):
                 bias1 = 1 - beta1 ** step
                 bias2_sqrt = math.sqrt(1 - beta2 ** step)
                 pf = pd.reshape(-1)
-                NN.on(pd).adam_step(pf, gd.reshape(-1), md.reshape(-1), vd.reshape(-1),
+                NN.on(pd).adam_step(pf, g._data.reshape(-1), m._data.reshape(-1),
+                                    v._data.reshape(-1),
                                     pf if vmax is None else vmax._data.reshape(-1), lr, *args,
                                     bias1, bias2_sqrt)
                 p._bump_version()
@@ -484,32 +468,15 @@ class RMSprop(Optimizer):
                 buf = state["momentum_buffer"] if momentum > 0 else None
                 gavg = state["grad_avg"] if centered else None
                 pd = p._data
-                gd = g._data
-                ps = pd.shape
-                dt = pd.dtype
-                pc = pd.__class__
-                try:
-                    qd = sq._data
-                    fast = (gd.shape == ps and gd.dtype is dt and gd.__class__ is pc
-                            and qd.shape == ps and qd.dtype is dt and qd.__class__ is pc
-                            and pd.flags.c_contiguous and qd.flags.c_contiguous
-                            and pd.size != 0 and step_t._data.ndim == 0
-                            and (momentum <= 0 or (buf._data.shape == ps
-                                                   and buf._data.dtype is dt
-                                                   and buf._data.__class__ is pc
-                                                   and buf._data.flags.c_contiguous))
-                            and (not centered or (gavg._data.shape == ps
-                                                  and gavg._data.dtype is dt
-                                                  and gavg._data.__class__ is pc
-                                                  and gavg._data.flags.c_contiguous)))
-                except AttributeError:  # a state that is not a tensor
-                    fast = False
+                fast = (pd.size != 0 and pd.flags.c_contiguous and _fits(g, pd) and _fits(sq, pd)
+                        and (momentum <= 0 or _fits(buf, pd)) and (not centered or _fits(gavg, pd))
+                        and isinstance(step_t, Tensor) and step_t._data.ndim == 0)
                 if not fast:
                     self._slow_step(p, g, state, group, args)
                     continue
                 step_t._data[()] += 1
                 pf = pd.reshape(-1)
-                NN.on(pd).rmsprop_step(pf, gd.reshape(-1), qd.reshape(-1),
+                NN.on(pd).rmsprop_step(pf, g._data.reshape(-1), sq._data.reshape(-1),
                                        pf if buf is None else buf._data.reshape(-1),
                                        pf if gavg is None else gavg._data.reshape(-1), *args)
                 p._bump_version()

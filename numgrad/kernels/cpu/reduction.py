@@ -201,10 +201,13 @@ def softmax_3d(x, out, log):
 @jit
 def logsumexp_3d(x, out):
     """out[o, i] = m + log sum_r e^(x - m), m = max_r x (inf-safe; any nan gives nan, as in
-    PyTorch)."""
+    PyTorch); an empty row gives -inf, the log of an empty sum."""
     n_o, n_r, n_i = x.shape
     for o in range(n_o):
         for i in range(n_i):
+            if n_r == 0:
+                out[o, i] = -math.inf
+                continue
             m = x[o, 0, i]
             for r in range(1, n_r):
                 v = x[o, r, i]

@@ -334,7 +334,9 @@ def logsumexp_kernel(x, xo, xs0, xs1, xs2, out, oo, os0, os1, n_o, n_r, n_i, tr,
         p = xo + o * xs0 + i * xs2
         best = _seg_best(x, xo, xs0, xs1, xs2, k, n_out, n_r, n_i, t, lane, tr, ls, MAX, shi)
         valid = k < n_out and best >= 0
-        m = x[p + best * xs1] if valid else x[xo]
+        m = float64(-math.inf)  # an empty row reads nothing (x may have no element at all)
+        if valid:
+            m = x[p + best * xs1]
         finite = m == m and m != math.inf and m != -math.inf
         nr = n_r if valid and finite else 0
         s = float64(0)
