@@ -178,6 +178,16 @@ def _combine(higher, lower):
 _C_TYPE = {"int64": "int64_t", "int32": "int", "int16": "int16_t", "int8": "int8_t",
            "uint8": "uint8_t", "float32": "float", "float64": "double", "bool": "bool"}
 
+# dtype names as the C++ compiler spells them in PyTorch's typeid messages ("long int")
+_CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int",
+              "int32": "int", "int16": "short int", "int8": "signed char",
+              "uint8": "unsigned char", "bool": "bool"}
+
+
+def cpp_name(np_dtype):
+    """``np_dtype`` as PyTorch's C++ messages print it ("expected dtype float ...")."""
+    return _CPP_NAMES.get(np_dtype.name, np_dtype.name)
+
 
 def checked_scalar(value, dt):
     """Python number ``value`` converted to dtype ``dt`` as PyTorch converts a Scalar argument

@@ -37,16 +37,6 @@ NONLEAF_GRAD_WARNING = (
     "instead. See github.com/pytorch/pytorch/pull/30531 for more information.")
 
 
-# dtype names as PyTorch's C++ messages print them ("expected dtype float ...")
-_CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int",
-              "int32": "int", "int16": "short int", "int8": "signed char",
-              "uint8": "unsigned char", "bool": "bool"}
-
-
-def cpp_type_name(np_dtype):
-    return _CPP_NAMES.get(np_dtype.name, np_dtype.name)
-
-
 def _wrap(arr):
     """A new tensor that owns ``arr`` (no copy), requires no grad and has no history."""
     t = _new(Tensor)
@@ -280,7 +270,7 @@ class Tensor:
             a, b = self._data, value._data
             if b.dtype != a.dtype:
                 raise RuntimeError(
-                    f"attempting to assign a gradient with dtype '{cpp_type_name(b.dtype)}' to a "
+                    f"attempting to assign a gradient with dtype '{_dtype.cpp_name(b.dtype)}' to a "
                     f"tensor with grad_dtype '{self.dtype._legacy}'. The gradient must match the "
                     "tensor's grad_dtype (defaults to the tensor's dtype). You can set the "
                     "tensor's grad_dtype attribute with a specific dtype, or None to allow any "
@@ -555,7 +545,6 @@ class Tensor:
 
 def _type_name(name):
     """``'torch.FloatTensor'`` or ``'torch.cuda.FloatTensor'``: (device, dtype)."""
-    from numgrad import _dtype
     for d in _dtype.ALL:
         for where, device in (("", "cpu"), ("cuda.", "cuda")):
             if name == f"torch.{where}{d._legacy}Tensor":

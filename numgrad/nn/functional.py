@@ -374,9 +374,6 @@ def _expand_param(v, name, dim):
     return v
 
 
-_C_TYPE = {"float32": "float", "float64": "double", "int64": "long int", "int32": "int",
-           "int16": "short int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool",
-           "float16": "c10::Half"}
 
 
 def _conv_geom(x_shape, w_shape, stride, padding, dilation, groups, bias_shape=None):
@@ -598,8 +595,8 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     if unbatched:
         input = sh.unsqueeze(input, 0)
     if bias is not None and bias._data.dtype != input._data.dtype:
-        raise RuntimeError(f"Input type ({_C_TYPE.get(input._data.dtype.name)}) and bias type "
-                           f"({_C_TYPE.get(bias._data.dtype.name)}) should be the same")
+        raise RuntimeError(f"Input type ({_dtype.cpp_name(input._data.dtype)}) and bias type "
+                           f"({_dtype.cpp_name(bias._data.dtype)}) should be the same")
     if isinstance(padding, str):
         if padding == "same":
             input, padding = _conv_same(input, weight, stride, dilation, groups)

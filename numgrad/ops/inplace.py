@@ -556,18 +556,13 @@ class MaskedFillBackward1(Node):
                 ew._masked(EW.mask_keep, mask, g).sum() if nv is not None else None)
 
 
-# the C type names PyTorch prints for dtypes in some messages
-_C_NAMES = {"int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
-            "uint8": "unsigned char", "float32": "float", "float64": "double"}
-
-
 def masked_fill(self, mask, value, _inplace=False):
     """``value`` where ``mask`` is true (``MaskedFillBackward0``/``1`` for number/tensor); the
     result has the broadcast shape of ``self`` and ``mask`` (``self``'s in place)."""
     if mask._data.dtype != np.bool_:
         raise RuntimeError(
             f"masked_fill_ only supports boolean masks, but got mask with dtype "
-            f"{_C_NAMES.get(mask._data.dtype.name, mask._data.dtype.name)}")
+            f"{_dtype.cpp_name(mask._data.dtype)}")
     vt = isinstance(value, Tensor)
     if vt and value._data.ndim:
         raise RuntimeError(

@@ -12,14 +12,14 @@ import math
 
 import numpy as np
 
-from numgrad import _arrays, _device
+from numgrad import _arrays, _device, _dtype
 from numgrad._dtype import bool_, from_numpy_dtype, result_type
 from numgrad._shape import broadcast_shapes
 from numgrad.autograd.grad_mode import no_grad
 from numgrad.kernels._guard import OVERLAP, internal_overlap
 from numgrad.ops._util import LazyKernels
 from numgrad.optim.optimizer import Optimizer, required
-from numgrad.tensor import Tensor, _wrap, cpp_type_name
+from numgrad.tensor import Tensor, _wrap
 
 NN = LazyKernels("nn")
 
@@ -135,8 +135,8 @@ def _inplace(out, *others, scalar=None, alpha=None):
 
 def _lerp(out, end):
     if end.dtype is not out.dtype:
-        raise RuntimeError(f"expected dtype {cpp_type_name(out.dtype.np)} for `end` but got "
-                           f"dtype {cpp_type_name(end.dtype.np)}")
+        raise RuntimeError(f"expected dtype {_dtype.cpp_name(out.dtype.np)} for `end` but got "
+                           f"dtype {_dtype.cpp_name(end.dtype.np)}")
     _inplace(out, end, scalar=0.5)
 
 
