@@ -13,8 +13,7 @@ import sys as _sys
 # on 2 cores). Unless the user chose otherwise, let them sleep right away. OpenBLAS reads the
 # variable when it loads; if NumPy was imported first, numgrad.kernels.cpu._openblas makes it
 # read it again when the first CPU kernel loads. It never changes results.
-_numpy_came_first = "numpy" in _sys.modules and "OPENBLAS_THREAD_TIMEOUT" not in _os.environ
-_os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+from numgrad import _startup  # noqa: I001,E402  (first: it notes whether NumPy came first)
 
 from numgrad import autograd  # noqa: I001,E402  (autograd first: it wires tensor <-> graph)
 from numgrad._version import __version__
@@ -37,13 +36,15 @@ from numgrad._device import device
 from numgrad._shape import Size
 from numgrad.tensor import Tensor
 from numgrad import ops as _ops
+
+globals().update(_ops.registry.namespace())  # every declared op: numgrad.tanh, numgrad.tanh_
 from numgrad.ops.elementwise import (
-    abs, add, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, ceil, clamp,  # noqa: A004
-    clamp_max, clamp_min, clip, cos, div, divide, eq, exp, floor,
-    floor_divide, ge, greater, greater_equal, gt, isfinite, isnan, le, less, less_equal, log,
+    add, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, ceil, clamp,  # noqa: A004
+    clamp_max, clamp_min, clip, div, divide, eq, floor,
+    floor_divide, ge, greater, greater_equal, gt, isfinite, isnan, le, less, less_equal,
     logical_and, logical_not, logical_or, logical_xor, lt, maximum, minimum, mul, multiply, ne,
-    neg, negative, not_equal, pow, reciprocal, relu, remainder, round, rsub, sigmoid, sign, sin,
-    sqrt, square, sub, subtract, tanh, true_divide, trunc, where,
+    not_equal, pow, remainder, round, rsub, square, sub, subtract,
+    true_divide, trunc, where,
 )
 from numgrad.ops.indexing import (
     argwhere, gather, index_select, masked_select, nonzero, scatter_add, take_along_dim,

@@ -6,7 +6,7 @@ import os
 
 import numpy as np
 
-from numgrad.ops._util import LazyKernels
+from numgrad.kernels import LazyKernels
 
 RNG = LazyKernels("random")
 

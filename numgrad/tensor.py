@@ -90,6 +90,11 @@ def edge(t):
 NO_EDGE = (None, 0)
 
 
+# how a view's node is rebuilt after its base changed; set by numgrad.ops.inplace, which owns
+# the region nodes (the tensor module does not import the ops)
+_stale_view_node = [None]
+
+
 def _view_grad_fn(t):
     """grad_fn of view ``t``, regenerated (``AsStridedBackward0`` of the base) when its base
     was modified in place after the view was made, as PyTorch regenerates stale views."""
@@ -98,8 +103,7 @@ def _view_grad_fn(t):
         t._view_ver = vc[0]
         base = t._base
         if base._requires_grad and grad_mode.state.enabled and vc is not INFERENCE:
-            from numgrad.ops.inplace import as_strided_node
-            t._grad_fn = as_strided_node(base, t)
+            t._grad_fn = _stale_view_node[0](base, t)
             t._output_nr = 0
             t._requires_grad = True
     return t._grad_fn

@@ -5,6 +5,8 @@ Each case is ``(id, fn(m, *inputs), ref(*arrays), input makers)``; ``m`` is ``nu
 ``torch``, so the same code runs under both libraries (and on either device).
 """
 
+import math
+
 import numpy as np
 
 
@@ -31,6 +33,16 @@ def DISTINCT(*shape):
         n = int(np.prod(shape)) if shape else 1
         return (rng.permutation(n) / n - 0.5 + rng.uniform(0, 0.1 / n, n)).reshape(shape)
     return make
+
+
+def _vectorized(fn):
+    return lambda a: np.vectorize(fn, otypes=[np.float64])(a)
+
+
+def _var(a, dim=None, correction=1, keepdim=False):
+    n = a.size if dim is None else a.shape[dim]
+    dev = a - a.mean(axis=dim, keepdims=True)
+    return (dev * dev).sum(axis=dim, keepdims=keepdim) / (n - correction)
 
 
 def _softmax(x, d):
@@ -175,6 +187,32 @@ CASES = [
      lambda a: a[:, [1, 1, 3]], [U(3, 4)]),
     ("gather", lambda m, a: m.gather(a, 1, m.tensor([[0, 0], [1, 0], [3, 2]])),
      lambda a: np.take_along_axis(a, np.array([[0, 0], [1, 0], [3, 2]]), 1), [U(3, 4)]),
+    # --- ops declared in the registry (numgrad/ops/unary.py, lines.py, statistics.py)
+    ("erf", lambda m, a: m.erf(a), _vectorized(math.erf), [U(3, 4, lo=-2, hi=2)]),
+    ("erfc", lambda m, a: a.erfc(), _vectorized(math.erfc), [U(3, 4, lo=-2, hi=2)]),
+    ("log10", lambda m, a: m.log10(a), np.log10, [POS(3, 4)]),
+    ("log1p", lambda m, a: m.log1p(a), np.log1p, [U(3, 4, lo=-0.5, hi=2)]),
+    ("expm1", lambda m, a: a.expm1(), np.expm1, [U(3, 4)]),
+    ("rsqrt", lambda m, a: m.rsqrt(a), lambda a: 1 / np.sqrt(a), [POS(3, 4)]),
+    ("tril", lambda m, a: m.tril(a), np.tril, [U(3, 4)]),
+    ("tril_k", lambda m, a: a.tril(-1), lambda a: np.tril(a, -1), [U(2, 3, 4)]),
+    ("triu", lambda m, a: m.triu(a, 1), lambda a: np.triu(a, 1), [U(4, 3)]),
+    ("triu_batched", lambda m, a: a.triu(), np.triu, [U(2, 3, 3)]),
+    ("cumsum", lambda m, a: m.cumsum(a, 1), lambda a: np.cumsum(a, 1), [U(3, 4)]),
+    ("cumsum_dim0", lambda m, a: a.cumsum(dim=-3), lambda a: np.cumsum(a, 0), [U(2, 3, 4)]),
+    ("sort", lambda m, a: m.sort(a, 1).values, lambda a: np.sort(a, 1), [DISTINCT(3, 4)]),
+    ("sort_desc", lambda m, a: a.sort(dim=0, descending=True)[0],
+     lambda a: -np.sort(-a, 0), [DISTINCT(4, 3)]),
+    ("argsort", lambda m, a: m.gather(a, 1, m.argsort(a, 1)), lambda a: np.sort(a, 1),
+     [DISTINCT(3, 5)]),
+    ("var", lambda m, a: m.var(a), _var, [U(3, 4)]),
+    ("var_dim", lambda m, a: a.var(1, keepdim=True), lambda a: _var(a, 1, keepdim=True),
+     [U(3, 4)]),
+    ("var_correction", lambda m, a: m.var(a, 0, correction=0), lambda a: _var(a, 0, 0),
+     [U(3, 4)]),
+    ("std", lambda m, a: a.std(), lambda a: np.sqrt(_var(a)), [U(3, 4)]),
+    ("std_dim", lambda m, a: m.std(a, dim=1, unbiased=False),
+     lambda a: np.sqrt(_var(a, 1, 0)), [U(3, 4)]),
 ]
 
 IDS = [c[0] for c in CASES]

@@ -85,7 +85,7 @@ def report(node, exc):
 
 
 def check_nan(node, outs):
-    from numgrad.ops._util import RED
+    from numgrad.kernels import RED
     for i, g in enumerate(outs):
         if g is None or g._data.dtype.kind != "f":
             continue

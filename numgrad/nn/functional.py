@@ -20,6 +20,7 @@ from numgrad.ops import indexing as ix
 from numgrad.ops import linalg as la
 from numgrad.ops import reduction as red
 from numgrad.ops import shape as sh
+from numgrad.ops import unary as un
 from numgrad.ops._util import (
     EW,
     LIN,
@@ -38,8 +39,8 @@ from numgrad.ops._util import (
 NN = LazyKernels("nn")
 
 # activations that exist as tensor ops
-tanh = ew.tanh
-sigmoid = ew.sigmoid
+tanh = un.tanh
+sigmoid = un.sigmoid
 
 
 def _softmax_dim(name, ndim, stacklevel):
@@ -1364,7 +1365,7 @@ def _embedding_renorm(weight, flat, max_norm, norm_type):
         sel = ix.index_select(weight, 0, rows)
         norms = red.norm(sel, float(norm_type), 1, keepdim=True)
         scale = ew.where(ew.gt(norms, float(max_norm)),
-                         ew.mul(ew.reciprocal(ew.add(norms, 1e-7)), float(max_norm)), 1.0)
+                         ew.mul(un.reciprocal(ew.add(norms, 1e-7)), float(max_norm)), 1.0)
         weight[rows] = ew.mul(sel, scale)
 
 
@@ -1430,7 +1431,7 @@ def _gelu_ops(x, approximate):
     if approximate == "tanh":
         c = math.sqrt(2.0 / math.pi)
         inner = ew.mul(ew.add(x, ew.mul(ew.pow(x, 3), 0.044715)), c)
-        return ew.mul(ew.mul(x, 0.5), ew.add(ew.tanh(inner), 1.0))
+        return ew.mul(ew.mul(x, 0.5), ew.add(un.tanh(inner), 1.0))
     cdf = ew.mul(ew.add(_erf(ew.mul(x, 1.0 / math.sqrt(2.0))), 1.0), 0.5)
     return ew.mul(x, cdf)
 
@@ -1450,7 +1451,7 @@ class ErfBackward0(Node):
     # d/dx erf(x) = 2/sqrt(pi) exp(-x^2)
     def _backward(self, g):
         x = self._saved[0]
-        return (ew.mul(g, ew.mul(ew.exp(ew.neg(ew.mul(x, x))), 2.0 / math.sqrt(math.pi))),)
+        return (ew.mul(g, ew.mul(un.exp(ew.neg(ew.mul(x, x))), 2.0 / math.sqrt(math.pi))),)
 
 
 def relu(input, inplace=False):
@@ -1479,7 +1480,7 @@ def gelu(input, approximate="none"):
 def silu(input, inplace=False):
     _tensor_arg("silu", "input", 1, input)
     _require_float(input, "silu_cpu")
-    return _inplace_result(input, ew.mul(input, ew.sigmoid(input)), inplace)
+    return _inplace_result(input, ew.mul(input, un.sigmoid(input)), inplace)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
@@ -1502,7 +1503,7 @@ class SoftplusBackward0(Node):
         x, beta, threshold = self._saved
         if state.enabled:  # create_graph: the same rule with differentiable ops
             bx = ew.mul(x, beta)
-            return (ew.mul(g, ew.where(ew.gt(bx, threshold), 1.0, ew.sigmoid(bx))),)
+            return (ew.mul(g, ew.where(ew.gt(bx, threshold), 1.0, un.sigmoid(bx))),)
         dt = g._data.dtype
         return (_wrap(EW.binary(EW.softplus_bwd, g._data, x._data.astype(dt, copy=False), dt,
                                 g._data.shape, beta, threshold)),)
@@ -1929,7 +1930,7 @@ class BinaryCrossEntropyWithLogitsBackward0(Node):
     # expanded (1 - t) + lw (sigmoid(x) - 1) cancels to noise at large negative x
     def _backward(self, g):
         x, t, w, pw, reduction, n = self._saved
-        s = ew.sigmoid(x)
+        s = un.sigmoid(x)
         if pw is None:
             d = ew.sub(s, t)
         else:

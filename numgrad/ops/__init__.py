@@ -5,7 +5,7 @@ import numpy as np
 from numgrad import _dtype
 from numgrad.ops import elementwise as ew
 from numgrad.ops import indexing as ix
-from numgrad.ops import inplace
+from numgrad.ops import inplace, lines, registry, statistics, unary  # noqa: F401  (they declare their ops)
 from numgrad.ops import linalg as la
 from numgrad.ops import reduction as red
 from numgrad.ops import shape as sh
@@ -65,12 +65,9 @@ def _type_conv(dt):
 _METHODS = {
     # elementwise
     "add": ew.add, "sub": ew.sub, "subtract": ew.sub, "mul": ew.mul, "multiply": ew.mul,
-    "div": ew.div, "divide": ew.div, "true_divide": ew.div, "pow": ew.pow, "neg": ew.neg,
-    "negative": ew.neg, "abs": ew.abs, "absolute": ew.abs, "exp": ew.exp, "log": ew.log,
-    "sqrt": ew.sqrt, "sin": ew.sin, "cos": ew.cos, "tanh": ew.tanh, "sigmoid": ew.sigmoid,
-    "relu": ew.relu, "clamp": ew.clamp, "clip": ew.clamp, "clamp_min": ew.clamp_min,
-    "clamp_max": ew.clamp_max, "maximum": ew.maximum, "minimum": ew.minimum, "sign": ew.sign,
-    "square": ew.square, "reciprocal": ew.reciprocal, "rsub": ew.rsub,
+    "div": ew.div, "divide": ew.div, "true_divide": ew.div, "pow": ew.pow, "clamp": ew.clamp,
+    "clip": ew.clamp, "clamp_min": ew.clamp_min, "clamp_max": ew.clamp_max,
+    "maximum": ew.maximum, "minimum": ew.minimum, "square": ew.square, "rsub": ew.rsub,
     "floor": ew.floor, "ceil": ew.ceil, "trunc": ew.trunc, "round": ew.round,
     "floor_divide": ew.floor_divide, "remainder": ew.remainder,
     "eq": ew.eq, "ne": ew.ne, "lt": ew.lt, "le": ew.le, "gt": ew.gt, "ge": ew.ge,
@@ -121,11 +118,11 @@ _OPERATORS = {
     "__and__": _binop(ew.bitwise_and), "__or__": _binop(ew.bitwise_or),
     "__xor__": _binop(ew.bitwise_xor), "__rand__": _rbinop(ew.bitwise_and),
     "__ror__": _rbinop(ew.bitwise_or), "__rxor__": _rbinop(ew.bitwise_xor),
-    "__invert__": ew.invert, "__neg__": ew.neg, "__abs__": ew.abs,
+    "__invert__": ew.invert, "__neg__": unary.neg, "__abs__": unary.abs,
     "__pos__": lambda self: self, "__getitem__": ix.getitem,
 }
 
-for _name, _fn in {**_METHODS, **_OPERATORS, **inplace.METHODS}.items():
+for _name, _fn in {**_METHODS, **_OPERATORS, **inplace.METHODS, **registry.methods()}.items():
     setattr(Tensor, _name, _fn)
 
 Tensor.T = property(sh.T)

@@ -1,11 +1,10 @@
 """Helpers shared by the op modules: lazy kernel access, argument coercion, recording."""
 
-import importlib
-
 import numpy as np
 
 from numgrad import _dtype
 from numgrad.autograd import grad_mode
+from numgrad.kernels import EW, IDX, LIN, RED, LazyKernels  # noqa: F401  (re-exported)
 from numgrad.tensor import INFERENCE, NO_EDGE, Tensor, _wrap, edge
 
 state = grad_mode.state
@@ -13,37 +12,6 @@ _NP2DT = {d.np: d for d in _dtype.ALL}
 SCALAR_TYPES = (int, float, bool)
 
 
-class LazyKernels:
-    """Attribute access to a kernel module that imports it (and Numba) on first use and then
-    caches every attribute on the instance, so later lookups cost one dict hit.
-
-    ``K.on(a)`` is the module for data ``a``: ``K`` itself for a NumPy array, the CUDA twin
-    (same names, same arguments) for a ``CudaArray``."""
-
-    def __init__(self, module, backend="cpu"):
-        self._module_name = module
-        self._backend = backend
-        self._twin = None
-
-    def __getattr__(self, name):
-        mod = importlib.import_module(f"numgrad.kernels.{self._backend}.{self._module_name}")
-        value = getattr(mod, name)
-        setattr(self, name, value)
-        return value
-
-    def on(self, a):
-        if a.__class__ is np.ndarray:
-            return self
-        twin = self._twin
-        if twin is None:
-            twin = self._twin = LazyKernels(self._module_name, "cuda")
-        return twin
-
-
-EW = LazyKernels("elementwise")
-RED = LazyKernels("reduction")
-IDX = LazyKernels("indexing")
-LIN = LazyKernels("linalg")
 
 
 def dtype_of(t):

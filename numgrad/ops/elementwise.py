@@ -28,7 +28,6 @@ from numgrad.ops._util import (
     meta_for,
     scalar_value,
     state,
-    wrap_out,
 )
 
 _ND = np.ndarray  # data of any other class is on the GPU
@@ -124,196 +123,6 @@ def _not_implemented(kernel, dt):
 # ========================================================================================
 # unary float ops
 # ========================================================================================
-
-
-class ExpBackward0(Node):
-    __slots__ = ()
-    _names_of_saved = ("result",)
-
-    # d/dx exp(x) = exp(x)
-    def _backward(self, g):
-        return (mul(g, wrap_out(self, self._saved[0])),)
-
-
-class LogBackward0(Node):
-    __slots__ = ()
-    _names_of_saved = ("self",)
-
-    # d/dx log(x) = 1 / x
-    def _backward(self, g):
-        return (div(g, self._saved[0]),)
-
-
-class SqrtBackward0(Node):
-    __slots__ = ()
-    _names_of_saved = ("result",)
-
-    # d/dx sqrt(x) = 1 / (2 sqrt(x))
-    def _backward(self, g):
-        return (_fused(EW.sqrt_bwd, SqrtBackwardBackward0, g, wrap_out(self, self._saved[0])),)
-
-
-class SinBackward0(Node):
-    __slots__ = ()
-    _names_of_saved = ("self",)
-
-    # d/dx sin(x) = cos(x)
-    def _backward(self, g):
-        return (_fused(EW.sin_bwd, SinBackwardBackward0, g, self._saved[0]),)
-
-
-class CosBackward0(Node):
-    __slots__ = ()
-    _names_of_saved = ("self",)
-
-    # d/dx cos(x) = -sin(x)
-    def _backward(self, g):
-        return (_fused(EW.cos_bwd, CosBackwardBackward0, g, self._saved[0]),)
-
-
-class TanhBackward0(Node):
-    __slots__ = ()
-    _names_of_saved = ("result",)
-
-    # d/dx tanh(x) = 1 - tanh(x)^2
-    def _backward(self, g):
-        return (_fused(EW.tanh_bwd, TanhBackwardBackward0, g, wrap_out(self, self._saved[0])),)
-
-
-class SigmoidBackward0(Node):
-    __slots__ = ()
-    _names_of_saved = ("result",)
-
-    # d/dx sigmoid(x) = sigmoid(x) (1 - sigmoid(x))
-    def _backward(self, g):
-        y = wrap_out(self, self._saved[0])
-        return (_fused(EW.sigmoid_bwd, SigmoidBackwardBackward0, g, y),)
-
-
-class ReluBackward0(Node):
-    __slots__ = ()
-    _names_of_saved = ("result",)
-
-    # d/dx relu(x) = [x > 0]
-    def _backward(self, g):
-        y = wrap_out(self, self._saved[0])
-        return (_fused(EW.relu_bwd, ThresholdBackwardBackward0, g, y),)
-
-
-class AbsBackward0(Node):
-    __slots__ = ()
-    _names_of_saved = ("self",)
-
-    # d/dx |x| = sgn(x)
-    def _backward(self, g):
-        return (_fused(EW.abs_bwd, AbsBackwardBackward0, g, self._saved[0]),)
-
-
-class NegBackward0(Node):
-    __slots__ = ()
-    _meta_only = True
-
-    # d/dx (-x) = -1
-    def _backward(self, g):
-        return (neg(g),)
-
-
-class ReciprocalBackward0(Node):
-    __slots__ = ()
-    _names_of_saved = ("result",)
-
-    # d/dx (1/x) = -1/x^2 = -r^2
-    def _backward(self, g):
-        r = wrap_out(self, self._saved[0])
-        return (mul(g, neg(mul(r, r))),)
-
-
-def _float_unary_op(kernel_name, node_cls, save_result):
-    def op(input):
-        xd = getattr(input, "_data", None)
-        if xd is not None and xd.dtype.kind == "f" and xd.flags.c_contiguous:
-            r = _flat1(getattr(EW, kernel_name), xd, 0.0, 0.0)
-            out = _wrap(r)
-            if state.enabled and input._requires_grad:
-                attach(out, node_cls((edge(input),), (r,) if save_result else (input,)))
-            return out
-        _check_tensor(input, kernel_name)
-        dt = float_type(dtype_of(input))
-        r = _unary(getattr(EW, kernel_name), input, dt)
-        out = _wrap(r)
-        if state.enabled and input._requires_grad:
-            attach(out, node_cls((edge(input),), (r,) if save_result else (input,)))
-        return out
-    op.__name__ = op.__qualname__ = kernel_name
-    op.__doc__ = f"Elementwise {kernel_name} (``{node_cls.__name__}`` in the graph)."
-    return op
-
-
-exp = _float_unary_op("exp", ExpBackward0, True)
-log = _float_unary_op("log", LogBackward0, False)
-sqrt = _float_unary_op("sqrt", SqrtBackward0, True)
-sin = _float_unary_op("sin", SinBackward0, False)
-cos = _float_unary_op("cos", CosBackward0, False)
-tanh = _float_unary_op("tanh", TanhBackward0, True)
-sigmoid = _float_unary_op("sigmoid", SigmoidBackward0, True)
-reciprocal = _float_unary_op("reciprocal", ReciprocalBackward0, True)
-
-
-def relu(input):
-    """max(x, 0) elementwise (``ReluBackward0``)."""
-    _check_tensor(input, "relu")
-    dt = dtype_of(input)
-    if dt is _dtype.bool_:
-        raise RuntimeError("Boolean inputs not supported for relu")
-    r = _unary(EW.relu, input, dt)
-    out = _wrap(r)
-    if state.enabled and input._requires_grad:
-        attach(out, ReluBackward0((edge(input),), (r,)))
-    return out
-
-
-def abs(input):  # noqa: A001
-    _check_tensor(input, "abs")
-    dt = dtype_of(input)
-    if dt is _dtype.bool_:
-        raise _not_implemented("abs_cpu", dt)
-    out = _wrap(_unary(EW.abs, input, dt))
-    if state.enabled and input._requires_grad:
-        attach(out, AbsBackward0((edge(input),), (input,)))
-    return out
-
-
-def neg(input):
-    _check_tensor(input, "neg")
-    dt = dtype_of(input)
-    if dt is _dtype.bool_:
-        raise RuntimeError(
-            "Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
-            "to invert a mask, use the `~` or `logical_not()` operator instead.")
-    out = _wrap(_unary(EW.neg, input, dt))
-    if state.enabled and input._requires_grad:
-        attach(out, NegBackward0((edge(input),)))
-    return out
-
-
-negative = neg
-
-
-def sign(input):
-    """-1, 0 or 1 elementwise; its gradient is zero (``SignBackward0``)."""
-    dt = dtype_of(input)
-    out = _wrap(_unary(EW.sign, input, dt))
-    if state.enabled and input._requires_grad:
-        attach(out, SignBackward0((edge(input),)))
-    return out
-
-
-class SignBackward0(Node):
-    __slots__ = ()
-
-    # d/dx sign(x) = 0
-    def _backward(self, g):
-        return (mul(g, 0),)
 
 
 def square(input):
@@ -1236,70 +1045,6 @@ class _FusedNode(Node):
     __slots__ = ()
 
 
-class SqrtBackwardBackward0(_FusedNode):
-    __slots__ = ()
-
-    # f = g / (2y): df/dg = 1/(2y), df/dy = -g / (2 y^2)
-    def _backward(self, gg):
-        g, y = self._saved[0], self._saved[1]
-        return (div(gg, mul(y, 2)), neg(div(mul(gg, g), mul(mul(y, y), 2))))
-
-
-class SinBackwardBackward0(_FusedNode):
-    __slots__ = ()
-
-    # f = g cos(x): df/dg = cos(x), df/dx = -g sin(x)
-    def _backward(self, gg):
-        g, x = self._saved[0], self._saved[1]
-        return (mul(gg, cos(x)), neg(mul(mul(gg, g), sin(x))))
-
-
-class CosBackwardBackward0(_FusedNode):
-    __slots__ = ()
-
-    # f = -g sin(x): df/dg = -sin(x), df/dx = -g cos(x)
-    def _backward(self, gg):
-        g, x = self._saved[0], self._saved[1]
-        return (neg(mul(gg, sin(x))), neg(mul(mul(gg, g), cos(x))))
-
-
-class TanhBackwardBackward0(_FusedNode):
-    __slots__ = ()
-
-    # f = g (1 - y^2): df/dg = 1 - y^2, df/dy = -2 g y
-    def _backward(self, gg):
-        g, y = self._saved[0], self._saved[1]
-        return (_fused(EW.tanh_bwd, TanhBackwardBackward0, gg, y), mul(mul(gg, g), mul(y, -2)))
-
-
-class SigmoidBackwardBackward0(_FusedNode):
-    __slots__ = ()
-
-    # f = g y (1 - y): df/dg = y (1 - y), df/dy = g (1 - 2y)
-    def _backward(self, gg):
-        g, y = self._saved[0], self._saved[1]
-        return (_fused(EW.sigmoid_bwd, SigmoidBackwardBackward0, gg, y),
-                mul(mul(gg, g), rsub(mul(y, 2), 1)))
-
-
-class ThresholdBackwardBackward0(_FusedNode):
-    __slots__ = ()
-
-    # f = g [y > 0]: df/dg = [y > 0], df/dy = 0
-    def _backward(self, gg):
-        y = self._saved[1]
-        return (_fused(EW.relu_bwd, ThresholdBackwardBackward0, gg, y), None)
-
-
-class AbsBackwardBackward0(_FusedNode):
-    __slots__ = ()
-
-    # f = g sgn(x): df/dg = sgn(x), df/dx = 0
-    def _backward(self, gg):
-        x = self._saved[1]
-        return (_fused(EW.abs_bwd, AbsBackwardBackward0, gg, x), None)
-
-
 class ClampBackwardBackward0(_FusedNode):
     __slots__ = ()
 
@@ -1329,3 +1074,7 @@ class RpowBackwardBackward0(_FusedNode):
         dg = _fused(EW.rpow_s_bwd, RpowBackwardBackward0, gg, x, s)
         dx = mul(_fused(EW.rpow_s_bwd, RpowBackwardBackward0, mul(gg, g), x, s), float(np.log(s)))
         return (dg, dx)
+
+
+# declared ops (numgrad.ops.unary) that the rules above, and other modules as ew.<name>, call
+from numgrad.ops.unary import abs, log, neg, reciprocal, relu, sign  # noqa: E402,I001,A004,F401

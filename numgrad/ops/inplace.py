@@ -14,6 +14,7 @@
 import numpy as np
 
 from numgrad import _arrays, _dtype
+from numgrad import tensor as _tensor_module
 from numgrad.autograd.grad_mode import no_grad
 from numgrad.autograd.graph import Node
 from numgrad.kernels._guard import OVERLAP, check_writable, internal_overlap
@@ -227,6 +228,9 @@ def region_replace(g, region, v):
 def as_strided_node(base, view):
     """A fresh ``AsStridedBackward0`` for a view whose base changed after it was made."""
     return AsStridedBackward0((edge(base),), (base._data.shape, region_of(base._data, view._data)))
+
+
+_tensor_module._stale_view_node[0] = as_strided_node
 
 
 class CopySlices(Node):
@@ -512,29 +516,16 @@ def _unary_inplace(fn):
     return method
 
 
-
-
 def pow_(self, exponent):
     return apply_(self, ew.pow, exponent)
 
 
-neg_ = _unary_inplace(ew.neg)
-exp_ = _unary_inplace(ew.exp)
-log_ = _unary_inplace(ew.log)
-sqrt_ = _unary_inplace(ew.sqrt)
-abs_ = _unary_inplace(ew.abs)
-sin_ = _unary_inplace(ew.sin)
-cos_ = _unary_inplace(ew.cos)
-tanh_ = _unary_inplace(ew.tanh)
-sigmoid_ = _unary_inplace(ew.sigmoid)
-relu_ = _unary_inplace(ew.relu)
 clamp_ = _unary_inplace(ew.clamp)
 clamp_min_ = _unary_inplace(ew.clamp_min)
 clamp_max_ = _unary_inplace(ew.clamp_max)
 floor_ = _unary_inplace(ew.floor)
 round_ = _unary_inplace(ew.round)
 square_ = _unary_inplace(ew.square)
-reciprocal_ = _unary_inplace(ew.reciprocal)
 
 
 class MaskedFillBackward0(Node):
@@ -621,14 +612,13 @@ def random_(self, low=0, high=None, *, generator=None):
 
 METHODS = {
     "zero_": zero_, "fill_": fill_, "copy_": copy_, "add_": add_, "sub_": sub_, "mul_": mul_,
-    "div_": div_, "pow_": pow_, "neg_": neg_, "exp_": exp_, "log_": log_, "sqrt_": sqrt_,
-    "abs_": abs_, "sin_": sin_, "cos_": cos_, "tanh_": tanh_, "sigmoid_": sigmoid_,
-    "relu_": relu_, "clamp_": clamp_, "clip_": clamp_, "clamp_min_": clamp_min_,
-    "clamp_max_": clamp_max_, "floor_": floor_, "round_": round_, "square_": square_,
-    "reciprocal_": reciprocal_, "masked_fill_": masked_fill_, "masked_fill": masked_fill,
+    "div_": div_, "pow_": pow_, "clamp_": clamp_,
+    "clip_": clamp_, "clamp_min_": clamp_min_, "clamp_max_": clamp_max_,
+    "floor_": floor_, "round_": round_, "square_": square_,
+    "masked_fill_": masked_fill_, "masked_fill": masked_fill,
     "uniform_": uniform_,
     "normal_": normal_, "bernoulli_": bernoulli_, "random_": random_, "subtract_": sub_,
-    "multiply_": mul_, "divide_": div_, "negative_": neg_,
-    "__iadd__": add_, "__isub__": sub_, "__imul__": mul_, "__itruediv__": div_,
+    "multiply_": mul_, "divide_": div_, "__iadd__": add_, "__isub__": sub_, "__imul__": mul_,
+    "__itruediv__": div_,
     "__setitem__": setitem,
 }

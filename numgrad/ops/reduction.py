@@ -7,6 +7,7 @@ from numgrad import _arrays, _dtype
 from numgrad._shape import reduced_shape, sum_to_axes, wrap_dim, wrap_dims
 from numgrad.autograd.graph import Node
 from numgrad.ops import elementwise as ew
+from numgrad.ops import unary as un
 from numgrad.ops._util import (
     EW,
     RED,
@@ -19,6 +20,7 @@ from numgrad.ops._util import (
     state,
     wrap_out,
 )
+from numgrad.ops.registry import respell
 
 # ========================================================================================
 # broadcasting a reduced gradient back (the differentiable "expand" of reduction rules)
@@ -568,7 +570,7 @@ class LogsumexpBackward0(Node):
             from numgrad.ops.shape import reshape
             r = reshape(r, keep_shape)
             g = _keepdim_view(g, keep_shape)
-        return (ew.mul(g, ew.exp(ew.sub(x, r))),)
+        return (ew.mul(g, un.exp(ew.sub(x, r))),)
 
 
 def _lse_all(x, keepdim):
@@ -642,7 +644,7 @@ class LogSoftmaxBackwardDataBackward0(Node):
     # f = g - e^y sum(g): df/dg = gg - sum(gg e^y), df/dy = -gg e^y sum(g)
     def _backward(self, gg):
         g, y, dim = self._saved
-        ey = ew.exp(y)
+        ey = un.exp(y)
         dg = ew.sub(gg, sum(ew.mul(gg, ey), dim, keepdim=True))
         dy = ew.neg(ew.mul(ew.mul(gg, ey), sum(g, dim, keepdim=True)))
         return (dg, dy)
@@ -697,3 +699,8 @@ def log_softmax(input, dim, dtype=None):
     """x - logsumexp(x) along ``dim``, stable for any spread of logits (``LogSoftmaxBackward0``)."""
     return _softmax(input, dim, dtype, True)
 
+
+# NumPy's spellings (``axis=``, ``keepdims=``), accepted as PyTorch accepts them
+for _name in ("sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin", "logsumexp",
+              "norm", "softmax", "log_softmax"):
+    globals()[_name] = respell(globals()[_name])

@@ -16,8 +16,8 @@ from numgrad import _arrays, _device, _dtype
 from numgrad._dtype import bool_, from_numpy_dtype, result_type
 from numgrad._shape import broadcast_shapes
 from numgrad.autograd.grad_mode import no_grad
+from numgrad.kernels import LazyKernels
 from numgrad.kernels._guard import OVERLAP, internal_overlap
-from numgrad.ops._util import LazyKernels
 from numgrad.optim.optimizer import Optimizer, required
 from numgrad.tensor import Tensor, _wrap
 

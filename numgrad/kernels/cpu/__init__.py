@@ -2,11 +2,11 @@
 
 import importlib
 
-import numgrad
+from numgrad._startup import numpy_came_first
 from numgrad.kernels.cpu import _malloc, _openblas, _threads
 
 # process-wide settings that only affect speed (each module says what and why)
-_openblas.settle(numgrad._numpy_came_first)
+_openblas.settle(numpy_came_first)
 _malloc.settle()
 _threads.settle()
 

@@ -4,13 +4,7 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-
-def like(x, c):
-    """``c`` converted to the type of ``x`` (keeps float32 math in float32).
-
-    The Python body serves interpreted kernels (Numba's CUDA simulator); compiled code
-    uses the overload below."""
-    return type(x)(c)
+from numgrad.kernels.scalar import like
 
 
 @overload(like, inline="always")

@@ -962,3 +962,18 @@ def ternary(k, a, b, c, dtype, shape, p=0.0, q=0.0, out=None):
         else:
             _nd(k, (a, b, c), out, p, q)
     return out
+
+
+# ----------------------------------------------------------------------------------------
+# triangular masks: x where its diagonal offset d = col - row passes, else 0
+# ----------------------------------------------------------------------------------------
+
+
+@binary_kernel
+def triu_keep(x, d, p, q):
+    return x if d >= p else like(x, 0)
+
+
+@binary_kernel
+def tril_keep(x, d, p, q):
+    return x if d <= p else like(x, 0)

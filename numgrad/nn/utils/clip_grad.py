@@ -6,6 +6,7 @@ from numgrad.autograd.grad_mode import no_grad
 from numgrad.ops import elementwise as ew
 from numgrad.ops import reduction as red
 from numgrad.ops import shape as sh
+from numgrad.ops import unary as un
 from numgrad.tensor import Tensor, _wrap
 
 
@@ -29,7 +30,7 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     total = red.norm(sh.stack(norms), norm_type)
     if total.is_cuda and not error_if_nonfinite:
         # scale by min(1, max_norm / (norm + 1e-6)) on the GPU: no copy of the norm to the host
-        coef = ew.clamp(ew.mul(ew.reciprocal(ew.add(total, 1e-6)), float(max_norm)), max=1.0)
+        coef = ew.clamp(ew.mul(un.reciprocal(ew.add(total, 1e-6)), float(max_norm)), max=1.0)
         for g in grads:
             g.mul_(coef)
         return total

@@ -1,0 +1,40 @@
+"""CPU loops over the lines of (outer, n, inner) arrays, one line function of
+``numgrad.kernels.lines`` each (``prange`` over lines)."""
+
+import numpy as np
+from numba import prange
+
+from numgrad.kernels import lines as L
+from numgrad.kernels._jit import inline, specialize
+
+
+def _cumsum_lines(x, out, lines, n, inner, acc):
+    for line in prange(lines):
+        base = (line // inner) * n * inner + line % inner
+        f(x, base, out, base, n, inner, acc)  # noqa: F821
+
+
+def _sort_lines(x, vals, idx, a, b, lines, n, inner, desc):
+    for line in prange(lines):
+        base = (line // inner) * n * inner + line % inner
+        f(x, base, vals, idx, base, a, b, line * n, n, inner, desc)  # noqa: F821
+
+
+_cumsum = specialize(_cumsum_lines, "cumsum", {"parallel": True}, f=inline(L.cumsum_line))
+_sort = specialize(_sort_lines, "sort", {"parallel": True}, f=inline(L.sort_line))
+
+
+def cumsum_3d(x, out, acc):
+    """Cumulative sums along axis 1 of C-contiguous 3-D ``x`` into ``out`` (same shape)."""
+    if x.size:
+        _cumsum(x.ravel(), out.ravel(), x.shape[0] * x.shape[2], x.shape[1], x.shape[2], acc)
+
+
+def sort_3d(x, vals, idx, desc):
+    """Stable sort along axis 1 of C-contiguous 3-D ``x``: values and int64 indices."""
+    if x.size:
+        n = x.shape[1]
+        a = np.empty(x.size, np.int64)
+        b = np.empty(x.size, np.int64)
+        _sort(x.ravel(), vals.ravel(), idx.ravel(), a, b, x.shape[0] * x.shape[2], n,
+              x.shape[2], bool(desc))

@@ -1,0 +1,447 @@
+"""The op registry: each op is declared once, and its function, graph node, Tensor methods,
+in-place variant, ``out=`` variant and ``numgrad`` namespace entry are generated from that
+declaration.
+
+A declaration holds:
+
+* PyTorch's names: the op (``tanh``), its aliases, and its node (``TanhBackward0``);
+* the forward: a scalar formula ``f(x, p, q)`` / ``f(a, b, p, q)`` that the elementwise loop
+  templates of ``numgrad.kernels`` compile for the CPU (``@njit``) and for CUDA (device
+  functions), or, for other ops, a function that launches kernels and returns arrays;
+* the derivative of the output with respect to each differentiable input, written with
+  numgrad ops over ``grad``: ``{"self": lambda grad, result: ...}``. The names after ``grad``
+  say what the node saves (``self`` and ``other`` are inputs, ``result`` is the output, any
+  other name is a value the forward returns); since the formulas are numgrad ops, double
+  backward needs no extra class;
+* the result dtype rule (``"float"``: integers compute in the default float dtype; ``"same"``),
+  the argument checks, and the variants: function, method, in-place (``tanh_``), ``out=``.
+
+``REGISTRY`` maps names to declarations; the tests read it (an op without a parity case fails
+the suite) and so can a graph compiler.
+"""
+
+import hashlib
+import inspect
+import marshal
+
+import numpy as np
+
+from numgrad.autograd.graph import Node
+from numgrad.ops._util import (
+    EW,
+    Tensor,
+    _wrap,
+    as_type,
+    attach,
+    dtype_of,
+    edge,
+    float_type,
+    state,
+    wrap_out,
+)
+
+REGISTRY = {}  # name -> OpDef, in declaration order
+_ND = np.ndarray  # data of any other class is on the GPU
+INPUT_NAMES = ("self", "other", "third")
+
+
+class OpDef:
+    """One declared op (see the module docstring); ``fn`` is the generated function."""
+
+    __slots__ = ("name", "node", "inputs", "saves", "grads", "formula", "kind", "dtype",
+                 "check", "variants", "aliases", "fn", "_kernel", "doc", "differentiable")
+
+    def __init__(self, name, kind, inputs, grads, node, formula=None, dtype="same",
+                 check=None, variants=("function", "method"), aliases=(), doc=None):
+        self.name = name
+        self.kind = kind  # "unary", "binary": elementwise formula; "op": a forward function
+        self.inputs = inputs
+        self.grads = grads
+        self.differentiable = bool(grads)
+        self.formula = formula
+        self.dtype = dtype
+        self.check = check
+        self.variants = frozenset(variants)
+        self.aliases = tuple(aliases)
+        self.doc = doc
+        self.saves = _saved_names(inputs, grads)
+        self.node = make_node(node, inputs, grads, self.saves) if grads else None
+        self._kernel = None
+        self.fn = None
+
+    def kernel(self):
+        """The compiled elementwise kernel of the formula (built on first use: importing
+        numgrad compiles nothing). ``formula`` may also name a kernel of
+        ``numgrad.kernels.cpu.elementwise``."""
+        k = self._kernel
+        if k is None:
+            if isinstance(self.formula, str):
+                k = getattr(EW, self.formula)
+            else:
+                # the formula's bytecode names the cached machine code, so editing a formula
+                # never loads the old one from the disk cache
+                code = marshal.dumps(self.formula.__code__)
+                tag = hashlib.sha256(code).hexdigest()[:10]
+                k = EW.Kernel(f"{self.name}_{tag}", 1 if self.kind == "unary" else 2,
+                              self.formula)
+            self._kernel = k
+        return k
+
+    def __repr__(self):
+        return f"<op {self.name} ({self.kind}, node {self.node and self.node.__name__})>"
+
+
+def _saved_names(inputs, grads):
+    """What the node saves: the names the derivative formulas read, in order of first use."""
+    names = []
+    for key in inputs:
+        formula = grads.get(key)
+        if formula is None:
+            continue
+        for p in list(inspect.signature(formula).parameters)[1:]:
+            if p not in names:
+                names.append(p)
+    return tuple(names)
+
+
+# ----------------------------------------------------------------------------------------
+# generated Node classes
+# ----------------------------------------------------------------------------------------
+
+
+def make_node(name, inputs, grads, saves):
+    """A Node class named ``name`` whose backward applies ``grads[input](grad, *saved)`` for
+    each input that has an edge. Saved outputs (``result``) are stored as arrays and handed to
+    the formulas as tensors of this node, so they stay differentiable."""
+    formulas = tuple(grads.get(i) for i in inputs)
+    args = tuple(tuple(saves.index(p) for p in list(inspect.signature(f).parameters)[1:])
+                 if f is not None else () for f in formulas)
+    result_at = saves.index("result") if "result" in saves else -1
+
+    if len(inputs) == 1 and args[0] == (0,):  # one input, one saved value: the common case
+        f0 = formulas[0]
+        if result_at == 0:
+            def _backward(self, g):
+                return (f0(g, wrap_out(self, self._saved[0])),)
+        else:
+            def _backward(self, g):
+                return (f0(g, self._saved[0]),)
+    else:
+        def _backward(self, g):
+            saved = self._saved
+            if result_at >= 0:
+                saved = list(saved)
+                saved[result_at] = wrap_out(self, saved[result_at])
+            nf = self.next_functions
+            return tuple(
+                f(g, *[saved[j] for j in a]) if f is not None and nf[i][0] is not None else None
+                for i, (f, a) in enumerate(zip(formulas, args)))
+
+    ns = {"__slots__": (), "_names_of_saved": saves, "_backward": _backward,
+          "__doc__": f"Backward of a registered op: derivatives for {', '.join(grads)}."}
+    return type(name, (Node,), ns)
+
+
+# ----------------------------------------------------------------------------------------
+# elementwise declarations
+# ----------------------------------------------------------------------------------------
+
+
+def _unary_function(od):
+    """tensor -> tensor through ``od``'s kernel, with the fast path for C-contiguous float
+    data of the result dtype (no cast, no broadcast, no check)."""
+    node_cls = od.node
+    name = od.name
+    save_result = od.saves == ("result",)
+    float_rule = od.dtype == "float"
+    check = od.check
+    flat1 = _flat1
+
+    saves_input = od.saves == ("self",)
+
+    def record(out, input, r):
+        attach(out, node_cls((edge(input),), (r,) if save_result else
+                             (input,) if saves_input else ()))
+
+    def op(input, *, out=None):
+        if out is None:
+            xd = getattr(input, "_data", None)
+            if xd is not None and xd.dtype.kind == "f" and xd.flags.c_contiguous:
+                k = od._kernel or od.kernel()
+                r = flat1(k, xd)
+                res = _wrap(r)
+                if node_cls is not None and state.enabled and input._requires_grad:
+                    record(res, input, r)
+                return res
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
+                            f"{type(input).__name__}")
+        if out is not None:
+            return write_out(op, out, input)
+        dt = dtype_of(input)
+        if check is not None:
+            check(dt)
+        if float_rule:
+            dt = float_type(dt)
+        r = EW.unary(od._kernel or od.kernel(), as_type(input, dt), dt.np, 0.0, 0.0)
+        res = _wrap(r)
+        if node_cls is not None and state.enabled and input._requires_grad:
+            record(res, input, r)
+        return res
+
+    return op
+
+
+def _flat1(kernel, xd):
+    if xd.__class__ is not _ND:  # CUDA data: the launcher picks the GPU kernels
+        return EW.unary(kernel, xd, xd.dtype, 0.0, 0.0)
+    out = np.empty(xd.shape, xd.dtype)
+    n = out.size
+    if n:
+        (kernel.flat if n < EW.PARALLEL_MIN else kernel.flat_par)(xd.ravel(), out.ravel(),
+                                                                  0.0, 0.0)
+    return out
+
+
+def _binary_function(od):
+    """``f(a, b)`` on two tensors of one dtype (the backward formulas of unary ops: ``g`` and
+    the saved input or result), broadcast together."""
+    node_cls = od.node
+    saved_pair = od.saves == ("self", "other")
+
+    def op(a, b):
+        ad, bd = a._data, b._data
+        k = od._kernel or od.kernel()
+        if (ad.__class__ is _ND and bd.__class__ is _ND and ad.dtype is bd.dtype
+                and ad.shape == bd.shape and ad.flags.c_contiguous and bd.flags.c_contiguous):
+            r = np.empty(ad.shape, ad.dtype)
+            n = r.size
+            if n:
+                (k.flat if n < EW.PARALLEL_MIN else k.flat_par)(ad.ravel(), bd.ravel(),
+                                                                r.ravel(), 0.0, 0.0)
+            meta = None
+        else:
+            from numgrad._shape import broadcast_shapes
+            from numgrad.ops._util import meta_for
+            dt = dtype_of(b)
+            shape = broadcast_shapes(ad.shape, bd.shape)
+            r = EW.binary(k, as_type(a, dt), as_type(b, dt), dt.np, shape, 0.0, 0.0)
+            meta = (meta_for(a, shape, dt), meta_for(b, shape, dt))
+            if meta == (None, None):
+                meta = None
+        res = _wrap(r)
+        if node_cls is not None and state.enabled and (a._requires_grad or b._requires_grad):
+            saved = (a, b) if saved_pair else tuple((a, b)[INPUT_NAMES.index(s)]
+                                                   for s in od.saves)
+            node = node_cls((edge(a), edge(b)), saved)
+            if meta is not None:
+                node._meta = meta
+            attach(res, node)
+        return res
+
+    return op
+
+
+def elementwise(name=None, *, node=None, grad=None, dtype="same", check=None,
+                variants=("function", "method", "inplace", "inplace_function", "out"),
+                aliases=(), arity=1,
+                formula=None):
+    """Declare an elementwise op from its scalar formula (the decorated function) or from a
+    kernel of ``numgrad.kernels.cpu.elementwise`` named by ``formula``.
+
+    ``grad``: one derivative formula (unary) or a dict over ``self``/``other``.
+    """
+    def declare(fn):
+        op_name = name or fn.__name__
+        inputs = INPUT_NAMES[:arity]
+        grads = grad if isinstance(grad, dict) else ({"self": grad} if grad else {})
+        od = OpDef(op_name, "unary" if arity == 1 else "binary", inputs, grads, node,
+                   formula=formula or fn, dtype=dtype, check=check,
+                   variants=variants if arity == 1 else (), aliases=aliases,
+                   doc=fn.__doc__)
+        gen = _unary_function(od) if arity == 1 else _binary_function(od)
+        gen.__name__ = gen.__qualname__ = op_name
+        gen.__doc__ = (fn.__doc__ or f"Elementwise {op_name}.") + (
+            f" (``{node}`` in the graph)" if node else "")
+        gen.opdef = od
+        od.fn = gen
+        REGISTRY[op_name] = od
+        return gen
+    return declare
+
+
+def op(name=None, *, node=None, grads=None, inputs=("self",), variants=("function", "method"),
+       aliases=(), outputs=1, save=None):
+    """Declare an op whose forward is the decorated function.
+
+    The function takes the op's arguments (tensors for ``inputs``) and returns
+    ``(result arrays, values)``: the output array (or a tuple for several outputs), and a dict
+    of the non-tensor values the derivative formulas read (``dim``, ``indices``, ...). The
+    generated function wraps the arrays, and records the node when a differentiable input
+    requires grad. ``save``: the saved names when they differ from what the formulas read
+    (PyTorch's ``_saved_*`` order)."""
+    def declare(forward):
+        op_name = name or forward.__name__
+        od = OpDef(op_name, "op", tuple(inputs), grads or {}, node, variants=variants,
+                   aliases=aliases, doc=forward.__doc__)
+        if save is not None:
+            od.saves = tuple(save)
+            od.node = make_node(node, od.inputs, od.grads, od.saves) if grads else None
+        node_cls = od.node
+        n_in = len(od.inputs)
+        saves = od.saves
+
+        def fn(*args, **kwargs):
+            if kwargs.get("out") is not None:
+                out = kwargs.pop("out")
+                return write_out(fn, out, *args, **kwargs)
+            arrays, values = forward(*args, **kwargs)
+            multi = isinstance(arrays, tuple)
+            res = tuple(_wrap(a) for a in arrays) if multi else _wrap(arrays)
+            if node_cls is not None and state.enabled:
+                ins = args[:n_in]
+                if any(isinstance(t, Tensor) and t._requires_grad for t in ins):
+                    first = res[0] if multi else res
+                    saved = tuple(_saved_value(s, ins, first, values) for s in saves)
+                    edges = tuple(edge(t) if isinstance(t, Tensor) else (None, 0) for t in ins)
+                    attach(first, node_cls(edges, saved))
+            if multi and outputs_type is not None:
+                return outputs_type(*res)
+            return res
+
+        outputs_type = outputs if callable(outputs) else None
+        fn.__name__ = fn.__qualname__ = op_name
+        fn.__doc__ = forward.__doc__
+        fn.__wrapped__ = forward
+        fn.opdef = od
+        od.fn = fn
+        REGISTRY[op_name] = od
+        return fn
+    return declare
+
+
+def respell(fn):
+    """Accept NumPy's spellings of reduction arguments, as PyTorch does: ``axis=`` for
+    ``dim=`` and ``keepdims=`` for ``keepdim=``."""
+    import functools
+
+    @functools.wraps(fn)
+    def accepting(*args, **kwargs):
+        if "axis" in kwargs or "keepdims" in kwargs:
+            kwargs = respelled(kwargs)
+        return fn(*args, **kwargs)
+    return accepting
+
+
+def respelled(kwargs):
+    """``kwargs`` with ``axis``/``keepdims`` renamed (PyTorch's error if both are given)."""
+    kwargs = dict(kwargs)
+    for numpy_name, name in (("axis", "dim"), ("keepdims", "keepdim")):
+        if numpy_name in kwargs:
+            if name in kwargs:
+                raise TypeError(f"got multiple values for argument '{name}'")
+            kwargs[name] = kwargs.pop(numpy_name)
+    return kwargs
+
+
+def _saved_value(name, ins, out, values):
+    if name == "result":
+        return out._data
+    if name in INPUT_NAMES[:len(ins)]:
+        return ins[INPUT_NAMES.index(name)]
+    return values[name]
+
+
+# ----------------------------------------------------------------------------------------
+# variants: out=, in-place, methods, namespace
+# ----------------------------------------------------------------------------------------
+
+
+def write_out(fn, out, *args, **kwargs):
+    """``fn(*args, out=out)``: PyTorch's out= rules (no autograd through out=, the result
+    cast into ``out``'s dtype where allowed, ``out`` resized to the result's shape). ``out``
+    is a tuple of tensors for an op with several outputs."""
+    outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+    for o in outs:
+        if not isinstance(o, Tensor):
+            raise TypeError(f"{fn.__name__}(): argument 'out' must be Tensor, not "
+                            f"{type(o).__name__}")
+    if state.enabled and any(isinstance(a, Tensor) and a._requires_grad
+                             for a in (*outs, *args)):
+        raise RuntimeError(f"{fn.__name__}(): functions with out=... arguments don't support "
+                           "automatic differentiation, but one of the arguments requires grad.")
+    from numgrad.autograd.grad_mode import no_grad
+    with no_grad():
+        r = fn(*args, **kwargs)
+    rs = tuple(r) if isinstance(r, tuple) else (r,)
+    if len(rs) != len(outs):
+        raise TypeError(f"{fn.__name__}(): argument 'out' must be tuple of {len(rs)} Tensors")
+    for o, ri in zip(outs, rs):
+        _write_into(o, ri)
+    return out
+
+
+def _write_into(out, r):
+    rd, od = dtype_of(r), dtype_of(out)
+    if rd._kind > od._kind:
+        raise RuntimeError(f"result type {rd._legacy} can't be cast to the desired output "
+                           f"type {od._legacy}")
+    if out._data.shape != r._data.shape:
+        if out._data.size:
+            import warnings
+            warnings.warn(
+                f"An output with one or more elements was resized since it had shape "
+                f"{list(out._data.shape)}, which does not match the required output shape "
+                f"{list(r._data.shape)}. This behavior is deprecated, and in a future PyTorch "
+                "release outputs will not be resized unless they have zero elements. You can "
+                "explicitly reuse an out tensor t by resizing it, inplace, to zero elements "
+                "with t.resize_(0).", UserWarning, stacklevel=4)
+        out._data = as_type(r, od) if r._data.dtype != od.np else r._data
+        out._bump_version()
+        return
+    from numgrad.ops.inplace import check_inplace
+    check_inplace(out)
+    EW.on(r._data).unary(EW.copy, r._data, out._data.dtype, out=out._data)
+    out._bump_version()
+
+
+def _inplace(od):
+    fn = od.fn
+
+    def method(self, *args, **kwargs):
+        from numgrad.ops.inplace import apply_
+        if args or kwargs:
+            return apply_(self, lambda x: fn(x, *args, **kwargs))
+        return apply_(self, fn)
+    method.__name__ = od.name + "_"
+    method.__doc__ = f"In-place {od.name} (``{od.node.__name__ if od.node else ''}``)."
+    return method
+
+
+def methods():
+    """Tensor methods generated from the registry: ``name -> function``."""
+    out = {}
+    for od in REGISTRY.values():
+        if "method" in od.variants:
+            for n in (od.name, *od.aliases):
+                out[n] = od.fn
+        if "inplace" in od.variants:
+            m = _inplace(od)
+            for n in (od.name, *od.aliases):
+                out[n + "_"] = m
+    return out
+
+
+def namespace():
+    """``numgrad.<name>`` entries generated from the registry: functions, and the in-place
+    forms PyTorch also exports as functions (``numgrad.tanh_``; variant ``inplace_function``)."""
+    out = {}
+    for od in REGISTRY.values():
+        if "function" in od.variants:
+            for n in (od.name, *od.aliases):
+                out[n] = od.fn
+        if "inplace_function" in od.variants:
+            m = _inplace(od)
+            for n in (od.name, *od.aliases):
+                out[n + "_"] = m
+    return out

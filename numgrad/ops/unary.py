@@ -1,0 +1,231 @@
+"""Unary math ops, each declared once (see ``numgrad.ops.registry``): its formula, node,
+derivative and variants. The backward rules that would take several ops (sqrt, sin, cos,
+tanh, sigmoid) are themselves declared ops with one fused kernel and their own derivatives,
+so every order of gradient comes from this file.
+
+Formulas written here compile into the elementwise loop templates of ``numgrad.kernels``
+(CPU ``@njit`` and CUDA device functions); a formula given as a string names a hand-tuned
+kernel of ``numgrad.kernels.cpu.elementwise`` (vectorizable exp/tanh/sigmoid).
+"""
+
+import math
+
+from numgrad import _dtype
+from numgrad.kernels.scalar import like
+from numgrad.ops import elementwise as ew
+from numgrad.ops.registry import elementwise
+
+_2_SQRT_PI = 2.0 / math.sqrt(math.pi)
+_LN10 = math.log(10.0)
+
+# ----------------------------------------------------------------------------------------
+# fused backward ops: f(grad, saved); declared first, the forward ops' rules call them
+# ----------------------------------------------------------------------------------------
+
+
+@elementwise(arity=2, formula="sqrt_bwd", node="SqrtBackwardBackward0", dtype="float", grad={
+    # f = g / (2y): df/dg = 1 / (2y)
+    "self": lambda grad, other: ew.div(grad, ew.mul(other, 2)),
+    # df/dy = -g / (2 y^2)
+    "other": lambda grad, self, other: ew.neg(ew.div(ew.mul(grad, self),
+                                                     ew.mul(ew.mul(other, other), 2)))})
+def sqrt_backward(g, y, p, q):
+    """g / (2 sqrt(x)) from the saved result y = sqrt(x)."""
+
+
+@elementwise(arity=2, formula="sin_bwd", node="SinBackwardBackward0", grad={
+    # f = g cos(x): df/dg = cos(x)
+    "self": lambda grad, other: ew.mul(grad, cos(other)),
+    # df/dx = -g sin(x)
+    "other": lambda grad, self, other: ew.neg(ew.mul(ew.mul(grad, self), sin(other)))})
+def sin_backward(g, x, p, q):
+    """g cos(x)."""
+
+
+@elementwise(arity=2, formula="cos_bwd", node="CosBackwardBackward0", grad={
+    # f = -g sin(x): df/dg = -sin(x)
+    "self": lambda grad, other: ew.neg(ew.mul(grad, sin(other))),
+    # df/dx = -g cos(x)
+    "other": lambda grad, self, other: ew.neg(ew.mul(ew.mul(grad, self), cos(other)))})
+def cos_backward(g, x, p, q):
+    """-g sin(x)."""
+
+
+@elementwise(arity=2, formula="tanh_bwd", node="TanhBackwardBackward0", grad={
+    # f = g (1 - y^2): df/dg = 1 - y^2
+    "self": lambda grad, other: tanh_backward(grad, other),
+    # df/dy = -2 g y
+    "other": lambda grad, self, other: ew.mul(ew.mul(grad, self), ew.mul(other, -2))})
+def tanh_backward(g, y, p, q):
+    """g (1 - y^2) from the saved result y = tanh(x)."""
+
+
+@elementwise(arity=2, formula="sigmoid_bwd", node="SigmoidBackwardBackward0", grad={
+    # f = g y (1 - y): df/dg = y (1 - y)
+    "self": lambda grad, other: sigmoid_backward(grad, other),
+    # df/dy = g (1 - 2y)
+    "other": lambda grad, self, other: ew.mul(ew.mul(grad, self), ew.rsub(ew.mul(other, 2), 1))})
+def sigmoid_backward(g, y, p, q):
+    """g y (1 - y) from the saved result y = sigmoid(x)."""
+
+
+@elementwise(arity=2, formula="relu_bwd", node="ThresholdBackwardBackward0", grad={
+    # f = g [y > 0]: df/dg = [y > 0], df/dy = 0
+    "self": lambda grad, other: threshold_backward(grad, other)})
+def threshold_backward(g, y, p, q):
+    """g where the saved result y = relu(x) is positive, else 0."""
+
+
+@elementwise(arity=2, formula="abs_bwd", node="AbsBackwardBackward0", grad={
+    # f = g sgn(x): df/dg = sgn(x), df/dx = 0
+    "self": lambda grad, other: abs_backward(grad, other)})
+def abs_backward(g, x, p, q):
+    """g sgn(x)."""
+
+
+# ----------------------------------------------------------------------------------------
+# forward ops
+# ----------------------------------------------------------------------------------------
+
+
+def _no_bool(message, error=RuntimeError):
+    def check(dt):
+        if dt is _dtype.bool_:
+            raise error(message)
+    return check
+
+
+# d/dx (-x) = -1
+@elementwise(formula="neg", node="NegBackward0", aliases=("negative",),
+             grad=lambda grad: ew.neg(grad), check=_no_bool(
+                 "Negation, the `-` operator, on a bool tensor is not supported. If you are "
+                 "trying to invert a mask, use the `~` or `logical_not()` operator instead."))
+def neg(x, p, q):
+    """-x."""
+
+
+# d/dx |x| = sgn(x)
+@elementwise(formula="abs", node="AbsBackward0", aliases=("absolute",),
+             grad=lambda grad, self: abs_backward(grad, self),
+             check=_no_bool("\"abs_cpu\" not implemented for 'Bool'", NotImplementedError))
+def abs(x, p, q):  # noqa: A001
+    """|x| (|-0| = 0)."""
+
+
+# d/dx relu(x) = [x > 0]
+@elementwise(formula="relu", node="ReluBackward0",
+             grad=lambda grad, result: threshold_backward(grad, result),
+             check=_no_bool("Boolean inputs not supported for relu"))
+def relu(x, p, q):
+    """max(x, 0); nan stays nan."""
+
+
+# d/dx sign(x) = 0
+@elementwise(formula="sign", node="SignBackward0", grad=lambda grad: ew.mul(grad, 0),
+             variants=("function", "method", "inplace", "out"))
+def sign(x, p, q):
+    """-1, 0 or 1 (0 for nan and -0)."""
+
+
+# d/dx exp(x) = exp(x)
+@elementwise(formula="exp", node="ExpBackward0", dtype="float",
+             grad=lambda grad, result: ew.mul(grad, result))
+def exp(x, p, q):
+    """e^x."""
+
+
+# d/dx log(x) = 1 / x
+@elementwise(formula="log", node="LogBackward0", dtype="float",
+             grad=lambda grad, self: ew.div(grad, self))
+def log(x, p, q):
+    """Natural logarithm."""
+
+
+# d/dx sqrt(x) = 1 / (2 sqrt(x))
+@elementwise(formula="sqrt", node="SqrtBackward0", dtype="float",
+             grad=lambda grad, result: sqrt_backward(grad, result))
+def sqrt(x, p, q):
+    """Square root."""
+
+
+# d/dx sin(x) = cos(x)
+@elementwise(formula="sin", node="SinBackward0", dtype="float",
+             grad=lambda grad, self: sin_backward(grad, self))
+def sin(x, p, q):
+    """Sine."""
+
+
+# d/dx cos(x) = -sin(x)
+@elementwise(formula="cos", node="CosBackward0", dtype="float",
+             grad=lambda grad, self: cos_backward(grad, self))
+def cos(x, p, q):
+    """Cosine."""
+
+
+# d/dx tanh(x) = 1 - tanh(x)^2
+@elementwise(formula="tanh", node="TanhBackward0", dtype="float",
+             grad=lambda grad, result: tanh_backward(grad, result))
+def tanh(x, p, q):
+    """Hyperbolic tangent."""
+
+
+# d/dx sigmoid(x) = sigmoid(x) (1 - sigmoid(x))
+@elementwise(formula="sigmoid", node="SigmoidBackward0", dtype="float",
+             grad=lambda grad, result: sigmoid_backward(grad, result))
+def sigmoid(x, p, q):
+    """1 / (1 + e^-x), stable on both sides."""
+
+
+# d/dx (1/x) = -1/x^2 = -r^2
+@elementwise(formula="reciprocal", node="ReciprocalBackward0", dtype="float",
+             grad=lambda grad, result: ew.mul(grad, ew.neg(ew.mul(result, result))))
+def reciprocal(x, p, q):
+    """1 / x."""
+
+
+# d/dx erf(x) = 2/sqrt(pi) e^(-x^2)
+@elementwise(node="ErfBackward0", dtype="float", grad=lambda grad, self: ew.mul(
+    grad, ew.mul(exp(ew.neg(ew.mul(self, self))), _2_SQRT_PI)))
+def erf(x, p, q):
+    """The error function."""
+    return math.erf(x)
+
+
+# d/dx erfc(x) = -2/sqrt(pi) e^(-x^2)
+@elementwise(node="ErfcBackward0", dtype="float", grad=lambda grad, self: ew.mul(
+    grad, ew.mul(exp(ew.neg(ew.mul(self, self))), -_2_SQRT_PI)))
+def erfc(x, p, q):
+    """The complementary error function 1 - erf(x), accurate where erf(x) is near 1."""
+    return math.erfc(x)
+
+
+# d/dx log10(x) = 1 / (x ln 10)
+@elementwise(node="Log10Backward0", dtype="float",
+             grad=lambda grad, self: ew.div(grad, ew.mul(self, _LN10)))
+def log10(x, p, q):
+    """Base-10 logarithm."""
+    return math.log10(x)
+
+
+# d/dx log(1 + x) = 1 / (1 + x)
+@elementwise(node="Log1PBackward0", dtype="float",
+             grad=lambda grad, self: ew.div(grad, ew.add(self, 1)))
+def log1p(x, p, q):
+    """log(1 + x), accurate for small x."""
+    return math.log1p(x)
+
+
+# d/dx (e^x - 1) = e^x = result + 1
+@elementwise(node="Expm1Backward0", dtype="float",
+             grad=lambda grad, result: ew.mul(grad, ew.add(result, 1)))
+def expm1(x, p, q):
+    """e^x - 1, accurate for small x."""
+    return math.expm1(x)
+
+
+# d/dx x^(-1/2) = -x^(-3/2) / 2 = -result^3 / 2
+@elementwise(node="RsqrtBackward0", dtype="float", grad=lambda grad, result: ew.mul(
+    grad, ew.mul(ew.mul(result, ew.mul(result, result)), -0.5)))
+def rsqrt(x, p, q):
+    """1 / sqrt(x)."""
+    return like(x, 1.0) / math.sqrt(x)
