@@ -36,6 +36,8 @@ def rebuild(r):
         return getattr(importlib.import_module(r[1]), r[2])
     if kind == "device_fn":
         obj = getattr(importlib.import_module(r[1]), r[2])
+        if hasattr(obj, "opdef"):  # a formula declared in the op registry: its kernel's
+            obj = obj.opdef.kernel()
         return _launch.device_fn(getattr(obj, "formula", obj), r[3])
     if kind == "kernel":
         template = getattr(importlib.import_module(r[1]), r[2])
