@@ -94,6 +94,7 @@ CASES = [
     ("tanh", lambda m, a: m.tanh(a), np.tanh, [U(3, 4, lo=-3, hi=3)]),
     ("sigmoid", lambda m, a: m.sigmoid(a), lambda a: 1 / (1 + np.exp(-a)), [U(3, 4, lo=-5, hi=5)]),
     ("relu", lambda m, a: m.relu(a), lambda a: np.maximum(a, 0), [AWAY(3, 4)]),
+    ("sign", lambda m, a: m.sign(a), np.sign, [AWAY(3, 4)]),
     ("clamp", lambda m, a: a.clamp(-0.5, 0.5), lambda a: np.clip(a, -0.5, 0.5), [AWAY(3, 4)]),
     ("clamp_min", lambda m, a: m.clamp(a, min=0.2), lambda a: np.maximum(a, 0.2), [AWAY(3, 4)]),
     ("clamp_max", lambda m, a: a.clamp(max=0.2), lambda a: np.minimum(a, 0.2), [AWAY(3, 4)]),

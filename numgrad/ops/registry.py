@@ -155,6 +155,7 @@ def _unary_function(od):
     save_result = od.saves == ("result",)
     float_rule = od.dtype == "float"
     check = od.check
+    has_out = "out" in od.variants
     flat1 = _flat1
 
     saves_input = od.saves == ("self",)
@@ -177,6 +178,8 @@ def _unary_function(od):
             raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
                             f"{type(input).__name__}")
         if out is not None:
+            if not has_out:
+                raise TypeError(f"{name}() got an unexpected keyword argument 'out'")
             return write_out(op, out, input)
         dt = dtype_of(input)
         if check is not None:

@@ -115,7 +115,8 @@ def abs(x, p, q):  # noqa: A001
 # d/dx relu(x) = [x > 0]
 @elementwise(formula="relu", node="ReluBackward0",
              grad=lambda grad, result: threshold_backward(grad, result),
-             check=_no_bool("Boolean inputs not supported for relu"))
+             check=_no_bool("Boolean inputs not supported for relu"),
+             variants=("function", "method", "inplace", "inplace_function"))
 def relu(x, p, q):
     """max(x, 0); nan stays nan."""
 
