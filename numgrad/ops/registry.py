@@ -421,30 +421,26 @@ def _inplace(od):
     return method
 
 
-def methods():
-    """Tensor methods generated from the registry: ``name -> function``."""
+def _entries(plain, inplace):
+    """``name -> function`` for the ops with variant ``plain`` (and their aliases), plus
+    ``name_ -> in-place form`` for those with variant ``inplace``."""
     out = {}
     for od in REGISTRY.values():
-        if "method" in od.variants:
-            for n in (od.name, *od.aliases):
-                out[n] = od.fn
-        if "inplace" in od.variants:
+        names = (od.name, *od.aliases)
+        if plain in od.variants:
+            out.update(dict.fromkeys(names, od.fn))
+        if inplace in od.variants:
             m = _inplace(od)
-            for n in (od.name, *od.aliases):
-                out[n + "_"] = m
+            out.update({n + "_": m for n in names})
     return out
+
+
+def methods():
+    """Tensor methods generated from the registry (``x.erf()``, ``x.erf_()``)."""
+    return _entries("method", "inplace")
 
 
 def namespace():
     """``numgrad.<name>`` entries generated from the registry: functions, and the in-place
     forms PyTorch also exports as functions (``numgrad.tanh_``; variant ``inplace_function``)."""
-    out = {}
-    for od in REGISTRY.values():
-        if "function" in od.variants:
-            for n in (od.name, *od.aliases):
-                out[n] = od.fn
-        if "inplace_function" in od.variants:
-            m = _inplace(od)
-            for n in (od.name, *od.aliases):
-                out[n + "_"] = m
-    return out
+    return _entries("function", "inplace_function")
