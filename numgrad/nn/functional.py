@@ -1432,26 +1432,8 @@ def _gelu_ops(x, approximate):
         c = math.sqrt(2.0 / math.pi)
         inner = ew.mul(ew.add(x, ew.mul(ew.pow(x, 3), 0.044715)), c)
         return ew.mul(ew.mul(x, 0.5), ew.add(un.tanh(inner), 1.0))
-    cdf = ew.mul(ew.add(_erf(ew.mul(x, 1.0 / math.sqrt(2.0))), 1.0), 0.5)
+    cdf = ew.mul(ew.add(un.erf(ew.mul(x, 1.0 / math.sqrt(2.0))), 1.0), 0.5)
     return ew.mul(x, cdf)
-
-
-def _erf(x):
-    """erf as an op (``ErfBackward0``), used by the composite GELU."""
-    out = _wrap(EW.unary(EW.erf, x._data, x._data.dtype))
-    if state.enabled and x._requires_grad:
-        attach(out, ErfBackward0((edge(x),), (x,)))
-    return out
-
-
-class ErfBackward0(Node):
-    __slots__ = ()
-    _names_of_saved = ("self",)
-
-    # d/dx erf(x) = 2/sqrt(pi) exp(-x^2)
-    def _backward(self, g):
-        x = self._saved[0]
-        return (ew.mul(g, ew.mul(un.exp(ew.neg(ew.mul(x, x))), 2.0 / math.sqrt(math.pi))),)
 
 
 def relu(input, inplace=False):

@@ -29,6 +29,8 @@ from numgrad.ops._util import (
     scalar_value,
     state,
 )
+from numgrad.ops.registry import flat1 as _flat1
+from numgrad.ops.registry import flat2 as _flat2
 
 _ND = np.ndarray  # data of any other class is on the GPU
 
@@ -40,27 +42,6 @@ _ND = np.ndarray  # data of any other class is on the GPU
 # The fast paths below skip broadcasting and casting when the operands already share a
 # dtype, a shape and a C-contiguous layout (the common case on the hot path); everything
 # else goes through the general launchers.
-
-
-def _flat1(kernel, xd, p, q):
-    if xd.__class__ is not _ND:  # CUDA data: the launcher picks the GPU kernels
-        return EW.unary(kernel, xd, xd.dtype, p, q)
-    out = np.empty(xd.shape, xd.dtype)
-    n = out.size
-    if n:
-        (kernel.flat if n < EW.PARALLEL_MIN else kernel.flat_par)(xd.ravel(), out.ravel(), p, q)
-    return out
-
-
-def _flat2(kernel, ad, bd, p, q):
-    if ad.__class__ is not _ND or bd.__class__ is not _ND:
-        return EW.binary(kernel, ad, bd, ad.dtype, ad.shape, p, q)
-    out = np.empty(ad.shape, ad.dtype)
-    n = out.size
-    if n:
-        (kernel.flat if n < EW.PARALLEL_MIN else kernel.flat_par)(
-            ad.ravel(), bd.ravel(), out.ravel(), p, q)
-    return out
 
 
 def _unary(kernel, x, dt, p=0.0, q=0.0):

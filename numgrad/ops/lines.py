@@ -5,9 +5,10 @@ import numpy as np
 
 from numgrad import _arrays, _dtype
 from numgrad._shape import wrap_dim
+from numgrad.kernels import LazyKernels
 from numgrad.ops import elementwise as ew
 from numgrad.ops import reduction as red
-from numgrad.ops._util import EW, RED, LazyKernels, Tensor, _wrap, as_type, dtype_of
+from numgrad.ops._util import EW, RED, Tensor, _wrap, as_type, dtype_of
 from numgrad.ops.registry import op, respell
 
 LINES = LazyKernels("lines")
@@ -59,7 +60,7 @@ def cumsum(input, dim, *, dtype=None, out=None):
     xd = _line_view(as_type(input, dt), d)
     r = _arrays.empty(xd, xd.shape, dt.np)
     LINES.on(xd).cumsum_3d(xd, r, np.float64(0.0) if dt._kind == 2 else np.int64(0))
-    return r.reshape(x.shape), {"dim": d}
+    return r.reshape(x.shape), {"dim": int(dim)}
 
 
 # ----------------------------------------------------------------------------------------
@@ -92,7 +93,7 @@ def _sorted(input, dim, descending, fn):
     LINES.on(xd).sort_3d(xd, vals, idx, bool(descending))
     if dt is _dtype.bool_:
         vals = EW.on(vals).unary(EW.copy, vals, np.dtype(np.bool_))
-    return vals.reshape(x.shape), idx.reshape(x.shape), d
+    return vals.reshape(x.shape), idx.reshape(x.shape)
 
 
 sort_return = red._return_type("sort")
@@ -106,15 +107,15 @@ sort_return = red._return_type("sort")
 def sort(input, dim=-1, descending=False, stable=False, *, out=None):
     """Values sorted along ``dim`` and their indices (a stable sort; NaN sorts as the largest
     value, as PyTorch)."""
-    vals, idx, d = _sorted(input, dim, descending, "sort")
-    return (vals, idx), {"dim": d, "indices": idx, "self_sym_sizes": tuple(input.shape)}
+    vals, idx = _sorted(input, dim, descending, "sort")
+    return (vals, idx), {"dim": int(dim), "indices": idx, "self_sym_sizes": tuple(input.shape)}
 
 
 @op()
 @respell
 def argsort(input, dim=-1, descending=False, stable=False):
     """Indices that sort ``input`` along ``dim`` (no gradient)."""
-    _, idx, _ = _sorted(input, dim, descending, "argsort")
+    _, idx = _sorted(input, dim, descending, "argsort")
     return idx, {}
 
 
@@ -123,7 +124,7 @@ def argsort(input, dim=-1, descending=False, stable=False):
 # ----------------------------------------------------------------------------------------
 
 
-def _triangle(input, diagonal, fn, kernel):
+def _triangle(input, diagonal, fn, side):
     _check_tensor(input, fn)
     _check_int(diagonal, fn, "diagonal", 2)
     x = input._data
@@ -134,7 +135,7 @@ def _triangle(input, diagonal, fn, kernel):
     r = arange(rows, dtype=_dtype.int64, device=input.device)._data.reshape(rows, 1)
     c = arange(cols, dtype=_dtype.int64, device=input.device)._data.reshape(1, cols)
     offset = EW.on(r).binary(EW.sub, c, r, np.dtype(np.int64), (rows, cols))
-    return EW.on(x).binary(kernel, x, offset, x.dtype, x.shape, int(diagonal))
+    return EW.on(x).binary(EW.tri_keep, x, offset, x.dtype, x.shape, int(diagonal), side)
 
 
 # d/dx tril(x, k) = the same lower triangle: tril(grad, k)
@@ -142,7 +143,7 @@ def _triangle(input, diagonal, fn, kernel):
     variants=("function", "method", "inplace"))
 def tril(input, diagonal=0, *, out=None):
     """The lower triangle of the last two dims (on and below diagonal ``diagonal``)."""
-    return _triangle(input, diagonal, "tril", EW.tril_keep), {"diagonal": int(diagonal)}
+    return _triangle(input, diagonal, "tril", -1), {"diagonal": int(diagonal)}
 
 
 # d/dx triu(x, k) = the same upper triangle: triu(grad, k)
@@ -150,4 +151,4 @@ def tril(input, diagonal=0, *, out=None):
     variants=("function", "method", "inplace"))
 def triu(input, diagonal=0, *, out=None):
     """The upper triangle of the last two dims (on and above diagonal ``diagonal``)."""
-    return _triangle(input, diagonal, "triu", EW.triu_keep), {"diagonal": int(diagonal)}
+    return _triangle(input, diagonal, "triu", 1), {"diagonal": int(diagonal)}

@@ -20,12 +20,16 @@ A declaration holds:
 the suite) and so can a graph compiler.
 """
 
+import functools
 import hashlib
 import inspect
 import marshal
+import warnings
 
 import numpy as np
 
+from numgrad._shape import broadcast_shapes
+from numgrad.autograd.grad_mode import no_grad
 from numgrad.autograd.graph import Node
 from numgrad.ops._util import (
     EW,
@@ -36,6 +40,7 @@ from numgrad.ops._util import (
     dtype_of,
     edge,
     float_type,
+    meta_for,
     state,
     wrap_out,
 )
@@ -49,21 +54,19 @@ class OpDef:
     """One declared op (see the module docstring); ``fn`` is the generated function."""
 
     __slots__ = ("name", "node", "inputs", "saves", "grads", "formula", "kind", "dtype",
-                 "check", "variants", "aliases", "fn", "_kernel", "doc", "differentiable")
+                 "check", "variants", "aliases", "fn", "_kernel")
 
     def __init__(self, name, kind, inputs, grads, node, formula=None, dtype="same",
-                 check=None, variants=("function", "method"), aliases=(), doc=None):
+                 check=None, variants=("function", "method"), aliases=()):
         self.name = name
         self.kind = kind  # "unary", "binary": elementwise formula; "op": a forward function
         self.inputs = inputs
         self.grads = grads
-        self.differentiable = bool(grads)
         self.formula = formula
         self.dtype = dtype
         self.check = check
         self.variants = frozenset(variants)
         self.aliases = tuple(aliases)
-        self.doc = doc
         self.saves = _saved_names(inputs, grads)
         self.node = make_node(node, inputs, grads, self.saves) if grads else None
         self._kernel = None
@@ -156,8 +159,6 @@ def _unary_function(od):
     float_rule = od.dtype == "float"
     check = od.check
     has_out = "out" in od.variants
-    flat1 = _flat1
-
     saves_input = od.saves == ("self",)
 
     def record(out, input, r):
@@ -195,14 +196,26 @@ def _unary_function(od):
     return op
 
 
-def _flat1(kernel, xd):
+def flat1(kernel, xd, p=0.0, q=0.0):
+    """Unary kernel on C-contiguous data ``xd`` into a new array of its shape and dtype."""
     if xd.__class__ is not _ND:  # CUDA data: the launcher picks the GPU kernels
-        return EW.unary(kernel, xd, xd.dtype, 0.0, 0.0)
+        return EW.unary(kernel, xd, xd.dtype, p, q)
     out = np.empty(xd.shape, xd.dtype)
     n = out.size
     if n:
-        (kernel.flat if n < EW.PARALLEL_MIN else kernel.flat_par)(xd.ravel(), out.ravel(),
-                                                                  0.0, 0.0)
+        (kernel.flat if n < EW.PARALLEL_MIN else kernel.flat_par)(xd.ravel(), out.ravel(), p, q)
+    return out
+
+
+def flat2(kernel, ad, bd, p=0.0, q=0.0):
+    """Binary kernel on C-contiguous data of one shape and dtype into a new array."""
+    if ad.__class__ is not _ND or bd.__class__ is not _ND:
+        return EW.binary(kernel, ad, bd, ad.dtype, ad.shape, p, q)
+    out = np.empty(ad.shape, ad.dtype)
+    n = out.size
+    if n:
+        (kernel.flat if n < EW.PARALLEL_MIN else kernel.flat_par)(
+            ad.ravel(), bd.ravel(), out.ravel(), p, q)
     return out
 
 
@@ -215,17 +228,11 @@ def _binary_function(od):
     def op(a, b):
         ad, bd = a._data, b._data
         k = od._kernel or od.kernel()
-        if (ad.__class__ is _ND and bd.__class__ is _ND and ad.dtype is bd.dtype
-                and ad.shape == bd.shape and ad.flags.c_contiguous and bd.flags.c_contiguous):
-            r = np.empty(ad.shape, ad.dtype)
-            n = r.size
-            if n:
-                (k.flat if n < EW.PARALLEL_MIN else k.flat_par)(ad.ravel(), bd.ravel(),
-                                                                r.ravel(), 0.0, 0.0)
-            meta = None
+        meta = None
+        if (ad.dtype is bd.dtype and ad.shape == bd.shape and ad.flags.c_contiguous
+                and bd.flags.c_contiguous):
+            r = flat2(k, ad, bd)
         else:
-            from numgrad._shape import broadcast_shapes
-            from numgrad.ops._util import meta_for
             dt = dtype_of(b)
             shape = broadcast_shapes(ad.shape, bd.shape)
             r = EW.binary(k, as_type(a, dt), as_type(b, dt), dt.np, shape, 0.0, 0.0)
@@ -260,8 +267,7 @@ def elementwise(name=None, *, node=None, grad=None, dtype="same", check=None,
         grads = grad if isinstance(grad, dict) else ({"self": grad} if grad else {})
         od = OpDef(op_name, "unary" if arity == 1 else "binary", inputs, grads, node,
                    formula=formula or fn, dtype=dtype, check=check,
-                   variants=variants if arity == 1 else (), aliases=aliases,
-                   doc=fn.__doc__)
+                   variants=variants if arity == 1 else (), aliases=aliases)
         gen = _unary_function(od) if arity == 1 else _binary_function(od)
         gen.__name__ = gen.__qualname__ = op_name
         gen.__doc__ = (fn.__doc__ or f"Elementwise {op_name}.") + (
@@ -286,7 +292,7 @@ def op(name=None, *, node=None, grads=None, inputs=("self",), variants=("functio
     def declare(forward):
         op_name = name or forward.__name__
         od = OpDef(op_name, "op", tuple(inputs), grads or {}, node, variants=variants,
-                   aliases=aliases, doc=forward.__doc__)
+                   aliases=aliases)
         if save is not None:
             od.saves = tuple(save)
             od.node = make_node(node, od.inputs, od.grads, od.saves) if grads else None
@@ -326,8 +332,6 @@ def op(name=None, *, node=None, grads=None, inputs=("self",), variants=("functio
 def respell(fn):
     """Accept NumPy's spellings of reduction arguments, as PyTorch does: ``axis=`` for
     ``dim=`` and ``keepdims=`` for ``keepdim=``."""
-    import functools
-
     @functools.wraps(fn)
     def accepting(*args, **kwargs):
         if "axis" in kwargs or "keepdims" in kwargs:
@@ -373,7 +377,6 @@ def write_out(fn, out, *args, **kwargs):
                              for a in (*outs, *args)):
         raise RuntimeError(f"{fn.__name__}(): functions with out=... arguments don't support "
                            "automatic differentiation, but one of the arguments requires grad.")
-    from numgrad.autograd.grad_mode import no_grad
     with no_grad():
         r = fn(*args, **kwargs)
     rs = tuple(r) if isinstance(r, tuple) else (r,)
@@ -391,7 +394,6 @@ def _write_into(out, r):
                            f"type {od._legacy}")
     if out._data.shape != r._data.shape:
         if out._data.size:
-            import warnings
             warnings.warn(
                 f"An output with one or more elements was resized since it had shape "
                 f"{list(out._data.shape)}, which does not match the required output shape "

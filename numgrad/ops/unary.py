@@ -184,17 +184,22 @@ def reciprocal(x, p, q):
     """1 / x."""
 
 
+def _gaussian(grad, x, scale):
+    """grad * scale * e^(-x^2): the derivative of erf (scale 2/sqrt(pi)) and erfc (-2/sqrt(pi))."""
+    return ew.mul(grad, ew.mul(exp(ew.neg(ew.mul(x, x))), scale))
+
+
 # d/dx erf(x) = 2/sqrt(pi) e^(-x^2)
-@elementwise(node="ErfBackward0", dtype="float", grad=lambda grad, self: ew.mul(
-    grad, ew.mul(exp(ew.neg(ew.mul(self, self))), _2_SQRT_PI)))
+@elementwise(node="ErfBackward0", dtype="float",
+             grad=lambda grad, self: _gaussian(grad, self, _2_SQRT_PI))
 def erf(x, p, q):
     """The error function."""
     return math.erf(x)
 
 
 # d/dx erfc(x) = -2/sqrt(pi) e^(-x^2)
-@elementwise(node="ErfcBackward0", dtype="float", grad=lambda grad, self: ew.mul(
-    grad, ew.mul(exp(ew.neg(ew.mul(self, self))), -_2_SQRT_PI)))
+@elementwise(node="ErfcBackward0", dtype="float",
+             grad=lambda grad, self: _gaussian(grad, self, -_2_SQRT_PI))
 def erfc(x, p, q):
     """The complementary error function 1 - erf(x), accurate where erf(x) is near 1."""
     return math.erfc(x)

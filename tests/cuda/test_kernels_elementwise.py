@@ -8,7 +8,7 @@ from numgrad.kernels.cpu import elementwise as EW
 from numgrad.kernels.cuda import elementwise as CE
 
 UNARY = ["neg", "abs", "sign", "exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "relu",
-         "reciprocal", "floor", "ceil", "trunc", "round", "gelu", "gelu_tanh", "erf",
+         "reciprocal", "floor", "ceil", "trunc", "round", "gelu", "gelu_tanh",
          "isnan", "isfinite", "logical_not"]
 BINARY = ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "lt", "ge",
           "logical_and", "tanh_bwd", "sigmoid_bwd", "relu_bwd", "abs_bwd", "sqdiff"]

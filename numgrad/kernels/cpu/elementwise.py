@@ -763,11 +763,6 @@ def gelu_tanh_bwd(g, x, p, q):
 
 
 @unary_kernel
-def erf(x, p, q):
-    return math.erf(x)
-
-
-@unary_kernel
 def softplus(x, p, q):
     # log(1 + e^(p x)) / p, or x where p x > q (beta p, threshold q, as PyTorch); written
     # max(z, 0) + log1p(e^-|z|) so that it neither overflows nor loses e^z below epsilon
@@ -965,15 +960,13 @@ def ternary(k, a, b, c, dtype, shape, p=0.0, q=0.0, out=None):
 
 
 # ----------------------------------------------------------------------------------------
-# triangular masks: x where its diagonal offset d = col - row passes, else 0
+# triangular masks
 # ----------------------------------------------------------------------------------------
 
 
 @binary_kernel
-def triu_keep(x, d, p, q):
-    return x if d >= p else like(x, 0)
-
-
-@binary_kernel
-def tril_keep(x, d, p, q):
-    return x if d <= p else like(x, 0)
+def tri_keep(x, d, p, q):
+    # x where its diagonal offset d = col - row is on the kept side of p (q = 1: d >= p,
+    # triu; q = -1: d <= p, tril), else 0
+    keep = d >= p if q > 0 else d <= p
+    return x if keep else like(x, 0)
