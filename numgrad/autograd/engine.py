@@ -17,12 +17,10 @@ import sys
 
 import numpy as np
 
-from numgrad._shape import broadcast_shapes
 from numgrad.autograd import anomaly_mode, grad_mode
 from numgrad.autograd.anomaly_mode import STATE as ANOMALY
 from numgrad.autograd.function import BackwardCFunction
 from numgrad.autograd.graph import FREED_MSG, AccumulateGrad
-from numgrad.kernels._guard import check_writable
 from numgrad.tensor import Tensor, _wrap
 
 _ND = np.ndarray  # data of any other class is on the GPU
@@ -238,16 +236,6 @@ def _run_hooks_before(node, hooks, grads, captured, capture, shared):
     return grads
 
 
-def _sole_owner(arr):
-    """Whether view ``arr`` is the only way to reach its memory: a contiguous view of all of a
-    NumPy buffer that nothing else references (the gradient a rule returned as a reshape or
-    transpose of its own result)."""
-    base = arr.base
-    # references to base: arr.base, the local name, getrefcount's argument
-    return (base.__class__ is np.ndarray and base.base is None and arr.flags.c_contiguous
-            and arr.nbytes == base.nbytes and sys.getrefcount(base) == 3)
-
-
 def _leaf_hooks(var, g, shared):
     """``var.register_hook`` hooks: they run first, as the tensor pre-hooks of its node."""
     for fn in list(var._hooks.values()):
@@ -259,45 +247,13 @@ def _leaf_hooks(var, g, shared):
     return g
 
 
-def _accumulate(var, g, shared):
-    """Add ``g`` into ``var.grad`` (PyTorch's AccumulateGrad)."""
-    old = var._grad
-    if grad_mode.state.enabled:  # create_graph: keep the gradient's own graph
-        var._grad = g.clone() if old is None else old + g
-    elif old is None:
-        # steal the buffer when nothing else can see it, else copy
-        if id(g) not in shared and not g._requires_grad and (
-                g._data.base is None or _sole_owner(g._data)):
-            shared.add(id(g))
-            var._grad = g
-        else:
-            var._grad = g.detach().clone()
-    else:
-        a = old._data
-        if not a.flags.c_contiguous:  # e.g. a .grad the user set to an expanded tensor
-            check_writable(a)
-        try:
-            old._add_inplace_raw(g)
-        except RuntimeError:
-            _accumulate_error(a.shape, g._data.shape)
-            raise
-    post = var._post_acc_hooks
-    if post:
-        for fn in list(post.values()):
-            r = fn(var)
-            if r is not None:
-                _check_value(fn, var._data, r)
-                raise RuntimeError("Tensor post accumulate grad hooks should return None.")
-
-
-def _accumulate_error(shape, gshape):
-    """PyTorch's error for ``grad += g`` when ``g`` does not broadcast to ``grad``'s shape
-    (after ``.grad.data`` or ``.data`` was rebound to another size)."""
-    if shape != gshape:
-        b = broadcast_shapes(shape, gshape)
-        if b != shape:
-            raise RuntimeError(f"output with shape {list(shape)} doesn't match the broadcast "
-                               f"shape {list(b)}")
+def _post_accumulate(var):
+    """``register_post_accumulate_grad_hook`` hooks, after ``var.grad`` was updated."""
+    for fn in list(var._post_acc_hooks.values()):
+        r = fn(var)
+        if r is not None:
+            _check_value(fn, var._data, r)
+            raise RuntimeError("Tensor post accumulate grad hooks should return None.")
 
 
 def _fire(acc, buffers, captured, capture, accumulate, shared):
@@ -308,7 +264,9 @@ def _fire(acc, buffers, captured, capture, accumulate, shared):
     var = acc.variable
     hooks = acc._hooks
     if hooks is None and capture is None and accumulate is True and not var._hooks:
-        _accumulate(var, inp[0], shared)  # the common case: no hooks, no autograd.grad
+        acc.accumulate(inp[0], shared)  # the common case: no hooks, no autograd.grad
+        if var._post_acc_hooks:
+            _post_accumulate(var)
         return
     run = accumulate is True or (accumulate and acc in accumulate)
     if not run and (capture is None or acc not in capture):
@@ -319,7 +277,9 @@ def _fire(acc, buffers, captured, capture, accumulate, shared):
         inp = _run_hooks_before(acc, hooks if run else None, inp, captured, capture, shared)
     if run:
         if inp[0] is not None:
-            _accumulate(var, inp[0], shared)
+            acc.accumulate(inp[0], shared)
+            if var._post_acc_hooks:
+                _post_accumulate(var)
         if hooks is not None:
             for fn in list(hooks.post.values()):
                 r = fn((), tuple(inp))

@@ -8,8 +8,14 @@ input's shape in one place. Node classes print as PyTorch's (``<MulBackward0 obj
 """
 
 import itertools
+import sys
 
+import numpy as np
+
+from numgrad._shape import broadcast_shapes
+from numgrad.autograd import grad_mode
 from numgrad.autograd.anomaly_mode import STATE as ANOMALY
+from numgrad.kernels._guard import check_writable
 
 _seq = itertools.count()
 _ACC_SEQ = 1 << 62  # AccumulateGrad runs as soon as it is ready, as in PyTorch
@@ -178,5 +184,51 @@ class AccumulateGrad(Node):
         self._meta = None
         self._hooks = None
         self._vchk = None
+
+    def accumulate(self, g, shared):
+        """Add gradient ``g`` into ``variable.grad``. With no ``.grad`` yet, ``g``'s buffer
+        becomes the ``.grad`` when nothing else can reach it (no copy, as PyTorch's
+        AccumulateGrad steals a gradient it holds the only reference to); ``shared`` holds the
+        ids of tensors a hook or the caller may still see, which are copied instead."""
+        var = self.variable
+        old = var._grad
+        if grad_mode.state.enabled:  # create_graph: keep the gradient's own graph
+            var._grad = g.clone() if old is None else old + g
+        elif old is None:
+            if id(g) not in shared and not g._requires_grad and (
+                    g._data.base is None or _sole_owner(g._data)):
+                shared.add(id(g))
+                var._grad = g
+            else:
+                var._grad = g.detach().clone()
+        else:
+            a = old._data
+            if not a.flags.c_contiguous:  # e.g. a .grad the user set to an expanded tensor
+                check_writable(a)
+            try:
+                old._add_inplace_raw(g)
+            except RuntimeError:
+                _accumulate_error(a.shape, g._data.shape)
+                raise
+
+
+def _sole_owner(arr):
+    """Whether view ``arr`` is the only way to reach its memory: a contiguous view of all of a
+    NumPy buffer that nothing else references (the gradient a rule returned as a reshape or
+    transpose of its own result)."""
+    base = arr.base
+    # references to base: arr.base, the local name, getrefcount's argument
+    return (base.__class__ is np.ndarray and base.base is None and arr.flags.c_contiguous
+            and arr.nbytes == base.nbytes and sys.getrefcount(base) == 3)
+
+
+def _accumulate_error(shape, gshape):
+    """PyTorch's error for ``grad += g`` when ``g`` does not broadcast to ``grad``'s shape
+    (after ``.grad.data`` or ``.data`` was rebound to another size)."""
+    if shape != gshape:
+        b = broadcast_shapes(shape, gshape)
+        if b != shape:
+            raise RuntimeError(f"output with shape {list(shape)} doesn't match the broadcast "
+                               f"shape {list(b)}")
 
 
