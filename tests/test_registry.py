@@ -198,10 +198,12 @@ def test_unbiased_and_correction_together_is_a_type_error():
 
 @requires_torch
 def test_degrees_of_freedom_warning_matches_pytorch():
-    with pytest.warns(UserWarning, match="degrees of freedom is <= 0") as ours:
-        ng.var(ng.tensor([1.0]))
-    assert ours
-    assert_close(ng.std(ng.tensor([1.0, 2.0]), correction=2), torch.tensor(float("inf")))
+    for values, correction in (([1.0], 1), ([1.0, 2.0], 2)):
+        with pytest.warns(UserWarning, match="degrees of freedom is <= 0"):
+            ours = ng.std(ng.tensor(values), correction=correction)
+        with pytest.warns(UserWarning, match="degrees of freedom is <= 0"):
+            theirs = torch.std(torch.tensor(values), correction=correction)
+        assert_close(ours, theirs)
 
 
 @requires_torch

@@ -2,8 +2,8 @@
 
 Each op runs one Numba kernel forward; its node's backward rule is written with numgrad
 ops, so gradients are themselves differentiable (``create_graph=True``). Rules that would
-take several ops (tanh, sigmoid, pow, ...) call one fused backward op, which is declared
-here too, with its own node and derivative. Broadcasting never appears in a rule: binary
+take several ops (tanh, sigmoid, pow, clamp, ...) call one fused backward op, declared in
+the registry (``numgrad.ops.unary``) with its own node and derivative. Broadcasting never appears in a rule: binary
 ops record the input shapes (``_meta``) and the engine sums gradients back to them.
 """
 
@@ -64,23 +64,6 @@ def _record(out, node, inputs, shape, dt):
     metas = tuple(meta_for(t, shape, dt) if isinstance(t, Tensor) else None for t in inputs)
     if any(m is not None for m in metas):
         node._meta = metas
-    return out
-
-
-def _fused(kernel, node_cls, g, x, p=0.0, q=0.0):
-    """A fused backward formula ``kernel(g, x; p, q)`` as a differentiable op."""
-    gd, xd = g._data, x._data
-    if (gd.dtype is xd.dtype and gd.shape == xd.shape and gd.flags.c_contiguous
-            and xd.flags.c_contiguous):
-        out = _wrap(_flat2(kernel, gd, xd, p, q))
-        if state.enabled and (g._requires_grad or x._requires_grad):
-            attach(out, node_cls((edge(g), edge(x)), (g, x, p, q)))
-        return out
-    dt = dtype_of(x)
-    r, shape = _bin_out(kernel, g, x, dt, dt, p, q)
-    out = _wrap(r)
-    if state.enabled and (g._requires_grad or x._requires_grad):
-        _record(out, node_cls((edge(g), edge(x)), (g, x, p, q)), (g, x), shape, dt)
     return out
 
 
@@ -155,7 +138,7 @@ class ClampBackward1(Node):
     # d/dx clamp(x, lo, hi) = [lo <= x <= hi]
     def _backward(self, g):
         x, lo, hi = self._saved
-        return (_fused(EW.clamp_bwd, ClampBackwardBackward0, g, x, lo, hi),)
+        return (clamp_backward(g, x, lo, hi),)
 
 
 def _bound(v, dt, upper):
@@ -348,28 +331,13 @@ class DivBackward0(Node):
 
 
 def _div_other_backward(g, a, b):
+    """-g a / b^2: one fused kernel, or differentiable ops when a graph is recorded."""
+    if state.enabled and (g._requires_grad or a._requires_grad or b._requires_grad):
+        return neg(div(mul(g, a), mul(b, b)))
     dt = dtype_of(b)
     shape = broadcast_shapes(broadcast_shapes(g._data.shape, a._data.shape), b._data.shape)
-    r = EW.ternary(EW.div_bwd_other, as_type(g, dt), as_type(a, dt), b._data, dt.np, shape)
-    out = _wrap(r)
-    if state.enabled and (g._requires_grad or a._requires_grad or b._requires_grad):
-        # -g a / b^2 expressed with differentiable ops for higher orders
-        attach(out, DivOtherBackwardBackward0((edge(g), edge(a), edge(b)), (g, a, b)))
-        out._grad_fn._meta = tuple(meta_for(t, shape, dt) for t in (g, a, b))
-        if all(m is None for m in out._grad_fn._meta):
-            out._grad_fn._meta = None
-    return out
-
-
-class DivOtherBackwardBackward0(Node):
-    __slots__ = ()
-
-    # f = -g a / b^2: df/dg = -a / b^2, df/da = -g / b^2, df/db = 2 g a / b^3
-    def _backward(self, gg):
-        g, a, b = self._saved
-        b2 = mul(b, b)
-        return (neg(div(mul(gg, a), b2)), neg(div(mul(gg, g), b2)),
-                div(mul(mul(gg, g), mul(a, 2)), mul(b2, b)))
+    return _wrap(EW.ternary(EW.div_bwd_other, as_type(g, dt), as_type(a, dt), b._data, dt.np,
+                            shape))
 
 
 def _alpha(alpha, input, other, fname):
@@ -697,7 +665,7 @@ class PowBackward0(Node):
     # d/dx x^p = p x^(p-1)
     def _backward(self, g):
         x, p = self._saved
-        return (_fused(EW.pow_s_bwd, PowScalarBackwardBackward0, g, x, p),)
+        return (pow_backward(g, x, p),)
 
 
 class PowBackward1(Node):
@@ -720,7 +688,7 @@ class PowBackward2(Node):
     # d/dx s^x = s^x log(s)
     def _backward(self, g):
         x, base = self._saved
-        return (_fused(EW.rpow_s_bwd, RpowBackwardBackward0, g, x, base),)
+        return (rpow_backward(g, x, base),)
 
 
 def _pow_grad(kernel, g, a, b):
@@ -1015,47 +983,7 @@ def _scalar_tensor(v, dt):
     return _wrap(np.full((), v, dt.np))
 
 
-# ========================================================================================
-# nodes of the fused backward ops (their own derivatives, for higher-order gradients)
-# ========================================================================================
-
-
-class _FusedNode(Node):
-    """Backward of ``_fused(kernel, cls, g, x, p, q)``; ``_saved = (g, x, p, q)``."""
-
-    __slots__ = ()
-
-
-class ClampBackwardBackward0(_FusedNode):
-    __slots__ = ()
-
-    # f = g [lo <= x <= hi]: df/dg = [lo <= x <= hi], df/dx = 0
-    def _backward(self, gg):
-        _, x, lo, hi = self._saved
-        return (_fused(EW.clamp_bwd, ClampBackwardBackward0, gg, x, lo, hi), None)
-
-
-class PowScalarBackwardBackward0(_FusedNode):
-    __slots__ = ()
-
-    # f = g p x^(p-1): df/dg = p x^(p-1), df/dx = g p (p-1) x^(p-2)
-    def _backward(self, gg):
-        g, x, p, _ = self._saved
-        dg = _fused(EW.pow_s_bwd, PowScalarBackwardBackward0, gg, x, p)
-        dx = mul(_fused(EW.pow_s_bwd, PowScalarBackwardBackward0, mul(gg, g), x, p - 1), p)
-        return (dg, dx)
-
-
-class RpowBackwardBackward0(_FusedNode):
-    __slots__ = ()
-
-    # f = g s^x log(s): df/dg = s^x log(s), df/dx = g s^x log(s)^2
-    def _backward(self, gg):
-        g, x, s, _ = self._saved
-        dg = _fused(EW.rpow_s_bwd, RpowBackwardBackward0, gg, x, s)
-        dx = mul(_fused(EW.rpow_s_bwd, RpowBackwardBackward0, mul(gg, g), x, s), float(np.log(s)))
-        return (dg, dx)
-
-
 # declared ops (numgrad.ops.unary) that the rules above, and other modules as ew.<name>, call
-from numgrad.ops.unary import abs, log, neg, reciprocal, relu, sign  # noqa: E402,I001,A004,F401
+from numgrad.ops.unary import abs  # noqa: E402,I001,A004,F401
+from numgrad.ops.unary import (  # noqa: E402,I001,F401
+    clamp_backward, log, neg, pow_backward, reciprocal, relu, rpow_backward, sign)

@@ -53,14 +53,15 @@ INPUT_NAMES = ("self", "other", "third")
 class OpDef:
     """One declared op (see the module docstring); ``fn`` is the generated function."""
 
-    __slots__ = ("name", "node", "inputs", "saves", "grads", "formula", "kind", "dtype",
-                 "check", "variants", "aliases", "fn", "_kernel")
+    __slots__ = ("name", "node", "inputs", "params", "saves", "grads", "formula", "kind",
+                 "dtype", "check", "variants", "aliases", "fn", "_kernel")
 
     def __init__(self, name, kind, inputs, grads, node, formula=None, dtype="same",
-                 check=None, variants=("function", "method"), aliases=()):
+                 check=None, variants=("function", "method"), aliases=(), params=()):
         self.name = name
         self.kind = kind  # "unary", "binary": elementwise formula; "op": a forward function
         self.inputs = inputs
+        self.params = params  # number arguments the derivative formulas may read
         self.grads = grads
         self.formula = formula
         self.dtype = dtype
@@ -220,30 +221,31 @@ def flat2(kernel, ad, bd, p=0.0, q=0.0):
 
 
 def _binary_function(od):
-    """``f(a, b)`` on two tensors of one dtype (the backward formulas of unary ops: ``g`` and
-    the saved input or result), broadcast together."""
+    """``f(a, b, *params)`` on two tensors of one dtype (the backward formulas of other ops:
+    ``g`` and a saved input or result), broadcast together; up to two number ``params`` reach
+    the formula as ``p``, ``q`` and may be saved by name."""
     node_cls = od.node
-    saved_pair = od.saves == ("self", "other")
+    names = od.inputs + od.params
+    at = tuple(names.index(s) for s in od.saves)
 
-    def op(a, b):
+    def op(a, b, p=0.0, q=0.0):
         ad, bd = a._data, b._data
         k = od._kernel or od.kernel()
         meta = None
         if (ad.dtype is bd.dtype and ad.shape == bd.shape and ad.flags.c_contiguous
                 and bd.flags.c_contiguous):
-            r = flat2(k, ad, bd)
+            r = flat2(k, ad, bd, p, q)
         else:
             dt = dtype_of(b)
             shape = broadcast_shapes(ad.shape, bd.shape)
-            r = EW.binary(k, as_type(a, dt), as_type(b, dt), dt.np, shape, 0.0, 0.0)
+            r = EW.binary(k, as_type(a, dt), as_type(b, dt), dt.np, shape, p, q)
             meta = (meta_for(a, shape, dt), meta_for(b, shape, dt))
             if meta == (None, None):
                 meta = None
         res = _wrap(r)
         if node_cls is not None and state.enabled and (a._requires_grad or b._requires_grad):
-            saved = (a, b) if saved_pair else tuple((a, b)[INPUT_NAMES.index(s)]
-                                                   for s in od.saves)
-            node = node_cls((edge(a), edge(b)), saved)
+            args = (a, b, p, q)
+            node = node_cls((edge(a), edge(b)), tuple(args[i] for i in at))
             if meta is not None:
                 node._meta = meta
             attach(res, node)
@@ -254,12 +256,13 @@ def _binary_function(od):
 
 def elementwise(name=None, *, node=None, grad=None, dtype="same", check=None,
                 variants=("function", "method", "inplace", "inplace_function", "out"),
-                aliases=(), arity=1,
-                formula=None):
+                aliases=(), arity=1, params=(), formula=None):
     """Declare an elementwise op from its scalar formula (the decorated function) or from a
     kernel of ``numgrad.kernels.cpu.elementwise`` named by ``formula``.
 
-    ``grad``: one derivative formula (unary) or a dict over ``self``/``other``.
+    ``grad``: one derivative formula (unary) or a dict over ``self``/``other``. ``params``
+    (binary): names of up to two number arguments after the tensors, handed to the formula
+    as ``p`` and ``q``; derivative formulas may read them by name.
     """
     def declare(fn):
         op_name = name or fn.__name__
@@ -267,7 +270,8 @@ def elementwise(name=None, *, node=None, grad=None, dtype="same", check=None,
         grads = grad if isinstance(grad, dict) else ({"self": grad} if grad else {})
         od = OpDef(op_name, "unary" if arity == 1 else "binary", inputs, grads, node,
                    formula=formula or fn, dtype=dtype, check=check,
-                   variants=variants if arity == 1 else (), aliases=aliases)
+                   variants=variants if arity == 1 else (), aliases=aliases,
+                   params=tuple(params))
         gen = _unary_function(od) if arity == 1 else _binary_function(od)
         gen.__name__ = gen.__qualname__ = op_name
         gen.__doc__ = (fn.__doc__ or f"Elementwise {op_name}.") + (

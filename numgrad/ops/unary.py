@@ -83,6 +83,36 @@ def abs_backward(g, x, p, q):
     """g sgn(x)."""
 
 
+@elementwise(arity=2, formula="clamp_bwd", node="ClampBackwardBackward0", params=("lo", "hi"),
+             grad={
+                 # f = g [lo <= x <= hi]: df/dg = [lo <= x <= hi], df/dx = 0
+                 "self": lambda grad, other, lo, hi: clamp_backward(grad, other, lo, hi)})
+def clamp_backward(g, x, p, q):
+    """g where lo <= x <= hi (p = lo, q = hi), else 0."""
+
+
+@elementwise(arity=2, formula="pow_s_bwd", node="PowScalarBackwardBackward0",
+             params=("exponent",), grad={
+                 # f = g e x^(e-1): df/dg = e x^(e-1)
+                 "self": lambda grad, other, exponent: pow_backward(grad, other, exponent),
+                 # df/dx = g e (e-1) x^(e-2)
+                 "other": lambda grad, self, other, exponent: ew.mul(
+                     pow_backward(ew.mul(grad, self), other, exponent - 1), exponent)})
+def pow_backward(g, x, p, q):
+    """g p x^(p-1) for a number exponent p."""
+
+
+@elementwise(arity=2, formula="rpow_s_bwd", node="RpowBackwardBackward0", params=("base",),
+             grad={
+                 # f = g s^x log(s): df/dg = s^x log(s)
+                 "self": lambda grad, other, base: rpow_backward(grad, other, base),
+                 # df/dx = g s^x log(s)^2
+                 "other": lambda grad, self, other, base: ew.mul(
+                     rpow_backward(ew.mul(grad, self), other, base), math.log(base))})
+def rpow_backward(g, x, p, q):
+    """g s^x log(s) for a number base s = p."""
+
+
 # ----------------------------------------------------------------------------------------
 # forward ops
 # ----------------------------------------------------------------------------------------
