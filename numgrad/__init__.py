@@ -37,27 +37,7 @@ from numgrad._shape import Size
 from numgrad.tensor import Tensor
 from numgrad import ops as _ops
 
-globals().update(_ops.registry.namespace())  # every declared op: numgrad.tanh, numgrad.tanh_
-from numgrad.ops.elementwise import (
-    add, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, ceil, clamp,  # noqa: A004
-    clamp_max, clamp_min, clip, div, divide, eq, floor,
-    floor_divide, ge, greater, greater_equal, gt, isfinite, isnan, le, less, less_equal,
-    logical_and, logical_not, logical_or, logical_xor, lt, maximum, minimum, mul, multiply, ne,
-    not_equal, pow, remainder, round, rsub, square, sub, subtract,
-    true_divide, trunc, where,
-)
-from numgrad.ops.indexing import (
-    argwhere, gather, index_select, masked_select, nonzero, scatter_add, take_along_dim,
-)
-from numgrad.ops.linalg import bmm, dot, inner, matmul, mm, mv, outer
-from numgrad.ops.reduction import (
-    amax, amin, argmax, argmin, log_softmax, logsumexp, max, mean, min, norm, softmax, sum,  # noqa: A004
-)
-from numgrad.ops.shape import (
-    broadcast_to, cat, chunk, clone, concat, concatenate, flatten, hstack, movedim, moveaxis,
-    narrow, permute, reshape, select, split, squeeze, stack, swapaxes, swapdims, t, transpose,
-    unbind, unflatten, unsqueeze, vstack,
-)
+globals().update(_ops.registry.namespace())  # every op: numgrad.add, numgrad.tanh, numgrad.tanh_
 from numgrad._factories import (
     arange, as_tensor, asarray, empty, empty_like, eye, from_numpy, full, full_like, linspace,
     logspace, normal, ones, ones_like, rand, rand_like, randint, randint_like, randn,

@@ -17,7 +17,9 @@ class LazyKernels:
     caches every attribute on the instance, so later lookups cost one dict hit.
 
     ``K.on(a)`` is the module for data ``a``: ``K`` itself for a NumPy array, the CUDA twin
-    (same names, same arguments) for a ``CudaArray``."""
+    (same names, same arguments) for a ``CudaArray``. This is the one way numgrad picks a
+    device: callers use ``K.on(a)``, and the CPU launchers (``EW.unary``, ``RED.sum_dims``,
+    ...) hand data that is not a NumPy array to ``K.cuda()``."""
 
     def __init__(self, module, backend="cpu"):
         self._module_name = module
@@ -31,8 +33,10 @@ class LazyKernels:
         return value
 
     def on(self, a):
-        if a.__class__ is np.ndarray:
-            return self
+        return self if a.__class__ is np.ndarray else self.cuda()
+
+    def cuda(self):
+        """The CUDA twin of this kernel module (the CPU launchers hand CUDA data to it)."""
         twin = self._twin
         if twin is None:
             twin = self._twin = LazyKernels(self._module_name, "cuda")

@@ -1476,34 +1476,15 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
     return _inplace_result(input, out, inplace)
 
 
-class SoftplusBackward0(Node):
-    __slots__ = ()
-    _names_of_saved = ("self", "beta", "threshold")
-
-    # d/dx softplus(x) = sigmoid(beta x), 1 where beta x > threshold
-    def _backward(self, g):
-        x, beta, threshold = self._saved
-        if state.enabled:  # create_graph: the same rule with differentiable ops
-            bx = ew.mul(x, beta)
-            return (ew.mul(g, ew.where(ew.gt(bx, threshold), 1.0, un.sigmoid(bx))),)
-        dt = g._data.dtype
-        return (_wrap(EW.binary(EW.softplus_bwd, g._data, x._data.astype(dt, copy=False), dt,
-                                g._data.shape, beta, threshold)),)
-
-
 def softplus(input, beta=1.0, threshold=20.0):
-    """log(1 + e^(beta x)) / beta, x where beta x > threshold (``SoftplusBackward0``)."""
+    """log(1 + e^(beta x)) / beta, x where beta x > threshold (the registry's ``softplus``,
+    ``SoftplusBackward0``)."""
     _tensor_arg("softplus", "input", 1, input)
     for pos, (name, v) in enumerate((("beta", beta), ("threshold", threshold)), 2):
         if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
             raise TypeError(f"softplus(): argument '{name}' (position {pos}) must be Number, "
                             f"not {type(v).__name__}")
-    _require_float(input, "softplus_cpu")
-    out = _wrap(EW.unary(EW.softplus, input._data, dtype_of(input).np, float(beta),
-                         float(threshold)))
-    if state.enabled and input._requires_grad:
-        attach(out, SoftplusBackward0((edge(input),), (input, float(beta), float(threshold))))
-    return out
+    return un.softplus(input, beta, threshold)
 
 
 def flatten(input, start_dim=0, end_dim=-1):

@@ -52,56 +52,19 @@ def _rbinop(fn):
     return op
 
 
-def _where_method(self, condition, y):
-    return ew.where(condition, self, y)
-
-
 def _type_conv(dt):
     def conv(self, memory_format=None):
         return sh.to_dtype(self, dt)
     return conv
 
 
+# dtype conversions and the engine's accumulation (every op's method comes from the registry)
 _METHODS = {
-    # elementwise
-    "add": ew.add, "sub": ew.sub, "subtract": ew.sub, "mul": ew.mul, "multiply": ew.mul,
-    "div": ew.div, "divide": ew.div, "true_divide": ew.div, "pow": ew.pow, "clamp": ew.clamp,
-    "clip": ew.clamp, "clamp_min": ew.clamp_min, "clamp_max": ew.clamp_max,
-    "maximum": ew.maximum, "minimum": ew.minimum, "square": ew.square, "rsub": ew.rsub,
-    "floor": ew.floor, "ceil": ew.ceil, "trunc": ew.trunc, "round": ew.round,
-    "floor_divide": ew.floor_divide, "remainder": ew.remainder,
-    "eq": ew.eq, "ne": ew.ne, "lt": ew.lt, "le": ew.le, "gt": ew.gt, "ge": ew.ge,
-    "greater": ew.gt, "greater_equal": ew.ge, "less": ew.lt, "less_equal": ew.le,
-    "not_equal": ew.ne, "logical_and": ew.logical_and, "logical_or": ew.logical_or,
-    "logical_xor": ew.logical_xor, "logical_not": ew.logical_not, "isnan": ew.isnan,
-    "isfinite": ew.isfinite, "where": _where_method, "bitwise_and": ew.bitwise_and,
-    "bitwise_or": ew.bitwise_or, "bitwise_xor": ew.bitwise_xor, "bitwise_not": ew.bitwise_not,
-    # reductions
-    "sum": red.sum, "mean": red.mean, "max": red.max, "min": red.min, "amax": red.amax,
-    "amin": red.amin, "argmax": red.argmax, "argmin": red.argmin, "norm": red.norm,
-    "logsumexp": red.logsumexp, "softmax": red.softmax, "log_softmax": red.log_softmax,
-    "sum_to_size": red.sum_to_size,
-    # shapes
-    "view": sh.view, "reshape": sh.reshape, "flatten": sh.flatten, "unflatten": sh.unflatten,
-    "view_as": sh.view_as, "reshape_as": sh.reshape_as, "permute": sh.permute,
-    "transpose": sh.transpose, "swapaxes": sh.transpose, "swapdims": sh.transpose, "t": sh.t,
-    "squeeze": sh.squeeze, "unsqueeze": sh.unsqueeze, "expand": sh.expand,
-    "expand_as": sh.expand_as, "broadcast_to": sh.broadcast_to, "select": sh.select,
-    "narrow": sh.narrow, "clone": sh.clone, "contiguous": sh.contiguous, "to": sh.to,
-    "split": sh.split, "chunk": sh.chunk, "unbind": sh.unbind, "movedim": sh.movedim,
-    "moveaxis": sh.movedim,
-    # linear algebra
-    "matmul": la.matmul, "mm": la.mm, "mv": la.mv, "dot": la.dot, "bmm": la.bmm,
-    "outer": la.outer, "inner": la.dot,
-    # indexing
-    "index_select": ix.index_select, "gather": ix.gather, "masked_select": ix.masked_select,
-    "nonzero": ix.nonzero, "scatter_add": ix.scatter_add, "take_along_dim": ix.take_along_dim,
-    "_add_inplace_raw": _add_inplace_raw,
-    # conversions
     "float": _type_conv(_dtype.float32), "double": _type_conv(_dtype.float64),
     "long": _type_conv(_dtype.int64), "int": _type_conv(_dtype.int32),
     "bool": _type_conv(_dtype.bool_), "short": _type_conv(_dtype.int16),
     "byte": _type_conv(_dtype.uint8), "char": _type_conv(_dtype.int8),
+    "_add_inplace_raw": _add_inplace_raw,
 }
 
 _OPERATORS = {

@@ -3,8 +3,10 @@
 Each op runs one Numba kernel forward; its node's backward rule is written with numgrad
 ops, so gradients are themselves differentiable (``create_graph=True``). Rules that would
 take several ops (tanh, sigmoid, pow, clamp, ...) call one fused backward op, declared in
-the registry (``numgrad.ops.unary``) with its own node and derivative. Broadcasting never appears in a rule: binary
-ops record the input shapes (``_meta``) and the engine sums gradients back to them.
+the registry (``numgrad.ops.unary``) with its own node and derivative. Broadcasting never
+appears in a rule: binary ops record the input shapes (``_meta``) and the engine sums
+gradients back to them. Each op is registered (``declare``) beside its definition, which
+makes it a ``numgrad`` function and a Tensor method.
 """
 
 import warnings
@@ -29,6 +31,7 @@ from numgrad.ops._util import (
     scalar_value,
     state,
 )
+from numgrad.ops.registry import declare, make_node
 from numgrad.ops.registry import flat1 as _flat1
 from numgrad.ops.registry import flat2 as _flat2
 
@@ -89,10 +92,13 @@ def _not_implemented(kernel, dt):
 # ========================================================================================
 
 
+@declare(nodes=("PowBackward0",), variants=("function", "method", "inplace"))
 def square(input):
     return pow(input, 2)
 
 
+@declare(nodes=("ClampBackward1", "ClampBackward0"), aliases=("clip",),
+         variants=("function", "method", "inplace"))
 def clamp(input, min=None, max=None):  # noqa: A002
     """Clamp into [min, max] (``ClampBackward1`` for numbers, ``ClampBackward0`` for tensors)."""
     _check_tensor(input, "clamp")
@@ -120,13 +126,14 @@ def clamp(input, min=None, max=None):  # noqa: A002
     return out
 
 
-clip = clamp
 
 
+@declare(nodes=("ClampBackward1", "ClampBackward0"), variants=("function", "method", "inplace"))
 def clamp_min(input, min):  # noqa: A002
     return clamp(input, min=min)
 
 
+@declare(nodes=("ClampBackward1", "ClampBackward0"), variants=("function", "method", "inplace"))
 def clamp_max(input, max):  # noqa: A002
     return clamp(input, max=max)
 
@@ -357,6 +364,7 @@ def _alpha(alpha, input, other, fname):
     return alpha
 
 
+@declare(nodes=("AddBackward0",))
 def add(input, other, *, alpha=1):
     """input + alpha * other (``AddBackward0``)."""
     if other.__class__ is not Tensor:
@@ -382,6 +390,7 @@ def _as_t(v):
     return tensor(v)
 
 
+@declare(nodes=("SubBackward0",), aliases=("subtract",))
 def sub(input, other, *, alpha=1):
     """input - alpha * other (``SubBackward0``)."""
     if other.__class__ is not Tensor:
@@ -402,7 +411,6 @@ def sub(input, other, *, alpha=1):
                           -alpha)
 
 
-subtract = sub
 
 
 def _sub_check(a, b):
@@ -417,6 +425,7 @@ def _sub_check(a, b):
             "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
 
 
+@declare(nodes=("RsubBackward1", "SubBackward0"))
 def rsub(input, other, *, alpha=1):
     """other - alpha * input; with a number ``other`` the node is ``RsubBackward1``."""
     if is_scalar(other):
@@ -432,6 +441,7 @@ def rsub(input, other, *, alpha=1):
     return sub(other, input, alpha=alpha)
 
 
+@declare(nodes=("MulBackward0",), aliases=("multiply",))
 def mul(input, other):
     """Elementwise product (``MulBackward0``)."""
     if other.__class__ is not Tensor:
@@ -448,9 +458,10 @@ def _mul_saved(a, b):
     return (a if b._requires_grad else None, b if a._requires_grad else None)
 
 
-multiply = mul
 
 
+@declare(nodes=("DivBackward0", "DivBackward2"),
+         aliases=("divide", "true_divide"))
 def div(input, other, *, rounding_mode=None):
     """True division (``DivBackward0``); integers divide as floats."""
     if other.__class__ is not Tensor:
@@ -489,7 +500,6 @@ class DivScalarBackward(Node):
 
 DivScalarBackward.__name__ = DivScalarBackward.__qualname__ = "DivBackward0"
 
-divide = true_divide = div
 
 
 def _has_zero(b):
@@ -572,6 +582,10 @@ def _div_rounded(a, b, mode):
 
 
 def _rounding(name):
+    # d/dx floor(x) = d/dx ceil(x) = d/dx trunc(x) = d/dx round(x) = 0 (almost everywhere)
+    node_cls = make_node(name.capitalize() + "Backward0", ("self",),
+                         {"self": lambda grad: mul(grad, 0)}, ())
+
     def op(input):
         _check_tensor(input, name)
         dt = dtype_of(input)
@@ -581,18 +595,11 @@ def _rounding(name):
             return _wrap(input._data.copy())
         out = _wrap(_unary(getattr(EW, name), input, dt))
         if state.enabled and input._requires_grad:
-            attach(out, ZeroGradBackward((edge(input),)))
+            attach(out, node_cls((edge(input),), ()))
         return out
     op.__name__ = op.__qualname__ = name
-    return op
-
-
-class ZeroGradBackward(Node):
-    __slots__ = ()
-
-    # d/dx floor(x) = d/dx ceil(x) = d/dx trunc(x) = d/dx round(x) = 0 (almost everywhere)
-    def _backward(self, g):
-        return (mul(g, 0),)
+    return declare(name, nodes=(node_cls.__name__,), variants=(
+        "function", "method", "inplace"))(op)
 
 
 floor = _rounding("floor")
@@ -606,6 +613,7 @@ def _number_first(v, other):
     return _scalar_tensor(v, _dtype.result_type(v, other)) if is_scalar(v) else _as_t(v)
 
 
+@declare(nodes=("NotImplemented",))
 def floor_divide(input, other):
     """floor(input / other) (its grad_fn raises at backward, as PyTorch's)."""
     other = _coerce(other, "floor_divide")
@@ -643,6 +651,7 @@ def _remainder_node(edges, saved):
     return RemainderBackward0(edges)
 
 
+@declare(nodes=("RemainderBackward0", "RemainderBackward1", "NotImplemented"))
 def remainder(input, other):
     """a - floor(a / b) * b, the sign of the divisor (Python's %)."""
     other = _coerce(other, "remainder")
@@ -705,6 +714,8 @@ def _pow_grad(kernel, g, a, b):
                             0.0, q))
 
 
+@declare(nodes=("PowBackward0", "PowBackward1", "PowBackward2"),
+         variants=("function", "method", "inplace"))
 def pow(input, exponent):  # noqa: A001
     """input ** exponent (``PowBackward0`` number exponent, ``PowBackward1`` tensor,
     ``PowBackward2`` number base)."""
@@ -756,7 +767,6 @@ def _rpow(x, base):
     return out
 
 
-float_power = pow
 
 
 # ---- maximum / minimum ------------------------------------------------------------------
@@ -797,6 +807,7 @@ def _tie_grad(kernel, g, a, b):
     return _wrap(EW.ternary(kernel, g._data, as_type(a, dt), as_type(b, dt), dt.np, shape))
 
 
+@declare(nodes=("MaximumBackward0",))
 def maximum(input, other):
     if other.__class__ is not Tensor:
         _check_tensor(input, "maximum")
@@ -804,6 +815,7 @@ def maximum(input, other):
     return _tensor_binary(input, other, EW.maximum, MaximumBackward0, lambda a, b: (a, b))
 
 
+@declare(nodes=("MinimumBackward0",))
 def minimum(input, other):
     if other.__class__ is not Tensor:
         _check_tensor(input, "minimum")
@@ -832,12 +844,12 @@ def _compare(name, tensor_kernel, scalar_kernel):
     return op
 
 
-eq = _compare("eq", "eq", "eq_s")
-ne = _compare("ne", "ne", "ne_s")
-lt = _compare("lt", "lt", "lt_s")
-le = _compare("le", "le", "le_s")
-gt = _compare("gt", "gt", "gt_s")
-ge = _compare("ge", "ge", "ge_s")
+eq = declare("eq")(_compare("eq", "eq", "eq_s"))
+ne = declare("ne", aliases=("not_equal",))(_compare("ne", "ne", "ne_s"))
+lt = declare("lt", aliases=("less",))(_compare("lt", "lt", "lt_s"))
+le = declare("le", aliases=("less_equal",))(_compare("le", "le", "le_s"))
+gt = declare("gt", aliases=("greater",))(_compare("gt", "gt", "gt_s"))
+ge = declare("ge", aliases=("greater_equal",))(_compare("ge", "ge", "ge_s"))
 greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
 
 
@@ -852,19 +864,22 @@ def _logical(name):
     return op
 
 
-logical_and = _logical("logical_and")
-logical_or = _logical("logical_or")
-logical_xor = _logical("logical_xor")
+logical_and = declare("logical_and")(_logical("logical_and"))
+logical_or = declare("logical_or")(_logical("logical_or"))
+logical_xor = declare("logical_xor")(_logical("logical_xor"))
 
 
+@declare()
 def logical_not(input):
     return _wrap(EW.unary(EW.logical_not, input._data, np.bool_))
 
 
+@declare()
 def isnan(input):
     return _wrap(EW.unary(EW.isnan, input._data, np.bool_))
 
 
+@declare()
 def isfinite(input):
     return _wrap(EW.unary(EW.isfinite, input._data, np.bool_))
 
@@ -885,11 +900,12 @@ def _bitwise(name):
     return op
 
 
-bitwise_and = _bitwise("bitwise_and")
-bitwise_or = _bitwise("bitwise_or")
-bitwise_xor = _bitwise("bitwise_xor")
+bitwise_and = declare("bitwise_and")(_bitwise("bitwise_and"))
+bitwise_or = declare("bitwise_or")(_bitwise("bitwise_or"))
+bitwise_xor = declare("bitwise_xor")(_bitwise("bitwise_xor"))
 
 
+@declare()
 def bitwise_not(input):
     _check_tensor(input, "bitwise_not")
     dt = dtype_of(input)
@@ -944,6 +960,12 @@ class MaskedBackward(Node):
         return (None, _masked(kernel, c, gg))
 
 
+def _where_method(self, condition, y):
+    """``x.where(condition, y)``: ``where(condition, x, y)``."""
+    return where(condition, self, y)
+
+
+@declare(nodes=("WhereBackward0",), method=_where_method)
 def where(condition, input=None, other=None):
     """Elements of ``input`` where ``condition`` else of ``other`` (``WhereBackward0``)."""
     if input is None and other is None:

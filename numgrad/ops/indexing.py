@@ -18,6 +18,7 @@ from numgrad.ops import elementwise as ew
 from numgrad.ops import shape as sh
 from numgrad.ops._util import EW, IDX, Tensor, _wrap, as_type, attach, dtype_of, edge, state
 from numgrad.ops.reduction import sum_to_size
+from numgrad.ops.registry import declare
 
 
 def _is_int(k):
@@ -354,6 +355,7 @@ class IndexSelectBackward0(IndexBackward0):
     __slots__ = ()
 
 
+@declare(nodes=("IndexSelectBackward0",))
 def index_select(input, dim, index):
     if not isinstance(index, Tensor):
         raise TypeError("index_select(): argument 'index' (position 3) must be Tensor, not "
@@ -388,6 +390,7 @@ def _check_select_kernel(a, size):
         raise RuntimeError(f"INDICES element is out of DATA bounds, id={a[bad]} axis_dim={size}")
 
 
+@declare(nodes=("IndexBackward0",))  # PyTorch: MaskedSelectBackward0
 def masked_select(input, mask):
     if not isinstance(mask, Tensor) or mask._data.dtype != np.bool_:
         raise RuntimeError("masked_select: expected BoolTensor for mask")
@@ -398,6 +401,7 @@ def masked_select(input, mask):
     return _index(x, [(0, m)])
 
 
+@declare()
 def nonzero(input, *, as_tuple=False):
     if input.is_cuda:  # the result's size depends on the data: computed from a host copy
         r = nonzero(input.cpu(), as_tuple=as_tuple)
@@ -413,6 +417,7 @@ def nonzero(input, *, as_tuple=False):
     return _wrap(np.ascontiguousarray(multi[:a.ndim].T))
 
 
+@declare(variants=("function",))
 def argwhere(input):
     return nonzero(input)
 
@@ -493,6 +498,7 @@ def _dim_index(index, like, what):
     return a.reshape(1) if a.ndim == 0 else a
 
 
+@declare(nodes=("GatherBackward0",))
 def gather(input, dim, index, *, sparse_grad=False):
     x = input._data
     idx = _dim_index(index, x, "gather")
@@ -519,6 +525,7 @@ def gather(input, dim, index, *, sparse_grad=False):
     return r
 
 
+@declare(nodes=("GatherBackward0",))
 def take_along_dim(input, indices, dim=None):
     """gather after broadcasting ``input`` and ``indices`` against each other outside ``dim``
     (``dim=None``: along the flattened input)."""
@@ -570,6 +577,7 @@ def _check_scatter(x, idx, d, src):
             f"from dimension {d} and to be no larger size than src {list(s)}")
 
 
+@declare(nodes=("ScatterAddBackward0",))
 def scatter_add(input, dim, index, src):
     """A copy of ``input`` with ``src`` added at ``index`` along ``dim``."""
     x = input._data

@@ -32,6 +32,7 @@ from numgrad.ops._util import (
     is_scalar,
     state,
 )
+from numgrad.ops.registry import declare, inplace_of
 
 LEAF = "a leaf Variable that requires grad is being used in an in-place operation."
 VIEW_OF_LEAF = ("a view of a leaf Variable that requires grad is being used in an in-place "
@@ -401,10 +402,12 @@ def _raw_fill(t, value=0):
     EW.unary(EW.fill, t._data, t._data.dtype, value, out=t._data)
 
 
+@inplace_of("zero", nodes=("ZeroBackward0",))
 def zero_(self):
     return apply_(self, _filled(ZeroBackward0), raw=_raw_fill, overlap=True)
 
 
+@inplace_of("fill", nodes=("FillBackward2",))
 def fill_(self, value):
     if isinstance(value, Tensor):
         value = value.item()
@@ -429,6 +432,7 @@ def _raw_copy(t, src):
     EW.unary(EW.copy, src._data, t._data.dtype, out=t._data)
 
 
+@inplace_of("copy", nodes=("CopyBackwards",))
 def copy_(self, src, non_blocking=False):
     if not isinstance(src, Tensor):
         if not is_scalar(src):
@@ -479,6 +483,7 @@ def _raw_binary(kernel_name, scalar_kernel_name):
 _RAW = {name: _raw_binary(name, name + "_s") for name in ("add", "sub", "mul", "div")}
 
 
+@inplace_of("add")
 def add_(self, other, *, alpha=1):
     if alpha.__class__ is not int:
         alpha = ew._alpha(alpha, self, other, "add_")
@@ -487,6 +492,7 @@ def add_(self, other, *, alpha=1):
     return apply_(self, op, other, raw=raw)
 
 
+@inplace_of("sub")
 def sub_(self, other, *, alpha=1):
     ew._sub_check(self, other)
     if alpha.__class__ is not int:
@@ -496,10 +502,12 @@ def sub_(self, other, *, alpha=1):
     return apply_(self, op, other, raw=raw)
 
 
+@inplace_of("mul")
 def mul_(self, other):
     return apply_(self, ew.mul, other, raw=_RAW["mul"])
 
 
+@inplace_of("div")
 def div_(self, other, *, rounding_mode=None):
     if rounding_mode is not None:
         return apply_(self, lambda x, y: ew.div(x, y, rounding_mode=rounding_mode), other)
@@ -507,25 +515,6 @@ def div_(self, other, *, rounding_mode=None):
         raise RuntimeError(
             f"result type Float can't be cast to the desired output type {dtype_of(self)._legacy}")
     return apply_(self, ew.div, other, raw=_RAW["div"])
-
-
-def _unary_inplace(fn):
-    def method(self, *args, **kwargs):
-        return apply_(self, lambda x: fn(x, *args, **kwargs))
-    method.__name__ = fn.__name__ + "_"
-    return method
-
-
-def pow_(self, exponent):
-    return apply_(self, ew.pow, exponent)
-
-
-clamp_ = _unary_inplace(ew.clamp)
-clamp_min_ = _unary_inplace(ew.clamp_min)
-clamp_max_ = _unary_inplace(ew.clamp_max)
-floor_ = _unary_inplace(ew.floor)
-round_ = _unary_inplace(ew.round)
-square_ = _unary_inplace(ew.square)
 
 
 class MaskedFillBackward0(Node):
@@ -547,6 +536,7 @@ class MaskedFillBackward1(Node):
                 ew._masked(EW.mask_keep, mask, g).sum() if nv is not None else None)
 
 
+@declare(nodes=("MaskedFillBackward0", "MaskedFillBackward1"), variants=("method",))
 def masked_fill(self, mask, value, _inplace=False):
     """``value`` where ``mask`` is true (``MaskedFillBackward0``/``1`` for number/tensor); the
     result has the broadcast shape of ``self`` and ``mask`` (``self``'s in place)."""
@@ -577,6 +567,7 @@ def masked_fill(self, mask, value, _inplace=False):
     return out
 
 
+@inplace_of("masked_fill")
 def masked_fill_(self, mask, value):
     return apply_(self, lambda x, m: masked_fill(x, m, value, True), mask)
 
@@ -593,11 +584,15 @@ def _random_(draw):
     return method
 
 
-uniform_ = _random_(lambda g, shape, dt, a=0.0, b=1.0: g.uniform(shape, dt, a, b))
-normal_ = _random_(lambda g, shape, dt, mean=0.0, std=1.0: g.normal(shape, dt, mean, std))
-bernoulli_ = _random_(lambda g, shape, dt, p=0.5: g.bernoulli(shape, p, dt))
+uniform_ = inplace_of("uniform")(
+    _random_(lambda g, shape, dt, a=0.0, b=1.0: g.uniform(shape, dt, a, b)))
+normal_ = inplace_of("normal")(
+    _random_(lambda g, shape, dt, mean=0.0, std=1.0: g.normal(shape, dt, mean, std)))
+bernoulli_ = inplace_of("bernoulli")(
+    _random_(lambda g, shape, dt, p=0.5: g.bernoulli(shape, p, dt)))
 
 
+@inplace_of("random")
 def random_(self, low=0, high=None, *, generator=None):
     from numgrad.random import default_generator
     if high is None:
@@ -610,15 +605,9 @@ def random_(self, low=0, high=None, *, generator=None):
     return self
 
 
+# Python's in-place operators and item assignment (the named in-place methods come from the
+# registry)
 METHODS = {
-    "zero_": zero_, "fill_": fill_, "copy_": copy_, "add_": add_, "sub_": sub_, "mul_": mul_,
-    "div_": div_, "pow_": pow_, "clamp_": clamp_,
-    "clip_": clamp_, "clamp_min_": clamp_min_, "clamp_max_": clamp_max_,
-    "floor_": floor_, "round_": round_, "square_": square_,
-    "masked_fill_": masked_fill_, "masked_fill": masked_fill,
-    "uniform_": uniform_,
-    "normal_": normal_, "bernoulli_": bernoulli_, "random_": random_, "subtract_": sub_,
-    "multiply_": mul_, "divide_": div_, "__iadd__": add_, "__isub__": sub_, "__imul__": mul_,
-    "__itruediv__": div_,
+    "__iadd__": add_, "__isub__": sub_, "__imul__": mul_, "__itruediv__": div_,
     "__setitem__": setitem,
 }

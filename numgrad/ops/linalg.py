@@ -8,6 +8,7 @@ from numgrad.autograd.graph import Node
 from numgrad.ops import elementwise as ew
 from numgrad.ops import shape as sh
 from numgrad.ops._util import LIN, Tensor, _wrap, attach, dtype_of, edge, meta_for, state
+from numgrad.ops.registry import declare
 
 _LEGACY = {"float32": "float", "float64": "double", "int64": "long int", "int32": "int",
            "uint8": "unsigned char"}
@@ -99,6 +100,7 @@ def _saved_pair(a, b):
     return (a if b._requires_grad else None, b if a._requires_grad else None)
 
 
+@declare(nodes=("MmBackward0",))
 def mm(input, mat2):
     """2-D matrix product (``MmBackward0``)."""
     a, b = input, mat2
@@ -120,6 +122,7 @@ def mm(input, mat2):
     return out
 
 
+@declare(nodes=("MvBackward0",))
 def mv(input, vec):
     """Matrix-vector product (``MvBackward0``)."""
     a, v = input, vec
@@ -142,6 +145,7 @@ def mv(input, vec):
     return out
 
 
+@declare(nodes=("DotBackward0",), aliases=("inner",))
 def dot(input, tensor):
     """Inner product of two 1-D tensors (``DotBackward0``)."""
     a, b = input, tensor
@@ -164,9 +168,9 @@ def dot(input, tensor):
     return out
 
 
-inner = dot
 
 
+@declare(nodes=("BmmBackward0",))
 def bmm(input, mat2):
     if input._data.ndim != 3:
         raise RuntimeError("batch1 must be a 3D tensor")
@@ -236,6 +240,8 @@ def _should_fold(a, b):
     return all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(t1.ndim - 2))
 
 
+@declare(nodes=("MmBackward0", "MvBackward0", "DotBackward0", "BmmBackward0",
+                "UnsafeViewBackward0"))
 def matmul(input, other):
     """PyTorch's matmul: dot, mv, mm, or a batched product with broadcast batch dims."""
     if not isinstance(input, Tensor) or not isinstance(other, Tensor):
@@ -267,8 +273,8 @@ def matmul(input, other):
     return _batched(input, other)
 
 
+@declare(nodes=("MulBackward0",))
 def outer(input, vec2):
     return ew.mul(sh.unsqueeze(input, 1), sh.unsqueeze(vec2, 0))
 
 
-ger = outer

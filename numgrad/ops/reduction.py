@@ -20,7 +20,7 @@ from numgrad.ops._util import (
     state,
     wrap_out,
 )
-from numgrad.ops.registry import respell
+from numgrad.ops.registry import declare, respell
 
 # ========================================================================================
 # broadcasting a reduced gradient back (the differentiable "expand" of reduction rules)
@@ -72,6 +72,7 @@ class SumToSizeBackward(Node):
 SumToSizeBackward.__name__ = SumToSizeBackward.__qualname__ = "SumBackward1"
 
 
+@declare(nodes=("SumBackward1",), variants=("method",))
 def sum_to_size(input, *size):
     """Sum ``input`` down to a shape it broadcasts from (the engine's unbroadcast)."""
     shape = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
@@ -701,6 +702,10 @@ def log_softmax(input, dim, dtype=None):
 
 
 # NumPy's spellings (``axis=``, ``keepdims=``), accepted as PyTorch accepts them
-for _name in ("sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin", "logsumexp",
-              "norm", "softmax", "log_softmax"):
-    globals()[_name] = respell(globals()[_name])
+for _name, _nodes in {
+        "sum": ("SumBackward0", "SumBackward1"), "mean": ("MeanBackward0", "MeanBackward1"),
+        "max": ("MaxBackward1", "MaxBackward0"), "min": ("MinBackward1", "MinBackward0"),
+        "amax": ("AmaxBackward0",), "amin": ("AminBackward0",), "argmax": (), "argmin": (),
+        "logsumexp": ("LogsumexpBackward0",), "norm": ("LinalgVectorNormBackward0",),
+        "softmax": ("SoftmaxBackward0",), "log_softmax": ("LogSoftmaxBackward0",)}.items():
+    globals()[_name] = declare(_name, nodes=_nodes)(respell(globals()[_name]))

@@ -54,12 +54,15 @@ class OpDef:
     """One declared op (see the module docstring); ``fn`` is the generated function."""
 
     __slots__ = ("name", "node", "inputs", "params", "saves", "grads", "formula", "kind",
-                 "dtype", "check", "variants", "aliases", "fn", "_kernel")
+                 "dtype", "check", "variants", "aliases", "fn", "method", "inplace_fn",
+                 "nodes", "_kernel")
 
     def __init__(self, name, kind, inputs, grads, node, formula=None, dtype="same",
                  check=None, variants=("function", "method"), aliases=(), params=()):
         self.name = name
-        self.kind = kind  # "unary", "binary": elementwise formula; "op": a forward function
+        # "unary", "binary": elementwise formula; "op": a forward function; "handwritten": a
+        # function and node classes written by hand (``declare``)
+        self.kind = kind
         self.inputs = inputs
         self.params = params  # number arguments the derivative formulas may read
         self.grads = grads
@@ -72,6 +75,9 @@ class OpDef:
         self.node = make_node(node, inputs, grads, self.saves) if grads else None
         self._kernel = None
         self.fn = None
+        self.method = None  # the Tensor method when it is not ``fn`` (another signature)
+        self.inplace_fn = None  # a hand-written in-place form (else generated from ``fn``)
+        self.nodes = (self.node.__name__,) if self.node else ()  # node classes it records
 
     def kernel(self):
         """The compiled elementwise kernel of the formula (built on first use: importing
@@ -197,6 +203,45 @@ def _unary_function(od):
     return op
 
 
+def _unary_param_function(od, defaults):
+    """tensor, numbers -> tensor: a unary formula with up to two number parameters, given by
+    position or by name, that reach the formula as ``p`` and ``q`` and are saved by name for
+    the derivative (``softplus(x, beta, threshold)``)."""
+    node_cls = od.node
+    name = od.name
+    names = od.params
+    check = od.check
+    float_rule = od.dtype == "float"
+
+    def op(input, *args, **kwargs):
+        if len(args) > len(names):
+            raise TypeError(f"{name}() takes from 1 to {len(names) + 1} positional arguments "
+                            f"but {len(args) + 1} were given")
+        vals = list(defaults)
+        vals[:len(args)] = args
+        for k, v in kwargs.items():
+            if k not in names:
+                raise TypeError(f"{name}() got an unexpected keyword argument '{k}'")
+            vals[names.index(k)] = v
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
+                            f"{type(input).__name__}")
+        dt = dtype_of(input)
+        if check is not None:
+            check(dt)
+        if float_rule:
+            dt = float_type(dt)
+        p, q = ([float(v) for v in vals] + [0.0, 0.0])[:2]
+        r = EW.unary(od._kernel or od.kernel(), as_type(input, dt), dt.np, p, q)
+        res = _wrap(r)
+        if node_cls is not None and state.enabled and input._requires_grad:
+            env = dict(zip(names, vals), self=input, result=r)
+            attach(res, node_cls((edge(input),), tuple(env[s] for s in od.saves)))
+        return res
+
+    return op
+
+
 def flat1(kernel, xd, p=0.0, q=0.0):
     """Unary kernel on C-contiguous data ``xd`` into a new array of its shape and dtype."""
     if xd.__class__ is not _ND:  # CUDA data: the launcher picks the GPU kernels
@@ -260,9 +305,11 @@ def elementwise(name=None, *, node=None, grad=None, dtype="same", check=None,
     """Declare an elementwise op from its scalar formula (the decorated function) or from a
     kernel of ``numgrad.kernels.cpu.elementwise`` named by ``formula``.
 
-    ``grad``: one derivative formula (unary) or a dict over ``self``/``other``. ``params``
-    (binary): names of up to two number arguments after the tensors, handed to the formula
-    as ``p`` and ``q``; derivative formulas may read them by name.
+    ``grad``: one derivative formula (unary) or a dict over ``self``/``other``. ``params``:
+    up to two number arguments after the tensors, handed to the formula as ``p`` and ``q``
+    (a dict of name -> default for a unary op, whose function then takes them by position or
+    name; names for a binary one); derivative formulas may read them by name. Variant
+    ``"functional"``: the op is reached through ``numgrad.nn.functional`` only.
     """
     def declare(fn):
         op_name = name or fn.__name__
@@ -272,7 +319,12 @@ def elementwise(name=None, *, node=None, grad=None, dtype="same", check=None,
                    formula=formula or fn, dtype=dtype, check=check,
                    variants=variants if arity == 1 else (), aliases=aliases,
                    params=tuple(params))
-        gen = _unary_function(od) if arity == 1 else _binary_function(od)
+        if arity == 2:
+            gen = _binary_function(od)
+        elif params:
+            gen = _unary_param_function(od, tuple(params.values()))
+        else:
+            gen = _unary_function(od)
         gen.__name__ = gen.__qualname__ = op_name
         gen.__doc__ = (fn.__doc__ or f"Elementwise {op_name}.") + (
             f" (``{node}`` in the graph)" if node else "")
@@ -331,6 +383,40 @@ def op(name=None, *, node=None, grads=None, inputs=("self",), variants=("functio
         REGISTRY[op_name] = od
         return fn
     return declare
+
+
+def declare(name=None, *, nodes=(), aliases=(), variants=("function", "method"), method=None):
+    """Register a hand-written op: its function, aliases and Tensor method become ``numgrad``
+    entries and methods exactly as a generated op's do, and the registry lists it with the
+    node classes it records (``nodes``, hand-written beside it), so the tests and a graph
+    compiler see every op. ``variants`` may include ``"inplace"``: ``name_`` is then generated
+    (``apply_`` on the result) unless ``inplace_of`` registers a hand-written one. ``method``:
+    a Tensor method with another signature than the function (``x.where(cond, y)``)."""
+    def register(fn):
+        op_name = name or fn.__name__
+        od = OpDef(op_name, "handwritten", (), {}, None, variants=variants, aliases=aliases)
+        od.nodes = tuple(nodes)
+        od.fn = fn
+        od.method = method
+        if hasattr(fn, "__dict__"):
+            fn.opdef = od
+        REGISTRY[op_name] = od
+        return fn
+    return register
+
+
+def inplace_of(name, *, nodes=()):
+    """Register the decorated function as the in-place form (``name_``) of op ``name``; an op
+    that only exists in place (``fill_``, ``uniform_``) is registered with it."""
+    def register(fn):
+        od = REGISTRY.get(name)
+        if od is None:
+            od = REGISTRY[name] = OpDef(name, "handwritten", (), {}, None, variants=())
+            od.nodes = tuple(nodes)
+        od.inplace_fn = fn
+        od.variants = od.variants | {"inplace"}
+        return fn
+    return register
 
 
 def respell(fn):
@@ -434,9 +520,10 @@ def _entries(plain, inplace):
     for od in REGISTRY.values():
         names = (od.name, *od.aliases)
         if plain in od.variants:
-            out.update(dict.fromkeys(names, od.fn))
+            f = od.method if plain == "method" and od.method is not None else od.fn
+            out.update(dict.fromkeys(names, f))
         if inplace in od.variants:
-            m = _inplace(od)
+            m = od.inplace_fn or _inplace(od)
             out.update({n + "_": m for n in names})
     return out
 

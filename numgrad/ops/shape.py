@@ -12,6 +12,7 @@ from numgrad._shape import infer_size, parse_shape, wrap_dim, wrap_dims
 from numgrad.autograd.graph import Node
 from numgrad.ops._util import EW, Tensor, _wrap, as_type, attach, dtype_of, edge, state
 from numgrad.ops.reduction import ExpandBackward0, sum_to_size
+from numgrad.ops.registry import declare
 
 
 def view_of(base, arr):
@@ -69,6 +70,7 @@ def _try_view(arr, shape):
         return None
 
 
+@declare(nodes=("ViewBackward0",), variants=("method",))
 def view(input, *shape):
     """The same data with a new shape; fails when strides make that impossible."""
     if len(shape) == 1 and isinstance(shape[0], _dtype.dtype):
@@ -85,6 +87,7 @@ def view(input, *shape):
     return out
 
 
+@declare(nodes=("ViewBackward0", "UnsafeViewBackward0"))
 def reshape(input, *shape):
     """A view when the strides allow it (``ViewBackward0``), else a copy (``UnsafeViewBackward0``
     over ``CloneBackward0``)."""
@@ -107,6 +110,7 @@ def reshape(input, *shape):
     return out
 
 
+@declare(nodes=("ViewBackward0", "UnsafeViewBackward0"))
 def flatten(input, start_dim=0, end_dim=-1):
     nd = input._data.ndim
     s = wrap_dim(start_dim, nd)
@@ -124,6 +128,7 @@ def flatten(input, start_dim=0, end_dim=-1):
     return reshape(input, shape[:s] + (n,) + shape[e + 1:])
 
 
+@declare(nodes=("ViewBackward0",))
 def unflatten(input, dim, sizes):
     if not sizes:
         raise RuntimeError("unflatten: sizes must be non-empty")
@@ -143,10 +148,12 @@ def unflatten(input, dim, sizes):
     return view(input, shape[:d] + sizes + shape[d + 1:])
 
 
+@declare(nodes=("ViewBackward0",), variants=("method",))
 def view_as(input, other):
     return view(input, other._data.shape)
 
 
+@declare(nodes=("ViewBackward0", "UnsafeViewBackward0"), variants=("method",))
 def reshape_as(input, other):
     return reshape(input, other._data.shape)
 
@@ -186,6 +193,7 @@ class TBackward0(Node):
         return (t(g),)
 
 
+@declare(nodes=("PermuteBackward0",))
 def permute(input, *dims):
     if not dims:
         raise TypeError('permute() missing 1 required positional arguments: "dims"')
@@ -205,6 +213,7 @@ def permute(input, *dims):
     return out
 
 
+@declare(nodes=("TransposeBackward0",), aliases=("swapdims"))
 def transpose(input, dim0, dim1):
     nd = input._data.ndim
     a = wrap_dim(dim0, nd)
@@ -215,9 +224,9 @@ def transpose(input, dim0, dim1):
     return out
 
 
-swapaxes = swapdims = transpose
 
 
+@declare(nodes=("TBackward0",))
 def t(input):
     nd = input._data.ndim
     if nd > 2:
@@ -250,6 +259,7 @@ def _unique_dims(wrapped, what, raw):
         raise RuntimeError(f"movedim: repeated dim in `{what}` ({raw})")
 
 
+@declare(nodes=("PermuteBackward0",), aliases=("moveaxis",))
 def movedim(input, source, destination):
     nd = input._data.ndim
     source = list(source) if isinstance(source, (tuple, list)) else [source]
@@ -270,7 +280,6 @@ def movedim(input, source, destination):
     return permute(input, order)
 
 
-moveaxis = movedim
 
 
 # ========================================================================================
@@ -302,6 +311,7 @@ class UnsqueezeBackward0(Node):
         return (squeeze(g, self._saved[0]),)
 
 
+@declare(nodes=("SqueezeBackward0",))
 def squeeze(input, dim=None):
     shape = input._data.shape
     nd = len(shape)
@@ -322,6 +332,7 @@ def squeeze(input, dim=None):
     return out
 
 
+@declare(nodes=("UnsqueezeBackward0",))
 def unsqueeze(input, dim):
     shape = input._data.shape
     d = wrap_dim(dim, len(shape) + 1)
@@ -331,6 +342,7 @@ def unsqueeze(input, dim):
     return out
 
 
+@declare(nodes=("ExpandBackward0",), variants=("method",))
 def expand(input, *sizes):
     """A broadcast view (no copy); -1 keeps a size (``ExpandBackward0``)."""
     if not sizes:
@@ -375,10 +387,12 @@ def expand(input, *sizes):
     return out
 
 
+@declare(nodes=("ExpandBackward0",), variants=("method",))
 def expand_as(input, other):
     return expand(input, other._data.shape)
 
 
+@declare(nodes=("ExpandBackward0",))
 def broadcast_to(input, size):
     return expand(input, size)
 
@@ -439,6 +453,7 @@ def _take(x, key):
     return out
 
 
+@declare(nodes=("SelectBackward0",))
 def select(input, dim, index, _key=False):
     """``input`` at ``index`` along ``dim`` (``x[i]`` passes ``_key`` for its own message)."""
     shape = input._data.shape
@@ -475,6 +490,7 @@ def slice_dim(input, dim, start, stop, step):
     return out
 
 
+@declare(nodes=("SliceBackward0",))
 def narrow(input, dim, start, length):
     if input._data.ndim == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
@@ -520,6 +536,7 @@ class ToCopyBackward0(Node):
         return (to_dtype(g, dt),)
 
 
+@declare(nodes=("CloneBackward0",))
 def clone(input, *, memory_format=None):
     out = _wrap(EW.unary(EW.copy, input._data, input._data.dtype))
     if state.enabled and input._requires_grad:
@@ -527,6 +544,7 @@ def clone(input, *, memory_format=None):
     return out
 
 
+@declare(nodes=("CloneBackward0",), variants=("method",))
 def contiguous(input, memory_format=None):
     return input if input._data.flags.c_contiguous else clone(input)
 
@@ -562,6 +580,7 @@ def to_device(input, device, dtype=None):
     return out
 
 
+@declare(nodes=("ToCopyBackward0",), variants=("method",))
 def to(input, *args, **kwargs):
     """``to(dtype)``, ``to(device)``, ``to(other)`` and ``to(device, dtype)``."""
     dtype = kwargs.pop("dtype", None)
@@ -647,6 +666,7 @@ def _same_device(ts):
                                "least two devices, cuda:0 and cpu!")
 
 
+@declare(nodes=("CatBackward0",), aliases=("concat", "concatenate"), variants=("function",))
 def cat(tensors, dim=0):
     """Concatenate along an existing dim (``CatBackward0``)."""
     ts = _tensor_list(tensors, "cat")
@@ -703,9 +723,9 @@ def _cat_grad(out, ts, skipped, d, dt):
     return out
 
 
-concat = concatenate = cat
 
 
+@declare(nodes=("StackBackward0",), variants=("function",))
 def stack(tensors, dim=0):
     """Stack along a new dim (``StackBackward0``)."""
     ts = _tensor_list(tensors, "stack")
@@ -734,17 +754,20 @@ def stack(tensors, dim=0):
     return out
 
 
+@declare(nodes=("CatBackward0",), variants=("function",))
 def hstack(tensors):
     ts = [t_ if t_._data.ndim else reshape(t_, (1,)) for t_ in _tensor_list(tensors, "hstack")]
     return cat(ts, 0 if ts[0]._data.ndim == 1 else 1)
 
 
+@declare(nodes=("CatBackward0",), variants=("function",))
 def vstack(tensors):
     ts = _tensor_list(tensors, "vstack")
     return cat([t_ if t_._data.ndim > 1 else unsqueeze(t_, 0) if t_._data.ndim else
                 reshape(t_, (1, 1)) for t_ in ts], 0)
 
 
+@declare(nodes=("SliceBackward0",))  # PyTorch: SplitBackward0, SplitWithSizesBackward0
 def split(input, split_size_or_sections, dim=0):
     if input._data.ndim == 0:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
@@ -778,6 +801,7 @@ def split(input, split_size_or_sections, dim=0):
     return tuple(out)
 
 
+@declare(nodes=("SliceBackward0",))  # PyTorch: SplitBackward0
 def chunk(input, chunks, dim=0):
     if input._data.ndim == 0:
         raise RuntimeError("chunk expects at least a 1-dimensional tensor")
@@ -789,14 +813,15 @@ def chunk(input, chunks, dim=0):
     return split(input, -(-size // chunks) if size else [0] * chunks, d)
 
 
+@declare(nodes=("SelectBackward0",))  # PyTorch: UnbindBackward0
 def unbind(input, dim=0):
     d = wrap_dim(dim, input._data.ndim)
     return tuple(select(input, d, i) for i in range(input._data.shape[d]))
 
 
 __all__ = ["view", "reshape", "flatten", "unflatten", "view_as", "reshape_as", "permute",
-           "transpose", "swapaxes", "swapdims", "t", "T", "mT", "movedim", "moveaxis",
+           "transpose", "t", "T", "mT", "movedim",
            "squeeze", "unsqueeze", "expand", "expand_as", "broadcast_to", "select",
-           "slice_dim", "narrow", "clone", "contiguous", "to_dtype", "to", "cat", "concat",
-           "concatenate", "stack", "hstack", "vstack", "split", "chunk", "unbind", "embed",
+           "slice_dim", "narrow", "clone", "contiguous", "to_dtype", "to", "cat",
+           "stack", "hstack", "vstack", "split", "chunk", "unbind", "embed",
            "sum_to_size", "view_of"]

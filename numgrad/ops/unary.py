@@ -113,9 +113,35 @@ def rpow_backward(g, x, p, q):
     """g s^x log(s) for a number base s = p."""
 
 
+@elementwise(arity=2, formula="softplus_bwd", node="SoftplusBackwardBackward0",
+             params=("beta", "threshold"), grad={
+                 # f = g s(b x) where b x <= t, else g: df/dg = that factor
+                 "self": lambda grad, other, beta, threshold: softplus_backward(
+                     grad, other, beta, threshold),
+                 # df/dx = g b s(b x) (1 - s(b x)) where b x <= t, else 0
+                 "other": lambda grad, self, other, beta, threshold: _softplus_curvature(
+                     ew.mul(grad, self), other, beta, threshold)})
+def softplus_backward(g, x, p, q):
+    """g sigmoid(beta x), g where beta x > threshold (p = beta, q = threshold)."""
+
+
+def _softplus_curvature(g, x, beta, threshold):
+    bx = ew.mul(x, beta)
+    return ew.where(ew.gt(bx, threshold), 0.0,
+                    ew.mul(sigmoid_backward(g, sigmoid(bx)), beta))
+
+
 # ----------------------------------------------------------------------------------------
 # forward ops
 # ----------------------------------------------------------------------------------------
+
+
+def _float_only(kernel):
+    def check(dt):
+        if dt._kind != 2:
+            raise NotImplementedError(f"\"{kernel}\" not implemented for '{dt._legacy}'")
+    return check
+
 
 
 def _no_bool(message, error=RuntimeError):
@@ -265,3 +291,13 @@ def expm1(x, p, q):
 def rsqrt(x, p, q):
     """1 / sqrt(x)."""
     return like(x, 1.0) / math.sqrt(x)
+
+
+# d/dx log(1 + e^(b x)) / b = sigmoid(b x); 1 where b x > threshold (there the op is x)
+@elementwise(formula="softplus", node="SoftplusBackward0", variants=("functional",),
+             params={"beta": 1.0, "threshold": 20.0}, check=_float_only("softplus_cpu"),
+             grad=lambda grad, self, beta, threshold: softplus_backward(
+                 grad, self, beta, threshold))
+def softplus(x, p, q):
+    """log(1 + e^(beta x)) / beta, and x where beta x > threshold
+    (``numgrad.nn.functional.softplus``)."""

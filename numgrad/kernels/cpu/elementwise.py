@@ -17,9 +17,9 @@ import numpy as np
 from numba import prange, types
 from numba.extending import overload
 
+from numgrad.kernels import EW
 from numgrad.kernels._guard import check_operands
 from numgrad.kernels._jit import inline, specialize
-from numgrad.kernels._twin import twin
 from numgrad.kernels.cpu._fastmath import fexp, fsigmoid, ftanh
 from numgrad.kernels.cpu._scalar import fceil, ffloor, frint, ftrunc, like
 
@@ -913,7 +913,7 @@ def _nd(k, ins, out, p, q):
 def unary(k, x, dtype, p=0.0, q=0.0, out=None):
     """``k`` applied to array ``x`` into a new array of ``dtype`` (or into ``out``)."""
     if x.__class__ is not _ND or (out is not None and out.__class__ is not _ND):
-        return twin("elementwise").unary(k, x, dtype, p, q, out)
+        return EW.cuda().unary(k, x, dtype, p, q, out)
     if out is None:
         out = np.empty(x.shape, dtype)
     if out.size:
@@ -928,7 +928,7 @@ def binary(k, a, b, dtype, shape, p=0.0, q=0.0, out=None):
     """``k`` over arrays ``a`` and ``b`` broadcast to ``shape``."""
     if (a.__class__ is not _ND or b.__class__ is not _ND
             or (out is not None and out.__class__ is not _ND)):
-        return twin("elementwise").binary(k, a, b, dtype, shape, p, q, out)
+        return EW.cuda().binary(k, a, b, dtype, shape, p, q, out)
     if out is None:
         out = np.empty(shape, dtype)
     if out.size:
@@ -945,7 +945,7 @@ def ternary(k, a, b, c, dtype, shape, p=0.0, q=0.0, out=None):
     """``k`` over arrays ``a``, ``b`` and ``c`` broadcast to ``shape``."""
     if (a.__class__ is not _ND or b.__class__ is not _ND or c.__class__ is not _ND
             or (out is not None and out.__class__ is not _ND)):
-        return twin("elementwise").ternary(k, a, b, c, dtype, shape, p, q, out)
+        return EW.cuda().ternary(k, a, b, c, dtype, shape, p, q, out)
     if out is None:
         out = np.empty(shape, dtype)
     if out.size:

@@ -12,8 +12,8 @@ import numpy as np
 from numba import prange, types
 from numba.extending import overload
 
+from numgrad.kernels import RED
 from numgrad.kernels._jit import jit, specialize
-from numgrad.kernels._twin import twin
 from numgrad.kernels.cpu._fastmath import fexp
 
 
@@ -364,7 +364,7 @@ def reduce_dims(kernel, x, dims, dtype, *args):
     Returns the result with the reduced dims kept as size 1.
     """
     if x.__class__ is not _ND:
-        return twin("reduction").reduce_dims(kernel, x, dims, dtype, *args)
+        return RED.cuda().reduce_dims(kernel, x, dims, dtype, *args)
     passes = runs(dims)
     last = len(passes) - 1
     for k, (start, stop) in enumerate(reversed(passes)):
@@ -387,7 +387,7 @@ def _rest_args(kernel, args):
 def sum_all(x, dtype, scale):
     """scale * sum of every element, as a 0-d array."""
     if x.__class__ is not _ND:
-        return twin("reduction").sum_all(x, dtype, scale)
+        return RED.cuda().sum_all(x, dtype, scale)
     out = np.empty((1, 1), dtype)
     sum_3d(x.reshape(1, x.size, 1), out, scale)
     return out.reshape(())
@@ -396,7 +396,7 @@ def sum_all(x, dtype, scale):
 def sum_dims(x, dims, dtype, scale):
     """sum over ``dims`` (non-empty) times ``scale`` (mean: 1/n); reduced dims kept as 1."""
     if x.__class__ is not _ND:
-        return twin("reduction").sum_dims(x, dims, dtype, scale)
+        return RED.cuda().sum_dims(x, dims, dtype, scale)
     return reduce_dims(sum_3d, x, dims, dtype, scale)
 
 
@@ -408,7 +408,7 @@ def _rows(kernel, size):
 def along(kernel, x, dim, out_dtype, *args):
     """Apply an (o, r, i) -> (o, r, i) kernel along ``dim``; the result has x's shape."""
     if x.__class__ is not _ND:
-        return twin("reduction").along(kernel, x, dim, out_dtype, *args)
+        return RED.cuda().along(kernel, x, dim, out_dtype, *args)
     if dim == x.ndim - 1 and x.flags.c_contiguous and x.size:
         x2 = x.reshape(-1, x.shape[-1])
         out = np.empty(x2.shape, out_dtype)
@@ -423,7 +423,7 @@ def along(kernel, x, dim, out_dtype, *args):
 def along2(kernel, g, y, dim, out_dtype):
     """Like ``along`` for backward kernels of two same-shaped inputs."""
     if g.__class__ is not _ND or y.__class__ is not _ND:
-        return twin("reduction").along2(kernel, g, y, dim, out_dtype)
+        return RED.cuda().along2(kernel, g, y, dim, out_dtype)
     if (dim == y.ndim - 1 and y.flags.c_contiguous and g.flags.c_contiguous and y.size
             and g.shape == y.shape):
         y2 = y.reshape(-1, y.shape[-1])

@@ -1,5 +1,10 @@
 """Indexing kernels on the GPU: the twins of ``numgrad.kernels.cpu.indexing``.
 
+Why a second source: the CPU kernels walk indices in order in one thread, so repeated
+indices accumulate and "later writes win" for free; here thousands of threads write at once,
+which needs atomics (scatter-add), a two-phase atomic max (``put_axis``) and a block scan
+(``mask_positions``), none of which a shared line function can express.
+
 Every array argument is a ``CudaArray`` addressed through its buffer, offset and element
 strides, so strided views need no copies. Shape-like arguments (``sizes`` of ``linearize``,
 ``shape`` of ``unravel``) are metadata: host sequences or NumPy arrays (a ``CudaArray`` is

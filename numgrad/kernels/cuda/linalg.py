@@ -1,5 +1,8 @@
 """Matrix products on the GPU: the twin of ``numgrad.kernels.cpu.linalg``.
 
+Why a second source: the CPU calls BLAS; a GPU GEMM is a tiled kernel staging blocks of A
+and B in shared memory, an algorithm with no CPU counterpart in numgrad.
+
 ``matmul(a, b, out)`` follows ``np.matmul``: 1-D operands are promoted (a row vector on the
 left, a column vector on the right) and dropped from the result, and the batch dims of 3-D
 and higher operands broadcast. The default path is a shared-memory tiled kernel: one block

@@ -1,5 +1,10 @@
 """Kernels for numgrad.nn on the GPU: the twin of ``numgrad.kernels.cpu.nn``.
 
+Why a second source: the CPU side builds convolutions on one BLAS GEMM over im2col columns
+and reduces statistics with one thread per channel; on the GPU the same math needs one
+thread per output element, shared-memory tree reductions and atomics, a different algorithm
+rather than the same loop on another device.
+
 Same names and arguments as the CPU module, over ``CudaArray`` data:
 
 * im2col writes one column element per thread; col2im (its adjoint) is a gather, one thread

@@ -1,5 +1,11 @@
 """Reduction kernels on the GPU: the twin of ``numgrad.kernels.cpu.reduction``.
 
+Why a second source: a CPU reduction is a serial loop per row (rows spread over threads by
+``prange``), while a GPU reduction splits each row over many threads and combines their
+partials by a tree in shared memory, with coalesced loads; the algorithms differ, so the
+kernels do (operations along a line that stay serial, cumsum and sort, share one source in
+``numgrad.kernels.lines``).
+
 Every kernel works on a strided 3-D view ``(outer, reduced, inner)`` of its input (given as
 flat buffer, offset and three element strides, so the views made by ``as3d`` need no copy)
 and writes an ``(outer, inner)`` result, or an ``(outer, reduced, inner)`` one for the
