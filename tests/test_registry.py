@@ -127,7 +127,7 @@ def test_namespace_and_methods_come_from_the_registry():
     "m.expm1(x)", "m.erf(x)", "m.rsqrt(x)", "m.tril(x.reshape(2, 3), -1)",
     "m.triu(x.reshape(3, 2), 1)", "m.cumsum(x, 0)", "m.var(x.reshape(2, 3), 1, keepdim=True)",
     "m.std(x.reshape(2, 3), 0, correction=0)", "m.sort(x, descending=True).values",
-    "m.nn.functional.softplus(x, 2, 3)",
+    "m.nn.functional.softplus(x, 2, 3)", "m.floor(x)", "m.ceil(x)", "m.trunc(x)", "m.round(x)",
 ])
 def test_generated_nodes_show_pytorchs_saved_values(call):
     """A generated node's name and its ``_saved_*`` values (read off the derivative formulas'

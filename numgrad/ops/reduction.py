@@ -20,7 +20,7 @@ from numgrad.ops._util import (
     state,
     wrap_out,
 )
-from numgrad.ops.registry import declare, respell
+from numgrad.ops.registry import declare, respell, respelled
 
 # ========================================================================================
 # broadcasting a reduced gradient back (the differentiable "expand" of reduction rules)
@@ -194,19 +194,35 @@ def _reduce_sum(input, dim, keepdim, dt, mean):
     return out
 
 
+def _spelled(dim, keepdim, numpy_names):
+    """``dim``/``keepdim`` from NumPy's ``axis``/``keepdims`` (anything else: TypeError)."""
+    kwargs = {"dim": dim, "keepdim": keepdim}
+    for k, v in respelled(numpy_names).items():
+        if k not in kwargs:
+            raise TypeError(f"got an unexpected keyword argument '{k}'")
+        if k == "dim" and dim is not None:
+            raise TypeError("got multiple values for argument 'dim'")
+        kwargs[k] = v
+    return kwargs
+
+
 def _one_dt(dt):
     return 1.0 if dt._kind == 2 else 1
 
 
-def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001
+def sum(input, dim=None, keepdim=False, *, dtype=None, **numpy_names):  # noqa: A001
     """Sum over all elements (``SumBackward0``) or over ``dim`` (``SumBackward1``)."""
+    if numpy_names:  # axis=, keepdims= (spelled inside: sum is too hot for a wrapper)
+        return sum(input, dtype=dtype, **_spelled(dim, keepdim, numpy_names))
     in_dt = dtype_of(input)
     dt = _dtype.get(dtype) or (in_dt if in_dt._kind == 2 else _dtype.int64)
     return _reduce_sum(input, dim, keepdim, dt, mean=False)
 
 
-def mean(input, dim=None, keepdim=False, *, dtype=None):
+def mean(input, dim=None, keepdim=False, *, dtype=None, **numpy_names):
     """Mean over all elements (``MeanBackward0``) or over ``dim`` (``MeanBackward1``)."""
+    if numpy_names:
+        return mean(input, dtype=dtype, **_spelled(dim, keepdim, numpy_names))
     dt = _dtype.get(dtype) or dtype_of(input)
     if dt._kind != 2:
         which = "Input" if dtype is None else "Optional"
@@ -702,10 +718,13 @@ def log_softmax(input, dim, dtype=None):
 
 
 # NumPy's spellings (``axis=``, ``keepdims=``), accepted as PyTorch accepts them
+_spell_inside = ("sum", "mean")
 for _name, _nodes in {
         "sum": ("SumBackward0", "SumBackward1"), "mean": ("MeanBackward0", "MeanBackward1"),
         "max": ("MaxBackward1", "MaxBackward0"), "min": ("MinBackward1", "MinBackward0"),
         "amax": ("AmaxBackward0",), "amin": ("AminBackward0",), "argmax": (), "argmin": (),
         "logsumexp": ("LogsumexpBackward0",), "norm": ("LinalgVectorNormBackward0",),
         "softmax": ("SoftmaxBackward0",), "log_softmax": ("LogSoftmaxBackward0",)}.items():
-    globals()[_name] = declare(_name, nodes=_nodes)(respell(globals()[_name]))
+    _fn = globals()[_name]
+    globals()[_name] = declare(_name, nodes=_nodes)(
+        _fn if _name in _spell_inside else respell(_fn))
