@@ -375,8 +375,6 @@ def _expand_param(v, name, dim):
     return v
 
 
-
-
 def _conv_geom(x_shape, w_shape, stride, padding, dilation, groups, bias_shape=None):
     """PyTorch's ``check_shape_forward`` for a 2-D convolution on (already parsed) int
     tuples; the geometry the kernels run."""

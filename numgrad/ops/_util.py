@@ -12,8 +12,6 @@ _NP2DT = {d.np: d for d in _dtype.ALL}
 SCALAR_TYPES = (int, float, bool)
 
 
-
-
 def dtype_of(t):
     return _NP2DT[t._data.dtype]
 

@@ -126,8 +126,6 @@ def clamp(input, min=None, max=None):  # noqa: A002
     return out
 
 
-
-
 @declare(nodes=("ClampBackward1", "ClampBackward0"), variants=("function", "method", "inplace"))
 def clamp_min(input, min):  # noqa: A002
     return clamp(input, min=min)
@@ -411,8 +409,6 @@ def sub(input, other, *, alpha=1):
                           -alpha)
 
 
-
-
 def _sub_check(a, b):
     """PyTorch's sub_check: no bool operand (a Python bool counts as a bool tensor)."""
     ab = a._data.dtype.kind == "b"
@@ -458,8 +454,6 @@ def _mul_saved(a, b):
     return (a if b._requires_grad else None, b if a._requires_grad else None)
 
 
-
-
 @declare(nodes=("DivBackward0", "DivBackward2"),
          aliases=("divide", "true_divide"))
 def div(input, other, *, rounding_mode=None):
@@ -499,7 +493,6 @@ class DivScalarBackward(Node):
 
 
 DivScalarBackward.__name__ = DivScalarBackward.__qualname__ = "DivBackward0"
-
 
 
 def _has_zero(b):
@@ -767,8 +760,6 @@ def _rpow(x, base):
     return out
 
 
-
-
 # ---- maximum / minimum ------------------------------------------------------------------
 
 
@@ -850,7 +841,6 @@ lt = declare("lt", aliases=("less",))(_compare("lt", "lt", "lt_s"))
 le = declare("le", aliases=("less_equal",))(_compare("le", "le", "le_s"))
 gt = declare("gt", aliases=("greater",))(_compare("gt", "gt", "gt_s"))
 ge = declare("ge", aliases=("greater_equal",))(_compare("ge", "ge", "ge_s"))
-greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
 
 
 def _logical(name):

@@ -168,8 +168,6 @@ def dot(input, tensor):
     return out
 
 
-
-
 @declare(nodes=("BmmBackward0",))
 def bmm(input, mat2):
     if input._data.ndim != 3:

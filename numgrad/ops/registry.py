@@ -58,7 +58,8 @@ class OpDef:
                  "nodes", "_kernel")
 
     def __init__(self, name, kind, inputs, grads, node, formula=None, dtype="same",
-                 check=None, variants=("function", "method"), aliases=(), params=()):
+                 check=None, variants=("function", "method"), aliases=(), params=(),
+                 saves=None):
         self.name = name
         # "unary", "binary": elementwise formula; "op": a forward function; "handwritten": a
         # function and node classes written by hand (``declare``)
@@ -71,7 +72,7 @@ class OpDef:
         self.check = check
         self.variants = frozenset(variants)
         self.aliases = tuple(aliases)
-        self.saves = _saved_names(inputs, grads)
+        self.saves = tuple(saves) if saves is not None else _saved_names(inputs, grads)
         self.node = make_node(node, inputs, grads, self.saves) if grads else None
         self._kernel = None
         self.fn = None
@@ -101,6 +102,11 @@ class OpDef:
         return f"<op {self.name} ({self.kind}, node {self.node and self.node.__name__})>"
 
 
+def _reads(formula):
+    """The names a derivative formula reads: its parameters after ``grad``."""
+    return list(inspect.signature(formula).parameters)[1:]
+
+
 def _saved_names(inputs, grads):
     """What the node saves: the names the derivative formulas read, in order of first use."""
     names = []
@@ -108,7 +114,7 @@ def _saved_names(inputs, grads):
         formula = grads.get(key)
         if formula is None:
             continue
-        for p in list(inspect.signature(formula).parameters)[1:]:
+        for p in _reads(formula):
             if p not in names:
                 names.append(p)
     return tuple(names)
@@ -124,8 +130,8 @@ def make_node(name, inputs, grads, saves):
     each input that has an edge. Saved outputs (``result``) are stored as arrays and handed to
     the formulas as tensors of this node, so they stay differentiable."""
     formulas = tuple(grads.get(i) for i in inputs)
-    args = tuple(tuple(saves.index(p) for p in list(inspect.signature(f).parameters)[1:])
-                 if f is not None else () for f in formulas)
+    args = tuple(tuple(saves.index(p) for p in _reads(f)) if f is not None else ()
+                 for f in formulas)
     result_at = saves.index("result") if "result" in saves else -1
 
     if len(inputs) == 1 and args[0] == (0,):  # one input, one saved value: the common case
@@ -163,8 +169,6 @@ def _unary_function(od):
     node_cls = od.node
     name = od.name
     save_result = od.saves == ("result",)
-    float_rule = od.dtype == "float"
-    check = od.check
     has_out = "out" in od.variants
     saves_input = od.saves == ("self",)
 
@@ -182,25 +186,35 @@ def _unary_function(od):
                 if node_cls is not None and state.enabled and input._requires_grad:
                     record(res, input, r)
                 return res
-        if not isinstance(input, Tensor):
-            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
-                            f"{type(input).__name__}")
         if out is not None:
+            _check_input(name, input)
             if not has_out:
                 raise TypeError(f"{name}() got an unexpected keyword argument 'out'")
             return write_out(op, out, input)
-        dt = dtype_of(input)
-        if check is not None:
-            check(dt)
-        if float_rule:
-            dt = float_type(dt)
-        r = EW.unary(od._kernel or od.kernel(), as_type(input, dt), dt.np, 0.0, 0.0)
+        r = _checked_unary(od, input, 0.0, 0.0)
         res = _wrap(r)
         if node_cls is not None and state.enabled and input._requires_grad:
             record(res, input, r)
         return res
 
     return op
+
+
+def _check_input(name, input):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+
+
+def _checked_unary(od, input, p, q):
+    """``od``'s kernel on any tensor: argument and dtype checks, the dtype rule, any layout."""
+    _check_input(od.name, input)
+    dt = dtype_of(input)
+    if od.check is not None:
+        od.check(dt)
+    if od.dtype == "float":
+        dt = float_type(dt)
+    return EW.unary(od._kernel or od.kernel(), as_type(input, dt), dt.np, p, q)
 
 
 def _unary_param_function(od, defaults):
@@ -210,8 +224,6 @@ def _unary_param_function(od, defaults):
     node_cls = od.node
     name = od.name
     names = od.params
-    check = od.check
-    float_rule = od.dtype == "float"
 
     def op(input, *args, **kwargs):
         if len(args) > len(names):
@@ -223,16 +235,8 @@ def _unary_param_function(od, defaults):
             if k not in names:
                 raise TypeError(f"{name}() got an unexpected keyword argument '{k}'")
             vals[names.index(k)] = v
-        if not isinstance(input, Tensor):
-            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
-                            f"{type(input).__name__}")
-        dt = dtype_of(input)
-        if check is not None:
-            check(dt)
-        if float_rule:
-            dt = float_type(dt)
         p, q = ([float(v) for v in vals] + [0.0, 0.0])[:2]
-        r = EW.unary(od._kernel or od.kernel(), as_type(input, dt), dt.np, p, q)
+        r = _checked_unary(od, input, p, q)
         res = _wrap(r)
         if node_cls is not None and state.enabled and input._requires_grad:
             env = dict(zip(names, vals), self=input, result=r)
@@ -348,10 +352,7 @@ def op(name=None, *, node=None, grads=None, inputs=("self",), variants=("functio
     def declare(forward):
         op_name = name or forward.__name__
         od = OpDef(op_name, "op", tuple(inputs), grads or {}, node, variants=variants,
-                   aliases=aliases)
-        if save is not None:
-            od.saves = tuple(save)
-            od.node = make_node(node, od.inputs, od.grads, od.saves) if grads else None
+                   aliases=aliases, saves=save)
         node_cls = od.node
         n_in = len(od.inputs)
         saves = od.saves

@@ -224,8 +224,6 @@ def transpose(input, dim0, dim1):
     return out
 
 
-
-
 @declare(nodes=("TBackward0",))
 def t(input):
     nd = input._data.ndim
@@ -278,8 +276,6 @@ def movedim(input, source, destination):
     for dd, s in sorted(zip(dst, src)):
         order.insert(dd, s)
     return permute(input, order)
-
-
 
 
 # ========================================================================================
@@ -721,8 +717,6 @@ def _cat_grad(out, ts, skipped, d, dt):
             node._meta = metas
         attach(out, node)
     return out
-
-
 
 
 @declare(nodes=("StackBackward0",), variants=("function",))

@@ -143,7 +143,6 @@ def _float_only(kernel):
     return check
 
 
-
 def _no_bool(message, error=RuntimeError):
     def check(dt):
         if dt is _dtype.bool_:
