@@ -7,6 +7,8 @@ class check.
 
 import numpy as np
 
+from numgrad._compile.tape import record
+
 ndarray = np.ndarray
 
 
@@ -41,7 +43,7 @@ def ones(like, shape, dtype):
 
 def contiguous(a):
     if a.__class__ is ndarray:
-        return np.ascontiguousarray(a)
+        return record(np.ascontiguousarray, a)
     return a.contiguous()
 
 

@@ -6,6 +6,7 @@ import os
 
 import numpy as np
 
+from numgrad._compile import tape as _tape
 from numgrad.kernels import LazyKernels
 
 RNG = LazyKernels("random")
@@ -56,6 +57,8 @@ class Generator:
 
     # draws ------------------------------------------------------------------------------
     def raw(self, n):
+        if _tape.TAPE is not None:
+            _tape.TAPE.unreplayable("random numbers")
         out = np.empty(n, np.uint32)
         if n:
             RNG.next_u32(self._ensure(), out)

@@ -11,6 +11,7 @@ import weakref
 import numpy as np
 
 from numgrad import _device, _dtype
+from numgrad._compile import tape as _tape
 from numgrad._shape import Size, wrap_dim
 from numgrad.autograd import grad_mode
 from numgrad.autograd.graph import AccumulateGrad, RemovableHandle
@@ -411,15 +412,21 @@ class Tensor:
 
     # ------------------------------------------------------------------ conversion
     def item(self):
+        if _tape.TAPE is not None:
+            _tape.host_read("item()")
         if self._data.size != 1:
             raise RuntimeError(
                 f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
         return self._data.reshape(()).item()
 
     def tolist(self):
+        if _tape.TAPE is not None:
+            _tape.host_read("tolist()")
         return self._data.tolist()
 
     def numpy(self, *, force=False):
+        if _tape.TAPE is not None:
+            _tape.host_read("numpy()")
         if self._requires_grad and not force:
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
@@ -432,6 +439,8 @@ class Tensor:
         return a
 
     def __array__(self, dtype=None, copy=None):
+        if _tape.TAPE is not None:
+            _tape.host_read("NumPy conversion")
         if self._requires_grad:
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
@@ -454,11 +463,15 @@ class Tensor:
         return (self[i] for i in range(self._data.shape[0]))
 
     def __bool__(self):
+        if _tape.TAPE is not None:
+            _tape.host_read("bool()")
         if self._data.size != 1:
             raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(self._data.reshape(()).item())
 
     def _scalar_value(self, kind):
+        if _tape.TAPE is not None:
+            _tape.host_read("a Python number conversion")
         if self._data.size != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
         return kind(self._data.reshape(()).item())
@@ -470,6 +483,8 @@ class Tensor:
         return self._scalar_value(int)
 
     def __index__(self):
+        if _tape.TAPE is not None:
+            _tape.host_read("an index conversion")
         if self._data.dtype.kind not in "iub" or self._data.size != 1:
             raise TypeError(
                 "only integer tensors of a single element can be converted to an index")
@@ -482,9 +497,13 @@ class Tensor:
 
     def __repr__(self, *, tensor_contents=None):
         from numgrad._printing import tensor_repr
+        if _tape.TAPE is not None:
+            _tape.host_read("printing")
         return tensor_repr(self)
 
     def __format__(self, spec):
+        if _tape.TAPE is not None:
+            _tape.host_read("formatting")
         if self._data.ndim == 0 and spec:
             return self._data.item().__format__(spec)
         return object.__format__(self, spec)

@@ -17,6 +17,7 @@ import sys
 
 import numpy as np
 
+from numgrad._compile import tape as _tape
 from numgrad.autograd import anomaly_mode, grad_mode
 from numgrad.autograd.anomaly_mode import STATE as ANOMALY
 from numgrad.autograd.function import BackwardCFunction
@@ -200,6 +201,8 @@ def _run_hooks_before(node, hooks, grads, captured, capture, shared):
     Returns the gradients to run the node on, or None when hooks left none to a built-in node.
     What hooks return may be held by the user: it joins ``shared`` (never stolen as a .grad).
     """
+    if hooks is not None and _tape.TAPE is not None:
+        _tape.TAPE.unreplayable("autograd hooks")
     if hooks is not None:
         for nr, fns in hooks.tensor_pre.items():
             for fn in list(fns.values()):
@@ -238,6 +241,8 @@ def _run_hooks_before(node, hooks, grads, captured, capture, shared):
 
 def _leaf_hooks(var, g, shared):
     """``var.register_hook`` hooks: they run first, as the tensor pre-hooks of its node."""
+    if _tape.TAPE is not None:
+        _tape.TAPE.unreplayable("autograd hooks")
     for fn in list(var._hooks.values()):
         r = fn(g)
         if r is not None and r is not g:
@@ -249,6 +254,8 @@ def _leaf_hooks(var, g, shared):
 
 def _post_accumulate(var):
     """``register_post_accumulate_grad_hook`` hooks, after ``var.grad`` was updated."""
+    if _tape.TAPE is not None:
+        _tape.TAPE.unreplayable("autograd hooks")
     for fn in list(var._post_acc_hooks.values()):
         r = fn(var)
         if r is not None:
@@ -312,6 +319,10 @@ def execute(roots, grads, keep_graph, create_graph, capture=None, targets=None,
     if capture is not None:
         captured = [None] * (1 + max(s for d in capture.values() for v in d.values() for s in v))
     anomaly = ANOMALY[0]
+    if _tape.TAPE is not None:
+        _tape.TAPE.ran_backward = True
+        if anomaly:
+            _tape.TAPE.unreplayable("anomaly detection")
     state = grad_mode.state
     prev = state.enabled
     state.enabled = create_graph

@@ -47,8 +47,7 @@ def broadcast_to_shape(g, shape, scale=1):
     out_arr = np.empty(shape, gd.dtype) if cpu else _arrays.empty(gd, shape, gd.dtype)
     if gd.ndim == 0 and out_arr.size and cpu:
         # the usual case (sum/mean of everything) on the CPU: a fill
-        v = g._data.item() * scale
-        EW.unary(EW.fill, out_arr.reshape(-1), out_arr.dtype, v, out=out_arr.reshape(-1))
+        EW.fill_scaled(gd.reshape(1), out_arr.reshape(-1), float(scale))
     elif scale == 1:
         EW.unary(EW.copy, g._data, out_arr.dtype, out=out_arr)
     else:

@@ -19,7 +19,7 @@ from numba.extending import overload
 
 from numgrad.kernels import EW
 from numgrad.kernels._guard import check_operands
-from numgrad.kernels._jit import inline, specialize
+from numgrad.kernels._jit import inline, jit, specialize
 from numgrad.kernels.cpu._fastmath import fexp, fsigmoid, ftanh
 from numgrad.kernels.cpu._scalar import fceil, ffloor, frint, ftrunc, like
 
@@ -970,3 +970,12 @@ def tri_keep(x, d, p, q):
     # triu; q = -1: d <= p, tril), else 0
     keep = d >= p if q > 0 else d <= p
     return x if keep else like(x, 0)
+
+
+@jit
+def fill_scaled(src, out, scale):
+    """out[:] = src[0] * scale, the product taken in float64: a gradient of sum/mean spread
+    over its input, read from the array by the kernel (a compiled trace replays it)."""
+    v = np.float64(src[0]) * scale
+    for i in range(out.size):
+        out[i] = v

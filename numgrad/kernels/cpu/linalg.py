@@ -2,11 +2,16 @@
 
 import numpy as np
 
+from numgrad._compile.tape import record
 from numgrad.kernels import LIN
+
+
+def gemm(a, b, out):
+    np.matmul(a, b, out=out)
 
 
 def matmul(a, b, out):
     """out = a @ b for 2-D or batched 3-D operands (BLAS sgemm/dgemm)."""
     if a.__class__ is not np.ndarray or b.__class__ is not np.ndarray:
         return LIN.cuda().matmul(a, b, out)
-    return np.matmul(a, b, out=out)
+    return record(gemm, a, b, out)

@@ -1,0 +1,285 @@
+"""A recorded tape turned into a replayable plan, and its replay.
+
+Every array a recorded call received is located once, as a view (byte offset, shape, strides,
+dtype) of one of:
+
+* an *external*: the data of a tensor the function can reach (argument, parameter, gradient,
+  optimizer state), found again at each call by its position in ``state.reachable``;
+* a *returned* array: what an earlier call handed back (a copy made outside Numba, say),
+  bound when that call runs again;
+* a *fresh* buffer: memory made during the trace that the caller can see afterwards (the
+  output, a new ``.grad``): made anew at each call, so no two calls share it;
+* a *static* buffer: memory made during the trace that nobody outside sees (intermediates,
+  constants): kept by the plan and reused by every call.
+
+Replaying calls each kernel again, in the recorded order, on views rebuilt only where an
+array moved. Views are made with ``np.ndarray(buffer=...)``, which checks that every view
+lies inside its buffer; the plan also refuses an array that reaches outside the tensor it was
+located in, so a replay can only touch memory the eager run touched.
+"""
+
+import numpy as np
+
+from numgrad._compile.tape import address, root
+from numgrad.tensor import _wrap
+
+
+class Unplannable(Exception):
+    """The trace holds something a plan cannot replay."""
+
+
+class GuardFailed(Exception):
+    """A value the trace depended on came out differently: this call must run eagerly."""
+
+
+_NO_GUARD = object()
+
+
+def _extent(a):
+    """[low, high) bytes ``a`` touches; None when it is empty."""
+    lo = hi = address(a)
+    for n, s in zip(a.shape, a.strides):
+        if n == 0:
+            return None
+        if s > 0:
+            hi += (n - 1) * s
+        else:
+            lo += (n - 1) * s
+    return lo, hi + a.itemsize
+
+
+def _view(base, off, shape, strides, dtype):
+    return np.ndarray(shape, dtype, base[0], base[1] + off, strides)
+
+
+class _Spec:
+    """Where one array lives: the key of its buffer and the view of it."""
+
+    __slots__ = ("key", "off", "shape", "strides", "dtype", "array")
+
+    def __init__(self, key, off, array):
+        self.key, self.off, self.array = key, off, array
+        self.shape, self.strides, self.dtype = array.shape, array.strides, array.dtype
+
+    def build(self, bases):
+        base = bases.get(self.key)
+        if base is None:
+            return self.array
+        return _view(base, self.off, self.shape, self.strides, self.dtype)
+
+
+class Locator:
+    """Assigns every array of a trace to its buffer (see the module docstring)."""
+
+    def __init__(self, externals):
+        self.externals = externals  # the reachable tensors' data at trace start
+        self._by_root = {}
+        for i, d in enumerate(externals):
+            if d.__class__ is np.ndarray:
+                self._by_root.setdefault(id(root(d)), []).append(i)
+        self.returned = {}  # id(root) -> (key, the returned array)
+        self.statics = {}  # id(root) -> root
+
+    def locate(self, a):
+        r = root(a)
+        ext = self._by_root.get(id(r))
+        span = _extent(a)
+        if ext is not None:
+            if span is None:
+                return _Spec(("c",), 0, a)
+            for i in ext:
+                d = self.externals[i]
+                dspan = _extent(d)
+                if dspan is not None and dspan[0] <= span[0] and span[1] <= dspan[1]:
+                    return _Spec(i, address(a) - address(d), a)
+            raise Unplannable("a kernel read memory outside the tensor it was given")
+        ret = self.returned.get(id(r))
+        if ret is not None:
+            return _Spec(ret[0], address(a) - address(ret[1]), a)
+        self.statics[id(r)] = r
+        return _Spec(("s", id(r)), address(a) - address(r), a)
+
+    def returns(self, key, a):
+        r = root(a)
+        if id(r) in self._by_root or id(r) in self.returned or id(r) in self.statics:
+            return False  # handed back memory the plan already knows (a no-copy result)
+        self.returned[id(r)] = (key, a)
+        return True
+
+
+def _describe(x, loc, detach):
+    """The output structure of a function result: tensors become specs. A result that still
+    requires grad can be replayed only as a detached tensor, when the function ran its own
+    backward (the whole-step form)."""
+    from numgrad.tensor import Tensor
+    if isinstance(x, Tensor):
+        if x._requires_grad and not detach:
+            raise Unplannable("the function returns a tensor that requires grad")
+        if x._data.__class__ is not np.ndarray:
+            raise Unplannable("CUDA tensors")
+        return ("t", loc.locate(x._data))
+    if isinstance(x, (tuple, list)):
+        return (type(x), [_describe(v, loc, detach) for v in x])
+    if isinstance(x, dict):
+        return (dict, {k: _describe(v, loc, detach) for k, v in x.items()})
+    return ("v", x)
+
+
+class Plan:
+    """A replayable tape. ``run(datas)`` replays it on the reachable tensors' current data and
+    returns the function's result and the effects on those tensors."""
+
+    def __init__(self, calls, pre, post, result, snapshots, detach=False):
+        """``calls`` from the tape; ``pre``/``post`` the reachable tensors' (data, grad, version)
+        before and after the traced run; ``result`` what the function returned; ``snapshots``
+        the content of buffers when the tape first saw them."""
+        externals = [d for d, _, _ in pre]
+        loc = Locator(externals)
+        self.steps = []
+        for k, (fn, args, kwargs, res) in enumerate(calls):
+            if any(isinstance(v, np.ndarray) for v in kwargs.values()):
+                raise Unplannable("a kernel took an array by keyword")
+            specs = []
+            for pos, a in enumerate(args):
+                if a.__class__ is np.ndarray:
+                    specs.append((pos, None, loc.locate(a)))
+                elif a.__class__ in (tuple, list):
+                    for j, b in enumerate(a):
+                        if b.__class__ is np.ndarray:
+                            specs.append((pos, j, loc.locate(b)))
+                elif isinstance(a, np.ndarray):
+                    raise Unplannable("an ndarray subclass reached a kernel")
+            rets, guard = [], _NO_GUARD
+            items = res if res.__class__ is tuple else (res,)
+            plain = []
+            for j, v in enumerate(items):
+                if v.__class__ is np.ndarray:
+                    key = ("r", k, j)
+                    if loc.returns(key, v):
+                        rets.append((j if res.__class__ is tuple else None, key))
+                    plain.append(None)
+                else:
+                    plain.append(v)
+            if any(v is not None for v in plain):
+                guard = tuple(plain) if res.__class__ is tuple else plain[0]
+            self.steps.append((fn, tuple(args), kwargs, specs, rets, guard))
+        self.result = _describe(result, loc, detach)
+        self.effects = []
+        for i, ((d0, g0, v0), (d1, g1, v1)) in enumerate(zip(pre, post)):
+            if d1 is not d0:
+                self.effects.append((i, "data", self._escape(loc, d1)))
+            if g1 is not g0:
+                self.effects.append((i, "grad", None if g1 is None else self._escape(loc, g1)))
+            if v1 != v0:
+                self.effects.append((i, "version", v1 - v0))
+        # statics the caller can see afterwards are made fresh at every call
+        self.fresh = []
+        seen = set()
+        for spec in self._escaping:
+            key = spec.key
+            if isinstance(key, tuple) and key[0] == "s" and key not in seen:
+                seen.add(key)
+                r = loc.statics[key[1]]
+                self.fresh.append((key, r, snapshots.get(key[1])))
+        self.externals = externals
+        self.used = sorted({s.key for step in self.steps for _, _, s in step[3]
+                            if isinstance(s.key, int)} | {s.key for s in self._escaping
+                                                          if isinstance(s.key, int)})
+        self.statics = loc.statics
+        self.init_fresh = False  # whether fresh buffers start from their traced content
+
+    @property
+    def _escaping(self):
+        out = []
+
+        def walk(d):
+            if d[0] == "t":
+                out.append(d[1])
+            elif d[0] in (tuple, list):
+                for v in d[1]:
+                    walk(v)
+            elif d[0] is dict:
+                for v in d[1].values():
+                    walk(v)
+        walk(self.result)
+        for _, kind, spec in getattr(self, "effects", ()):
+            if kind in ("data", "grad") and spec is not None:
+                out.append(spec)
+        return out
+
+    @staticmethod
+    def _escape(loc, t):
+        if t._requires_grad or t._grad_fn is not None or t._data.__class__ is not np.ndarray:
+            raise Unplannable("the function leaves a tensor with history or on CUDA")
+        return loc.locate(t._data)
+
+    # ---------------------------------------------------------------------------------------
+    def bases(self, datas, shadow=None):
+        """The buffers that moved since the trace: {key: (buffer, byte offset)}."""
+        bases = {} if shadow is None else dict(shadow)
+        if shadow is None:
+            for i in self.used:
+                d = datas[i]
+                if d is not self.externals[i]:
+                    r = root(d)
+                    bases[i] = (r, address(d) - address(r))
+        for key, r, init in self.fresh:
+            if self.init_fresh and init is not None:
+                buf = init.copy()
+            else:
+                buf = np.empty_like(r)
+                if shadow is not None and buf.dtype.kind == "f":
+                    buf.fill(np.nan)  # a verification run must not pass on stale memory
+            bases[key] = (buf, 0)
+        return bases
+
+    def run(self, datas, shadow=None):
+        """Replay; returns (result, [(tensor index, kind, value)]). Raises ``GuardFailed``."""
+        bases = self.bases(datas, shadow)
+        for fn, args, kwargs, specs, rets, guard in self.steps:
+            if bases and specs:
+                a = None
+                for pos, j, spec in specs:
+                    base = bases.get(spec.key)
+                    if base is not None:
+                        if a is None:
+                            a = list(args)
+                        v = _view(base, spec.off, spec.shape, spec.strides, spec.dtype)
+                        if j is None:
+                            a[pos] = v
+                        else:
+                            inner = list(a[pos])
+                            inner[j] = v
+                            a[pos] = type(args[pos])(inner)
+                res = fn(*(args if a is None else a), **kwargs)
+            else:
+                res = fn(*args, **kwargs)
+            for j, key in rets:
+                v = res if j is None else res[j]
+                r = root(v)
+                bases[key] = (r, address(v) - address(r))
+            if guard is not _NO_GUARD and not _same(res, guard):
+                raise GuardFailed
+        effects = [(i, kind, spec if kind == "version" or spec is None else spec.build(bases))
+                   for i, kind, spec in self.effects]
+        return _rebuild(self.result, bases), effects
+
+
+def _same(res, guard):
+    items = res if res.__class__ is tuple else (res,)
+    want = guard if res.__class__ is tuple else (guard,)
+    for v, w in zip(items, want):
+        if w is not None and not (v == w):
+            return False
+    return True
+
+
+def _rebuild(d, bases):
+    kind = d[0]
+    if kind == "t":
+        return _wrap(d[1].build(bases))
+    if kind in (tuple, list):
+        return kind(_rebuild(v, bases) for v in d[1])
+    if kind is dict:
+        return {k: _rebuild(v, bases) for k, v in d[1].items()}
+    return d[1]

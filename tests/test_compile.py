@@ -1,0 +1,300 @@
+"""numgrad.compile: a replayed trace gives eager's values, gradients and state, bit for bit."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import numgrad
+from numgrad._compile.api import RECOMPILE_LIMIT, CompileError
+from tests.op_cases import CASES, IDS
+
+
+def _entries(compiled):
+    return list(compiled._cache.values())
+
+
+def _replayed(compiled):
+    return any(e.verified for e in _entries(compiled))
+
+
+def _tensors(case, rng):
+    _, _, _, makers = case
+    return [np.asarray(mk(rng), np.float32) for mk in makers]
+
+
+def _step(fn):
+    """Forward, backward of the sum of every float output, the outputs and gradients."""
+    def step(*ts):
+        for t in ts:
+            t.grad = None
+        out = fn(numgrad, *ts)
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        diff = [o for o in outs if o.requires_grad]
+        if diff:
+            total = diff[0].sum()
+            for o in diff[1:]:
+                total = total + o.sum()
+            total.backward()
+        return tuple(o.detach() for o in outs)
+    return step
+
+
+def _run(step, arrays):
+    ts = [numgrad.tensor(a, requires_grad=True) for a in arrays]
+    outs = step(*ts)
+    return [o.numpy() for o in outs], [None if t.grad is None else t.grad.numpy() for t in ts]
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_op_table_compiled_matches_eager(case):
+    """Every op of the table, forward and backward, traced then replayed on new values."""
+    rng = np.random.default_rng(0)
+    step = _step(case[1])
+    compiled = numgrad.compile(step)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(4):
+            arrays = _tensors(case, rng)
+            try:
+                want = _run(step, arrays)
+            except Exception as exc:  # the op rejects these inputs eagerly: so must compile
+                with pytest.raises(type(exc)):
+                    _run(compiled, arrays)
+                return
+            got = _run(compiled, arrays)
+            for w, g in zip(want[0] + want[1], got[0] + got[1]):
+                if w is None:
+                    assert g is None
+                else:
+                    np.testing.assert_array_equal(g, w)
+
+
+def test_most_of_the_op_table_is_replayed():
+    """Not a silent eager fallback: the table's rows are replayed from their third call,
+    except rows that read values in Python or draw random numbers."""
+    replayed, eager = [], []
+    rng = np.random.default_rng(1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for case in CASES:
+            compiled = numgrad.compile(_step(case[1]))
+            try:
+                for _ in range(3):
+                    _run(compiled, _tensors(case, rng))
+            except Exception:
+                continue
+            (replayed if _replayed(compiled) else eager).append(case[0])
+    assert len(replayed) >= 0.8 * (len(replayed) + len(eager)), eager
+
+
+def _seeds():
+    x = numgrad.tensor(np.arange(25, dtype=np.float32).reshape(5, 5) / 25, requires_grad=True)
+    y = numgrad.tensor(np.arange(25, dtype=np.float32).reshape(5, 5) / 10 + 1,
+                       requires_grad=True)
+
+    def step():
+        z = (x ** 2 + y ** 3).sum()
+        z.backward()
+        return z
+    return x, y, step
+
+
+def test_whole_step_accumulates_grads_like_eager():
+    x, y, step = _seeds()
+    x2, y2, step2 = _seeds()
+    compiled = numgrad.compile(step2)
+    for _ in range(6):
+        z, z2 = step(), compiled()
+        np.testing.assert_array_equal(z2.detach().numpy(), z.detach().numpy())
+        np.testing.assert_array_equal(x2.grad.numpy(), x.grad.numpy())
+        np.testing.assert_array_equal(y2.grad.numpy(), y.grad.numpy())
+    assert _replayed(compiled)
+    assert not z2.requires_grad  # a whole step's result is returned detached
+
+
+def test_replayed_results_and_grads_are_fresh_tensors():
+    """What a call returns or leaves in .grad is not overwritten by the next call."""
+    x = numgrad.tensor([1.0, 2.0, 3.0], requires_grad=True)
+
+    def step(v):
+        x.grad = None
+        loss = (x * v).sum()
+        loss.backward()
+        return loss
+
+    compiled = numgrad.compile(step)
+    results, grads = [], []
+    for k in range(5):
+        v = numgrad.tensor([float(k)] * 3)
+        results.append(compiled(v))
+        grads.append(x.grad)
+    assert _replayed(compiled)
+    for k in range(5):
+        assert results[k].item() == 6.0 * k
+        np.testing.assert_array_equal(grads[k].numpy(), [k, k, k])
+
+
+def test_new_shape_retraces():
+    def f(a):
+        return (a * 2).sum(0)
+
+    compiled = numgrad.compile(f)
+    for n in (3, 4, 3, 4, 3, 4):
+        a = numgrad.tensor(np.arange(n * 2, dtype=np.float32).reshape(n, 2))
+        np.testing.assert_array_equal(compiled(a).numpy(), f(a).numpy())
+    assert len(compiled._cache) == 2 and all(e.verified for e in _entries(compiled))
+
+
+def test_recompile_limit_warns_and_runs_eagerly():
+    compiled = numgrad.compile(lambda a: a + 1)
+    for n in range(1, RECOMPILE_LIMIT + 1):
+        compiled(numgrad.ones(n))
+    with pytest.warns(UserWarning, match="recompile limit"):
+        out = compiled(numgrad.ones(RECOMPILE_LIMIT + 1))
+    np.testing.assert_array_equal(out.numpy(), np.full(RECOMPILE_LIMIT + 1, 2, np.float32))
+
+
+def test_python_reading_values_runs_eagerly():
+    def f(a):
+        if a.sum() > 0:  # data-dependent control flow
+            return a * 2
+        return a * 3
+
+    compiled = numgrad.compile(f)
+    with pytest.warns(UserWarning, match="runs eagerly"):
+        compiled(numgrad.ones(3))
+    for v in (1.0, -1.0, 2.0, -2.0):
+        a = numgrad.full((3,), v)
+        np.testing.assert_array_equal(compiled(a).numpy(), f(a).numpy())
+    with pytest.raises(CompileError, match="bool"):
+        numgrad.compile(f, fullgraph=True)(numgrad.ones(3))
+
+
+def test_random_numbers_run_eagerly():
+    def f(a):
+        return numgrad.nn.functional.dropout(a, 0.5) * 2
+
+    compiled = numgrad.compile(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        numgrad.manual_seed(0)
+        got = [compiled(numgrad.ones(64)).numpy() for _ in range(4)]
+    numgrad.manual_seed(0)
+    want = [f(numgrad.ones(64)).numpy() for _ in range(4)]
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_hooks_run_eagerly():
+    x = numgrad.ones(3, requires_grad=True)
+    seen = []
+    x.register_hook(lambda g: seen.append(1))
+
+    def step():
+        (x * 2).sum().backward()
+
+    compiled = numgrad.compile(step)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(4):
+            compiled()
+    assert len(seen) == 4
+
+
+def test_forward_result_that_needs_backward_runs_eagerly():
+    """A result that still requires grad keeps its graph (the forward form runs eagerly)."""
+    w = numgrad.ones(3, requires_grad=True)
+    compiled = numgrad.compile(lambda a: (a * w).sum())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(3):
+            loss = compiled(numgrad.full((3,), 2.0))
+            loss.backward()
+    np.testing.assert_array_equal(w.grad.numpy(), [6.0, 6.0, 6.0])
+
+
+def test_errors_are_eager_errors():
+    compiled = numgrad.compile(lambda a, b: a @ b)
+    for _ in range(3):
+        compiled(numgrad.ones(2, 3), numgrad.ones(3, 4))
+    with pytest.raises(RuntimeError, match="cannot be multiplied"):
+        compiled(numgrad.ones(2, 3), numgrad.ones(2, 4))
+
+
+def test_no_grad_inference_module():
+    numgrad.manual_seed(0)
+    model = numgrad.nn.Sequential(numgrad.nn.Linear(4, 8), numgrad.nn.Tanh(),
+                                  numgrad.nn.Linear(8, 2))
+    compiled = numgrad.compile(model)
+    rng = np.random.default_rng(0)
+    with numgrad.no_grad():
+        for _ in range(5):
+            x = numgrad.tensor(rng.standard_normal((3, 4)).astype(np.float32))
+            np.testing.assert_array_equal(compiled(x).numpy(), model(x).numpy())
+    assert _replayed(compiled._compiled)
+    assert compiled.training and compiled[0] is model[0]
+
+
+def _train(make_model, batches, steps, compiled, optimizer="sgd"):
+    numgrad.manual_seed(0)
+    model = make_model()
+    params = list(model.parameters())
+    opt = (numgrad.optim.SGD(params, lr=0.05, momentum=0.9) if optimizer == "sgd"
+           else numgrad.optim.Adam(params, lr=1e-3))
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = numgrad.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    run = numgrad.compile(step) if compiled else step
+    losses = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for k in range(steps):
+            x, y = batches[k % len(batches)]
+            losses.append(run(x, y).item())
+    return losses, [p.detach().numpy().copy() for p in params], run
+
+
+def _batches(shape, n_classes, count=7, seed=0):
+    rng = np.random.default_rng(seed)
+    return [(numgrad.tensor(rng.standard_normal(shape).astype(np.float32)),
+             numgrad.tensor(rng.integers(0, n_classes, shape[0]))) for _ in range(count)]
+
+
+def _mlp():
+    nn = numgrad.nn
+    return nn.Sequential(nn.Linear(20, 32), nn.ReLU(), nn.Linear(32, 5))
+
+
+def _cnn():
+    nn = numgrad.nn
+    return nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Conv2d(4, 6, 3), nn.ReLU(), nn.Flatten(), nn.Linear(6 * 2 * 2, 3))
+
+
+@pytest.mark.parametrize("make_model,shape,n_classes", [(_mlp, (16, 20), 5),
+                                                        (_cnn, (8, 1, 8, 8), 3)],
+                         ids=["mlp", "cnn"])
+def test_100_training_steps_equal_eager(make_model, shape, n_classes):
+    batches = _batches(shape, n_classes)
+    eager_losses, eager_params, _ = _train(make_model, batches, 100, compiled=False)
+    losses, params, run = _train(make_model, batches, 100, compiled=True)
+    assert _replayed(run)
+    assert losses == eager_losses
+    for p, q in zip(params, eager_params):
+        np.testing.assert_array_equal(p, q)
+
+
+def test_adam_steps_equal_eager():
+    """Adam's step count is Python state: the step runs eagerly, with eager's numbers."""
+    batches = _batches((16, 20), 5)
+    eager_losses, eager_params, _ = _train(_mlp, batches, 10, False, "adam")
+    losses, params, _ = _train(_mlp, batches, 10, True, "adam")
+    assert losses == eager_losses
+    for p, q in zip(params, eager_params):
+        np.testing.assert_array_equal(p, q)
