@@ -94,3 +94,15 @@ def zeros_on(device, shape, dtype):
     if device.type == "cpu":
         return np.zeros(shape, dtype)
     return cuda_array().full(shape, 0, dtype)
+
+
+def _item(a):
+    return a.item()
+
+
+def item(a):
+    """The one value of ``a`` as a Python number. A compiled trace replays this read as a
+    check: a replay whose value differs runs eagerly instead."""
+    if a.__class__ is ndarray:
+        return record(_item, a)
+    return a.to_host().item()

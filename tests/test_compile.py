@@ -298,3 +298,50 @@ def test_adam_steps_equal_eager():
     assert losses == eager_losses
     for p, q in zip(params, eager_params):
         np.testing.assert_array_equal(p, q)
+
+
+def test_replayed_index_checks_raise_eager_errors():
+    """Checks that kernels report (targets, gather indices) run in every replay."""
+    F = numgrad.nn.functional
+    w = numgrad.ones(4, 3, requires_grad=True)
+    x = numgrad.ones(2, 4)
+
+    def step(y, idx):
+        w.grad = None
+        loss = F.cross_entropy(x @ w, y) + (x @ w).gather(1, idx.view(-1, 1)).sum()
+        loss.backward()
+        return loss
+
+    compiled = numgrad.compile(step)
+    for _ in range(4):
+        compiled(numgrad.tensor([0, 2]), numgrad.tensor([1, 2]))
+    assert _replayed(compiled)
+    with pytest.raises(IndexError, match="Target 3 is out of bounds"):
+        compiled(numgrad.tensor([0, 3]), numgrad.tensor([1, 2]))
+    with pytest.raises(RuntimeError, match="index 5 is out of bounds for dimension 1"):
+        compiled(numgrad.tensor([0, 1]), numgrad.tensor([1, 5]))
+    assert w.grad is None  # as eagerly: the step set it to None, then raised
+    compiled(numgrad.tensor([0, 2]), numgrad.tensor([1, 2]))
+    got = w.grad.numpy()
+    step(numgrad.tensor([0, 2]), numgrad.tensor([1, 2]))
+    np.testing.assert_array_equal(got, w.grad.numpy())
+
+
+def test_ignore_index_count_is_checked():
+    """cross_entropy's mean divides by the count of kept targets: a replay whose count differs
+    from the trace's runs eagerly."""
+    F = numgrad.nn.functional
+    w = numgrad.ones(4, 3, requires_grad=True)
+    x = numgrad.tensor(np.arange(8, dtype=np.float32).reshape(2, 4) / 8)
+
+    def step(y):
+        return F.cross_entropy(x @ w, y, ignore_index=0)
+
+    compiled = numgrad.compile(step)
+    with numgrad.no_grad():
+        for _ in range(4):
+            compiled(numgrad.tensor([1, 2]))
+        assert _replayed(compiled)
+        for y in ([1, 2], [0, 2], [2, 0], [1, 1]):
+            t = numgrad.tensor(y)
+            np.testing.assert_array_equal(compiled(t).numpy(), step(t).numpy())

@@ -81,12 +81,12 @@ class CompiledFunction:
     def _trace(self, entry, reach, args, kwargs):
         tensors = reach.tensors
         pre = [(t._data, t._grad, t._version) for t in tensors]
-        shadow = None
+        shadows = []
         if entry.plan is not None:
-            try:
-                shadow = _shadow(entry.plan, [d for d, _, _ in pre])
-            except Exception:  # a view the plan cannot rebuild on these buffers
-                shadow = None
+            # a second copy to retry with fresh buffers starting from their traced content
+            retry = any(init is not None for _, _, init in entry.plan.fresh)
+            datas = [d for d, _, _ in pre]
+            shadows = [_shadow(entry.plan, datas) for _ in range(2 if retry else 1)]
         opt_before = [_python_state(o) for o in reach.optimizers]
         t = _tape.start()
         try:
@@ -101,10 +101,12 @@ class CompiledFunction:
             why.append("the optimizer's Python state changes at every step")
         if why:
             return self._give_up(entry, "; ".join(why), result)
-        if shadow is not None:
+        for k, shadow in enumerate(shadows):
+            entry.plan.init_fresh = k == 1
             if _verify(entry.plan, shadow, tensors, result):
                 entry.verified = True
                 return result
+        if shadows:
             entry.failures += 1
         try:
             plan = Plan(t.calls, pre, post, result, t.first, detach=t.ran_backward)
@@ -189,8 +191,10 @@ def _same_result(x, y):
 
 def _verify(plan, shadow, tensors, result):
     try:
-        res, effects = plan.run(None, shadow)
+        res, effects = plan.run(None, shadow, watch=True)
     except Exception:
+        return False
+    if not plan.guards_first:
         return False
     if not _same_result(result, res):
         return False

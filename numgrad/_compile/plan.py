@@ -18,6 +18,8 @@ lies inside its buffer; the plan also refuses an array that reaches outside the 
 located in, so a replay can only touch memory the eager run touched.
 """
 
+import zlib
+
 import numpy as np
 
 from numgrad._compile.tape import address, root
@@ -187,6 +189,7 @@ class Plan:
                                                           if isinstance(s.key, int)})
         self.statics = loc.statics
         self.init_fresh = False  # whether fresh buffers start from their traced content
+        self.guards_first = False
 
     @property
     def _escaping(self):
@@ -233,10 +236,24 @@ class Plan:
             bases[key] = (buf, 0)
         return bases
 
-    def run(self, datas, shadow=None):
-        """Replay; returns (result, [(tensor index, kind, value)]). Raises ``GuardFailed``."""
+    def run(self, datas, shadow=None, watch=False):
+        """Replay; returns (result, [(tensor index, kind, value)]). Raises ``GuardFailed``.
+
+        ``watch`` (on a verification run) sets ``guards_first``: whether every check on a
+        value comes before the first step that changes a tensor the caller holds, so that a
+        failed check can hand the call to eager with nothing changed yet."""
         bases = self.bases(datas, shadow)
+        if watch:
+            exts = [bases[i][0] for i in self.used]
+            sums = [_digest(b) for b in exts]
+            changed = False
+            self.guards_first = True
         for fn, args, kwargs, specs, rets, guard in self.steps:
+            if watch:
+                if not changed and any(_digest(b) != c for b, c in zip(exts, sums)):
+                    changed = True
+                if guard is not _NO_GUARD and changed:
+                    self.guards_first = False
             if bases and specs:
                 a = None
                 for pos, j, spec in specs:
@@ -263,6 +280,10 @@ class Plan:
         effects = [(i, kind, spec if kind == "version" or spec is None else spec.build(bases))
                    for i, kind, spec in self.effects]
         return _rebuild(self.result, bases), effects
+
+
+def _digest(b):
+    return zlib.crc32(b if b.flags.c_contiguous else b.tobytes(order="K"))
 
 
 def _same(res, guard):

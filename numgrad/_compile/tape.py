@@ -65,9 +65,10 @@ def root(a):
     """The array that owns ``a``'s memory (``a`` itself when it owns it)."""
     r = a
     b = r.base
-    while b is not None and b.__class__ is np.ndarray:
-        r = b
-        b = r.base
+    while b is not None:  # through NumPy's stride-trick wrappers too (broadcast_to, ...)
+        if b.__class__ is np.ndarray:
+            r = b
+        b = getattr(b, "base", None)
     return r
 
 

@@ -1718,7 +1718,7 @@ def _nll(input, target, weight, ignore_index, reduction):
     bad = NN.on(xd).nll(A.contiguous(xd), t, w, ignore_index, losses, weights) if t.size else -1
     if bad >= 0:
         raise IndexError(f"Target {A.host(t)[bad]} is out of bounds.")
-    total = A.host(RED.sum_all(weights, weights.dtype, 1.0)).item() if reduction == "mean" \
+    total = A.item(RED.sum_all(weights, weights.dtype, 1.0)) if reduction == "mean" \
         else 1.0
     if reduction == "none":
         out_arr = losses.reshape(out_shape) if input._data.ndim > 1 else losses.reshape(())

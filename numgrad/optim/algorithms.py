@@ -149,7 +149,7 @@ def _step_value(step_t):
     a = step_t._data
     if a.size != 1:
         raise RuntimeError(f"a Tensor with {a.size} elements cannot be converted to Scalar")
-    return float(_arrays.host(a).reshape(()))
+    return float(_arrays.item(a.reshape(())))
 
 
 # ----------------------------------------------------------------------------------------
