@@ -1,5 +1,5 @@
-"""pytest-benchmark suite: each workload with numgrad and, when installed, PyTorch, HIPS
-autograd and mygrad, grouped per workload:
+"""pytest-benchmark suite: each workload with numgrad eager, numgrad.compile and, when installed,
+PyTorch, HIPS autograd and mygrad, grouped per workload:
 
     pytest benchmarks/ --benchmark-group-by=group
 
@@ -7,17 +7,17 @@ autograd and mygrad, grouped per workload:
 """
 
 import pytest
-from workloads import LIBS, SMALL, WORKLOADS, available
+from workloads import LIBS, SMALL, WORKLOADS, available, build
 
-CASES = [(w, lib) for w in WORKLOADS for lib in LIBS
-         if lib in ("numgrad", "torch") or w in SMALL]
+CASES = [(w, lib) for w in WORKLOADS for lib in LIBS + ("numgrad.compile",)
+         if lib in ("numgrad", "torch", "numgrad.compile") or w in SMALL]
 
 
 @pytest.mark.parametrize("workload,lib", CASES, ids=[f"{w}-{lib}" for w, lib in CASES])
 def test_workload(benchmark, workload, lib):
     if not available(lib):
         pytest.skip(f"{lib} is not installed")
-    run = WORKLOADS[workload](lib)
+    run = build(workload, lib)
     if run is None:
         pytest.skip(f"{lib} cannot run {workload}")
     run()  # compile / warm up outside the measurement
