@@ -225,6 +225,8 @@ class Plan:
                 d = datas[i]
                 if d is not self.externals[i]:
                     r = root(d)
+                    if not (r.flags.c_contiguous or r.flags.f_contiguous):
+                        raise GuardFailed  # memory NumPy cannot view anew: run eagerly
                     bases[i] = (r, address(d) - address(r))
         for key, r, init in self.fresh:
             if self.init_fresh and init is not None:
