@@ -7,7 +7,7 @@ class check.
 
 import numpy as np
 
-from numgrad._compile.tape import record
+from numgrad._compile import tape as _tape
 
 ndarray = np.ndarray
 
@@ -43,7 +43,9 @@ def ones(like, shape, dtype):
 
 def contiguous(a):
     if a.__class__ is ndarray:
-        return record(np.ascontiguousarray, a)
+        if _tape.TAPE is None:
+            return np.ascontiguousarray(a)
+        return _tape.record(np.ascontiguousarray, a)
     return a.contiguous()
 
 
@@ -104,5 +106,5 @@ def item(a):
     """The one value of ``a`` as a Python number. A compiled trace replays this read as a
     check: a replay whose value differs runs eagerly instead."""
     if a.__class__ is ndarray:
-        return record(_item, a)
+        return _tape.record(_item, a)
     return a.to_host().item()

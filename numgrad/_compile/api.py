@@ -97,7 +97,8 @@ class CompiledFunction:
         why = list(t.breaks)
         if any(a.__class__ is not np.ndarray for a, _, _ in pre):
             why.append("CUDA tensors")
-        if [_python_state(o) for o in reach.optimizers] != opt_before:
+        if any(_python_state_changed(b, _python_state(o))
+               for b, o in zip(opt_before, reach.optimizers)):
             why.append("the optimizer's Python state changes at every step")
         if why:
             return self._give_up(entry, "; ".join(why), result)
@@ -141,9 +142,14 @@ def _name(fn):
 
 
 def _python_state(opt):
-    """The optimizer's per-parameter state that is not tensor data (step counts, ...)."""
-    return [{k: v for k, v in s.items() if not isinstance(v, Tensor)}
-            for s in opt.state.values()]
+    """The optimizer's per-parameter state that is not tensor data (step counts, ...). State
+    made by this call (a first step) is not compared: it changes the signature instead."""
+    return {id(p): {k: v for k, v in s.items() if not isinstance(v, Tensor)}
+            for p, s in opt.state.items()}
+
+
+def _python_state_changed(before, after):
+    return any(after.get(k) != v for k, v in before.items())
 
 
 def _apply(tensors, effects):
@@ -220,7 +226,9 @@ def _verify(plan, shadow, tensors, result):
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="numgrad", mode=None,  # noqa: A001
             options=None, disable=False):
     """PyTorch's ``torch.compile`` signature. ``model`` is a function or an ``nn.Module``;
-    used as a decorator with or without arguments."""
+    used as a decorator with or without arguments. There is one backend and one mode, and
+    every trace is specialised to its shapes: ``dynamic``, ``backend``, ``mode`` and
+    ``options`` are accepted for PyTorch code and change nothing."""
     if model is None:
         return lambda m: compile(m, fullgraph=fullgraph, dynamic=dynamic, backend=backend,
                                  mode=mode, options=options, disable=disable)

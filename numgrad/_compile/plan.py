@@ -166,55 +166,33 @@ class Plan:
                 guard = tuple(plain) if res.__class__ is tuple else plain[0]
             self.steps.append((fn, tuple(args), kwargs, specs, rets, guard))
         self.result = _describe(result, loc, detach)
+        escaping = _specs(self.result)
         self.effects = []
         for i, ((d0, g0, v0), (d1, g1, v1)) in enumerate(zip(pre, post)):
             if d1 is not d0:
-                self.effects.append((i, "data", self._escape(loc, d1)))
+                if d1.__class__ is not np.ndarray:
+                    raise Unplannable("CUDA tensors")
+                self.effects.append((i, "data", loc.locate(d1)))
             if g1 is not g0:
-                self.effects.append((i, "grad", None if g1 is None else self._escape(loc, g1)))
+                if g1 is not None and (g1._requires_grad or g1._grad_fn is not None
+                                       or g1._data.__class__ is not np.ndarray):
+                    raise Unplannable("the function leaves a gradient with history or on CUDA")
+                self.effects.append((i, "grad", None if g1 is None else loc.locate(g1._data)))
             if v1 != v0:
                 self.effects.append((i, "version", v1 - v0))
+        escaping += [spec for _, kind, spec in self.effects if kind != "version" and spec]
         # statics the caller can see afterwards are made fresh at every call
         self.fresh = []
-        seen = set()
-        for spec in self._escaping:
-            key = spec.key
-            if isinstance(key, tuple) and key[0] == "s" and key not in seen:
-                seen.add(key)
-                r = loc.statics[key[1]]
-                self.fresh.append((key, r, snapshots.get(key[1])))
+        for key in dict.fromkeys(s.key for s in escaping if s.key.__class__ is tuple
+                                 and s.key[0] == "s"):
+            self.fresh.append((key, loc.statics[key[1]], snapshots.get(key[1])))
         self.externals = externals
-        self.used = sorted({s.key for step in self.steps for _, _, s in step[3]
-                            if isinstance(s.key, int)} | {s.key for s in self._escaping
-                                                          if isinstance(s.key, int)})
+        self.used = sorted({s.key for s in escaping if s.key.__class__ is int}
+                           | {s.key for step in self.steps for _, _, s in step[3]
+                              if s.key.__class__ is int})
         self.statics = loc.statics
         self.init_fresh = False  # whether fresh buffers start from their traced content
-        self.guards_first = False
-
-    @property
-    def _escaping(self):
-        out = []
-
-        def walk(d):
-            if d[0] == "t":
-                out.append(d[1])
-            elif d[0] in (tuple, list):
-                for v in d[1]:
-                    walk(v)
-            elif d[0] is dict:
-                for v in d[1].values():
-                    walk(v)
-        walk(self.result)
-        for _, kind, spec in getattr(self, "effects", ()):
-            if kind in ("data", "grad") and spec is not None:
-                out.append(spec)
-        return out
-
-    @staticmethod
-    def _escape(loc, t):
-        if t._requires_grad or t._grad_fn is not None or t._data.__class__ is not np.ndarray:
-            raise Unplannable("the function leaves a tensor with history or on CUDA")
-        return loc.locate(t._data)
+        self.guards_first = False  # set by a watched run (see ``run``)
 
     # ---------------------------------------------------------------------------------------
     def bases(self, datas, shadow=None):
@@ -286,6 +264,17 @@ class Plan:
 
 def _digest(b):
     return zlib.crc32(b if b.flags.c_contiguous else b.tobytes(order="K"))
+
+
+def _specs(d):
+    """The specs of the tensors in a described result."""
+    if d[0] == "t":
+        return [d[1]]
+    if d[0] in (tuple, list):
+        return [s for v in d[1] for s in _specs(v)]
+    if d[0] is dict:
+        return [s for v in d[1].values() for s in _specs(v)]
+    return []
 
 
 def _same(res, guard):
