@@ -33,9 +33,10 @@ class CompileError(RuntimeError):
 
 
 class _Entry:
-    __slots__ = ("plan", "verified", "eager", "failures", "why")
+    __slots__ = ("plan", "verified", "eager", "failures", "why", "fuse")
 
-    def __init__(self):
+    def __init__(self, fuse):
+        self.fuse = fuse  # off after a fused plan failed to verify: the next one is not fused
         self.plan = None
         self.verified = False
         self.eager = False
@@ -46,8 +47,9 @@ class _Entry:
 class CompiledFunction:
     """What ``numgrad.compile(fn)`` returns: call it as ``fn``."""
 
-    def __init__(self, fn, fullgraph=False, dynamic=None, disable=False):
+    def __init__(self, fn, fullgraph=False, dynamic=None, disable=False, fuse=True):
         self._orig_fn = fn
+        self._fuse = fuse
         self._fullgraph = fullgraph
         self._disable = disable
         self._cache = {}
@@ -65,7 +67,7 @@ class CompiledFunction:
             if len(self._cache) >= RECOMPILE_LIMIT:
                 self._warn_limit()
                 return fn(*args, **kwargs)
-            entry = self._cache[sig] = _Entry()
+            entry = self._cache[sig] = _Entry(self._fuse)
         if entry.verified:
             try:
                 result, effects = entry.plan.run([t._data for t in reach.tensors])
@@ -109,8 +111,11 @@ class CompiledFunction:
                 return result
         if shadows:
             entry.failures += 1
+            if entry.plan.fused is not None:
+                entry.fuse = False
         try:
-            plan = Plan(t.calls, pre, post, result, t.first, detach=t.ran_backward)
+            plan = Plan(t.calls, pre, post, result, t.first, detach=t.ran_backward,
+                        fuse=entry.fuse)
         except Unplannable as exc:
             return self._give_up(entry, str(exc), result)
         if entry.failures >= _ATTEMPTS:
@@ -227,17 +232,20 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="numgrad", mod
             options=None, disable=False):
     """PyTorch's ``torch.compile`` signature. ``model`` is a function or an ``nn.Module``;
     used as a decorator with or without arguments. There is one backend and one mode, and
-    every trace is specialised to its shapes: ``dynamic``, ``backend``, ``mode`` and
-    ``options`` are accepted for PyTorch code and change nothing."""
+    every trace is specialised to its shapes: ``dynamic``, ``backend`` and ``mode`` are
+    accepted for PyTorch code and change nothing. ``options={"fuse": False}`` replays every
+    kernel call from Python instead of through the generated interpreter."""
     if model is None:
         return lambda m: compile(m, fullgraph=fullgraph, dynamic=dynamic, backend=backend,
                                  mode=mode, options=options, disable=disable)
     from numgrad.nn.modules.module import Module
+    kw = {"fullgraph": fullgraph, "dynamic": dynamic, "disable": disable,
+          "fuse": bool((options or {}).get("fuse", True))}
     if isinstance(model, Module):
-        return _compile_module(model, fullgraph=fullgraph, dynamic=dynamic, disable=disable)
+        return _compile_module(model, **kw)
     if not callable(model):
         raise RuntimeError(f"compile: expected a callable, got {type(model).__name__}")
-    return CompiledFunction(model, fullgraph=fullgraph, dynamic=dynamic, disable=disable)
+    return CompiledFunction(model, **kw)
 
 
 def _compile_module(module, **kw):

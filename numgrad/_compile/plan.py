@@ -22,6 +22,7 @@ import zlib
 
 import numpy as np
 
+from numgrad._compile.fuse import Fused, Region
 from numgrad._compile.tape import address, root
 from numgrad.tensor import _wrap
 
@@ -131,10 +132,12 @@ class Plan:
     """A replayable tape. ``run(datas)`` replays it on the reachable tensors' current data and
     returns the function's result and the effects on those tensors."""
 
-    def __init__(self, calls, pre, post, result, snapshots, detach=False):
+    def __init__(self, calls, pre, post, result, snapshots, detach=False, fuse=True):
         """``calls`` from the tape; ``pre``/``post`` the reachable tensors' (data, grad, version)
         before and after the traced run; ``result`` what the function returned; ``snapshots``
-        the content of buffers when the tape first saw them."""
+        the content of buffers when the tape first saw them; ``fuse``: replay runs of kernel
+        calls through one interpreter call (``fuse.py``)."""
+        from numba.core.registry import CPUDispatcher
         externals = [d for d, _, _ in pre]
         loc = Locator(externals)
         self.steps = []
@@ -158,7 +161,9 @@ class Plan:
                 if v.__class__ is np.ndarray:
                     key = ("r", k, j)
                     if loc.returns(key, v):
-                        rets.append((j if res.__class__ is tuple else None, key))
+                        # a kernel's result may be shaped by values: checked like a guard
+                        rets.append((j if res.__class__ is tuple else None, key, v.shape,
+                                     v.dtype, fn.__class__ is CPUDispatcher))
                     plain.append(None)
                 else:
                     plain.append(v)
@@ -193,6 +198,10 @@ class Plan:
         self.statics = loc.statics
         self.init_fresh = False  # whether fresh buffers start from their traced content
         self.guards_first = False  # set by a watched run (see ``run``)
+        self.fused = None
+        if fuse:
+            fused = Fused(self, _NO_GUARD)
+            self.fused = fused if fused.regions else None
 
     # ---------------------------------------------------------------------------------------
     def bases(self, datas, shadow=None):
@@ -202,6 +211,9 @@ class Plan:
             for i in self.used:
                 d = datas[i]
                 if d is not self.externals[i]:
+                    if d.flags.c_contiguous:
+                        bases[i] = (d, 0)
+                        continue
                     r = root(d)
                     if not (r.flags.c_contiguous or r.flags.f_contiguous):
                         raise GuardFailed  # memory NumPy cannot view anew: run eagerly
@@ -223,17 +235,25 @@ class Plan:
         value comes before the first step that changes a tensor the caller holds, so that a
         failed check can hand the call to eager with nothing changed yet."""
         bases = self.bases(datas, shadow)
+        fused = self.fused
+        if fused is not None:
+            addr = fused.table(bases)
         if watch:
             exts = [bases[i][0] for i in self.used]
             sums = [_digest(b) for b in exts]
             changed = False
             self.guards_first = True
-        for fn, args, kwargs, specs, rets, guard in self.steps:
+        for step in self.steps if fused is None else fused.items:
             if watch:
                 if not changed and any(_digest(b) != c for b, c in zip(exts, sums)):
                     changed = True
-                if guard is not _NO_GUARD and changed:
+                if changed and step.__class__ is tuple and (
+                        step[5] is not _NO_GUARD or any(r[4] for r in step[4])):
                     self.guards_first = False
+            if step.__class__ is Region:
+                step.interpret(step.prog, step.numbers, addr)
+                continue
+            fn, args, kwargs, specs, rets, guard = step
             if bases and specs:
                 a = None
                 for pos, j, spec in specs:
@@ -251,8 +271,10 @@ class Plan:
                 res = fn(*(args if a is None else a), **kwargs)
             else:
                 res = fn(*args, **kwargs)
-            for j, key in rets:
+            for j, key, shape, dtype, _ in rets:
                 v = res if j is None else res[j]
+                if v.shape != shape or v.dtype != dtype:
+                    raise GuardFailed  # shaped by values that changed: eager will say how
                 r = root(v)
                 bases[key] = (r, address(v) - address(r))
             if guard is not _NO_GUARD and not _same(res, guard):

@@ -215,15 +215,16 @@ def _discard(path, reason):
                   "is recompiled", CacheWarning, stacklevel=2)
 
 
-def _write_private(path, payload):
-    """Replace ``path`` atomically with a sealed ``payload`` that only this user can read."""
+def _write_private(path, payload, sealed=True):
+    """Replace ``path`` atomically with ``payload`` (sealed: with its checksum) that only this
+    user can read."""
     tmp = f"{path}.tmp.{uuid.uuid4().hex[:16]}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
     try:
         if hasattr(os, "fchmod"):
             os.fchmod(fd, 0o600)  # a umask can only remove bits; this also restores owner ones
         with os.fdopen(fd, "wb") as fh:
-            fh.write(seal(payload))
+            fh.write(seal(payload) if sealed else payload)
         os.replace(tmp, path)
     except BaseException:
         _remove(tmp)
@@ -366,6 +367,9 @@ def guard_cache(dispatcher):
     return dispatcher
 
 
+GENERATED_PREFIX = "generated_"
+
+
 class _NumgradCacheLocator(caching._CacheLocator):
     """Places the cache of numgrad's own kernels (and nothing else) in CACHE_DIR."""
 
@@ -390,7 +394,12 @@ class _NumgradCacheLocator(caching._CacheLocator):
 
     @classmethod
     def from_function(cls, py_func, py_file):
-        if CACHE_DIR is None or not os.path.abspath(py_file).startswith(KERNEL_DIR + os.sep):
+        if CACHE_DIR is None:
+            return None
+        path = os.path.abspath(py_file)
+        generated = os.path.dirname(path) == CACHE_DIR and os.path.basename(path).startswith(
+            GENERATED_PREFIX)  # numgrad.compile's interpreters, written by numgrad here
+        if not (generated or path.startswith(KERNEL_DIR + os.sep)):
             return None
         return cls(py_func, py_file)
 
