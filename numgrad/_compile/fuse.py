@@ -112,7 +112,8 @@ _LOADED = {}  # source hash -> the jitted function
 
 def _interpreter(variants):
     names = {f"K{k}": _BY_NAME[name] for k, (name, _) in enumerate(variants)}
-    return _load(_source(variants), names)
+    src = _source(variants)
+    return _load(src, names), src
 
 
 def _load(src, names, parallel=False):
@@ -302,11 +303,12 @@ _NO_PROG = np.zeros((0, 0), np.int64)
 class Region:
     """A run of steps replayed by one interpreter call."""
 
-    __slots__ = ("interpret", "prog", "numbers", "first", "count")
+    __slots__ = ("interpret", "prog", "numbers", "first", "count", "source")
 
-    def __init__(self, interpret, prog, numbers, first, count):
+    def __init__(self, interpret, prog, numbers, first, count, source):
         self.interpret, self.prog, self.numbers = interpret, prog, numbers
         self.first, self.count = first, count  # which steps of the plan it replaces
+        self.source = source  # the generated code it runs
 
 
 class Fused:
@@ -368,7 +370,8 @@ class Fused:
             prog[row, :len(cells)] = cells
             numbers[row, :len(nums)] = nums
         first = run[0][0]
-        self.items[first:first + len(run)] = [Region(interpret, prog, numbers, first, len(run))]
+        fn, src = interpret
+        self.items[first:first + len(run)] = [Region(fn, prog, numbers, first, len(run), src)]
         self.regions += 1
 
     def _loop(self, plan, piece, uses, fresh):
@@ -398,7 +401,7 @@ class Fused:
         src, names = _loop_source(segment, self.index, lambda out, k: out.key not in droppable,
                                   parallel=n >= _ew().PARALLEL_MIN)
         fn = _load(src, {v: f for f, v in names.items()}, parallel=n >= _ew().PARALLEL_MIN)
-        self.items[first:last + 1] = [Region(fn, _NO_PROG, numbers, first, len(piece))]
+        self.items[first:last + 1] = [Region(fn, _NO_PROG, numbers, first, len(piece), src)]
         self.regions += 1
 
     def table(self, bases):
