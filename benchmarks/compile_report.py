@@ -1,5 +1,5 @@
-"""numgrad.compile beside numgrad eager, PyTorch eager and (with --torch-compile) torch.compile,
-interleaved in one process (median of rounds; ratio = time / PyTorch eager time), and the
+"""numgrad.compile beside numgrad eager, PyTorch eager, jax.jit (when installed) and (with
+--torch-compile) torch.compile, interleaved in one process (median of rounds; ratio = time / PyTorch eager time), and the
 first-call cost of numgrad.compile (the three calls before it replays) in fresh processes with
 a cold and a warm kernel cache.
 
@@ -51,6 +51,9 @@ def main(argv=None):
     parser.add_argument("--torch-compile", action="store_true")
     parser.add_argument("--only", nargs="*", default=None)
     args = parser.parse_args(argv)
+    if args.threads == 1:
+        from jax_workloads import one_thread
+        one_thread()
     import numgrad
     numgrad.set_num_threads(args.threads)
     libs = ["numgrad", "numgrad.compile"]
@@ -58,6 +61,8 @@ def main(argv=None):
         import torch
         torch.set_num_threads(args.threads)
         libs += ["torch"] + (["torch.compile"] if args.torch_compile else [])
+    if available("jax.jit"):
+        libs.append("jax.jit")
     print(f"{args.threads} threads, median of {args.rounds} interleaved rounds")
     header = ["workload"] + libs + [f"{lib} / torch" for lib in libs if lib != "torch"]
     print("| " + " | ".join(header) + " |")

@@ -1,5 +1,5 @@
 """pytest-benchmark suite: each workload with numgrad eager, numgrad.compile and, when installed,
-PyTorch, HIPS autograd and mygrad, grouped per workload:
+PyTorch, jax.jit, HIPS autograd and mygrad, grouped per workload:
 
     pytest benchmarks/ --benchmark-group-by=group
 
@@ -9,8 +9,8 @@ PyTorch, HIPS autograd and mygrad, grouped per workload:
 import pytest
 from workloads import LIBS, SMALL, WORKLOADS, available, build
 
-CASES = [(w, lib) for w in WORKLOADS for lib in LIBS + ("numgrad.compile",)
-         if lib in ("numgrad", "torch", "numgrad.compile") or w in SMALL]
+CASES = [(w, lib) for w in WORKLOADS for lib in LIBS + ("numgrad.compile", "jax.jit")
+         if lib in ("numgrad", "torch", "numgrad.compile", "jax.jit") or w in SMALL]
 
 
 @pytest.mark.parametrize("workload,lib", CASES, ids=[f"{w}-{lib}" for w, lib in CASES])

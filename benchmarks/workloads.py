@@ -13,7 +13,7 @@ import numpy as np
 LIBS = ("numgrad", "torch", "autograd", "mygrad")
 
 
-COMPILED = {"numgrad.compile": "numgrad", "torch.compile": "torch"}
+COMPILED = {"numgrad.compile": "numgrad", "torch.compile": "torch", "jax.jit": "jax"}
 
 
 def available(lib):
@@ -225,10 +225,16 @@ SMALL = ("1_seeds_5x5", "2_seeds_2x2", "3_deep_chain_200x16")
 def build(name, lib):
     """``WORKLOADS[name](lib)``, where ``lib`` may also be "numgrad.compile" or "torch.compile":
     the same step compiled whole and called until it runs compiled (numgrad traces on the first
-    call of a signature, checks a replay against the second and replays from the third)."""
+    call of a signature, checks a replay against the second and replays from the third); or
+    "jax.jit", the step written for JAX (``jax_workloads.py``)."""
     base = COMPILED.get(lib)
     if base is None:
         return WORKLOADS[name](lib)
+    if lib == "jax.jit":
+        from jax_workloads import JAX
+        run = JAX[name]()
+        run()  # traced and compiled by XLA
+        return run
     run = WORKLOADS[name](base)
     if run is None:
         return None

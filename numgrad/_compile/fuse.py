@@ -406,8 +406,6 @@ class Fused:
 
     def table(self, bases):
         """The address table for one replay: ``bases`` holds the buffers that moved."""
-        from numgrad.kernels.cpu._address import addresses
-        addr = self.addr.copy()
         slots, arrays, shifted = [], [], []
         index = self.index
         for key, (buf, off) in bases.items():
@@ -417,16 +415,29 @@ class Fused:
                 arrays.append(buf)
                 if off:
                     shifted.append((k, off))
+        if not slots:
+            return self.addr  # nothing moved (it is never written)
+        addr = self.addr.copy()
         if len(slots) > 16:  # a verification run: all of a plan's buffers are copies
             for k, buf in zip(slots, arrays):
                 addr[k] = address(buf)
-            slots = ()
-        if slots:
+        else:
             key = tuple(slots)
             table = self._slots.get(key)
             if table is None:
                 table = self._slots[key] = np.array(slots, np.int64)
-            addresses(addr, table, *arrays)
-            for k, off in shifted:
-                addr[k] += off
+            _addresses()(addr, table, *arrays)
+        for k, off in shifted:
+            addr[k] += off
         return addr
+
+
+def _addresses():
+    global _ADDRESSES
+    if _ADDRESSES is None:
+        from numgrad.kernels.cpu._address import addresses
+        _ADDRESSES = addresses
+    return _ADDRESSES
+
+
+_ADDRESSES = None

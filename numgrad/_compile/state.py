@@ -18,7 +18,8 @@ from numgrad.tensor import Tensor
 _SCALARS = (bool, int, float, complex, str, type(None))
 
 
-_KINDS = {}  # class -> "tensor" / "module" / "optimizer" / "seq" / "map" / "method" / None
+# class -> "tensor" / "module" / "optimizer" / "seq" / "map" / "method" / "" (nothing to see)
+_KINDS = dict.fromkeys(_SCALARS, "")
 
 
 def _kind(cls):
@@ -46,10 +47,9 @@ class Reach:
         self._seen = set()
 
     def add(self, obj, depth=0):
-        cls = obj.__class__
-        if cls in _SCALARS:
-            return
-        kind = _kind(cls)
+        kind = _KINDS.get(obj.__class__)
+        if kind is None:
+            kind = _kind(obj.__class__)
         if not kind or id(obj) in self._seen:
             return
         self._seen.add(id(obj))
@@ -84,8 +84,10 @@ def reachable(fn, args, kwargs):
     """The ``Reach`` of calling ``fn(*args, **kwargs)``: the arguments, then what ``fn`` reads
     from its closure and from the globals its code names."""
     reach = Reach()
-    reach.add(args)
-    reach.add(kwargs)
+    if args:
+        reach.add(args)
+    if kwargs:
+        reach.add(kwargs)
     _add_function(reach, fn)
     return reach
 
@@ -144,10 +146,13 @@ def signature(reach):
         if a.__class__ is not np.ndarray:
             parts.append(("device", a.__class__))
             continue
-        r = root(a)
-        n = roots.setdefault(id(r), len(roots))
-        shared = shared or n < len(roots) - 1
-        parts.append((a.shape, a.strides, a.dtype.char, t._requires_grad, t._grad is None,
+        r = a if a.base is None else root(a)
+        n = roots.get(id(r))
+        if n is None:
+            n = roots[id(r)] = len(roots)
+        else:
+            shared = True
+        parts.append((a.shape, a.strides, a.dtype, t._requires_grad, t._grad is None,
                       t._grad_fn is None, n))
     if shared:  # tensors that share memory: where each one starts, relative to the first
         first = {}
