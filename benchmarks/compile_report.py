@@ -1,7 +1,7 @@
 """numgrad.compile beside numgrad eager, PyTorch eager, jax.jit (when installed) and (with
---torch-compile) torch.compile, interleaved in one process (median of rounds; ratio = time / PyTorch eager time), and the
-first-call cost of numgrad.compile (the three calls before it replays) in fresh processes with
-a cold and a warm kernel cache.
+--torch-compile) torch.compile, interleaved in one process (median of rounds; ratio = time /
+PyTorch eager time), and the first-call cost of numgrad.compile (the three calls before it
+replays) in fresh processes with a cold and a warm kernel cache.
 
     python benchmarks/compile_report.py [--threads 1] [--torch-compile] [--only NAME ...]
 """

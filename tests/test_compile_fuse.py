@@ -9,7 +9,6 @@ import sys
 import warnings
 
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -156,21 +155,22 @@ def test_a_fused_plan_that_does_not_verify_is_replaced_by_an_unfused_one(monkeyp
     assert entry.verified and not entry.fuse
 
 
-_CHILD = """
+_LOOP_N = LOOP_MIN + 1
+_CHILD = f"""
 import json, numpy as np, numgrad
 from numgrad._compile import fuse
 def step(x):
     y = (x * 1.5 + 0.5).tanh()
     y.sum().backward()
 c = numgrad.compile(step)
-for n in (5, %d):
+for n in (5, {_LOOP_N}):
     x = numgrad.tensor(np.linspace(-1, 1, n, dtype=np.float32), requires_grad=True)
     for _ in range(3):
         c(x)
 stats = [f.stats for f in fuse._LOADED.values()]
 print(json.dumps([sum(sum(s.cache_hits.values()) for s in stats),
                   sum(sum(s.cache_misses.values()) for s in stats), len(stats)]))
-""" % (LOOP_MIN + 1)
+"""
 
 
 def test_generated_code_is_cached_for_the_next_process(tmp_path):
