@@ -39,8 +39,28 @@ _BY_NAME = {}  # kernel name -> its dispatcher: a name in generated source means
 
 
 def _name(fn):
-    py = fn.py_func
-    return f"{py.__module__}.{py.__qualname__}"
+    """The kernel's qualified name and a digest of its code and of the functions it calls,
+    so that generated source (and the machine code cached for it) names exactly one kernel,
+    in any process."""
+    name = _NAMES.get(fn)
+    if name is None:
+        py = fn.py_func
+        h = hashlib.sha256(_code_bytes(py.__code__))
+        for ref in py.__code__.co_names:  # what ``specialize`` bound, the helpers it calls
+            g = getattr(py.__globals__.get(ref), "py_func", None)
+            if g is not None:
+                h.update(ref.encode() + _code_bytes(g.__code__))
+        name = _NAMES[fn] = f"{py.__module__}.{py.__qualname__} {h.hexdigest()[:12]}"
+    return name
+
+
+def _code_bytes(code):
+    consts = b"".join(_code_bytes(c) if hasattr(c, "co_code") else repr(c).encode()
+                      for c in code.co_consts)  # a nested code object's repr has an address
+    return code.co_code + consts + repr(code.co_names).encode()
+
+
+_NAMES = {}
 
 
 def _variant(step, index, no_guard):
