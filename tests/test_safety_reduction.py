@@ -181,3 +181,22 @@ def test_mean_over_split_dims_of_an_empty_tensor_is_nan():
     assert np.isnan(out.detach().numpy()).all()
     _both(lambda L, a: a.mean((0, 2), keepdim=True), np.arange(24.0).reshape(2, 3, 4))
     _both(lambda L, a: a.sum((0, 2)), np.arange(24).reshape(2, 3, 4))
+
+
+@requires_torch
+@pytest.mark.parametrize("width", [1, 2, 7, 8, 9, 17, 1000])
+def test_softmax_rows_with_special_values_match_pytorch(width):
+    """Rows of every width around the row max's 8-wide stride, with nan, +-inf and both zeros
+    at every kind of place (inside a stride, in the tail, first, last)."""
+    rng = np.random.default_rng(width)
+    x = rng.standard_normal((24, width)).astype(np.float32)
+    specials = [np.nan, np.inf, -np.inf, -0.0, 0.0, 40.0]
+    for r in range(1, 24):
+        for _ in range(1 + r % 3):
+            x[r, rng.integers(0, width)] = specials[(r + _) % len(specials)]
+    x[0] = -0.0
+    for name in ("softmax", "log_softmax"):
+        want = getattr(torch, name)(torch.tensor(x), 1).numpy()
+        got = getattr(ng, name)(ng.tensor(x), 1).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7, equal_nan=True)
+        assert np.array_equal(np.signbit(got[0]), np.signbit(want[0]))
