@@ -15,7 +15,9 @@ dtype) of one of:
 Replaying calls each kernel again, in the recorded order, on views rebuilt only where an
 array moved. Views are made with ``np.ndarray(buffer=...)``, which checks that every view
 lies inside its buffer; the plan also refuses an array that reaches outside the tensor it was
-located in, so a replay can only touch memory the eager run touched.
+located in, so a replay can only touch memory the eager run touched. Runs of calls whose
+arrays are contiguous views of known buffers are replayed by one generated call instead
+(``fuse.py``), on the same views rebuilt from the buffers' addresses.
 """
 
 import zlib
