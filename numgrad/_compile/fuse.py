@@ -1,4 +1,4 @@
-"""Runs of a plan's kernel calls replayed by one compiled call: the plan's interpreter.
+"""Runs of a plan's kernel calls replayed by one compiled call: interpreter and loops.
 
 Launching a kernel from Python costs about 0.2 us; a step of a small graph computes for a
 few nanoseconds. So consecutive kernel calls whose arguments are C-contiguous arrays in
@@ -13,6 +13,11 @@ ranks, number types) a plan uses, not from the plan: its size does not grow with
 of the graph, and plans that use the same kernels share it. Its source is written to the
 kernel cache folder, so that Numba's disk cache can keep its machine code and a second
 process compiles nothing.
+
+Runs of flat elementwise kernels over the same arrays of at least ``LOOP_MIN`` elements
+become instead one generated loop that does every step per element (the kernels' own scalar
+formulas, in order): an intermediate no other step reads stays in a register and is never
+written to memory.
 
 What stays a Python call: BLAS products and NumPy copies, kernels that return arrays or
 values (checked as guards), and arguments that are strided views or tuples of arrays.
