@@ -200,3 +200,15 @@ def test_softmax_rows_with_special_values_match_pytorch(width):
         got = getattr(ng, name)(ng.tensor(x), 1).numpy()
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7, equal_nan=True)
         assert np.array_equal(np.signbit(got[0]), np.signbit(want[0]))
+
+
+@requires_torch
+@pytest.mark.parametrize("shape,dim", [((3, 0), 1), ((0, 4), 1), ((2, 0, 3), 1), ((0,), 0)])
+def test_softmax_of_empty_lines_matches_pytorch(shape, dim):
+    """No line to read a first value from: an empty result and an empty gradient."""
+    for name in ("softmax", "log_softmax"):
+        x = ng.zeros(*shape, requires_grad=True)
+        y = getattr(ng, name)(x, dim)
+        y.sum().backward()
+        want = getattr(torch, name)(torch.zeros(*shape), dim)
+        assert tuple(y.shape) == tuple(want.shape) and tuple(x.grad.shape) == shape

@@ -441,7 +441,9 @@ def along(kernel, x, dim, out_dtype, *args):
     """Apply an (o, r, i) -> (o, r, i) kernel along ``dim``; the result has x's shape."""
     if x.__class__ is not _ND:
         return RED.cuda().along(kernel, x, dim, out_dtype, *args)
-    if dim == x.ndim - 1 and x.flags.c_contiguous and x.size:
+    if not x.size:  # the kernels read each line's first value
+        return np.empty(x.shape, out_dtype)
+    if dim == x.ndim - 1 and x.flags.c_contiguous:
         x2 = x.reshape(-1, x.shape[-1])
         out = np.empty(x2.shape, out_dtype)
         _rows(kernel, x.size)(x2, out, *args)
