@@ -130,15 +130,9 @@ def cnn_step(batch=64, size=28, channels=(16, 32)):
     return _sgd_loop(loss, params, x, y)
 
 
-JAX = {
-    "1_seeds_5x5": seeds_5x5,
-    "2_seeds_2x2": seeds_2x2,
-    "3_deep_chain_200x16": deep_chain,
-    "4_mlp_step_784_256_10_b128": mlp_step,
-    "5_elementwise_1M": elementwise_1m,
-    "6_cross_entropy_1024x1000": cross_entropy_1024x1000,
-    "7_cnn_step_28x28_b64": cnn_step,
-}
+# by the name of the workload function in ``workloads.py`` each one mirrors
+JAX = {f.__name__: f for f in (seeds_5x5, seeds_2x2, deep_chain, mlp_step, elementwise_1m,
+                               cross_entropy_1024x1000, cnn_step)}
 
 
 def one_thread():

@@ -232,7 +232,7 @@ def build(name, lib):
         return WORKLOADS[name](lib)
     if lib == "jax.jit":
         from jax_workloads import JAX
-        run = JAX[name]()
+        run = JAX[WORKLOADS[name].__name__]()
         run()  # traced and compiled by XLA
         return run
     run = WORKLOADS[name](base)

@@ -236,6 +236,17 @@ def test_no_grad_inference_module():
     assert compiled.training and compiled[0] is model[0]
 
 
+def _whole_step(model, opt):
+    """One training step: forward, cross-entropy, backward, update."""
+    def step(x, y):
+        opt.zero_grad()
+        loss = numgrad.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
 def _train(make_model, batches, steps, compiled, optimizer="sgd"):
     numgrad.manual_seed(0)
     model = make_model()
@@ -243,13 +254,7 @@ def _train(make_model, batches, steps, compiled, optimizer="sgd"):
     opt = (numgrad.optim.SGD(params, lr=0.05, momentum=0.9) if optimizer == "sgd"
            else numgrad.optim.Adam(params, lr=1e-3))
 
-    def step(x, y):
-        opt.zero_grad()
-        loss = numgrad.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-
+    step = _whole_step(model, opt)
     run = numgrad.compile(step) if compiled else step
     losses = []
     with warnings.catch_warnings():
@@ -399,13 +404,7 @@ def test_compiled_training_matches_pytorch():
     opt = numgrad.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     topt = torch.optim.SGD(tmodel.parameters(), lr=0.05, momentum=0.9)
 
-    @numgrad.compile
-    def step(x, y):
-        opt.zero_grad()
-        loss = numgrad.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
+    step = numgrad.compile(_whole_step(model, opt))
 
     for k in range(20):
         x, y = batches[k % len(batches)]

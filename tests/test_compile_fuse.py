@@ -9,12 +9,14 @@ import sys
 import warnings
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import numgrad
 from numgrad._compile import fuse
 from numgrad._compile.fuse import LOOP_MIN, Region
+from tests.conftest import torch
 
 UNARY = [
     lambda t: t.tanh(),
@@ -61,7 +63,16 @@ def _regions(compiled):
     return out
 
 
+def _torch_call(ops, xs, ws):
+    x = torch.tensor(xs, requires_grad=True)
+    w = torch.tensor(ws, requires_grad=True)
+    outs = _program(ops)(x, w)
+    return [None if t is None else t.numpy() for t in outs]
+
+
 def _check_program(ops, n, calls=4, options=None):
+    """Each call of the compiled step equals eager bit for bit, and PyTorch (when installed)
+    within float32 rounding."""
     step = _program(ops)
     compiled = numgrad.compile(step, options=options)
     rng = np.random.default_rng(n)
@@ -72,6 +83,11 @@ def _check_program(ops, n, calls=4, options=None):
         got = _call(compiled, xs, ws)
         for a, b in zip(want, got):
             assert _same_bits(a, b)
+        if torch is not None:
+            for a, b in zip(got, _torch_call(ops, xs, ws)):
+                assert (a is None) == (b is None)
+                if a is not None:
+                    np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-5)
     return compiled
 
 
@@ -88,6 +104,37 @@ def test_random_programs_compiled_equal_eager(ops, n):
     of the compiled step gives eager's loss and gradients bit for bit."""
     compiled = _check_program(ops, n)
     assert _regions(compiled), "the replay was not fused"
+
+
+@pytest.mark.parametrize("n", [5, LOOP_MIN + 3])
+def test_fused_gradients_match_finite_differences(n):
+    """float64, through the interpreter (5 elements) and a generated loop (4,099): replayed
+    gradients against central differences of the eager loss."""
+    ops = [("u", 3), ("u", 0), ("b", 1), ("u", 1), ("b", 3), ("u", 6)]
+    step = _program(ops)
+    compiled = numgrad.compile(step)
+    rng = np.random.default_rng(7)
+    xs, ws = rng.standard_normal(n), rng.standard_normal(n)
+    for _ in range(3):
+        _, gx, gw = _call(compiled, xs, ws)
+    assert _regions(compiled)
+
+    def loss(x, w):
+        with numgrad.no_grad():
+            h = numgrad.tensor(x)
+            for kind, i in ops:
+                h = UNARY[i](h) if kind == "u" else BINARY[i](h, numgrad.tensor(w))
+            return float(h.sum())
+
+    eps = 1e-6
+    for i in rng.choice(n, size=min(n, 12), replace=False):
+        # the program is elementwise: element i of the loss depends on x[i] and w[i] only,
+        # so the differences are taken on that element (no cancellation in a long sum)
+        x, w = xs[i:i + 1], ws[i:i + 1]
+        assert gx[i] == pytest.approx((loss(x + eps, w) - loss(x - eps, w)) / (2 * eps),
+                                      rel=1e-6, abs=1e-9)
+        assert gw[i] == pytest.approx((loss(x, w + eps) - loss(x, w - eps)) / (2 * eps),
+                                      rel=1e-6, abs=1e-9)
 
 
 def test_long_chain_is_one_interpreter_call():

@@ -115,7 +115,6 @@ def _source(variants):
     lines += ["def interpret(prog, numbers, addr):",
               "    for s in range(prog.shape[0]):",
               "        op = prog[s, 0]"]
-    serial = _serial_flat()
     for k, (name, desc) in enumerate(variants):
         col, num, args = 1, 0, []
         for d in desc:
@@ -129,9 +128,11 @@ def _source(variants):
                 args.append(_CAST[d].format(f"numbers[s, {num}]"))
                 num += 1
         lines.append(f"        {'if' if k == 0 else 'elif'} op == {k}:")
-        if _BY_NAME[name].py_func.__code__ in serial:
-            # out[i] = f(ins[i]..., p, q), p and q cast to the last input's dtype
-            arity = len(args) - 3
+        flat = _template(_BY_NAME[name])
+        if flat is not None and flat[1]:
+            # a serial loop template: out[i] = f(ins[i]..., p, q), p and q cast to the last
+            # input's dtype
+            arity = flat[0]
             cast = desc[arity - 1][0]
             for j, a in enumerate(args[:arity + 1]):
                 lines.append(f"            a{j} = {a}")
@@ -145,24 +146,15 @@ def _source(variants):
     return "\n".join(lines) + "\n"
 
 
-def _serial_flat():
-    """Codes of the serial elementwise loop templates."""
-    _ew()
-    return _SERIAL
-
-
-_SERIAL = set()
-
-
 _LOADED = {}  # source hash -> the jitted function
 
 
 def _interpreter(variants):
-    names = {f"K{k}": _BY_NAME[name] for k, (name, _) in enumerate(variants)}
-    serial = _serial_flat()
-    names.update({f"F{k}": _BY_NAME[name].py_func.__globals__["f"]
-                  for k, (name, _) in enumerate(variants)
-                  if _BY_NAME[name].py_func.__code__ in serial})
+    names = {}
+    for k, (name, _) in enumerate(variants):
+        fn = names[f"K{k}"] = _BY_NAME[name]
+        if _template(fn) is not None:
+            names[f"F{k}"] = fn.py_func.__globals__["f"]  # the formula ``specialize`` bound
     src = _source(variants)
     return _load(src, names), src
 
@@ -175,29 +167,37 @@ def _load(src, names, parallel=False):
     fn = _LOADED.get(digest)
     if fn is not None:
         return fn
-    filename = f"<numgrad.compile interpreter {digest}>"
-    cache = _jit.CACHE_DIR is not None
-    if cache:
-        filename = os.path.join(_jit.CACHE_DIR, f"{_jit.GENERATED_PREFIX}{digest}.py")
-        try:
-            with open(filename, encoding="utf-8") as fh:
-                current = fh.read() == src
-        except OSError:
-            current = False
-        if not current:
-            try:
-                _jit._write_private(filename, src.encode(), sealed=False)
-            except OSError:
-                cache, filename = False, f"<numgrad.compile interpreter {digest}>"
+    filename = _written(src, digest) if _jit.CACHE else None
+    cache = filename is not None
+    if filename is None:
+        filename = f"<numgrad.compile generated {digest}>"
     # a module Numba's cache can name when it loads the compiled interpreter again
     mod = types.ModuleType(f"numgrad._compile.generated_{digest}")
     mod.__dict__.update(names)
     exec(compile(src, filename, "exec"), mod.__dict__)  # our own generated text, not a file's
     sys.modules[mod.__name__] = mod
     if "body" in mod.__dict__:
-        mod.body = _jit.jit(mod.body, cache=cache and _jit.CACHE, parallel=parallel)
-    fn = _LOADED[digest] = _jit.jit(mod.interpret, cache=cache and _jit.CACHE)
+        mod.body = _jit.jit(mod.body, cache=cache, parallel=parallel)
+    fn = _LOADED[digest] = _jit.jit(mod.interpret, cache=cache)
     return fn
+
+
+def _written(src, digest):
+    """The path of ``src`` in the kernel cache folder (written there unless that file already
+    holds it), or None when it cannot be written."""
+    from numgrad.kernels import _jit
+    path = os.path.join(_jit.CACHE_DIR, f"{_jit.GENERATED_PREFIX}{digest}.py")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            if fh.read() == src:
+                return path
+    except OSError:
+        pass
+    try:
+        _jit._write_private(path, src.encode(), sealed=False)
+    except OSError:
+        return None
+    return path
 
 
 # --- loop fusion: a run of elementwise kernels over the same large arrays, one loop ----------
@@ -206,42 +206,38 @@ LOOP_MIN = 1 << 12  # elements: below this a step is cheap to launch and the int
 LOOP_MAX_STEPS = 64  # longer runs compile slowly as one loop: they are cut
 
 
-def _flat_arity():
-    """{code of an elementwise loop template: number of array inputs}."""
-    from numgrad.kernels.cpu import elementwise as ew
-    return {t.__code__: n for n, ts in ((1, (ew.u_flat, ew.u_flat_par)),
-                                       (2, (ew.b_flat, ew.b_flat_par)),
-                                       (3, (ew.t_flat, ew.t_flat_par))) for t in ts}
+_TEMPLATES = {}  # code of an elementwise loop template -> (array inputs, serial)
+
+
+def _template(fn):
+    """(number of array inputs, serial) when kernel ``fn`` is an elementwise loop template
+    of ``numgrad.kernels.cpu.elementwise`` over flat arrays, else None."""
+    if not _TEMPLATES:
+        from numgrad.kernels.cpu import elementwise as ew
+        for n, serial, par in ((1, ew.u_flat, ew.u_flat_par), (2, ew.b_flat, ew.b_flat_par),
+                               (3, ew.t_flat, ew.t_flat_par)):
+            _TEMPLATES[serial.__code__] = (n, True)
+            _TEMPLATES[par.__code__] = (n, False)
+    return _TEMPLATES.get(fn.py_func.__code__)
 
 
 def _loop_op(step, arrays):
     """(arity, formula) for ``out[i] = f(ins[i]..., p, q)`` over same-sized float arrays;
     (0, None) for ``fill_scaled``; else None."""
+    from numgrad.kernels.cpu import elementwise as ew
     fn = step[0]
-    ew = _ew()
     if not arrays or arrays[0].dtype.kind != "f" or len({s.dtype for s in arrays}) > 1:
         return None
     if fn is ew.fill_scaled:
         ok = len(arrays) == 2 and len(arrays[1].shape) == 1 and arrays[1].shape[0] >= LOOP_MIN
         return (0, None) if ok else None
-    arity = _ARITY.get(fn.py_func.__code__) if _ARITY else None
-    if arity is None or len(arrays) != arity + 1:
+    flat = _template(fn)
+    if flat is None or len(arrays) != flat[0] + 1:
         return None
     n = arrays[-1].shape
     if len(n) != 1 or n[0] < LOOP_MIN or any(s.shape != n for s in arrays):
         return None
-    return arity, fn.py_func.__globals__["f"]
-
-
-_ARITY = {}
-
-
-def _ew():
-    from numgrad.kernels.cpu import elementwise as ew
-    if not _ARITY:
-        _ARITY.update(_flat_arity())
-        _SERIAL.update(t.__code__ for t in (ew.u_flat, ew.b_flat, ew.t_flat))
-    return ew
+    return flat[0], fn.py_func.__globals__["f"]
 
 
 def _disjoint(segment):
@@ -352,14 +348,21 @@ def _split(plan, run):
 _NO_PROG = np.zeros((0, 0), np.int64)
 
 
+def _parallel_min():
+    """Elements from which eager runs an elementwise loop on all threads (and so does a
+    generated loop)."""
+    from numgrad.kernels.cpu import elementwise as ew
+    return ew.PARALLEL_MIN
+
+
 class Region:
     """A run of steps replayed by one interpreter call."""
 
-    __slots__ = ("interpret", "prog", "numbers", "first", "count", "source")
+    __slots__ = ("interpret", "prog", "numbers", "count", "source")
 
-    def __init__(self, interpret, prog, numbers, first, count, source):
+    def __init__(self, interpret, prog, numbers, count, source):
         self.interpret, self.prog, self.numbers = interpret, prog, numbers
-        self.first, self.count = first, count  # which steps of the plan it replaces
+        self.count = count  # how many of the plan's steps it replaces
         self.source = source  # the generated code it runs
 
 
@@ -423,7 +426,7 @@ class Fused:
             numbers[row, :len(nums)] = nums
         first = run[0][0]
         fn, src = interpret
-        self.items[first:first + len(run)] = [Region(fn, prog, numbers, first, len(run), src)]
+        self.items[first:first + len(run)] = [Region(fn, prog, numbers, len(run), src)]
         self.regions += 1
 
     def _loop(self, plan, piece, uses, fresh):
@@ -450,10 +453,11 @@ class Fused:
         for k, (_, _, nums) in enumerate(v for _, v, _ in piece):
             numbers[2 * k:2 * k + len(nums)] = nums
         n = piece[0][1][1][-1].shape[0]
+        parallel = n >= _parallel_min()
         src, names = _loop_source(segment, self.index, lambda out, k: out.key not in droppable,
-                                  parallel=n >= _ew().PARALLEL_MIN)
-        fn = _load(src, {v: f for f, v in names.items()}, parallel=n >= _ew().PARALLEL_MIN)
-        self.items[first:last + 1] = [Region(fn, _NO_PROG, numbers, first, len(piece), src)]
+                                  parallel)
+        fn = _load(src, {v: f for f, v in names.items()}, parallel)
+        self.items[first:last + 1] = [Region(fn, _NO_PROG, numbers, len(piece), src)]
         self.regions += 1
 
     def table(self, bases):

@@ -201,9 +201,9 @@ def _run_hooks_before(node, hooks, grads, captured, capture, shared):
     Returns the gradients to run the node on, or None when hooks left none to a built-in node.
     What hooks return may be held by the user: it joins ``shared`` (never stolen as a .grad).
     """
-    if hooks is not None and _tape.TAPE is not None:
-        _tape.TAPE.unreplayable("autograd hooks")
     if hooks is not None:
+        if _tape.TAPE is not None:
+            _tape.TAPE.unreplayable("autograd hooks")
         for nr, fns in hooks.tensor_pre.items():
             for fn in list(fns.values()):
                 g = grads[nr]
