@@ -1,9 +1,11 @@
-"""numgrad.compile beside numgrad eager, PyTorch eager, jax.jit (when installed) and (with
---torch-compile) torch.compile, interleaved in one process (median of rounds; ratio = time /
-PyTorch eager time), and the first-call cost of numgrad.compile (the three calls before it
-replays) in fresh processes with a cold and a warm kernel cache.
+"""numgrad.compile, whole step and forward form ("fwd": the loss or model compiled, backward
+outside), beside numgrad eager, PyTorch eager, jax.jit (when installed) and (with
+--torch-compile) torch.compile in both forms, interleaved in one process (median of rounds;
+ratio = time / PyTorch eager time), and the first-call cost of numgrad.compile (the three calls
+before it replays) in fresh processes with a cold and a warm kernel cache.
 
     python benchmarks/compile_report.py [--threads 1] [--torch-compile] [--only NAME ...]
+        [--no-first-calls]
 """
 
 import argparse
@@ -50,17 +52,19 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--torch-compile", action="store_true")
     parser.add_argument("--only", nargs="*", default=None)
+    parser.add_argument("--no-first-calls", action="store_true")
     args = parser.parse_args(argv)
     if args.threads == 1:
         from jax_workloads import one_thread
         one_thread()
     import numgrad
     numgrad.set_num_threads(args.threads)
-    libs = ["numgrad", "numgrad.compile"]
+    libs = ["numgrad", "numgrad.compile", "numgrad.compile fwd"]
     if available("torch"):
         import torch
         torch.set_num_threads(args.threads)
-        libs += ["torch"] + (["torch.compile"] if args.torch_compile else [])
+        libs += ["torch"] + (["torch.compile", "torch.compile fwd"] if args.torch_compile
+                             else [])
     if available("jax.jit"):
         libs.append("jax.jit")
     print(f"{args.threads} threads, median of {args.rounds} interleaved rounds")
@@ -82,6 +86,8 @@ def main(argv=None):
                 if lib != "torch"]
         print("| " + " | ".join(row) + " |", flush=True)
     print()
+    if args.no_first_calls:
+        return
     cache = tempfile.mkdtemp(prefix="numgrad-compile-cache-")
     for name in WORKLOADS:
         if args.only and name not in args.only:

@@ -13,7 +13,8 @@ import numpy as np
 LIBS = ("numgrad", "torch", "autograd", "mygrad")
 
 
-COMPILED = {"numgrad.compile": "numgrad", "torch.compile": "torch", "jax.jit": "jax"}
+COMPILED = {"numgrad.compile": "numgrad", "torch.compile": "torch", "jax.jit": "jax",
+            "numgrad.compile fwd": "numgrad", "torch.compile fwd": "torch"}
 
 
 def available(lib):
@@ -34,16 +35,23 @@ def _rng():
     return np.random.default_rng(0)
 
 
+def _forward(compile_forward, fn):
+    """``fn``, or ``fn`` compiled in the forward form (the loss or the model; its backward
+    runs as one node)."""
+    return fn if compile_forward is None else compile_forward(fn)
+
+
 # 1 --------------------------------------------------------------------------------------
-def seeds_5x5(lib):
+def seeds_5x5(lib, forward=None):
     xs, ys = _rng().random((5, 5)), _rng().random((5, 5)) + 1
     if lib in ("numgrad", "torch"):
         m = module(lib)
         x = m.tensor(xs, dtype=m.float32, requires_grad=True)
         y = m.tensor(ys, dtype=m.float32, requires_grad=True)
+        loss = _forward(forward, lambda: (x ** 2 + y ** 3).sum())
 
         def run():
-            z = (x ** 2 + y ** 3).sum()
+            z = loss()
             z.backward()
         return run
     if lib == "autograd":
@@ -63,15 +71,19 @@ def seeds_5x5(lib):
 
 
 # 2 --------------------------------------------------------------------------------------
-def seeds_2x2(lib):
+def seeds_2x2(lib, forward=None):
     if lib in ("numgrad", "torch"):
         m = module(lib)
         x = m.ones(2, 2, requires_grad=True)
 
-        def run():
+        def loss():
             y = x + 2
             z = y * y * 3
-            out = z.mean()
+            return z.mean()
+        loss = _forward(forward, loss)
+
+        def run():
+            out = loss()
             out.backward()
         return run
     if lib == "autograd":
@@ -96,17 +108,21 @@ def seeds_2x2(lib):
 
 
 # 3 --------------------------------------------------------------------------------------
-def deep_chain(lib, steps=200):
+def deep_chain(lib, steps=200, forward=None):
     xs = _rng().standard_normal(16).astype(np.float32)
     if lib in ("numgrad", "torch"):
         m = module(lib)
         x = m.tensor(xs, requires_grad=True)
 
-        def run():
+        def loss():
             y = x
             for _ in range(steps):
                 y = (y * 1.01 + 0.01).tanh()
-            y.sum().backward()
+            return y.sum()
+        loss = _forward(forward, loss)
+
+        def run():
+            loss().backward()
         return run
     if lib == "autograd":
         import autograd.numpy as anp
@@ -132,7 +148,7 @@ def deep_chain(lib, steps=200):
 
 
 # 4 --------------------------------------------------------------------------------------
-def mlp_step(lib, batch=128, device="cpu", width=(784, 256, 10)):
+def mlp_step(lib, batch=128, device="cpu", width=(784, 256, 10), forward=None):
     if lib not in ("numgrad", "torch"):
         return None
     m = module(lib)
@@ -144,24 +160,26 @@ def mlp_step(lib, batch=128, device="cpu", width=(784, 256, 10)):
     loss_fn = m.nn.CrossEntropyLoss()
     x = m.tensor(_rng().random((batch, n_in)).astype(np.float32), device=device)
     y = m.tensor(_rng().integers(0, n_out, batch), device=device)
+    net = _forward(forward, model)
 
     def run():
         opt.zero_grad()
-        loss = loss_fn(model(x), y)
+        loss = loss_fn(net(x), y)
         loss.backward()
         opt.step()
     return run
 
 
 # 5 --------------------------------------------------------------------------------------
-def elementwise_1m(lib, n=1_000_000):
+def elementwise_1m(lib, n=1_000_000, forward=None):
     if lib not in ("numgrad", "torch"):
         return None
     m = module(lib)
     x = m.tensor(_rng().standard_normal(n).astype(np.float32), requires_grad=True)
+    loss = _forward(forward, lambda: ((x * 2 + 1).tanh() * x.sigmoid() - x.exp() * 0.1).sum())
 
     def run():
-        y = ((x * 2 + 1).tanh() * x.sigmoid() - x.exp() * 0.1).sum()
+        y = loss()
         y.backward()
         g, x.grad = x.grad, None
         return y.detach(), g  # returned: a compiler may not skip work nobody sees
@@ -169,16 +187,17 @@ def elementwise_1m(lib, n=1_000_000):
 
 
 # 6 --------------------------------------------------------------------------------------
-def cross_entropy_1024x1000(lib):
+def cross_entropy_1024x1000(lib, forward=None):
     if lib not in ("numgrad", "torch"):
         return None
     m = module(lib)
     logits = m.tensor(_rng().standard_normal((1024, 1000)).astype(np.float32),
                       requires_grad=True)
     target = m.tensor(_rng().integers(0, 1000, 1024))
+    ce = _forward(forward, lambda: m.nn.functional.cross_entropy(logits, target))
 
     def run():
-        loss = m.nn.functional.cross_entropy(logits, target)
+        loss = ce()
         loss.backward()
         g, logits.grad = logits.grad, None
         return loss.detach(), g  # returned: a compiler may not skip work nobody sees
@@ -186,7 +205,7 @@ def cross_entropy_1024x1000(lib):
 
 
 # 7 --------------------------------------------------------------------------------------
-def cnn_step(lib, batch=64, size=28, device="cpu", channels=(16, 32)):
+def cnn_step(lib, batch=64, size=28, device="cpu", channels=(16, 32), forward=None):
     if lib not in ("numgrad", "torch"):
         return None
     m = module(lib)
@@ -200,10 +219,11 @@ def cnn_step(lib, batch=64, size=28, device="cpu", channels=(16, 32)):
     opt = m.optim.SGD(model.parameters(), lr=0.01)
     x = m.tensor(_rng().random((batch, 1, size, size)).astype(np.float32), device=device)
     y = m.tensor(_rng().integers(0, 10, batch), device=device)
+    net = _forward(forward, model)
 
     def run():
         opt.zero_grad()
-        loss = nn.functional.cross_entropy(model(x), y)
+        loss = nn.functional.cross_entropy(net(x), y)
         loss.backward()
         opt.step()
     return run
@@ -225,8 +245,10 @@ SMALL = ("1_seeds_5x5", "2_seeds_2x2", "3_deep_chain_200x16")
 def build(name, lib):
     """``WORKLOADS[name](lib)``, where ``lib`` may also be "numgrad.compile" or "torch.compile":
     the same step compiled whole and called until it runs compiled (numgrad traces on the first
-    call of a signature, checks a replay against the second and replays from the third); or
-    "jax.jit", the step written for JAX (``jax_workloads.py``)."""
+    call of a signature, checks a replay against the second and replays from the third);
+    "numgrad.compile fwd" or "torch.compile fwd": the forward form, the loss function or the
+    model compiled and the backward and optimizer step outside; or "jax.jit", the step written
+    for JAX (``jax_workloads.py``)."""
     base = COMPILED.get(lib)
     if base is None:
         return WORKLOADS[name](lib)
@@ -234,6 +256,11 @@ def build(name, lib):
         from jax_workloads import JAX
         run = JAX[WORKLOADS[name].__name__]()
         run()  # traced and compiled by XLA
+        return run
+    if lib.endswith(" fwd"):  # the forward form: the loss or model compiled, backward outside
+        run = WORKLOADS[name](base, forward=module(base).compile)
+        for _ in range(3):
+            run()
         return run
     run = WORKLOADS[name](base)
     if run is None:

@@ -202,8 +202,9 @@ def test_hooks_run_eagerly():
     assert len(seen) == 4
 
 
-def test_forward_result_that_needs_backward_runs_eagerly():
-    """A result that still requires grad keeps its graph (the forward form runs eagerly)."""
+def test_forward_result_that_needs_backward_gives_eager_grads():
+    """A result that still requires grad is backpropagated outside the compiled function (the
+    forward form, tested in test_compile_forward.py)."""
     w = numgrad.ones(3, requires_grad=True)
     compiled = numgrad.compile(lambda a: (a * w).sum())
     with warnings.catch_warnings():

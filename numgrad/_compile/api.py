@@ -8,9 +8,13 @@ of the same inputs: only a plan that gives bit-identical results, gradients and 
 kept. From then on calls replay the plan: the kernels run in the recorded order on the
 current data, and no Tensor, Node or engine walk is made.
 
+A function that returns tensors that still require grad (``loss = f(x)``, ``model(x)``) is
+the forward form (``forward.py``): its trace also records the backward, and a replayed call
+returns tensors whose backward is one compiled node.
+
 A call that cannot be replayed runs eagerly, always with eager's result: Python reading tensor
-values (``.item()``, ``if t > 0``), random numbers, hooks, a result that still needs a
-backward, CUDA tensors. ``fullgraph=True`` turns that into an error.
+values (``.item()``, ``if t > 0``), random numbers, hooks, CUDA tensors. ``fullgraph=True``
+turns that into an error.
 """
 
 import functools
@@ -18,11 +22,12 @@ import warnings
 
 import numpy as np
 
+from numgrad._compile import forward as _forward
 from numgrad._compile import tape as _tape
-from numgrad._compile.plan import GuardFailed, Plan, Unplannable, _view
+from numgrad._compile.plan import GuardFailed, Plan, Unplannable
 from numgrad._compile.state import reachable, signature
-from numgrad._compile.tape import address, root
-from numgrad.tensor import Tensor, _wrap
+from numgrad._compile.verify import replay, shadow
+from numgrad.tensor import Tensor
 
 RECOMPILE_LIMIT = 8  # signatures traced per compiled function (torch's recompile_limit)
 _ATTEMPTS = 3  # traces of one signature that may fail to verify before it stays eager
@@ -70,11 +75,9 @@ class CompiledFunction:
             entry = self._cache[sig] = _Entry(self._fuse)
         if entry.verified:
             try:
-                result, effects = entry.plan.run([t._data for t in reach.tensors])
+                return entry.plan.call(reach.tensors)
             except GuardFailed:
                 return fn(*args, **kwargs)
-            _apply(reach.tensors, effects)
-            return result
         if entry.eager:
             return fn(*args, **kwargs)
         return self._trace(entry, reach, args, kwargs)
@@ -88,15 +91,28 @@ class CompiledFunction:
             # a second copy to retry with fresh buffers starting from their traced content
             retry = any(init is not None for _, _, init in entry.plan.fresh)
             datas = [d for d, _, _ in pre]
-            shadows = [_shadow(entry.plan, datas) for _ in range(2 if retry else 1)]
+            plan = entry.plan.fwd if isinstance(entry.plan, _forward.ForwardPlan) else \
+                entry.plan
+            shadows = [shadow(plan, datas) for _ in range(2 if retry else 1)]
         opt_before = [_python_state(o) for o in reach.optimizers]
+        start = _forward.mark()
+        rec = None
         t = _tape.start()
         try:
             result = self._orig_fn(*args, **kwargs)
+            post = [(t_._data, t_._grad, t_._version) for t_ in tensors]
+            split = len(t.calls)
+            if not t.ran_backward and not t.breaks and _forward.needs_backward(result):
+                # the forward form: the backward is traced too, on the same tape
+                try:
+                    rec = _forward.record(result, tensors, start)
+                except Exception as exc:  # the eager backward will raise it, if it runs
+                    rec = f"its backward raised {type(exc).__name__}"
         finally:
             _tape.stop()
-        post = [(t_._data, t_._grad, t_._version) for t_ in tensors]
         why = list(t.breaks)
+        if isinstance(rec, str):
+            why.append(rec)
         if any(a.__class__ is not np.ndarray for a, _, _ in pre):
             why.append("CUDA tensors")
         if any(_python_state_changed(b, _python_state(o))
@@ -104,9 +120,13 @@ class CompiledFunction:
             why.append("the optimizer's Python state changes at every step")
         if why:
             return self._give_up(entry, "; ".join(why), result)
-        for k, shadow in enumerate(shadows):
+        for k, copies in enumerate(shadows):
             entry.plan.init_fresh = k == 1
-            if _verify(entry.plan, shadow, tensors, result):
+            if isinstance(entry.plan, _forward.ForwardPlan):
+                ok = rec is not None and entry.plan.verify(copies, tensors, result, rec)
+            else:
+                ok = rec is None and replay(entry.plan, copies, tensors, result)[0]
+            if ok:
                 entry.verified = True
                 return result
         if shadows:
@@ -114,8 +134,12 @@ class CompiledFunction:
             if entry.plan.fused is not None:
                 entry.fuse = False
         try:
-            plan = Plan(t.calls, pre, post, result, t.first, detach=t.ran_backward,
-                        fuse=entry.fuse)
+            if rec is not None:
+                plan = _forward.ForwardPlan(t.calls, split, pre, post, result, t.first, rec,
+                                            fuse=entry.fuse)
+            else:
+                plan = Plan(t.calls, pre, post, result, t.first, detach=t.ran_backward,
+                            fuse=entry.fuse)
         except Unplannable as exc:
             return self._give_up(entry, str(exc), result)
         if entry.failures >= _ATTEMPTS:
@@ -155,77 +179,6 @@ def _python_state(opt):
 
 def _python_state_changed(before, after):
     return any(after.get(k) != v for k, v in before.items())
-
-
-def _apply(tensors, effects):
-    for i, kind, v in effects:
-        t = tensors[i]
-        if kind == "grad":
-            t._grad = None if v is None else _wrap(v)
-        elif kind == "data":
-            t._data = v
-        else:
-            for _ in range(v):
-                t._bump_version()
-
-
-# --- verification: the plan, replayed on copies, must match the eager run bit for bit ----
-
-def _shadow(plan, datas):
-    """Copies of every buffer the plan touches, as the call starts."""
-    shadow = {}
-    for i in plan.used:
-        d = datas[i]
-        r = root(d)
-        shadow[i] = (r.copy(order="K"), address(d) - address(r))
-    for rid, r in plan.statics.items():
-        shadow[("s", rid)] = (r.copy(order="K"), 0)
-    return shadow
-
-
-def _same_bits(a, b):
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    return np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
-
-
-def _same_result(x, y):
-    if isinstance(x, Tensor):
-        return isinstance(y, Tensor) and _same_bits(x._data, y._data)
-    if isinstance(x, (tuple, list)):
-        return type(x) is type(y) and len(x) == len(y) and all(
-            _same_result(a, b) for a, b in zip(x, y))
-    if isinstance(x, dict):
-        return x.keys() == y.keys() and all(_same_result(x[k], y[k]) for k in x)
-    return x == y
-
-
-def _verify(plan, shadow, tensors, result):
-    try:
-        res, effects = plan.run(None, shadow, watch=True)
-    except Exception:
-        return False
-    if not plan.guards_first:
-        return False
-    if not _same_result(result, res):
-        return False
-    replaced = {(i, kind): v for i, kind, v in effects}
-    for i in plan.used:
-        if (i, "data") in replaced:
-            continue
-        d = plan.externals[i]
-        now = _view(shadow[i], 0, d.shape, d.strides, d.dtype)
-        if not _same_bits(tensors[i]._data, now):
-            return False
-    for (i, kind), v in replaced.items():
-        t = tensors[i]
-        if kind == "grad":
-            if (v is None) != (t._grad is None) or (v is not None and not _same_bits(
-                    t._grad._data, v)):
-                return False
-        elif kind == "data" and not _same_bits(t._data, v):
-            return False
-    return True
 
 
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="numgrad", mode=None,  # noqa: A001

@@ -32,6 +32,8 @@ import numpy as np
 
 from numgrad._compile.tape import address
 
+POOL = ("p",)  # the address-table key of a plan's pool (``plan.Pool``)
+
 _DTYPES = frozenset(np.dtype(t) for t in ("float32", "float64", "int64", "int32", "int16",
                                            "int8", "uint8"))
 _EXACT = 2 ** 53  # integers stored in the float64 number table come back unchanged
@@ -378,6 +380,9 @@ class Fused:
         for rid, r in plan.statics.items():
             index[("s", rid)] = len(addr)
             addr.append(address(r))
+        if plan.pool is not None:  # always passed to a run, which overwrites this address
+            index[POOL] = len(addr)
+            addr.append(address(plan.pool.placeholder))
         runs, run = [], []
         for k, step in enumerate(plan.steps):
             v = _variant(step, index, no_guard)

@@ -24,7 +24,7 @@ import zlib
 
 import numpy as np
 
-from numgrad._compile.fuse import Fused, Region
+from numgrad._compile.fuse import POOL, Fused, Region
 from numgrad._compile.tape import address, root
 from numgrad.tensor import _wrap
 
@@ -38,6 +38,42 @@ class GuardFailed(Exception):
 
 
 _NO_GUARD = object()
+
+
+class Pool:
+    """Buffers of a trace laid out in one arena (``nbytes``), each at its ``offsets[id(root)]``
+    (64-byte aligned): a plan that makes them anew at every call allocates one arena, and its
+    buffers are one entry of the address table. ``init``: the arena holding the buffers'
+    content when the tape first saw them, when all were recorded."""
+
+    def __init__(self, roots, snapshots):
+        self.offsets, n = {}, 0
+        for r in roots:
+            self.offsets[id(r)] = n
+            n += -(-r.nbytes // 64) * 64
+        self.nbytes = max(n, 64)
+        self.placeholder = np.empty(self.nbytes, np.uint8)
+        self.init = None
+        if all(snapshots.get(id(r)) is not None for r in roots):
+            self.init = np.empty(self.nbytes, np.uint8)
+            for r in roots:
+                snap = snapshots[id(r)]
+                off = self.offsets[id(r)]
+                flat = self.init[off:off + r.nbytes]
+                flat[:] = snap.ravel(order="A").view(np.uint8)  # its bytes in memory order
+
+    def arena(self, init=False, verify=False):
+        if init and self.init is not None:
+            return self.init.copy()
+        a = np.empty(self.nbytes, np.uint8)
+        if verify:
+            a.fill(255)  # NaN in every float type: a verification run must not pass on stale
+        return a
+
+
+def poolable(r):
+    """Whether ``r``'s memory is exactly its items (so it can live at an offset of an arena)."""
+    return r.flags.c_contiguous or r.flags.f_contiguous
 
 
 def _extent(a):
@@ -76,8 +112,9 @@ class _Spec:
 class Locator:
     """Assigns every array of a trace to its buffer (see the module docstring)."""
 
-    def __init__(self, externals):
+    def __init__(self, externals, pool=None):
         self.externals = externals  # the reachable tensors' data at trace start
+        self.pool = {} if pool is None else pool.offsets
         self._by_root = {}
         for i, d in enumerate(externals):
             if d.__class__ is np.ndarray:
@@ -98,6 +135,9 @@ class Locator:
                 if dspan is not None and dspan[0] <= span[0] and span[1] <= dspan[1]:
                     return _Spec(i, address(a) - address(d), a)
             raise Unplannable("a kernel read memory outside the tensor it was given")
+        off = self.pool.get(id(r))
+        if off is not None:
+            return _Spec(POOL, off + address(a) - address(r), a)
         ret = self.returned.get(id(r))
         if ret is not None:
             return _Spec(ret[0], address(a) - address(ret[1]), a)
@@ -115,8 +155,10 @@ class Locator:
 def _describe(x, loc, detach):
     """The output structure of a function result: tensors become specs. A result that still
     requires grad can be replayed only as a detached tensor, when the function ran its own
-    backward (the whole-step form)."""
+    backward (the whole-step form). Arrays (a forward plan's saved buffers) stay arrays."""
     from numgrad.tensor import Tensor
+    if x.__class__ is np.ndarray:
+        return ("a", loc.locate(x))
     if isinstance(x, Tensor):
         if x._requires_grad and not detach:
             raise Unplannable("the function returns a tensor that requires grad")
@@ -134,14 +176,16 @@ class Plan:
     """A replayable tape. ``run(datas)`` replays it on the reachable tensors' current data and
     returns the function's result and the effects on those tensors."""
 
-    def __init__(self, calls, pre, post, result, snapshots, detach=False, fuse=True):
+    def __init__(self, calls, pre, post, result, snapshots, detach=False, fuse=True, pool=None):
         """``calls`` from the tape; ``pre``/``post`` the reachable tensors' (data, grad, version)
         before and after the traced run; ``result`` what the function returned; ``snapshots``
         the content of buffers when the tape first saw them; ``fuse``: replay runs of kernel
-        calls through one interpreter call (``fuse.py``)."""
+        calls through one interpreter call (``fuse.py``); ``pool``: buffers laid out in one
+        arena that the caller passes to ``run`` (a ``Pool``)."""
         from numba.core.registry import CPUDispatcher
         externals = [d for d, _, _ in pre]
-        loc = Locator(externals)
+        loc = Locator(externals, pool)
+        self.pool = pool
         self.steps = []
         for k, (fn, args, kwargs, res) in enumerate(calls):
             if any(isinstance(v, np.ndarray) for v in kwargs.values()):
@@ -206,9 +250,11 @@ class Plan:
             self.fused = fused if fused.regions else None
 
     # ---------------------------------------------------------------------------------------
-    def bases(self, datas, shadow=None):
+    def bases(self, datas, shadow=None, arena=None):
         """The buffers that moved since the trace: {key: (buffer, byte offset)}."""
         bases = {} if shadow is None else dict(shadow)
+        if arena is not None:
+            bases[POOL] = (arena, 0)
         if shadow is None:
             for i in self.used:
                 d = datas[i]
@@ -230,13 +276,20 @@ class Plan:
             bases[key] = (buf, 0)
         return bases
 
-    def run(self, datas, shadow=None, watch=False):
+    def call(self, tensors):
+        """Replay on the reachable ``tensors``, leave the effects on them, return the result."""
+        result, effects = self.run([t._data for t in tensors])
+        apply_effects(tensors, effects)
+        return result
+
+    def run(self, datas, shadow=None, watch=False, arena=None):
         """Replay; returns (result, [(tensor index, kind, value)]). Raises ``GuardFailed``.
+        ``arena``: the buffer of the plan's pool, when it has one (else in ``shadow``).
 
         ``watch`` (on a verification run) sets ``guards_first``: whether every check on a
         value comes before the first step that changes a tensor the caller holds, so that a
         failed check can hand the call to eager with nothing changed yet."""
-        bases = self.bases(datas, shadow)
+        bases = self.bases(datas, shadow, arena)
         fused = self.fused
         if fused is not None:
             addr = fused.table(bases)
@@ -286,13 +339,25 @@ class Plan:
         return _rebuild(self.result, bases), effects
 
 
+def apply_effects(tensors, effects):
+    for i, kind, v in effects:
+        t = tensors[i]
+        if kind == "grad":
+            t._grad = None if v is None else _wrap(v)
+        elif kind == "data":
+            t._data = v
+        else:
+            for _ in range(v):
+                t._bump_version()
+
+
 def _digest(b):
     return zlib.crc32(b if b.flags.c_contiguous else b.tobytes(order="K"))
 
 
 def _specs(d):
     """The specs of the tensors in a described result."""
-    if d[0] == "t":
+    if d[0] in ("t", "a"):
         return [d[1]]
     if d[0] in (tuple, list):
         return [s for v in d[1] for s in _specs(v)]
@@ -314,6 +379,8 @@ def _rebuild(d, bases):
     kind = d[0]
     if kind == "t":
         return _wrap(d[1].build(bases))
+    if kind == "a":
+        return d[1].build(bases)
     if kind in (tuple, list):
         return kind(_rebuild(v, bases) for v in d[1])
     if kind is dict:
