@@ -138,8 +138,8 @@ class ForwardPlan:
         mids = [d for d, _, _ in mid]
         known = {id(root(d)) for d, _, _ in pre} | {id(root(d)) for d in mids}
         outs = flat(result, [])
-        # buffers the forward made: one arena for those only the backward reads afterwards,
-        # the others (outputs, arrays kernels returned) passed one by one
+        # buffers the forward made that the backward reads: one arena for those nobody else
+        # sees, the others (outputs, arrays kernels returned) passed one by one
         own = {id(root(o._data)) for o in outs}
         cands, pooled = {}, {}
         for _, args, _, res in calls[:split]:
@@ -149,8 +149,9 @@ class ForwardPlan:
                 r = root(a)
                 if id(r) not in known:
                     cands.setdefault(id(r), r)
+        read = {id(root(a)) for _, args, _, _ in calls[split:] for a in _arrays_in(args, [])}
         for key, r in list(cands.items()):
-            if key not in own and poolable(r):
+            if key in read and key not in own and poolable(r):
                 pooled[key] = cands.pop(key)
         cands = list(cands.values())
         ext = [(d, None, 0) for d in mids + cands + rec.gouts]
