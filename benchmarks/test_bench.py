@@ -1,5 +1,6 @@
-"""pytest-benchmark suite: each workload with numgrad eager, numgrad.compile and, when installed,
-PyTorch, jax.jit, HIPS autograd and mygrad, grouped per workload:
+"""pytest-benchmark suite: each workload with numgrad eager, numgrad.compile (whole step, and
+the forward form "numgrad.compile fwd") and, when installed, PyTorch, jax.jit, HIPS autograd
+and mygrad, grouped per workload:
 
     pytest benchmarks/ --benchmark-group-by=group
 
@@ -9,8 +10,9 @@ PyTorch, jax.jit, HIPS autograd and mygrad, grouped per workload:
 import pytest
 from workloads import LIBS, SMALL, WORKLOADS, available, build
 
-CASES = [(w, lib) for w in WORKLOADS for lib in LIBS + ("numgrad.compile", "jax.jit")
-         if lib in ("numgrad", "torch", "numgrad.compile", "jax.jit") or w in SMALL]
+COMPILED = ("numgrad.compile", "numgrad.compile fwd", "jax.jit")
+CASES = [(w, lib) for w in WORKLOADS for lib in LIBS + COMPILED
+         if lib in ("numgrad", "torch") + COMPILED or w in SMALL]
 
 
 @pytest.mark.parametrize("workload,lib", CASES, ids=[f"{w}-{lib}" for w, lib in CASES])
