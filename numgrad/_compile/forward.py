@@ -141,6 +141,7 @@ class ForwardPlan:
         # buffers the forward made that the backward reads: one arena for those nobody else
         # sees, the others (outputs, arrays kernels returned) passed one by one
         own = {id(root(o._data)) for o in outs}
+        own |= {id(root(g._data)) for _, g, _ in mid if g is not None}  # a .grad it set
         cands, pooled = {}, {}
         for _, args, _, res in calls[:split]:
             for a in _arrays_in(res, []):

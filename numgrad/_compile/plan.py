@@ -10,7 +10,10 @@ dtype) of one of:
 * a *fresh* buffer: memory made during the trace that the caller can see afterwards (the
   output, a new ``.grad``): made anew at each call, so no two calls share it;
 * a *static* buffer: memory made during the trace that nobody outside sees (intermediates,
-  constants): kept by the plan and reused by every call.
+  constants): kept by the plan and reused by every call;
+* a *pooled* buffer: in the forward form (``forward.py``), memory the forward made and only
+  its backward reads: every pooled buffer lies at its offset in one arena that the caller
+  allocates per call and passes to ``run``.
 
 Replaying calls each kernel again, in the recorded order, on views rebuilt only where an
 array moved. Views are made with ``np.ndarray(buffer=...)``, which checks that every view
