@@ -177,6 +177,7 @@ class ForwardPlan:
         self.outs = rec.req
         self.out_dtypes = [outs[nr].dtype for nr in rec.req]
         self.out_meta = [(g.shape, g.dtype) for g in rec.gouts]
+        self.leaves = rec.leaves
         self.inputs = [i for i, g in zip(rec.leaves, rec.grads) if g is not None]
         self.grad_at = [k for k, g in enumerate(rec.grads) if g is not None]
         self.reads = [i for i in bwd.used if i < n]
@@ -185,7 +186,6 @@ class ForwardPlan:
         # a gradient that is an input buffer (the output gradient itself, say) is copied
         self.alias = [d[0] == "t" and (d[1].key.__class__ is int or d[1].key == POOL)
                       for d in bwd.result[1]]
-        self.guards_first = False
 
     # what api.py reads and sets on a plan
     @property
@@ -204,14 +204,6 @@ class ForwardPlan:
     @property
     def fused(self):
         return self.fwd.fused or self.bwd.fused
-
-    @property
-    def used(self):
-        return self.fwd.used
-
-    @property
-    def statics(self):
-        return self.fwd.statics
 
     def _arena(self):
         pool = self.pool
@@ -274,10 +266,9 @@ class ForwardPlan:
         if self.pool is not None:
             copies[POOL] = (self.pool.arena(self.fwd.init_fresh, verify=True), 0)
         ok, res = replay(self.fwd, copies, tensors, result, part=0)
-        if not ok or rec.req != self.outs or [rec.leaves[k] for k in self.grad_at] != \
-                self.inputs:
+        if not ok or rec.req != self.outs or rec.leaves != self.leaves or \
+                [k for k, g in enumerate(rec.grads) if g is not None] != self.grad_at:
             return False
-        self.guards_first = self.fwd.guards_first
         n = len(tensors)
         cands = [None] * self.m
         for j, s in zip(self.saved_at, res[1]):
@@ -293,7 +284,6 @@ class ForwardPlan:
         want = tuple(rec.grads)
         return same_result(want, grads) and unchanged(self.bwd, bcopies, datas, skip=range(
             n, n + self.m))
-
 
 
 class CompiledFunctionBackward(Node):
