@@ -248,22 +248,32 @@ def _whole_step(model, opt):
     return step
 
 
-def _train(make_model, batches, steps, compiled, optimizer="sgd"):
+def _in_form(model, opt, form):
+    """The training step and what was compiled: nothing ("eager"), the whole step ("step")
+    or the model ("forward", the step calling it)."""
+    compiled = numgrad.compile(model) if form == "forward" else None
+    step = _whole_step(model if compiled is None else compiled, opt)
+    if form == "step":
+        compiled = step = numgrad.compile(step)
+    return step, compiled
+
+
+def _train(make_model, batches, steps, form, optimizer="sgd"):
+    """Train from the same seed; ``form``: "eager", "step" (the whole step compiled) or
+    "forward" (the model compiled). Returns the losses, parameters and compiled object."""
     numgrad.manual_seed(0)
     model = make_model()
     params = list(model.parameters())
     opt = (numgrad.optim.SGD(params, lr=0.05, momentum=0.9) if optimizer == "sgd"
            else numgrad.optim.Adam(params, lr=1e-3))
-
-    step = _whole_step(model, opt)
-    run = numgrad.compile(step) if compiled else step
+    run, compiled = _in_form(model, opt, form)
     losses = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for k in range(steps):
             x, y = batches[k % len(batches)]
             losses.append(run(x, y).item())
-    return losses, [p.detach().numpy().copy() for p in params], run
+    return losses, [p.detach().numpy().copy() for p in params], compiled
 
 
 def _batches(shape, n_classes, count=7, seed=0):
@@ -283,14 +293,23 @@ def _cnn():
                          nn.Conv2d(4, 6, 3), nn.ReLU(), nn.Flatten(), nn.Linear(6 * 2 * 2, 3))
 
 
+def _replayed_as(compiled, form):
+    """Whether ``compiled`` replays (in the forward form when ``form`` says so)."""
+    from numgrad._compile.forward import ForwardPlan
+    compiled = getattr(compiled, "_compiled", compiled)
+    return any(e.verified and isinstance(e.plan, ForwardPlan) == (form == "forward")
+               for e in compiled._cache.values())
+
+
+@pytest.mark.parametrize("form", ["step", "forward"])
 @pytest.mark.parametrize("make_model,shape,n_classes", [(_mlp, (16, 20), 5),
                                                         (_cnn, (8, 1, 8, 8), 3)],
                          ids=["mlp", "cnn"])
-def test_100_training_steps_equal_eager(make_model, shape, n_classes):
+def test_100_training_steps_equal_eager(make_model, shape, n_classes, form):
     batches = _batches(shape, n_classes)
-    eager_losses, eager_params, _ = _train(make_model, batches, 100, compiled=False)
-    losses, params, run = _train(make_model, batches, 100, compiled=True)
-    assert _replayed(run)
+    eager_losses, eager_params, _ = _train(make_model, batches, 100, "eager")
+    losses, params, compiled = _train(make_model, batches, 100, form)
+    assert _replayed_as(compiled, form)
     assert losses == eager_losses
     for p, q in zip(params, eager_params):
         np.testing.assert_array_equal(p, q)
@@ -299,8 +318,8 @@ def test_100_training_steps_equal_eager(make_model, shape, n_classes):
 def test_adam_steps_equal_eager():
     """Adam's step count is Python state: the step runs eagerly, with eager's numbers."""
     batches = _batches((16, 20), 5)
-    eager_losses, eager_params, _ = _train(_mlp, batches, 10, False, "adam")
-    losses, params, _ = _train(_mlp, batches, 10, True, "adam")
+    eager_losses, eager_params, _ = _train(_mlp, batches, 10, "eager", "adam")
+    losses, params, _ = _train(_mlp, batches, 10, "step", "adam")
     assert losses == eager_losses
     for p, q in zip(params, eager_params):
         np.testing.assert_array_equal(p, q)
@@ -391,8 +410,10 @@ def test_seeds_compiled_match_pytorch():
     assert _replayed(step)
 
 
-def test_compiled_training_matches_pytorch():
-    """20 SGD steps of the compiled MLP step against PyTorch from the same weights."""
+@pytest.mark.parametrize("form", ["step", "forward"])
+def test_compiled_training_matches_pytorch(form):
+    """20 SGD steps of the compiled MLP step (or of the step calling the compiled MLP) against
+    PyTorch from the same weights."""
     torch = pytest.importorskip("torch")
     batches = _batches((16, 20), 5)
     numgrad.manual_seed(0)
@@ -405,8 +426,7 @@ def test_compiled_training_matches_pytorch():
     opt = numgrad.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     topt = torch.optim.SGD(tmodel.parameters(), lr=0.05, momentum=0.9)
 
-    step = numgrad.compile(_whole_step(model, opt))
-
+    step, compiled = _in_form(model, opt, form)
     for k in range(20):
         x, y = batches[k % len(batches)]
         loss = step(x, y)
@@ -416,7 +436,7 @@ def test_compiled_training_matches_pytorch():
         tloss.backward()
         topt.step()
         assert abs(loss.item() - tloss.item()) < 1e-5
-    assert _replayed(step)
+    assert _replayed_as(compiled, form)
     for p, tp in zip(model.parameters(), tmodel.parameters()):
         np.testing.assert_allclose(p.detach().numpy(), tp.detach().numpy(), atol=1e-5)
 

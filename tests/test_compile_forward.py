@@ -1,4 +1,5 @@
-"""numgrad.compile's forward form: ``out = f(x)`` replayed, its backward one compiled node."""
+"""numgrad.compile's forward form: ``out = f(x)`` replayed, its backward one compiled node.
+(Training through ``numgrad.compile(model)`` against eager and PyTorch: test_compile.py.)"""
 
 import warnings
 
@@ -6,14 +7,13 @@ import numpy as np
 import pytest
 
 import numgrad
-from numgrad._compile.forward import DOUBLE_BACKWARD, ForwardPlan
+from numgrad._compile.forward import DOUBLE_BACKWARD
 from tests.op_cases import CASES, IDS
-from tests.test_compile import _batches, _cnn, _mlp, _tensors
+from tests.test_compile import _replayed_as, _tensors
 
 
 def _forward_replayed(compiled):
-    compiled = getattr(compiled, "_compiled", compiled)
-    return any(e.verified and isinstance(e.plan, ForwardPlan) for e in compiled._cache.values())
+    return _replayed_as(compiled, "forward")
 
 
 def _outputs_and_grads(fn, arrays):
@@ -75,37 +75,6 @@ def test_most_of_the_op_table_replays_the_forward_form():
                 continue
             (replayed if _forward_replayed(compiled) else eager).append(case[0])
     assert len(replayed) >= 0.8 * (len(replayed) + len(eager)), eager
-
-
-def _train_forward(make_model, batches, steps, compiled):
-    numgrad.manual_seed(0)
-    model = make_model()
-    run = numgrad.compile(model) if compiled else model
-    opt = numgrad.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    losses = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # nothing may fall back to eager
-        for k in range(steps):
-            x, y = batches[k % len(batches)]
-            opt.zero_grad()
-            loss = numgrad.nn.functional.cross_entropy(run(x), y)
-            loss.backward()
-            opt.step()
-            losses.append(loss.item())
-    return losses, [p.detach().numpy().copy() for p in model.parameters()], run
-
-
-@pytest.mark.parametrize("make_model,shape,n_classes", [(_mlp, (16, 20), 5),
-                                                        (_cnn, (8, 1, 8, 8), 3)],
-                         ids=["mlp", "cnn"])
-def test_compiled_module_trains_100_steps_like_eager(make_model, shape, n_classes):
-    batches = _batches(shape, n_classes)
-    want_losses, want_params, _ = _train_forward(make_model, batches, 100, compiled=False)
-    losses, params, run = _train_forward(make_model, batches, 100, compiled=True)
-    assert _forward_replayed(run)
-    assert losses == want_losses
-    for p, q in zip(params, want_params):
-        np.testing.assert_array_equal(p, q)
 
 
 def test_the_backward_is_one_compiled_node():
@@ -270,36 +239,6 @@ def test_float64_gradients_match_finite_differences():
             v[i] += sgn * eps
             num[i] += sgn * (1 / (1 + np.exp(-(a.numpy() @ v))) * b.numpy()).sum() / (2 * eps)
     np.testing.assert_allclose(w.grad.numpy(), num, rtol=1e-6, atol=1e-9)
-
-
-def test_compiled_module_matches_pytorch():
-    torch = pytest.importorskip("torch")
-    batches = _batches((16, 20), 5)
-    numgrad.manual_seed(0)
-    model = _mlp()
-    tmodel = torch.nn.Sequential(torch.nn.Linear(20, 32), torch.nn.ReLU(),
-                                 torch.nn.Linear(32, 5))
-    with torch.no_grad():
-        for tp, p in zip(tmodel.parameters(), model.parameters()):
-            tp.copy_(torch.tensor(p.detach().numpy()))
-    cmodel = numgrad.compile(model)
-    opt = numgrad.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    topt = torch.optim.SGD(tmodel.parameters(), lr=0.05, momentum=0.9)
-    for k in range(20):
-        x, y = batches[k % len(batches)]
-        opt.zero_grad()
-        loss = numgrad.nn.functional.cross_entropy(cmodel(x), y)
-        loss.backward()
-        opt.step()
-        topt.zero_grad()
-        tloss = torch.nn.functional.cross_entropy(tmodel(torch.tensor(x.numpy())),
-                                                  torch.tensor(y.numpy()))
-        tloss.backward()
-        topt.step()
-        assert abs(loss.item() - tloss.item()) < 1e-5
-    assert _forward_replayed(cmodel)
-    for p, tp in zip(model.parameters(), tmodel.parameters()):
-        np.testing.assert_allclose(p.detach().numpy(), tp.detach().numpy(), atol=1e-5)
 
 
 def test_a_gradient_passed_through_is_not_the_callers_buffer():

@@ -20,7 +20,7 @@ PyTorch's compiled functions.
 
 import numpy as np
 
-from numgrad import _arrays
+from numgrad import _arrays, autograd
 from numgrad._compile.fuse import POOL
 from numgrad._compile.plan import (
     _NO_GUARD,
@@ -106,8 +106,7 @@ def record(result, tensors, start):
     for i in leaves:
         tensors[i]._hooks = None  # they run when the compiled node's gradients arrive
     try:
-        from numgrad.autograd import grad
-        grads = grad([outs[nr] for nr in req], [tensors[i] for i in leaves],
+        grads = autograd.grad([outs[nr] for nr in req], [tensors[i] for i in leaves],
                      [_wrap(g) for g in gouts], retain_graph=True, allow_unused=True)
     finally:
         for i, h in zip(leaves, held):

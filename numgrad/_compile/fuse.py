@@ -380,9 +380,9 @@ class Fused:
         for rid, r in plan.statics.items():
             index[("s", rid)] = len(addr)
             addr.append(address(r))
-        if plan.pool is not None:  # always passed to a run, which overwrites this address
+        if plan.pool is not None:  # its arena is passed to every run, which sets this
             index[POOL] = len(addr)
-            addr.append(address(plan.pool.placeholder))
+            addr.append(0)
         runs, run = [], []
         for k, step in enumerate(plan.steps):
             v = _variant(step, index, no_guard)

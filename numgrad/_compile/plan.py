@@ -55,7 +55,6 @@ class Pool:
             self.offsets[id(r)] = n
             n += -(-r.nbytes // 64) * 64
         self.nbytes = max(n, 64)
-        self.placeholder = np.empty(self.nbytes, np.uint8)
         self.init = None
         if all(snapshots.get(id(r)) is not None for r in roots):
             self.init = np.empty(self.nbytes, np.uint8)
