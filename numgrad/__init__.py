@@ -5,6 +5,7 @@ first use and are cached on disk (see ``numgrad.kernels._jit``).
 """
 
 import builtins as _builtins
+import math as _math
 import os as _os
 import sys as _sys
 
@@ -53,6 +54,19 @@ from numgrad._printing import set_printoptions
 from numgrad.serialization import load, save
 from numgrad._compile.api import compile  # noqa: A001  (PyTorch's name)
 from numgrad import cuda, nn, optim, utils, viz  # noqa: E402  (after the namespace they build on)
+from numgrad import accelerator, testing  # noqa: E402
+from numgrad._tensortype import CPU_TYPES as _CPU_TYPES
+from numgrad._factories import get_default_device, set_default_device
+from numgrad.ops.compare import allclose, equal, isclose  # noqa: F811  (also registry entries)
+
+globals().update(_CPU_TYPES)  # FloatTensor, DoubleTensor, LongTensor, ... (legacy types)
+inf = _math.inf
+nan = _math.nan
+pi = _math.pi
+e = _math.e
+newaxis = None
+from numgrad import amp, backends
+from numgrad.amp import autocast, get_autocast_dtype, is_autocast_enabled
 
 float = float32  # noqa: A001
 double = float64

@@ -6,6 +6,7 @@ asking for a CUDA tensor raises PyTorch's "Torch not compiled with CUDA enabled"
 """
 
 from numgrad import _device
+from numgrad.amp import cuda_amp as amp  # noqa: F401  (``torch.cuda.amp.GradScaler``)
 
 
 def is_available():
@@ -61,6 +62,11 @@ def empty_cache():
     if is_available():
         from numgrad.kernels.cuda import _launch
         _launch.release_cached()
+
+
+def is_bf16_supported(including_emulation=True):
+    """numgrad has no bfloat16 kernels on any device."""
+    return False
 
 
 def manual_seed(seed):

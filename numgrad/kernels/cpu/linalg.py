@@ -7,7 +7,9 @@ from numgrad.kernels import LIN
 
 
 def gemm(a, b, out):
-    np.matmul(a, b, out=out)
+    # inf * 0 inside a product is NaN without a NumPy RuntimeWarning, as in PyTorch
+    with np.errstate(all="ignore"):
+        np.matmul(a, b, out=out)
 
 
 def matmul(a, b, out):
@@ -15,5 +17,6 @@ def matmul(a, b, out):
     if a.__class__ is not np.ndarray or b.__class__ is not np.ndarray:
         return LIN.cuda().matmul(a, b, out)
     if _tape.TAPE is None:
-        return np.matmul(a, b, out=out)
+        with np.errstate(all="ignore"):
+            return np.matmul(a, b, out=out)
     return _tape.record(gemm, a, b, out)
