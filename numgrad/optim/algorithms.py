@@ -1,5 +1,5 @@
-"""SGD, Adam, AdamW and RMSprop: one fused Numba update per parameter, computed as PyTorch's
-single-tensor implementations compute it (defaults, validation and state names included).
+"""SGD, Adam, AdamW, RMSprop and Adagrad: one fused Numba update per parameter, computed as
+PyTorch's single-tensor implementations compute it (defaults, validation and state names included).
 
 The kernels read flat arrays of the parameter's size and dtype. Each step checks first that
 the gradient and the state it reads are exactly that (one comparison per array); anything
@@ -22,6 +22,7 @@ from numgrad.optim.optimizer import Optimizer, required
 from numgrad.tensor import Tensor, _wrap
 
 NN = LazyKernels("nn")
+OPT = LazyKernels("optim")
 
 
 def _check(value, name, minimum=0.0):
@@ -518,6 +519,96 @@ class RMSprop(Optimizer):
         bf = pf if buf is None else _flat_out(buf, p, wb, state, "momentum_buffer")
         af = pf if gavg is None else _flat_out(gavg, p, wb, state, "grad_avg")
         NN.on(p._data).rmsprop_step(pf, _flat_in(g, p), qf, bf, af, *args)
+        _writeback(wb)
+        p._bump_version()
+
+
+class Adagrad(Optimizer):
+    """Adagrad (PyTorch's single-tensor update); its state ("sum", "step") is made for every
+    parameter when the optimizer is built, as in PyTorch."""
+
+    def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0,
+                 eps=1e-10, foreach=None, *, maximize=False, differentiable=False, fused=None):
+        if isinstance(lr, Tensor) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        _check(lr, "learning rate")
+        _check(lr_decay, "lr_decay value")
+        _check(weight_decay, "weight_decay value")
+        _check(initial_accumulator_value, "initial_accumulator_value value")
+        _check(eps, "epsilon value")
+        defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
+                        initial_accumulator_value=initial_accumulator_value, foreach=foreach,
+                        maximize=maximize, differentiable=differentiable, fused=fused)
+        super().__init__(params, defaults)
+        if fused:
+            if differentiable:
+                raise RuntimeError("`fused` does not support `differentiable`")
+            if foreach:
+                raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+        for group in self.param_groups:
+            for p in group["params"]:
+                self._init_state(p, initial_accumulator_value)
+
+    _group_defaults = dict(foreach=None, maximize=False, differentiable=False, fused=None)
+
+    def _init_state(self, p, value):
+        state = self.state[p]
+        state["step"] = _scalar_step()
+        state["sum"] = _wrap(_arrays.full(p._data, p._data.shape, value, p._data.dtype))
+
+    def _setstate_groups(self):
+        _steps_to_tensors(self)
+
+    @no_grad()
+    def step(self, closure=None):
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr = float(group["lr"])
+            lr_decay = group["lr_decay"]
+            args = (float(group["weight_decay"]), float(group["eps"]), bool(group["maximize"]))
+            for p in group["params"]:
+                g = p.grad
+                if g is None:
+                    continue
+                state = self.state[p]
+                if not state:  # a parameter added later: the optimizer's default start value
+                    self._init_state(p, self.defaults["initial_accumulator_value"])
+                ssum = state["sum"]
+                step_t = state["step"]
+                pd = p._data
+                fast = (pd.size != 0 and pd.flags.c_contiguous and _fits(g, pd)
+                        and _fits(ssum, pd) and isinstance(step_t, Tensor)
+                        and step_t._data.ndim == 0)
+                if not fast:
+                    self._slow_step(p, g, state, group, lr)
+                    continue
+                sd = step_t._data
+                sd[()] += 1
+                clr = lr / (1 + (float(sd) - 1) * lr_decay)
+                OPT.on(pd).adagrad_step(pd.reshape(-1), g._data.reshape(-1),
+                                        ssum._data.reshape(-1), -clr, *args)
+                p._bump_version()
+        return loss
+
+    def _slow_step(self, p, g, state, group, lr):
+        step_t = _step_tensor(state)
+        ssum = state["sum"]
+        step = _step_value(step_t) + 1
+        clr = lr / (1 + (step - 1) * group["lr_decay"])
+        P = _meta(p, written=True)
+        G = _neg(_meta(g)) if group["maximize"] else _meta(g)
+        if group["weight_decay"] != 0:
+            G = _op(G, P, alpha=group["weight_decay"])
+        S = _meta(ssum, "addcmul_", written=True)
+        _inplace(S, G, G)
+        _inplace(P, G, _sqrt(S), scalar=-clr)
+        step_t._data[()] += 1
+        if not p._data.size:
+            return
+        pf, wb = _param(p)
+        sf = _flat_out(ssum, p, wb, state, "sum")
+        OPT.on(p._data).adagrad_step(pf, _flat_in(g, p), sf, -clr, float(group["weight_decay"]),
+                                     float(group["eps"]), bool(group["maximize"]))
         _writeback(wb)
         p._bump_version()
 
