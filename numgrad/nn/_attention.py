@@ -1,0 +1,465 @@
+"""Attention: ``scaled_dot_product_attention`` and ``multi_head_attention_forward``, written
+with numgrad ops (matmul, masked_fill, softmax, ...), so every step runs their kernels.
+
+PyTorch 2.13 on the CPU picks a backend per call: its fused "flash" kernel for 4-D inputs
+with one head size, equal batch and head counts, no dropout, no 3-D or grad-requiring mask
+(the output's node is ``ScaledDotProductFlashAttentionForCpuBackward0``), and a composite of
+ops otherwise. numgrad makes the same choice: the flash case records one fused node whose
+backward applies the attention derivative (and, for higher-order gradients, differentiates
+the composed forward again); the other case is the composed graph itself.
+"""
+
+import math
+import warnings
+
+from numgrad import _dtype
+from numgrad._shape import broadcast_shapes
+from numgrad.autograd.grad_mode import no_grad
+from numgrad.autograd.graph import Node
+from numgrad.nn import functional as F
+from numgrad.ops._util import Tensor, _wrap, attach, dtype_of, edge, state
+from numgrad.ops.registry import declare
+
+_NEG_INF = float("-inf")
+_FN = "scaled_dot_product_attention"
+
+
+# ========================================================================================
+# the attention math, composed of numgrad ops
+# ========================================================================================
+
+
+def _repeat_heads(t, times):
+    """Each head (dim -3) repeated ``times`` times in a row (``repeat_interleave``)."""
+    if times == 1:
+        return t
+    s = tuple(t.shape)
+    return t.unsqueeze(-3).expand(*s[:-2], times, *s[-2:]).reshape(
+        *s[:-3], s[-3] * times, *s[-2:])
+
+
+def _check_mask_shape(scores_shape, mask):
+    shape = broadcast_shapes(tuple(scores_shape), tuple(mask.shape))
+    if shape != tuple(scores_shape):
+        raise RuntimeError(f"output with shape {list(scores_shape)} doesn't match the "
+                           f"broadcast shape {list(shape)}")
+
+
+def _safe_softmax(s):
+    """Softmax over the last dim that gives 0 (not NaN) on rows that are all -inf: such rows
+    are filled with 0 before the softmax (so no NaN reaches the backward) and zeroed after."""
+    with no_grad():
+        full = s.amax(-1, keepdim=True) == _NEG_INF
+    return s.masked_fill(full, 0.0).softmax(-1).masked_fill(full, 0.0)
+
+
+def _attend(q, k, v, mask, is_causal, scale, dropout_p=0.0):
+    """softmax(q k^T scale + mask) v, with k and v already holding q's heads; returns the
+    output and the attention probabilities."""
+    s = q.matmul(k.transpose(-2, -1)) * scale
+    if mask is not None:
+        _check_mask_shape(s.shape, mask)
+        s = s.masked_fill(mask.logical_not(), _NEG_INF) if mask.dtype is _dtype.bool_ \
+            else s + mask
+    if is_causal:
+        n_q, n_k = s.shape[-2], s.shape[-1]
+        from numgrad._factories import ones
+        keep = ones(n_q, n_k, dtype=_dtype.bool_, device=q.device).tril()  # upper-left aligned
+        s = s.masked_fill(keep.logical_not(), _NEG_INF)
+    if s.shape[-1] == 0:
+        p = s.softmax(-1)
+    elif mask is not None:
+        p = _safe_softmax(s)
+    else:
+        p = s.softmax(-1)  # causal rows always keep their first key
+    if dropout_p > 0.0:
+        p = F.dropout(p, dropout_p, True)
+    return p.matmul(v), p
+
+
+def _expanded(q, k, v, enable_gqa):
+    """k and v with as many heads as q (grouped-query attention)."""
+    if enable_gqa and q.dim() >= 3:
+        hq = q.shape[-3]
+        return (_repeat_heads(k, hq // k.shape[-3]), _repeat_heads(v, hq // v.shape[-3]))
+    return k, v
+
+
+# ========================================================================================
+# the fused ("flash") node
+# ========================================================================================
+
+
+class ScaledDotProductFlashAttentionForCpuBackward0(Node):
+    __slots__ = ()
+    _names_of_saved = ("query", "key", "value", "output", "attn_mask", "dropout_p",
+                       "is_causal", "scale")
+
+    # O = P V, P = softmax(S), S = scale Q K^T (+ mask): dV = P^T dO; dP = dO V^T;
+    # dS = P (dP - rowsum(dO O)); dQ = scale dS K; dK = scale dS^T Q (summed over the q heads
+    # that share a k/v head)
+    def _backward(self, g):
+        q, k, v, out, mask, _, causal, _, scale_used, probs, gqa = self._saved
+        if state.enabled:  # create_graph: differentiate the composed forward
+            def forward(a, b, c):
+                b2, c2 = _expanded(a, b, c, gqa)
+                return _attend(a, b2, c2, mask, causal, scale_used)[0]
+            return F._composite_grads(self, forward, (q, k, v), g)
+        k2, v2 = _expanded(q, k, v, gqa)
+        p = _wrap(probs)
+        gq = gk = gv = None
+        if F._needs(self, 2):
+            gv = _group_sum(p.transpose(-2, -1).matmul(g), v)
+        if F._needs(self, 0) or F._needs(self, 1):
+            dp = g.matmul(v2.transpose(-2, -1))
+            row = (g * _wrap(out)).sum(-1, keepdim=True)
+            ds = p * (dp - row)
+            if F._needs(self, 0):
+                gq = ds.matmul(k2) * scale_used
+            if F._needs(self, 1):
+                gk = _group_sum(ds.transpose(-2, -1).matmul(q) * scale_used, k)
+        return (gq, gk, gv)
+
+
+def _group_sum(g, t):
+    """A gradient over q's heads summed back onto ``t``'s (fewer, shared) heads."""
+    h = t.shape[-3]
+    if g.shape[-3] == h:
+        return g
+    s = tuple(g.shape)
+    return g.reshape(*s[:-3], h, s[-3] // h, *s[-2:]).sum(-3)
+
+
+# ========================================================================================
+# argument checks
+# ========================================================================================
+
+
+def _check_args(query, key, value, attn_mask, dropout_p, is_causal, scale):
+    for pos, (name, t) in enumerate((("query", query), ("key", key), ("value", value)), 1):
+        F._tensor_arg(_FN, name, pos, t)
+    if attn_mask is not None and not isinstance(attn_mask, Tensor):
+        raise TypeError(f"{_FN}(): argument 'attn_mask' must be Tensor, not "
+                        f"{type(attn_mask).__name__}")
+    for name, v, kind in (("dropout_p", dropout_p, "float"), ("scale", scale, "float")):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+            raise TypeError(f"{_FN}(): argument '{name}' must be {kind}, not {type(v).__name__}")
+    if not isinstance(is_causal, bool):
+        raise TypeError(f"{_FN}(): argument 'is_causal' must be bool, not "
+                        f"{type(is_causal).__name__}")
+    dq, dk, dv = dtype_of(query), dtype_of(key), dtype_of(value)
+    if not dq == dk == dv:
+        raise RuntimeError(
+            f"Expected query, key, and value to have the same dtype, but got query.dtype: "
+            f"{_dtype.cpp_name(query._data.dtype)} key.dtype: {_dtype.cpp_name(key._data.dtype)}"
+            f" and value.dtype: {_dtype.cpp_name(value._data.dtype)} instead.")
+    if attn_mask is not None and attn_mask.dtype is not _dtype.bool_ and attn_mask.dtype != dq:
+        raise RuntimeError(
+            "Expected attn_mask dtype to be bool or float or to match query dtype, but got "
+            f"attn_mask.dtype: {_dtype.cpp_name(attn_mask._data.dtype)} and  query.dtype: "
+            f"{_dtype.cpp_name(query._data.dtype)} instead.")
+    if min(query.dim(), key.dim(), value.dim()) < 2:
+        raise RuntimeError(
+            "Expected query, key, and value to all be  at least 2 dimensional, but got "
+            f"query.dim: {query.dim()} key.dim: {key.dim()} and value.dim: {value.dim()} "
+            "instead.")
+    if not dq.is_floating_point:
+        raise RuntimeError(f"expected scalar type Float but found {dq._legacy}")
+    if dropout_p > 1:
+        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got "
+                           f"{dropout_p:g}")
+
+
+def _check_gqa(query, key, value):
+    if query.dim() < 3:
+        n = query.dim()
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                         "but got -3)")
+    hq, hk, hv = query.shape[-3], key.shape[-3], value.shape[-3]
+    if hq % hk or hq % hv:
+        raise RuntimeError("Number of heads in key and value must divide the number of heads "
+                           "in ")
+
+
+def _check_products(query, key, value):
+    """The shape errors of the two batched products (PyTorch's bmm messages)."""
+    batch = broadcast_shapes(tuple(query.shape[:-2]), tuple(key.shape[:-2]))
+    nb = math.prod(batch)
+    if query.shape[-1] != key.shape[-1]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{nb}, {query.shape[-1]}] but got: [{nb}, {key.shape[-1]}].")
+    batch = broadcast_shapes(batch, tuple(value.shape[:-2]))
+    nb = math.prod(batch)
+    if key.shape[-2] != value.shape[-2]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{nb}, {key.shape[-2]}] but got: [{nb}, {value.shape[-2]}].")
+
+
+def _flash_eligible(query, key, value, attn_mask, dropout_p, enable_gqa):
+    """Whether PyTorch's CPU dispatcher picks its fused kernel for these arguments."""
+    if query.dim() != 4 or key.dim() != 4 or value.dim() != 4 or dropout_p > 0.0:
+        return False
+    qs, ks, vs = query.shape, key.shape, value.shape
+    if not qs[-1] == ks[-1] == vs[-1] or not qs[0] == ks[0] == vs[0]:
+        return False
+    if ks[1] != vs[1] or (qs[1] != ks[1] and not (enable_gqa and qs[1] % ks[1] == 0)):
+        return False
+    if qs[2] == 0 or ks[2] == 0:
+        return False
+    if any(t.shape[-1] > 1 and t.stride(-1) != 1 for t in (query, key, value)):
+        return False
+    return attn_mask is None or (attn_mask.dim() in (2, 4) and not attn_mask.requires_grad)
+
+
+# ========================================================================================
+# scaled_dot_product_attention
+# ========================================================================================
+
+
+@declare(nodes=("ScaledDotProductFlashAttentionForCpuBackward0",), variants=("functional",))
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+                                 is_causal=False, scale=None, enable_gqa=False):
+    """softmax(query key^T scale + mask) value, with PyTorch's masks (boolean: True takes
+    part; float: added), upper-left aligned causal mask, dropout on the attention weights,
+    and grouped-query heads. Rows with no key to attend to give 0."""
+    _check_args(query, key, value, attn_mask, dropout_p, is_causal, scale)
+    if enable_gqa:
+        _check_gqa(query, key, value)
+    flash = _flash_eligible(query, key, value, attn_mask, dropout_p, enable_gqa)
+    if flash and dropout_p < 0:
+        raise RuntimeError("scaled_dot_product_attention_flash_attention: Currently do not "
+                           "support dropout > 0")
+    if attn_mask is not None and is_causal and not flash:
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
+                           "when is_causal=True")
+    if scale is not None:
+        used = float(scale)
+    else:
+        used = 1.0 / math.sqrt(query.shape[-1]) if query.shape[-1] else math.inf
+    k2, v2 = _expanded(query, key, value, enable_gqa)
+    _check_products(query, k2, v2)
+    if not flash:
+        return _attend(query, k2, v2, attn_mask, is_causal, used, max(float(dropout_p), 0.0))[0]
+    with no_grad():
+        out, p = _attend(query, k2, v2, attn_mask, is_causal, used)
+    parts = (query, key, value)
+    if state.enabled and any(t.requires_grad for t in parts):
+        node = ScaledDotProductFlashAttentionForCpuBackward0(
+            tuple(edge(t) for t in parts),
+            (query, key, value, out._data, attn_mask, 0.0, is_causal, scale, used, p._data,
+             bool(enable_gqa)))
+        attach(out, node)
+    return out
+
+
+# ========================================================================================
+# multi_head_attention_forward
+# ========================================================================================
+
+
+def _canonical_mask(mask, mask_name, other_type, other_name, target_type, check_other=True):
+    """A boolean mask (True: masked out) as an additive float mask of ``target_type``."""
+    if mask is None:
+        return None
+    if mask.dtype is not _dtype.bool_ and not mask.is_floating_point():
+        raise AssertionError(f"only bool and floating types of {mask_name} are supported")
+    if check_other and other_type is not None and mask.dtype != other_type:
+        warnings.warn(f"Support for mismatched {mask_name} and {other_name} is deprecated. Use "
+                      "same type for both instead.", UserWarning, stacklevel=3)
+    if mask.dtype is _dtype.bool_:
+        from numgrad._factories import zeros
+        return zeros(tuple(mask.shape), dtype=target_type, device=mask.device).masked_fill(
+            mask, _NEG_INF)
+    return mask
+
+
+def _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads):
+    """Whether the input is batched, with PyTorch's AssertionErrors for bad ranks."""
+    qd, kd, vd = query.dim(), key.dim(), value.dim()
+    if qd not in (2, 3):
+        raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received "
+                             f"{qd}-D query tensor")
+    batched = qd == 3
+    kind = "batched (3-D)" if batched else "unbatched (2-D)"
+    if kd != qd or vd != qd:
+        raise AssertionError(f"For {kind} `query`, expected `key` and `value` to be {qd}-D but "
+                             f"found {kd}-D and {vd}-D tensors respectively")
+    if key_padding_mask is not None and key_padding_mask.dim() != qd - 1:
+        raise AssertionError(f"For {kind} `query`, expected `key_padding_mask` to be `None` or "
+                             f"{qd - 1}-D but found {key_padding_mask.dim()}-D tensor instead")
+    if attn_mask is not None:
+        if attn_mask.dim() not in (2, 3):
+            raise AssertionError(f"For {kind} `query`, expected `attn_mask` to be `None`, 2-D or "
+                                 f"3-D but found {attn_mask.dim()}-D tensor instead")
+        if not batched and attn_mask.dim() == 3:
+            expected = (num_heads, query.shape[0], key.shape[0])
+            if tuple(attn_mask.shape) != expected:
+                raise AssertionError(f"Expected `attn_mask` shape to be {expected} but got "
+                                     f"{attn_mask.shape}")
+    return batched
+
+
+def _in_projection(query, key, value, w, b, separate):
+    """q, k, v projections: by one packed weight (one product for self-attention) or by the
+    three separate weights ``separate``."""
+    if separate is not None:
+        bq, bk, bv = b.chunk(3) if b is not None else (None, None, None)
+        wq, wk, wv = separate
+        return F.linear(query, wq, bq), F.linear(key, wk, bk), F.linear(value, wv, bv)
+    e = query.shape[-1]
+    if key is value and query is key:
+        return F.linear(query, w, b).split(e, -1)
+    if key is value:
+        wq, wkv = w.split([e, 2 * e])
+        bq, bkv = b.split([e, 2 * e]) if b is not None else (None, None)
+        return (F.linear(query, wq, bq), *F.linear(key, wkv, bkv).split(e, -1))
+    wq, wk, wv = w.chunk(3)
+    bq, bk, bv = b.chunk(3) if b is not None else (None, None, None)
+    return F.linear(query, wq, bq), F.linear(key, wk, bk), F.linear(value, wv, bv)
+
+
+def _pad_last(mask):
+    return None if mask is None else F.pad(mask, (0, 1))
+
+
+def multi_head_attention_forward(
+        query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias, bias_k,
+        bias_v, add_zero_attn, dropout_p, out_proj_weight, out_proj_bias, training=True,
+        key_padding_mask=None, need_weights=True, attn_mask=None, use_separate_proj_weight=False,
+        q_proj_weight=None, k_proj_weight=None, v_proj_weight=None, static_k=None,
+        static_v=None, average_attn_weights=True, is_causal=False):
+    """Multi-head attention over (L, N, E) query and (S, N, E) key/value (or unbatched (L, E),
+    (S, E)): masks are boolean (True: masked out) or additive floats. Returns the output and,
+    with ``need_weights``, the attention weights (averaged over heads by default)."""
+    batched = _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
+    if not batched:
+        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+    tgt_len, bsz, embed_dim = query.shape
+    src_len = key.shape[0]
+    key_padding_mask = _canonical_mask(
+        key_padding_mask, "key_padding_mask",
+        attn_mask.dtype if attn_mask is not None else None, "attn_mask", query.dtype)
+    if is_causal and attn_mask is None:
+        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the "
+                           "Transformer module method `generate_square_subsequent_mask` to "
+                           "create this mask.")
+    if is_causal and key_padding_mask is None and not need_weights:
+        attn_mask = None  # the hint alone makes the mask
+    else:
+        attn_mask = _canonical_mask(attn_mask, "attn_mask", None, "", query.dtype, False)
+        if key_padding_mask is not None:
+            is_causal = False
+    if embed_dim != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but "
+                             f"got {embed_dim}")
+    head_dim = embed_dim // num_heads
+    if head_dim * num_heads != embed_dim:
+        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    if use_separate_proj_weight:
+        if tuple(key.shape[:2]) != tuple(value.shape[:2]):
+            raise AssertionError(f"key's sequence and batch dims {key.shape[:2]} do not match "
+                                 f"value's {value.shape[:2]}")
+        for name, w in (("q", q_proj_weight), ("k", k_proj_weight), ("v", v_proj_weight)):
+            if w is None:
+                raise AssertionError(f"use_separate_proj_weight is True but {name}_proj_weight "
+                                     "is None")
+        q, k, v = _in_projection(query, key, value, None, in_proj_bias,
+                                 (q_proj_weight, k_proj_weight, v_proj_weight))
+    else:
+        if tuple(key.shape) != tuple(value.shape):
+            raise AssertionError(f"key shape {key.shape} does not match value shape "
+                                 f"{value.shape}")
+        if in_proj_weight is None:
+            raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
+        q, k, v = _in_projection(query, key, value, in_proj_weight, in_proj_bias, None)
+
+    if attn_mask is not None:
+        if attn_mask.dim() == 2:
+            if tuple(attn_mask.shape) != (tgt_len, src_len):
+                raise RuntimeError(f"The shape of the 2D attn_mask is {attn_mask.shape}, but "
+                                   f"should be {(tgt_len, src_len)}.")
+            attn_mask = attn_mask.unsqueeze(0)
+        elif tuple(attn_mask.shape) != (bsz * num_heads, tgt_len, src_len):
+            raise RuntimeError(f"The shape of the 3D attn_mask is {attn_mask.shape}, but should "
+                               f"be {(bsz * num_heads, tgt_len, src_len)}.")
+
+    if bias_k is not None and bias_v is not None:
+        if static_k is not None:
+            raise AssertionError("bias cannot be added to static key.")
+        if static_v is not None:
+            raise AssertionError("bias cannot be added to static value.")
+        from numgrad import cat
+        k = cat([k, bias_k.expand(1, bsz, embed_dim)])
+        v = cat([v, bias_v.expand(1, bsz, embed_dim)])
+        attn_mask, key_padding_mask = _pad_last(attn_mask), _pad_last(key_padding_mask)
+    elif bias_k is not None:
+        raise AssertionError("bias_k is set but bias_v is None")
+    elif bias_v is not None:
+        raise AssertionError("bias_v is set but bias_k is None")
+
+    q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
+    k = _heads(k, static_k, bsz, num_heads, head_dim, "k")
+    v = _heads(v, static_v, bsz, num_heads, head_dim, "v")
+    if add_zero_attn:
+        from numgrad import cat, zeros
+        z = zeros(bsz * num_heads, 1, head_dim, dtype=k.dtype, device=k.device)
+        k, v = cat([k, z], 1), cat([v, z], 1)
+        attn_mask, key_padding_mask = _pad_last(attn_mask), _pad_last(key_padding_mask)
+    src_len = k.shape[1]
+
+    if key_padding_mask is not None:
+        if key_padding_mask.shape[0] != bsz:
+            raise AssertionError(f"Expected key_padded_mask.shape[0] to be {bsz}, but got "
+                                 f"{key_padding_mask.shape[0]}")
+        if key_padding_mask.shape[1] != src_len:
+            raise AssertionError(f"Expected key_padded_mask.shape[1] to be {src_len}, but got "
+                                 f"{key_padding_mask.shape[1]}")
+        kpm = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(
+            bsz, num_heads, 1, src_len).reshape(bsz * num_heads, 1, src_len)
+        attn_mask = kpm if attn_mask is None else attn_mask + kpm
+    if not training:
+        dropout_p = 0.0
+
+    if need_weights:
+        if is_causal and attn_mask is None:
+            raise AssertionError("FIXME: is_causal not implemented for need_weights")
+        w = (q * math.sqrt(1.0 / head_dim)).matmul(k.transpose(-2, -1))
+        if attn_mask is not None:
+            w = w + attn_mask
+        w = w.softmax(-1)  # a row with every key masked out is NaN here, as in PyTorch
+        if dropout_p > 0.0:
+            w = F.dropout(w, dropout_p)
+        out = w.matmul(v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+        out = F.linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
+        w = w.reshape(bsz, num_heads, tgt_len, src_len)
+        if average_attn_weights:
+            w = w.mean(1)
+        if not batched:
+            out, w = out.squeeze(1), w.squeeze(0)
+        return out, w
+
+    if attn_mask is not None:
+        attn_mask = attn_mask.unsqueeze(0) if attn_mask.shape[0] == 1 else \
+            attn_mask.reshape(bsz, num_heads, -1, src_len)
+    q = q.reshape(bsz, num_heads, tgt_len, head_dim)
+    k = k.reshape(bsz, num_heads, src_len, head_dim)
+    v = v.reshape(bsz, num_heads, src_len, head_dim)
+    out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
+    out = out.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
+    out = F.linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
+    return (out if batched else out.squeeze(1)), None
+
+
+def _heads(t, static, bsz, num_heads, head_dim, name):
+    """(S, N, E) -> (N * heads, S, head_dim), or the given static tensor after its checks."""
+    if static is None:
+        return t.reshape(t.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+    if static.shape[0] != bsz * num_heads:
+        raise AssertionError(f"expecting static_{name}.size(0) of {bsz * num_heads}, but got "
+                             f"{static.shape[0]}")
+    if static.shape[2] != head_dim:
+        raise AssertionError(f"expecting static_{name}.size(2) of {head_dim}, but got "
+                             f"{static.shape[2]}")
+    return static
