@@ -20,7 +20,7 @@ from numba.extending import overload
 from numgrad.kernels import EW
 from numgrad.kernels._guard import check_operands
 from numgrad.kernels._jit import inline, jit, specialize
-from numgrad.kernels.cpu._fastmath import fexp, fsigmoid, ftanh
+from numgrad.kernels.cpu._fastmath import fexp, ffma, fsigmoid, ftanh
 from numgrad.kernels.cpu._scalar import fceil, ffloor, frint, ftrunc, like
 
 
@@ -659,13 +659,14 @@ def cos_bwd(g, x, p, q):
 # d/dx tanh(x) = 1 - tanh(x)^2, over the result y
 @binary_kernel
 def tanh_bwd(g, y, p, q):
-    return g * (like(y, 1.0) - y * y)
+    # 1 - y^2 rounded once, as PyTorch's vectorized kernel (bit-equal gradients)
+    return g * ffma(-y, y, like(y, 1.0))
 
 
 # d/dx sigmoid(x) = s (1 - s), over the result s
 @binary_kernel
 def sigmoid_bwd(g, y, p, q):
-    return g * y * (like(y, 1.0) - y)
+    return g * (like(y, 1.0) - y) * y  # PyTorch's order of the products
 
 
 # d/dx relu(x) = [not x <= 0], over the result y: PyTorch's threshold_backward passes the

@@ -1,0 +1,928 @@
+"""More of ``numgrad.nn.functional``: conv1d, transposed convolutions, group and instance
+norm, the reflect/replicate/circular paddings and ``interpolate`` (nearest, linear, bilinear).
+
+Everything runs existing kernels: conv1d is the conv2d machinery on a unit height,
+transposed convolutions are one GEMM per group followed by ``col2im`` (the adjoint of
+conv2d), group norm is the layer-norm kernel over (batch x group) rows, and paddings and
+resampling are gathers along one dim at a time (linear modes blend two gathers), whose
+adjoints are scatter-adds. ``numgrad/nn/functional.py`` re-exports the public names.
+"""
+
+import math
+
+import numpy as np
+
+from numgrad import _arrays as A
+from numgrad._shape import Size
+from numgrad.autograd.graph import Node
+from numgrad.nn import functional as F
+from numgrad.ops import elementwise as ew
+from numgrad.ops import linalg as la
+from numgrad.ops import reduction as red
+from numgrad.ops import shape as sh
+from numgrad.ops._util import (
+    EW,
+    IDX,
+    LIN,
+    NO_EDGE,
+    RED,
+    Tensor,
+    _wrap,
+    attach,
+    dtype_of,
+    edge,
+    state,
+)
+
+__all__ = ["conv1d", "conv_transpose1d", "conv_transpose2d", "group_norm", "instance_norm",
+           "pad", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear"]
+
+_pad_constant = F.pad  # functional.pad before this module replaces it (constant mode)
+
+
+# ========================================================================================
+# convolution checks (PyTorch's _convolution and check_shape_forward, any spatial rank)
+# ========================================================================================
+
+
+def _type_name(t):
+    return f"torch.{dtype_of(t)._legacy}Tensor"
+
+
+def _conv_ints(fn, name, pos, v):
+    return F._int_list(v, fn, name, pos)
+
+
+def _check_conv(x_shape, w_shape, stride, padding, dilation, groups, bias_shape,
+                transposed=False, output_padding=(0,)):
+    """PyTorch's checks of a convolution, in its order; returns the expanded parameters."""
+    wnd = len(w_shape)
+    if wnd < 3:
+        raise RuntimeError("weight should have at least three dimensions")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    dim = wnd - 2
+    stride = F._expand_param(tuple(stride), "stride", dim)
+    padding = F._expand_param(tuple(padding), "padding", dim)
+    dilation = F._expand_param(tuple(dilation), "dilation", dim)
+    output_padding = F._expand_param(tuple(output_padding), "output_padding", dim)
+    if min(padding) < 0:
+        raise RuntimeError("negative padding is not supported")
+    if min(output_padding) < 0:
+        raise RuntimeError("negative output_padding is not supported")
+    if min(stride) <= 0:
+        raise RuntimeError("non-positive stride is not supported")
+    if min(dilation) <= 0:
+        raise RuntimeError("non-positive dilation is not supported")
+    if wnd != len(x_shape):
+        raise RuntimeError(f"Expected {wnd}-dimensional input for {wnd}-dimensional weight "
+                           f"{list(w_shape)}, but got {len(x_shape)}-dimensional input of size "
+                           f"{list(x_shape)} instead")
+    w0 = w_shape[0]
+    if w0 < groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at "
+                           f"dimension 0, but got weight of size {list(w_shape)} instead")
+    if w0 % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} "
+                           f"at dimension 0, but got weight of size [{list(w_shape)}] instead")
+    if transposed:
+        if x_shape[1] != w0:
+            raise RuntimeError(
+                f"Given transposed=1, weight of size {list(w_shape)}, expected input"
+                f"{list(x_shape)} to have {w0} channels, but got {x_shape[1]} channels instead")
+        oc = w_shape[1] * groups
+        if bias_shape is not None and tuple(bias_shape) != (oc,):
+            raise RuntimeError(
+                f"Given transposed=1, weight of size {list(w_shape)}, expected bias to be "
+                f"1-dimensional with {oc} elements, but got bias of size {list(bias_shape)} "
+                "instead")
+        for op, s, d in zip(output_padding, stride, dilation):
+            if op >= s and op >= d:
+                names = ("height", "width") if dim == 2 else ("width",) if dim == 1 else ()
+                parts = [f"output_padding_{n}: {v}" for n, v in zip(names, output_padding)]
+                parts += [f"stride_{n}: {v}" for n, v in zip(names, stride)]
+                parts += [f"dilation_{n}: {v}" for n, v in zip(names, dilation)]
+                raise RuntimeError("output padding must be smaller than either stride or "
+                                   f"dilation, but got {' '.join(parts)}")
+        out = tuple((n - 1) * s - 2 * p + d * (k - 1) + op + 1 for n, k, s, p, d, op in zip(
+            x_shape[2:], w_shape[2:], stride, padding, dilation, output_padding))
+        if min(out) < 1:
+            raise RuntimeError(
+                f"Given input size per channel: ({' x '.join(map(str, x_shape[2:]))}). "
+                f"Calculated output size per channel: ({' x '.join(map(str, out))}). "
+                "Output size is too small")
+        return stride, padding, dilation, output_padding, out
+    if x_shape[1] != w_shape[1] * groups:
+        raise RuntimeError(
+            f"Given groups={groups}, weight of size {list(w_shape)}, expected input"
+            f"{list(x_shape)} to have {w_shape[1] * groups} channels, but got {x_shape[1]} "
+            "channels instead")
+    if bias_shape is not None and tuple(bias_shape) != (w0,):
+        raise RuntimeError(f"Given weight of size {list(w_shape)}, expected bias to be "
+                           f"1-dimensional with {w0} elements, but got bias of size "
+                           f"{list(bias_shape)} instead")
+    padded = [n + 2 * p for n, p in zip(x_shape[2:], padding)]
+    eff = [d * (k - 1) + 1 for k, d in zip(w_shape[2:], dilation)]
+    if any(a < b for a, b in zip(padded, eff)):
+        raise RuntimeError(
+            f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). "
+            f"Kernel size: ({' x '.join(map(str, eff))}). Kernel size can't be greater than "
+            "actual input size")
+    out = tuple(F._blocks(n, k, s, p, d) for n, k, s, p, d in zip(
+        x_shape[2:], w_shape[2:], stride, padding, dilation))
+    return stride, padding, dilation, output_padding, out
+
+
+def _check_types(input, weight, bias):
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and t._data.dtype != input._data.dtype:
+            raise RuntimeError(
+                f"Input type ({_type_name(input)}) and {name} type ({_type_name(t)}) should be "
+                f"the same or input should be a MKLDNN tensor and {name} is a dense tensor")
+    F._require_float(input, "slow_conv2d_cpu")
+
+
+def _conv_tensors(fn, input, weight, bias):
+    F._tensor_arg(fn, "input", 1, input)
+    F._tensor_arg(fn, "weight", 2, weight)
+    if bias is not None:
+        F._tensor_arg(fn, "bias", 3, bias)
+
+
+# ========================================================================================
+# conv1d: the conv2d kernels on a unit height
+# ========================================================================================
+
+
+def _conv1d_backward(self, g):
+    # conv1d(x, W) = conv2d(x[:, :, None], W[:, :, None])[:, :, 0]: the conv2d rule on the
+    # unit-height views, its gradients squeezed back
+    saved = self._saved
+    x, w, geo, cols = saved
+    self._saved = (sh.unsqueeze(x, 2), sh.unsqueeze(w, 2), geo, cols)
+    try:
+        grads = F.ConvolutionBackward0._backward(self, sh.unsqueeze(g, 2))
+    finally:
+        self._saved = saved
+    gx, gw, gb = grads
+    return (sh.squeeze(gx, 2) if gx is not None else None,
+            sh.squeeze(gw, 2) if gw is not None else None, gb)
+
+
+_Conv1dBackward = type("ConvolutionBackward0", (F.ConvolutionBackward0,),
+                       {"__slots__": (), "_backward": _conv1d_backward,
+                        "__doc__": "conv1d's node: the conv2d rule on a unit height."})
+
+_CONV1D_SIGNATURES = (
+    "\n * (Tensor input, Tensor weight, Tensor bias = None, tuple of ints stride = 1, tuple of "
+    "ints padding = 0, tuple of ints dilation = 1, int groups = 1)\n * (Tensor input, Tensor "
+    "weight, Tensor bias = None, tuple of ints stride = 1, str padding = \"valid\", tuple of ints "
+    "dilation = 1, int groups = 1)\n")
+
+
+def _conv1d_args(input, weight, bias, stride, padding, dilation, groups):
+    try:
+        if not (isinstance(input, Tensor) and isinstance(weight, Tensor)
+                and (bias is None or isinstance(bias, Tensor))):
+            raise TypeError
+        stride = _conv_ints("conv1d", "stride", 4, stride)
+        dilation = _conv_ints("conv1d", "dilation", 6, dilation)
+        if not isinstance(padding, str):
+            padding = _conv_ints("conv1d", "padding", 5, padding)
+        groups = F._int_arg(groups, "conv1d", "groups", 7)
+    except TypeError:
+        got = ", ".join("Tensor" if isinstance(a, Tensor) else type(a).__name__
+                        for a in (input, weight, bias, stride, padding, dilation, groups))
+        raise TypeError(f"conv1d() received an invalid combination of arguments - got ({got}), "
+                        f"but expected one of:{_CONV1D_SIGNATURES}") from None
+    return stride, padding, dilation, groups
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """1-D convolution over (N, C, L) or unbatched (C, L) input (``ConvolutionBackward0``):
+    the conv2d kernels (im2col + one GEMM per group) on a unit height."""
+    stride, padding, dilation, groups = _conv1d_args(input, weight, bias, stride, padding,
+                                                     dilation, groups)
+    nd = input._data.ndim
+    if nd not in (2, 3):
+        raise RuntimeError("Expected 2D (unbatched) or 3D (batched) input to conv1d, but got "
+                           f"input of size: {list(input._data.shape)}")
+    unbatched = nd == 2
+    if unbatched:
+        input = sh.unsqueeze(input, 0)
+    if isinstance(padding, str):
+        if padding == "valid":
+            padding = (0,)
+        elif padding == "same":
+            input, padding = _same_1d(input, weight, stride, dilation, groups)
+        else:
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
+    stride, padding, dilation, _, (ol,) = _check_conv(
+        input._data.shape, weight._data.shape, stride, padding, dilation, groups,
+        bias._data.shape if bias is not None else None)
+    _check_types(input, weight, bias)
+    x4 = input._data[:, :, None, :]
+    w4 = weight._data[:, :, None, :]
+    geo = F._make_geom(x4.shape, w4.shape, (1, w4.shape[3]), (1, stride[0]), (0, padding[0]),
+                       (1, dilation[0]), groups, (1, ol))
+    n, oc = x4.shape[0], w4.shape[0]
+    if x4.size == 0 or w4.size == 0:
+        out = _wrap(A.zeros(x4, (n, oc, ol), x4.dtype))
+        if bias is not None:
+            out = ew.add(out, F._channel_view(bias, 3))
+        res = out
+    else:
+        out_arr, cols = F._conv_forward(x4, w4, bias._data if bias is not None else None, geo)
+        res = _wrap(out_arr.reshape(n, oc, ol))
+    parts = (input, weight, bias)
+    if state.enabled and any(t is not None and t._requires_grad for t in parts) and x4.size \
+            and w4.size:
+        keep = weight._requires_grad and cols.nbytes <= F.KEEP_COLUMNS_BYTES
+        attach(res, _Conv1dBackward(
+            tuple(edge(t) if t is not None else NO_EDGE for t in parts),
+            (input, weight, geo, cols if keep else None)))
+    return sh.squeeze(res, 0) if unbatched else res
+
+
+def _same_1d(input, weight, stride, dilation, groups):
+    """padding='same' for conv1d: PyTorch's checks, the odd part of an even kernel's padding
+    added on the right; returns the input and the symmetric padding."""
+    w_shape = weight._data.shape
+    if len(w_shape) < 3:
+        raise RuntimeError("weight should have at least three dimensions")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    dim = len(w_shape) - 2
+    for name, v in (("stride", stride), ("dilation", dilation)):
+        if len(v) not in (1, dim):
+            raise RuntimeError(f"{name} cannot broadcast to {dim} dimensions")
+    if any(s != 1 for s in stride):
+        raise RuntimeError("padding='same' is not supported for strided convolutions")
+    total = dilation[0] * (w_shape[-1] - 1)
+    left = F._ctrunc(total, 2)
+    if total - 2 * left:
+        input = _pad_constant(input, [0, total - 2 * left])
+    return input, (left,)
+
+
+# ========================================================================================
+# transposed convolutions: columns W^T x, summed into the image by col2im
+# ========================================================================================
+
+
+class _ConvTransposeBackward(Node):
+    __slots__ = ()
+    _names_of_saved = ("input", "weight")
+
+    # y = col2im(W^T x) is the adjoint of conv2d: dx = conv2d(g, W), dW = x cols(g)^T,
+    # db = sum g over batch and space
+    def _backward(self, g):
+        x, w, geo, unit = self._saved
+        if unit:  # 1-D: the 2-D rule on unit-height views
+            x, w, g = sh.unsqueeze(x, 2), sh.unsqueeze(w, 2), sh.unsqueeze(g, 2)
+        stride, padding, dilation = (geo.sh, geo.sw), (geo.ph, geo.pw), (geo.dh, geo.dw)
+        gx = gw = gb = None
+        if F._needs(self, 2):
+            gb = red.sum(g, (0, 2, 3))
+        if F._needs(self, 0):
+            gx = F.conv2d(g, w, None, stride, padding, dilation, geo.groups)
+        if F._needs(self, 1):
+            n, cin = x._data.shape[:2]
+            cols = F.unfold(g, (geo.kh, geo.kw), dilation, padding, stride)
+            x3 = sh.reshape(x, (n, cin, -1))
+            parts = [red.sum(la.matmul(x3[:, gi], sh.transpose(cols[:, gk], 1, 2)), 0)
+                     for gi, gk in zip(F._group_slices(cin, geo.groups),
+                                       F._group_slices(cols._data.shape[1], geo.groups))]
+            gw = sh.reshape(sh.cat(parts, 0) if len(parts) > 1 else parts[0], w._data.shape)
+        if unit:
+            gx = sh.squeeze(gx, 2) if gx is not None else None
+            gw = sh.squeeze(gw, 2) if gw is not None else None
+        return (gx, gw, gb)
+
+
+_ConvTransposeBackward.__name__ = _ConvTransposeBackward.__qualname__ = "ConvolutionBackward0"
+
+
+def _conv_transpose_forward(x, w, bias, geo, out_shape):
+    """(N, Cout, *out) from (N, Cin, H, W): per group cols = W_g^T x_g (one GEMM over the
+    batch), then col2im and the bias."""
+    n, cin = x.shape[:2]
+    k = w.shape[1] * geo.kh * geo.kw * geo.groups
+    x2 = A.empty(x, (cin, n, x.shape[2] * x.shape[3]), x.dtype)
+    EW.unary(EW.copy, x.reshape(n, cin, -1).transpose(1, 0, 2), x.dtype, out=x2)
+    x2 = x2.reshape(cin, -1)
+    w2 = w.reshape(cin, -1)
+    cols = A.empty(x, (k, x2.shape[1]), x.dtype)
+    for gi, gk in zip(F._group_slices(cin, geo.groups), F._group_slices(k, geo.groups)):
+        LIN.matmul(w2[gi].T, x2[gi], cols[gk])
+    out = F._col2im(cols.reshape(k, n, -1).transpose(1, 0, 2), geo, out_shape)
+    if bias is not None:
+        EW.binary(EW.add, out, bias.reshape(1, -1, 1, 1), out.dtype, out.shape, out=out)
+    return out
+
+
+def _conv_transpose(fn, dims, input, weight, bias, stride, padding, output_padding, groups,
+                    dilation):
+    _conv_tensors(fn, input, weight, bias)
+    if isinstance(padding, str):
+        raise TypeError(f"{fn}(): argument 'padding' must be tuple of ints, not str")
+    # the argument parser repeats a single int over the op's own dims
+    stride, padding, output_padding, dilation = (
+        _conv_ints(fn, name, pos, v) * (dims if F._is_int(v) else 1)
+        for name, pos, v in (("stride", 4, stride), ("padding", 5, padding),
+                             ("output_padding", 6, output_padding), ("dilation", 8, dilation)))
+    groups = F._int_arg(groups, fn, "groups", 7)
+    nd = input._data.ndim
+    if dims == 2 and nd not in (3, 4):
+        raise RuntimeError(f"Expected 3D (unbatched) or 4D (batched) input to {fn}, but got "
+                           f"input of size: {list(input._data.shape)}")
+    unbatched = nd == dims + 1
+    if unbatched:
+        input = sh.unsqueeze(input, 0)
+    stride, padding, dilation, output_padding, out = _check_conv(
+        input._data.shape, weight._data.shape, stride, padding, dilation, groups,
+        bias._data.shape if bias is not None else None, True, output_padding)
+    _check_types(input, weight, bias)
+    unit = dims == 1
+    x, w = input._data, weight._data
+    if unit:
+        x, w = x[:, :, None, :], w[:, :, None, :]
+        stride, padding, dilation = (1,) + stride, (0,) + padding, (1,) + dilation
+        out = (1,) + out
+    n, oc = x.shape[0], w.shape[1] * groups
+    geo = F._make_geom((n, oc) + out, w.shape, w.shape[2:], stride, padding, dilation, groups,
+                       x.shape[2:])
+    if x.size == 0 or w.size == 0:
+        arr = A.zeros(x, (n, oc) + out, x.dtype)
+        if bias is not None:
+            EW.binary(EW.add, arr, bias._data.reshape(1, -1, 1, 1), arr.dtype, arr.shape, out=arr)
+    else:
+        arr = _conv_transpose_forward(x, w, bias._data if bias is not None else None, geo,
+                                      (n, oc) + out)
+    res = _wrap(arr.reshape(arr.shape[:2] + arr.shape[3:]) if unit else arr)
+    parts = (input, weight, bias)
+    if state.enabled and any(t is not None and t._requires_grad for t in parts):
+        attach(res, _ConvTransposeBackward(
+            tuple(edge(t) if t is not None else NO_EDGE for t in parts),
+            (input, weight, geo, unit)))
+    return sh.squeeze(res, 0) if unbatched else res
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """2-D transposed convolution ("deconvolution") of (N, Cin, H, W) or unbatched input with
+    weight (Cin, Cout/groups, kh, kw) (``ConvolutionBackward0``)."""
+    return _conv_transpose("conv_transpose2d", 2, input, weight, bias, stride, padding,
+                           output_padding, groups, dilation)
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """1-D transposed convolution of (N, Cin, L) or unbatched (Cin, L) input
+    (``ConvolutionBackward0``)."""
+    return _conv_transpose("conv_transpose1d", 1, input, weight, bias, stride, padding,
+                           output_padding, groups, dilation)
+
+
+# ========================================================================================
+# group norm and instance norm
+# ========================================================================================
+
+
+class NativeGroupNormBackward0(Node):
+    __slots__ = ()
+    _names_of_saved = ("input", "weight", "mean", "rstd")
+
+    # per (sample, group) row: dx = rstd (h - mean(h) - xhat mean(h xhat)), h = g gamma_c;
+    # dgamma_c = sum g xhat, dbeta_c = sum g (over batch and space)
+    def _backward(self, g):
+        x, gamma, mean, rstd, groups, xhat, beta, eps = self._saved
+        if state.enabled:
+            return F._composite_grads(
+                self, lambda a, b, c: _group_norm_ops(a, groups, b, c, eps), (x, gamma, beta), g)
+        shape = x._data.shape
+        n, c = shape[:2]
+        g3 = A.contiguous(g._data).reshape(n, c, -1)
+        gx = gg = gb = None
+        if F._needs(self, 0):
+            h = g3 if gamma is None else EW.binary(
+                EW.mul, g3, gamma._data.reshape(1, c, 1), g3.dtype, g3.shape)
+            x2 = A.contiguous(x._data).reshape(n * groups, -1)
+            gx_arr = A.empty(x2, x2.shape, x2.dtype)
+            K = F.NN.on(x2)
+            K.pick(K.layer_norm_bwd_input, K.layer_norm_bwd_input_par, x2.size)(
+                A.contiguous(h).reshape(x2.shape), x2, mean, rstd,
+                A.ones(x2, x2.shape[1], x2.dtype), gx_arr)
+            gx = _wrap(gx_arr.reshape(shape))
+        if F._needs(self, 1):
+            prod = EW.binary(EW.mul, g3, xhat.reshape(n, c, -1), g3.dtype, g3.shape)
+            gg = _wrap(RED.sum_dims(prod, (0, 2), g3.dtype, 1.0).reshape(c))
+        if F._needs(self, 2):
+            gb = _wrap(RED.sum_dims(g3, (0, 2), g3.dtype, 1.0).reshape(c))
+        return (gx, gg, gb)
+
+
+def _group_norm_ops(x, groups, gamma, beta, eps):
+    """Group norm written with numgrad ops (for higher-order gradients)."""
+    shape = x._data.shape
+    x2 = sh.reshape(x, (shape[0] * groups, -1))
+    mu = red.mean(x2, 1, keepdim=True)
+    d = ew.sub(x2, mu)
+    var = red.mean(ew.mul(d, d), 1, keepdim=True)
+    y = sh.reshape(ew.mul(d, ew.pow(ew.add(var, eps), -0.5)), shape)
+    if gamma is not None:
+        y = ew.mul(y, F._channel_view(gamma, len(shape)))
+    if beta is not None:
+        y = ew.add(y, F._channel_view(beta, len(shape)))
+    return y
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
+    """Normalize each group of channels of each sample over the group's channels and space,
+    then scale and shift per channel (``NativeGroupNormBackward0``)."""
+    F._tensor_arg("group_norm", "input", 1, input)
+    num_groups = F._int_arg(num_groups, "group_norm", "num_groups", 2)
+    eps = F._float_arg(eps, "group_norm", "eps", 5)
+    x = input._data
+    if x.ndim < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
+                           f"{x.ndim}")
+    n, c = x.shape[:2]
+    if num_groups <= 0 or c % num_groups:
+        raise RuntimeError("Expected number of channels in input to be divisible by num_groups, "
+                           f"but got input of shape {list(x.shape)} and num_groups={num_groups}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and (t._data.ndim != 1 or t._data.size != c):
+            # PyTorch's bias message shows the weight's shape ([0] without a weight)
+            shown = t if name == "weight" else weight
+            raise RuntimeError(
+                f"Expected {name} to be a vector of size equal to the number of channels in "
+                f"input, but got {name} of shape "
+                f"{list(shown._data.shape) if shown is not None else [0]} and input of shape "
+                f"{list(x.shape)}")
+    F._require_float(input, "GroupNormKernelImpl")
+    F._check_mixed_dtype(input, (weight, bias))
+    if x.size == 0:
+        return sh.clone(input)
+    x2 = A.contiguous(x).reshape(n * num_groups, -1)
+    k = x2.shape[1]
+    xhat = A.empty(x, x2.shape, x.dtype)
+    mean = A.empty(x, x2.shape[0], np.float64)
+    rstd = A.empty(x, x2.shape[0], np.float64)
+    K = F.NN.on(x)
+    K.pick(K.layer_norm_fwd, K.layer_norm_fwd_par, x2.size)(
+        x2, A.ones(x, k, x.dtype), A.zeros(x, k, x.dtype), float(eps), xhat, mean, rstd)
+    y = xhat3 = xhat.reshape(n, c, -1)
+    if weight is not None:  # xhat itself stays as saved for the weight's gradient
+        y = EW.binary(EW.mul, y, weight._data.reshape(1, c, 1), x.dtype, y.shape)
+    if bias is not None:
+        y = EW.binary(EW.add, y, bias._data.reshape(1, c, 1), x.dtype, y.shape,
+                      out=None if y is xhat3 else y)
+    out = _wrap(y.reshape(x.shape))
+    parts = (input, weight, bias)
+    if state.enabled and any(t is not None and t._requires_grad for t in parts):
+        attach(out, NativeGroupNormBackward0(
+            tuple(edge(t) if t is not None else NO_EDGE for t in parts),
+            (input, weight, mean, rstd, num_groups, xhat, bias, float(eps))))
+    return out
+
+
+def _repeat(t, b):
+    """``t`` (C,) repeated ``b`` times (PyTorch's ``t.repeat(b)``)."""
+    return sh.reshape(sh.expand(sh.unsqueeze(t, 0), b, t._data.shape[0]), (-1,))
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
+                  use_input_stats=True, momentum=0.1, eps=1e-05):
+    """Normalize each channel of each sample over its space: batch norm of the (1, N*C, ...)
+    view, as PyTorch computes it (``ViewBackward0`` over ``NativeBatchNormBackward0``);
+    running statistics get the batch mean of the per-sample updates."""
+    F._tensor_arg("instance_norm", "input", 1, input)
+    x = input._data
+    if use_input_stats:
+        if x.ndim < 2 or math.prod(x.shape[2:]) == 1:
+            raise ValueError("Expected more than 1 spatial element when training, got input "
+                             f"size {Size(x.shape)}")
+    elif running_mean is None or running_var is None:
+        raise RuntimeError("Expected running_mean and running_var to be defined when "
+                           "use_input_stats is false")
+    n, c = x.shape[:2]
+    shape = x.shape
+    folded = sh.reshape(input, (1, n * c) + shape[2:])
+    w = _repeat(weight, n) if weight is not None else None
+    b = _repeat(bias, n) if bias is not None else None
+    rm = rv = None
+    if running_mean is not None:
+        rm = _wrap(A.contiguous(_repeat(running_mean.detach(), n)._data).copy()) \
+            if n * c else None
+    if running_var is not None:
+        rv = _wrap(A.contiguous(_repeat(running_var.detach(), n)._data).copy()) \
+            if n * c else None
+    out = F.batch_norm(folded, rm, rv, w, b, use_input_stats, momentum, eps)
+    if use_input_stats and n * c:
+        from numgrad.autograd.grad_mode import no_grad
+        with no_grad():
+            for run, folded_run in ((running_mean, rm), (running_var, rv)):
+                if run is not None:
+                    run.copy_(red.mean(sh.reshape(folded_run, (n, c)), 0))
+    return sh.view(out, shape)
+
+
+# ========================================================================================
+# resampling along one dim at a time: gathers (nearest, reflect, replicate) and blends of two
+# gathers (linear), with scatter-adds as their adjoints
+# ========================================================================================
+
+
+class _AxisMap:
+    """out[..., k, ...] = sum_j lam_j[k] x[..., idx_j[k], ...] along ``dim`` (one or two
+    terms; no weights means a plain gather). Index arrays live on the host and are copied to a
+    GPU once."""
+
+    __slots__ = ("dim", "idx", "lam", "size", "_dev")
+
+    def __init__(self, dim, size, idx, lam=None):
+        self.dim, self.size, self.idx, self.lam = dim, size, idx, lam
+        self._dev = None
+
+    def on(self, arr):
+        """(indices, weights) on ``arr``'s device and in its dtype."""
+        if arr.__class__ is np.ndarray:
+            return self.idx, self.lam and tuple(v.astype(arr.dtype, copy=False)
+                                                for v in self.lam)
+        if self._dev is None:
+            cls = arr.__class__
+            self._dev = (tuple(cls.from_host(i) for i in self.idx),
+                         self.lam and tuple(cls.from_host(v) for v in self.lam))
+        return self._dev
+
+
+def _split(shape, d):
+    return math.prod(shape[:d]), shape[d], math.prod(shape[d + 1:])
+
+
+def _map_forward(arr, m):
+    outer, n, inner = _split(arr.shape, m.dim)
+    x3 = A.contiguous(arr).reshape(outer, n, inner)
+    idx, lam = m.on(arr)
+    k = m.idx[0].size
+    out_shape = arr.shape[:m.dim] + (k,) + arr.shape[m.dim + 1:]
+    out = A.empty(arr, (outer, k, inner), arr.dtype)
+    if out.size == 0:
+        return out.reshape(out_shape)
+    K = IDX.on(arr)
+    K.gather_axis(x3, idx[0], out)
+    if lam is not None:
+        other = A.empty(arr, out.shape, arr.dtype)
+        K.gather_axis(x3, idx[1], other)
+        EW.binary(EW.mul, out, lam[0].reshape(1, k, 1), out.dtype, out.shape, out=out)
+        EW.binary(EW.mul, other, lam[1].reshape(1, k, 1), out.dtype, out.shape, out=other)
+        EW.binary(EW.add, out, other, out.dtype, out.shape, out=out)
+    return out.reshape(out_shape)
+
+
+def _map_adjoint(arr, m):
+    outer, k, inner = _split(arr.shape, m.dim)
+    g3 = A.contiguous(arr).reshape(outer, k, inner)
+    out = A.zeros(arr, (outer, m.size, inner), arr.dtype)
+    out_shape = arr.shape[:m.dim] + (m.size,) + arr.shape[m.dim + 1:]
+    if g3.size == 0:
+        return out.reshape(out_shape)
+    idx, lam = m.on(arr)
+    K = IDX.on(arr)
+    if lam is None:
+        K.scatter_add_axis(g3, idx[0], out)
+    else:
+        for i, w in zip(idx, lam):
+            K.scatter_add_axis(EW.binary(EW.mul, g3, w.reshape(1, k, 1), g3.dtype, g3.shape),
+                               i, out)
+    return out.reshape(out_shape)
+
+
+class _ResampleBackward(Node):
+    """Base of the resampling nodes; ``_saved`` holds the maps (applied in order)."""
+
+    __slots__ = ()
+
+    # y = M_n ... M_1 x (linear): dx = M_1^T ... M_n^T g
+    def _backward(self, g):
+        return (_resample_adjoint(g, self._saved[0]),)
+
+
+class ResampleAdjointBackward(Node):
+    __slots__ = ()
+
+    # d/dg M^T g = M gg (the maps are linear)
+    def _backward(self, gg):
+        return (_resample(gg, self._saved[0], ResampleBackward),)
+
+
+class ResampleBackward(_ResampleBackward):
+    __slots__ = ()
+
+
+def _resample(x, maps, node_cls):
+    arr = x._data
+    for m in maps:
+        arr = _map_forward(arr, m)
+    out = _wrap(arr if maps else EW.unary(EW.copy, arr, arr.dtype))
+    if state.enabled and x._requires_grad:
+        attach(out, node_cls((edge(x),), (tuple(maps),)))
+    return out
+
+
+def _resample_adjoint(g, maps):
+    arr = g._data
+    for m in reversed(maps):
+        arr = _map_adjoint(arr, m)
+    out = _wrap(arr if maps else EW.unary(EW.copy, arr, arr.dtype))
+    if state.enabled and g._requires_grad:
+        attach(out, ResampleAdjointBackward((edge(g),), (tuple(maps),)))
+    return out
+
+
+def _node(name):
+    return type(name, (_ResampleBackward,), {"__slots__": ()})
+
+
+_PAD_NODES = {(mode, k): _node(f"{label}Pad{k}DBackward0")
+              for mode, label in (("reflect", "Reflection"), ("replicate", "Replication"))
+              for k in (1, 2, 3)}
+_UPSAMPLE_NODES = {key: _node(name) for key, name in (
+    (("nearest", 1), "UpsampleNearest1DBackward0"), (("nearest", 2), "UpsampleNearest2DBackward0"),
+    (("linear", 1), "UpsampleLinear1DBackward0"),
+    (("bilinear", 2), "UpsampleBilinear2DBackward0"))}
+
+
+# ========================================================================================
+# padding
+# ========================================================================================
+
+
+def _pad_index(mode, n, lo, hi):
+    j = np.arange(-lo, n + hi, dtype=np.int64)
+    if mode == "reflect":
+        j = np.abs(j)
+        return np.where(j >= n, 2 * (n - 1) - j, j)
+    return np.clip(j, 0, n - 1)
+
+
+def _pad_checks(mode, shape, widths):
+    nd, k = len(shape), len(widths) // 2
+    if not (1 <= k <= 3 and nd in (k + 1, k + 2)):
+        raise NotImplementedError(f"Padding size {len(widths)} is not supported for {nd}D input "
+                                  "tensor.")
+    batched = nd == k + 2
+    for d in range(nd - k):
+        if d == 0 and batched and shape[0] == 0:
+            continue
+        if shape[d] == 0:
+            raise RuntimeError(f"Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly "
+                               f"0 batch size and other non-zero dimensions for input, but got: "
+                               f"{list(shape)}")
+    sizes = []
+    for i in range(k):
+        d = nd - 1 - i
+        lo, hi = widths[2 * i], widths[2 * i + 1]
+        if mode == "reflect" and (lo >= shape[d] or hi >= shape[d]):
+            raise RuntimeError(
+                f"Argument #4: Padding size should be less than the corresponding input "
+                f"dimension, but got: padding ({lo}, {hi}) at dimension {d} of input "
+                f"{list(shape)}")
+        sizes.append(shape[d] + lo + hi)
+    if min(sizes) < 0:
+        out_shape = list(shape[:nd - k]) + sizes[::-1]
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(sizes)}: "
+                           f"{out_shape}")
+
+
+def _pad_circular(input, widths):
+    """PyTorch's circular padding: the centre copied in, then each padded dim's two borders
+    copied from the opposite side of the output (``CopySlices``)."""
+    shape = input._data.shape
+    nd, k = len(shape), len(widths) // 2
+    out_shape = list(shape)
+    for i in range(k):
+        d = nd - 1 - i
+        lo, hi = widths[2 * i], widths[2 * i + 1]
+        if lo > shape[d] or hi > shape[d]:
+            raise RuntimeError("Padding value causes wrapping around more than once.")
+        out_shape[d] += lo + hi
+        if out_shape[d] <= 0:
+            raise RuntimeError("Negative padding value is resulting in an empty dimension")
+    out = _wrap(A.zeros(input._data, tuple(out_shape), input._data.dtype))
+    dst = [slice(None)] * nd
+    src = [slice(None)] * nd
+    for i in range(k):
+        d = nd - 1 - i
+        lo, hi = widths[2 * i], widths[2 * i + 1]
+        dst[d] = slice(max(lo, 0), out_shape[d] - max(hi, 0))
+        src[d] = slice(max(-lo, 0), shape[d] - max(-hi, 0))
+    out[tuple(dst)] = input[tuple(src)]
+    for i in range(k):
+        d = nd - 1 - i
+        lo, hi = widths[2 * i], widths[2 * i + 1]
+        size = out_shape[d]
+        key = [slice(None)] * nd
+        if lo > 0:
+            a, b = list(key), list(key)
+            a[d] = slice(0, lo)
+            b[d] = slice(size - lo - max(hi, 0), size - max(hi, 0))
+            out[tuple(a)] = out[tuple(b)]
+        if hi > 0:
+            a, b = list(key), list(key)
+            a[d] = slice(size - hi, size)
+            b[d] = slice(max(lo, 0), max(lo, 0) + hi)
+            out[tuple(a)] = out[tuple(b)]
+    return out
+
+
+def pad(input, pad, mode="constant", value=None):
+    """Pad the last len(pad)/2 dims: ``'constant'`` (``ConstantPadNdBackward0``), ``'reflect'``
+    (``ReflectionPad{1,2,3}DBackward0``), ``'replicate'`` (``ReplicationPad{1,2,3}DBackward0``)
+    or ``'circular'``; negative widths crop."""
+    if mode not in ("reflect", "replicate", "circular"):
+        return _pad_constant(input, pad, mode, value)
+    F._tensor_arg("pad", "input", 1, input)
+    if not isinstance(pad, (list, tuple)):
+        raise TypeError(f"pad(): argument 'pad' (position 2) must be tuple of ints, not "
+                        f"{type(pad).__name__}")
+    widths = F._int_list(pad, "pad", "pad", 2)
+    if value is not None:
+        F._float_arg(value, "pad", "value", 4)
+    if len(widths) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    nd = input._data.ndim
+    if len(widths) // 2 > nd:
+        raise RuntimeError("Padding length should be less than or equal to two times the input "
+                           f"dimension but got padding length {len(widths)} and input of "
+                           f"dimension {nd}")
+    if value is not None and value != 0:
+        raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument")
+    shape = input._data.shape
+    if mode == "circular":
+        k = len(widths) // 2
+        if not (1 <= k <= 3 and nd in (k + 1, k + 2)):
+            raise NotImplementedError(f"Padding size {len(widths)} is not supported for {nd}D "
+                                      "input tensor.")
+        return _pad_circular(input, widths)
+    _pad_checks(mode, shape, widths)
+    k = len(widths) // 2
+    maps = []
+    for i in range(k):
+        d = nd - 1 - i
+        lo, hi = widths[2 * i], widths[2 * i + 1]
+        if lo or hi:
+            maps.append(_AxisMap(d, shape[d], (_pad_index(mode, shape[d], lo, hi),)))
+    return _resample(input, maps, _PAD_NODES[mode, k])
+
+
+# ========================================================================================
+# interpolate
+# ========================================================================================
+
+
+def _scale(opmath, in_size, out_size, scale):
+    """PyTorch's compute_scales_value: 1/scale when a positive scale is given, else in/out."""
+    if scale is not None and scale > 0:
+        return opmath(1.0 / scale)
+    return opmath(in_size) / opmath(out_size)
+
+
+def _nearest_map(dim, in_size, out_size, scale):
+    if out_size == in_size:
+        idx = np.arange(out_size, dtype=np.int64)
+    elif out_size == 2 * in_size:
+        idx = np.arange(out_size, dtype=np.int64) >> 1
+    else:
+        s = _scale(np.float32, in_size, out_size, scale)
+        src = np.floor(np.arange(out_size, dtype=np.float32) * s).astype(np.int64)
+        idx = np.minimum(src, in_size - 1)
+    return _AxisMap(dim, in_size, (idx,))
+
+
+def _linear_map(dim, in_size, out_size, scale, align_corners, opmath):
+    if align_corners:
+        s = opmath(in_size - 1) / opmath(out_size - 1) if out_size > 1 else opmath(0)
+        src = np.arange(out_size, dtype=opmath) * s
+    else:
+        s = _scale(opmath, in_size, out_size, scale)
+        src = s * (np.arange(out_size, dtype=opmath) + opmath(0.5)) - opmath(0.5)
+        src = np.where(src < 0, opmath(0), src).astype(opmath)
+    i0 = np.minimum(src.astype(np.int64), in_size - 1)
+    i1 = i0 + (i0 < in_size - 1)
+    lam1 = np.clip(src - i0.astype(opmath), 0, 1).astype(opmath)
+    lam0 = (opmath(1) - lam1).astype(opmath)
+    return _AxisMap(dim, in_size, (i0, i1), (lam0, lam1))
+
+
+_MODES = "nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact"
+
+
+def _as_list(v):
+    return list(v) if isinstance(v, (list, tuple)) else None
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Resize (N, C, L) or (N, C, H, W) input: ``'nearest'`` (``UpsampleNearest{1,2}D
+    Backward0``), ``'linear'`` (3-D) and ``'bilinear'`` (4-D), with or without
+    ``align_corners``; by ``size`` or ``scale_factor``."""
+    F._tensor_arg("interpolate", "input", 1, input)
+    if mode in ("nearest", "area", "nearest-exact"):
+        if align_corners is not None:
+            raise ValueError("align_corners option can only be set with the interpolating "
+                             "modes: linear | bilinear | bicubic | trilinear")
+    elif align_corners is None:
+        align_corners = False
+    shape = input._data.shape
+    dim = len(shape) - 2
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        if _as_list(size) is not None:
+            if len(size) != dim:
+                raise ValueError(
+                    "Input and output must have the same number of spatial dimensions, but got "
+                    f"input with spatial dimensions of {list(shape[2:])} and output size of "
+                    f"{size}. Please provide input tensor in (N, C, d1, d2, ...,dK) format and "
+                    "output size in (o1, o2, ...,oK) format.")
+            output_size = list(size)
+        else:
+            output_size = [size] * dim
+        scales = None
+    elif scale_factor is not None:
+        if _as_list(scale_factor) is not None:
+            if len(scale_factor) != dim:
+                raise ValueError(
+                    "Input and scale_factor must have the same number of spatial dimensions, but "
+                    f"got input with spatial dimensions of {list(shape[2:])} and scale_factor of "
+                    f"shape {scale_factor}. Please provide input tensor in (N, C, d1, d2, ...,dK) "
+                    "format and scale_factor in (s1, s2, ...,sK) format.")
+            scales = [float(s) for s in scale_factor]
+        else:
+            scales = [float(scale_factor)] * dim
+        output_size = None
+    else:
+        raise ValueError("either size or scale_factor should be defined")
+    if recompute_scale_factor is not None and recompute_scale_factor and size is not None:
+        raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+    if recompute_scale_factor and scales is not None:
+        output_size = [math.floor(float(shape[i + 2]) * scales[i]) for i in range(dim)]
+        scales = None
+    if antialias:
+        raise NotImplementedError("antialias=True is not supported by numgrad")
+    key = (mode, dim)
+    if key not in _UPSAMPLE_NODES:
+        if mode == "bilinear" and dim == 1:
+            raise NotImplementedError("Got 3D input, but bilinear mode needs 4D input")
+        if mode == "linear" and dim == 2:
+            raise NotImplementedError("Got 4D input, but linear mode needs 3D input")
+        known = ("nearest", "linear", "bilinear", "bicubic", "trilinear", "area",
+                 "nearest-exact")
+        if mode not in known or dim not in (1, 2, 3):
+            raise NotImplementedError(
+                f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {dim + 2}D) for "
+                f"the modes: {_MODES} (got {mode})")
+        raise NotImplementedError(f"interpolate mode '{mode}' on {dim + 2}-D input is not "
+                                  "supported by numgrad")
+    if output_size is None:
+        output_size = [math.floor(float(shape[i + 2]) * scales[i]) for i in range(dim)]
+    output_size = [F._int_arg(v, "interpolate", "size", 2) for v in output_size]
+    names = ("H", "W") if dim == 2 else ("W",)
+    if min(shape[2:]) <= 0 or min(output_size) <= 0:
+        ins = ", ".join(f"{a}: {b}" for a, b in zip(names, shape[2:]))
+        outs = ", ".join(f"{a}: {b}" for a, b in zip(names, output_size))
+        raise RuntimeError("Input and output sizes should be greater than 0, but got input "
+                           f"({ins}){' and' if dim == 1 else ''} output ({outs})")
+    if not dtype_of(input).is_floating_point:
+        kernel = {"nearest": f"upsample_nearest{dim}d", "linear": "upsample_linear1d",
+                  "bilinear": "upsample_bilinear2d"}[mode]
+        raise F._not_implemented(kernel + ("_channels_last" if dim == 2 else ""), input)
+    scales = scales or [None] * dim
+    opmath = input._data.dtype.type
+    maps = []
+    for i in reversed(range(dim)):  # the last dim first: PyTorch's order of the blends
+        d = 2 + i
+        if mode == "nearest":
+            maps.append(_nearest_map(d, shape[d], output_size[i], scales[i]))
+        else:
+            maps.append(_linear_map(d, shape[d], output_size[i], scales[i], align_corners,
+                                    opmath))
+    return _resample(input, maps, _UPSAMPLE_NODES[key])
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """Deprecated alias of ``interpolate`` (PyTorch warns)."""
+    import warnings
+    warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` "
+                  "instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
