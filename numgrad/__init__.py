@@ -20,8 +20,10 @@ from numgrad import autograd  # noqa: I001,E402  (autograd first: it wires tenso
 from numgrad._version import __version__
 from numgrad import _dtype
 from numgrad._dtype import (
+    bfloat16,
     bool_ as bool,  # noqa: A004
     dtype,
+    float16,
     float32,
     float64,
     get_default_dtype,
@@ -41,7 +43,7 @@ from numgrad import ops as _ops
 globals().update(_ops.registry.namespace())  # every op: numgrad.add, numgrad.tanh, numgrad.tanh_
 from numgrad._factories import (
     arange, as_tensor, asarray, empty, empty_like, eye, from_numpy, full, full_like, linspace,
-    logspace, normal, ones, ones_like, rand, rand_like, randint, randint_like, randn,
+    logspace, ones, ones_like, rand, rand_like, randint, randint_like, randn,
     randn_like, randperm, scalar_tensor, tensor, zeros, zeros_like,
 )
 from numgrad.random import Generator, default_generator, get_rng_state, initial_seed
@@ -57,7 +59,6 @@ from numgrad import cuda, nn, optim, utils, viz  # noqa: E402  (after the namesp
 from numgrad import accelerator, testing  # noqa: E402
 from numgrad._tensortype import CPU_TYPES as _CPU_TYPES
 from numgrad._factories import get_default_device, set_default_device
-from numgrad.ops.compare import allclose, equal, isclose  # noqa: F811  (also registry entries)
 
 globals().update(_CPU_TYPES)  # FloatTensor, DoubleTensor, LongTensor, ... (legacy types)
 inf = _math.inf
@@ -65,6 +66,7 @@ nan = _math.nan
 pi = _math.pi
 e = _math.e
 newaxis = None
+half = float16
 from numgrad import amp, backends
 from numgrad.amp import autocast, get_autocast_dtype, is_autocast_enabled
 

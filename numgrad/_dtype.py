@@ -41,12 +41,18 @@ int32 = dtype("int32", np.int32, 1, "Int")
 int64 = dtype("int64", np.int64, 1, "Long")
 float32 = dtype("float32", np.float32, 2, "Float")
 float64 = dtype("float64", np.float64, 2, "Double")
+# the 16-bit floats are storage types (see numgrad/_half.py): float16 data is a NumPy float16
+# array, bfloat16 data (NumPy has no such type) a 2-byte record array of the bit patterns
+float16 = dtype("float16", np.float16, 2, "Half")
+BFLOAT16_NP = np.dtype([("bfloat16", np.uint16)])
+bfloat16 = dtype("bfloat16", BFLOAT16_NP, 2, "BFloat16")
+bfloat16.is_signed = True
 
-ALL = (bool_, uint8, int8, int16, int32, int64, float32, float64)
+ALL = (bool_, uint8, int8, int16, int32, int64, float32, float64, float16, bfloat16)
 _NP_TO_DTYPE = {d.np: d for d in ALL}
 _BY_NAME = {d.name: d for d in ALL}
 _BY_NAME.update({"float": float32, "double": float64, "long": int64, "int": int32,
-                 "short": int16, "bool": bool_})
+                 "short": int16, "bool": bool_, "half": float16})
 
 
 def _by_name(name):
@@ -115,8 +121,10 @@ def promote_types(a, b):
     if a._kind != b._kind:
         hi, lo = (a, b) if a._kind > b._kind else (b, a)
         return hi
-    if a._kind == 2:
-        return float64
+    if a._kind == 2:  # the wider float; float16 with bfloat16 meet in float32
+        if a is float64 or b is float64:
+            return float64
+        return float32
     return _NP_TO_DTYPE[np.promote_types(a.np, b.np)]
 
 
@@ -176,12 +184,13 @@ def _combine(higher, lower):
 
 
 _C_TYPE = {"int64": "int64_t", "int32": "int", "int16": "int16_t", "int8": "int8_t",
-           "uint8": "uint8_t", "float32": "float", "float64": "double", "bool": "bool"}
+           "uint8": "uint8_t", "float32": "float", "float64": "double", "bool": "bool",
+           "float16": "at::Half", "bfloat16": "at::BFloat16"}
 
 # dtype names as the C++ compiler spells them in PyTorch's typeid messages ("long int")
 _CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int",
               "int32": "int", "int16": "short int", "int8": "signed char",
-              "uint8": "unsigned char", "bool": "bool"}
+              "uint8": "unsigned char", "bool": "bool", "void16": "c10::BFloat16"}
 
 
 def cpp_name(np_dtype):
@@ -218,7 +227,9 @@ def checked_scalar(value, dt):
     return v & int(info.max) if v < 0 and info.min == 0 else v
 
 
-_FMAX = {"float32": float(np.finfo(np.float32).max), "float64": float(np.finfo(np.float64).max)}
+# the 16-bit floats take any value, which rounds to inf beyond their range (as in PyTorch)
+_FMAX = {"float32": float(np.finfo(np.float32).max), "float64": float(np.finfo(np.float64).max),
+         "float16": float("inf"), "bfloat16": float("inf")}
 
 
 def _overflow(dt):

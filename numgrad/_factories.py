@@ -9,8 +9,9 @@ import warnings
 
 import numpy as np
 
-from numgrad import _arrays, _device, _dtype
+from numgrad import _arrays, _device, _dtype, _half
 from numgrad._shape import check_size, parse_shape
+from numgrad._spellings import NOT_GIVEN, check_int_bounds, factory_size, randint_args
 from numgrad.random import default_generator
 from numgrad.tensor import Tensor, _wrap
 
@@ -18,13 +19,45 @@ _NUMPY_SUPPORTED = ("float64, float32, float16, complex64, complex128, int64, in
                     "int8, uint64, uint32, uint16, uint8, and bool")
 
 
+# the device factories create tensors on when given none (``set_default_device``); None is
+# the CPU, so the common case costs one list read
+_DEFAULT_DEVICE = [None]
+
+
+def set_default_device(device):
+    """Factories called without ``device=`` create their tensors on ``device`` (None: the
+    CPU); as in PyTorch, the device is checked when a tensor is made there, not here."""
+    if device is None:
+        _DEFAULT_DEVICE[0] = None
+        return
+    if isinstance(device, int) and not isinstance(device, bool):
+        if not _device.cuda_available():
+            raise RuntimeError("Cannot access accelerator device when none is available.")
+        device = _device.device("cuda", device)
+    d = device if isinstance(device, _device.device) else _device.device(device)
+    _DEFAULT_DEVICE[0] = None if d.type == "cpu" else d
+
+
+def get_default_device():
+    """The device factories use when given none (``set_default_device``)."""
+    d = _DEFAULT_DEVICE[0]
+    if d is None:
+        return _device.CPU
+    if d.index is None:  # PyTorch asks the backend which device "cuda" is
+        return _device.get(d)
+    return d
+
+
 def _finish(arr, requires_grad, device=None):
-    """A tensor of ``arr`` (host data, or CUDA data already) on ``device``."""
+    """A tensor of ``arr`` (host data, or CUDA data already) on ``device`` (the default
+    device when None)."""
+    if device is None:
+        device = _DEFAULT_DEVICE[0]
     if device is not None:
         arr = _arrays.to_device(arr, _device.get(device))
     t = _wrap(arr)
     if requires_grad:
-        if arr.dtype.kind != "f":
+        if arr.dtype.kind not in "fV":  # "V": bfloat16
             raise RuntimeError(
                 "Only Tensors of floating point and complex dtype can require gradients")
         t._requires_grad = True
@@ -64,7 +97,7 @@ def _from_python(data, requested=None):
         _python_data_error(arr, data)
     if requested is not None:
         _check_range(arr, requested, requested.np.name)
-        arr = arr.astype(requested.np)
+        arr = _astype(arr, requested.np)
     elif arr.dtype.kind == "f" and arr.dtype != np.float32 and not _has_numpy_floats(data):
         arr = arr.astype(_dtype.get_default_dtype().np)
     elif arr.dtype.kind == "c":
@@ -168,24 +201,33 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
             "torch.tensor(sourceTensor).", UserWarning, stacklevel=2)
         arr = data._data.copy()
         if device is None:
-            device = data.device
+            device = _DEFAULT_DEVICE[0] or data.device
     elif _arrays.is_foreign_cuda(data):
         arr = _arrays.cuda_array().from_interface(data).copy()
         if device is None:
-            device = _device.CUDA0
+            device = _DEFAULT_DEVICE[0] or _device.CUDA0
     elif isinstance(data, np.ndarray):
         arr = _check_dtype(np.array(data, order="C", copy=True))
     else:
         arr = _from_python(data, _dtype.arg(dtype, "tensor"))
     d = _dtype.arg(dtype, "tensor")
     if d is not None and arr.dtype != d.np:
-        arr = arr.astype(d.np)
+        arr = _astype(arr, d.np)
     return _finish(arr, requires_grad, device)
+
+
+def _astype(arr, np_dtype):
+    """Host array ``arr`` in ``np_dtype``; the 16-bit floats are rounded by their kernels."""
+    if _half.is_half(np_dtype) or _half.is_half(arr.dtype):
+        return _half.cast(arr, np_dtype)
+    with np.errstate(over="ignore"):  # 1e40 as float32 is inf, without a warning (PyTorch)
+        return arr.astype(np_dtype)
 
 
 def as_tensor(data, dtype=None, device=None):
     """Shares memory with ``data`` when it is a tensor or array of the requested dtype."""
     d = _dtype.get(dtype)
+    device = device or _DEFAULT_DEVICE[0]
     if isinstance(data, Tensor):
         out = data if d is None or data.dtype is d else data.to(d)
         return out if device is None else out.to(device)
@@ -255,27 +297,33 @@ def _storage(shape, d):
 
 def _filled(shape, value, d, device):
     """Host ``np.full`` or, on the GPU, a device buffer filled by the fill kernel."""
+    if device is None:
+        device = _DEFAULT_DEVICE[0]
     if device is not None and _device.get(device).type == "cuda":
         return _arrays.cuda_array().full(shape, value, d.np)
     if value is None:
         return np.empty(shape, d.np)
+    if _half.is_half(d.np):  # the value rounded once, by the 16-bit kernels
+        return np.broadcast_to(_half.cast(np.array([value], np.float32), d.np), shape).copy()
     return np.full(shape, value, d.np)
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None):
-    shape, d = _size_dtype(size, dtype, "zeros")
-    return _finish(_filled(shape, 0, d, device), requires_grad)
+def zeros(*dims, size=NOT_GIVEN, dtype=None, device=None, requires_grad=False, out=None,
+          layout=None):
+    shape, d = _size_dtype(factory_size("zeros", dims, size), dtype, "zeros")
+    return _finish(_filled(shape, 0, d, device), requires_grad, device)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None):
-    shape, d = _size_dtype(size, dtype, "ones")
-    return _finish(_filled(shape, 1, d, device), requires_grad)
+def ones(*dims, size=NOT_GIVEN, dtype=None, device=None, requires_grad=False, out=None,
+         layout=None):
+    shape, d = _size_dtype(factory_size("ones", dims, size), dtype, "ones")
+    return _finish(_filled(shape, 1, d, device), requires_grad, device)
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None,
-          memory_format=None):
-    shape, d = _size_dtype(size, dtype, "empty")
-    return _finish(_filled(shape, None, d, device), requires_grad)
+def empty(*dims, size=NOT_GIVEN, dtype=None, device=None, requires_grad=False, out=None,
+          layout=None, memory_format=None):
+    shape, d = _size_dtype(factory_size("empty", dims, size), dtype, "empty")
+    return _finish(_filled(shape, None, d, device), requires_grad, device)
 
 
 def _fill_dtype(value):
@@ -293,36 +341,39 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=
     d = _dtype.arg(dtype, "full") or _fill_dtype(fill_value)
     fill_value = _dtype.checked_scalar(fill_value, d)
     return _finish(_filled(_storage(check_size(parse_shape((size,))), d), fill_value, d, device),
-                   requires_grad)
+                   requires_grad, device)
 
 
-def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
-    shape, d = _size_dtype(size, dtype, "rand")
+def rand(*dims, size=NOT_GIVEN, generator=None, dtype=None, device=None, requires_grad=False,
+         out=None):
+    shape, d = _size_dtype(factory_size("rand", dims, size, random=True), dtype, "rand")
     if d._kind != 2:
-        raise RuntimeError(f'"check_uniform_bounds" not implemented for \'{d._legacy}\'')
+        raise NotImplementedError(f'"check_uniform_bounds" not implemented for \'{d._legacy}\'')
     g = generator or default_generator
     return _finish(g.uniform(shape, d.np), requires_grad, device)
 
 
-def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
-    shape, d = _size_dtype(size, dtype, "randn")
+def randn(*dims, size=NOT_GIVEN, generator=None, dtype=None, device=None, requires_grad=False,
+          out=None):
+    shape, d = _size_dtype(factory_size("randn", dims, size, random=True), dtype, "randn")
     if d._kind != 2:
-        raise RuntimeError(f'"normal_kernel_cpu" not implemented for \'{d._legacy}\'')
+        raise NotImplementedError(f'"normal_kernel_cpu" not implemented for \'{d._legacy}\'')
     g = generator or default_generator
     return _finish(g.normal(shape, d.np), requires_grad, device)
 
 
-def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None,
-            requires_grad=False):
-    if size is None:
-        if isinstance(high, (tuple, list)):
-            low, high, size = 0, low, high
-        else:
-            raise TypeError("randint() missing 1 required positional arguments: \"size\"")
+def randint(*args, generator=None, dtype=None, device=None, requires_grad=False, **kwargs):
+    """``randint(high, size)`` or ``randint(low, high, size)`` (also by keyword)."""
+    given = dict(kwargs, **{k: v for k, v in (("generator", generator), ("dtype", dtype),
+                                              ("device", device)) if v is not None})
+    if requires_grad:
+        given["requires_grad"] = requires_grad
+    low, high, size = randint_args(args, given)
     d = _dtype.arg(dtype, "randint") or _dtype.int64
+    check_int_bounds(low, high, d)
     g = generator or default_generator
-    shape = _storage(check_size(parse_shape((size,))), d)
-    return _finish(g.randint(int(low), int(high), shape, d.np), requires_grad, device)
+    shape = _storage(check_size(size), d)
+    return _finish(g.randint(low, high, shape, d.np), requires_grad, device)
 
 
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
@@ -337,7 +388,9 @@ def normal(mean, std, size=None, *, generator=None, dtype=None, device=None):
     if size is None:
         raise NotImplementedError("normal() with tensor mean/std is not supported by numgrad")
     d = _dtype.get(dtype) or _dtype.get_default_dtype()
-    return _finish(g.normal(parse_shape((size,)), d.np, float(mean), float(std)), False, device)
+    # PyTorch's normal(mean, std, size) ignores the default device
+    return _finish(g.normal(parse_shape((size,)), d.np, float(mean), float(std)), False,
+                   device or _device.CPU)
 
 
 def _like(fn, input, dtype, requires_grad, device=None, **kw):

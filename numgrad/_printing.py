@@ -174,13 +174,17 @@ def tensor_repr(t, prefix="tensor("):
         suffixes.append("device='cuda:0'")
         a = a.to_host()
     dt = t.dtype
+    if a.dtype.kind == "V":  # bfloat16 bit patterns: print their (exact) float32 values
+        from numgrad import _half
+        a = _half.to_float32(a)
     if a.size == 0:
         if a.ndim != 1:
             suffixes.append(f"size={tuple(a.shape)}")
         body = "[]"
     else:
         body = format_array(a, indent)
-    if dt not in (_dtype.get_default_dtype(), _dtype.int64, _dtype.bool_):
+    if dt not in (_dtype.get_default_dtype(), _dtype.int64, _dtype.bool_) or (
+            a.size == 0 and dt is not _dtype.get_default_dtype()):
         suffixes.append(f"dtype={dt!r}")
     fn = t._grad_fn
     if fn is not None:

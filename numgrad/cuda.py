@@ -75,3 +75,49 @@ def manual_seed(seed):
 
 
 manual_seed_all = manual_seed
+
+
+# --- memory statistics: bytes of device buffers numgrad allocated and has not released yet
+# (PyTorch's caching allocator counts the same: what live tensors occupy); 0 without a GPU
+
+
+def _stats():
+    import sys
+    launch = sys.modules.get("numgrad.kernels.cuda._launch")  # no tensor made: nothing used
+    return launch.MEMORY if launch is not None else None
+
+
+def memory_allocated(device=None):
+    stats = _stats()
+    return stats[0] if stats is not None else 0
+
+
+def max_memory_allocated(device=None):
+    stats = _stats()
+    return stats[1] if stats is not None else 0
+
+
+def reset_peak_memory_stats(device=None):
+    stats = _stats()
+    if stats is not None:
+        stats[1] = stats[0]
+
+
+def reset_max_memory_allocated(device=None):
+    reset_peak_memory_stats(device)
+
+
+def memory_reserved(device=None):
+    return memory_allocated(device)
+
+
+def max_memory_reserved(device=None):
+    return max_memory_allocated(device)
+
+
+def _legacy_types():
+    from numgrad._tensortype import CUDA_TYPES
+    globals().update(CUDA_TYPES)  # numgrad.cuda.FloatTensor, ...
+
+
+_legacy_types()

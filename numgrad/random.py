@@ -134,7 +134,7 @@ class Generator:
             raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p:g}")
         out = np.empty(shape, dtype)
         if out.size:
-            RNG.bernoulli(self.raw(out.size), out.reshape(-1), p)
+            RNG.bernoulli(self.raw(2 * out.size), out.reshape(-1), p)
         return out
 
 

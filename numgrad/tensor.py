@@ -110,7 +110,21 @@ def _view_grad_fn(t):
     return t._grad_fn
 
 
-class Tensor:
+class _TensorMeta(type):
+    """Tensor's metaclass: it only makes the classes print as PyTorch's do
+    (``<class 'torch.Tensor'>``, ``<class 'torch.nn.parameter.Parameter'>``); pickling (by
+    module and name), ``isinstance`` and subclassing are those of any class."""
+
+    def __repr__(cls):
+        if cls is Tensor:
+            return "<class 'torch.Tensor'>"
+        mod = cls.__module__
+        if mod == "numgrad" or mod.startswith("numgrad."):
+            mod = "torch" + mod[len("numgrad"):]
+        return f"<class '{mod}.{cls.__qualname__}'>"
+
+
+class Tensor(metaclass=_TensorMeta):
     __slots__ = ("_data", "_requires_grad", "_grad", "_grad_fn", "_output_nr", "_accum",
                  "_hooks", "_post_acc_hooks", "_retains_grad", "_base", "_vc", "_view_ver",
                  "__weakref__")
@@ -190,7 +204,7 @@ class Tensor:
         return self._output_nr
 
     def is_floating_point(self):
-        return self._data.dtype.kind == "f"
+        return self._data.dtype.kind in "fV"  # "V": bfloat16 (see numgrad/_half.py)
 
     def element_size(self):
         return self._data.itemsize
@@ -242,7 +256,7 @@ class Tensor:
                     "use a computed variable in a subgraph that doesn't require differentiation "
                     "use var_no_grad = var.detach().")
             raise RuntimeError("you can only change requires_grad flags of leaf variables.")
-        if value and self._data.dtype.kind != "f":
+        if value and self._data.dtype.kind not in "fV":
             raise RuntimeError(
                 "only Tensors of floating point and complex dtype can require gradients")
         if value and self._vc is INFERENCE and not grad_mode.state.inference:
@@ -254,7 +268,7 @@ class Tensor:
         if not isinstance(requires_grad, bool):
             raise TypeError("requires_grad_(): argument 'requires_grad' (position 1) must be "
                             f"bool, not {type(requires_grad).__name__}")
-        if requires_grad and self._data.dtype.kind != "f" and self._grad_fn is None:
+        if requires_grad and self._data.dtype.kind not in "fV" and self._grad_fn is None:
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self.requires_grad = requires_grad
         return self
@@ -417,12 +431,12 @@ class Tensor:
         if self._data.size != 1:
             raise RuntimeError(
                 f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
-        return self._data.reshape(()).item()
+        return _values(self._data).reshape(()).item()
 
     def tolist(self):
         if _tape.TAPE is not None:
             _tape.host_read("tolist()")
-        return self._data.tolist()
+        return _values(self._data).tolist()
 
     def numpy(self, *, force=False):
         if _tape.TAPE is not None:
@@ -432,6 +446,8 @@ class Tensor:
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                 "instead.")
         a = self._data
+        if a.dtype.kind == "V":
+            raise TypeError("Got unsupported ScalarType BFloat16")
         if a.__class__ is not np.ndarray:
             if force:
                 return a.to_host()
@@ -448,6 +464,8 @@ class Tensor:
         a = self._data
         if a.__class__ is not np.ndarray:
             raise TypeError(_TO_NUMPY)
+        if a.dtype.kind == "V":
+            raise TypeError("Got unsupported ScalarType BFloat16")
         if dtype is not None and a.dtype != dtype:
             return a.astype(dtype)
         return a.copy() if copy else a
@@ -467,14 +485,14 @@ class Tensor:
             _tape.host_read("bool()")
         if self._data.size != 1:
             raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
-        return bool(self._data.reshape(()).item())
+        return bool(_values(self._data).reshape(()).item())
 
     def _scalar_value(self, kind):
         if _tape.TAPE is not None:
             _tape.host_read("a Python number conversion")
         if self._data.size != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
-        return kind(self._data.reshape(()).item())
+        return kind(_values(self._data).reshape(()).item())
 
     def __float__(self):
         return self._scalar_value(float)
@@ -504,8 +522,10 @@ class Tensor:
     def __format__(self, spec):
         if _tape.TAPE is not None:
             _tape.host_read("formatting")
-        if self._data.ndim == 0 and spec:
-            return self._data.item().__format__(spec)
+        # a plain 0-dim tensor formats as its Python number (f"{loss}", f"{loss:.4f}"); others
+        # (and subclasses such as Parameter) as object does: str(), or TypeError with a spec
+        if self._data.ndim == 0 and type(self) is Tensor:
+            return self.item().__format__(spec)
         return object.__format__(self, spec)
 
     def __reduce_ex__(self, proto):
@@ -535,13 +555,24 @@ class Tensor:
     def cuda(self, device=None, non_blocking=False, memory_format=None):
         return self.to("cuda" if device is None else device)
 
-    def type(self, dtype=None):
+    def type(self, dtype=None, non_blocking=False, **kwargs):
         if dtype is None:
             where = "cuda." if self.is_cuda else ""
             return f"torch.{where}{self.dtype._legacy}Tensor"
         if isinstance(dtype, str):
             device, dtype = _type_name(dtype)
             return self.to(device=device, dtype=dtype)
+        if isinstance(dtype, type) and isinstance(getattr(dtype, "dtype", None), _dtype.dtype):
+            # a legacy tensor type (numgrad.LongTensor, numgrad.cuda.FloatTensor)
+            return self.to(device="cuda" if dtype.is_cuda else "cpu", dtype=dtype.dtype)
+        if dtype is Tensor:  # 'torch.Tensor': the default dtype
+            return self.to(_dtype.get_default_dtype())
+        if isinstance(dtype, type):
+            mod = dtype.__module__
+            name = dtype.__name__ if mod == "builtins" else f"{mod}.{dtype.__name__}"
+            raise ValueError(f"invalid type: '{name}'")
+        if not isinstance(dtype, _dtype.dtype):
+            raise TypeError("dtype must be a type, str, or dtype object")
         return self.to(dtype)
 
     def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
@@ -564,6 +595,20 @@ class Tensor:
         from numgrad._factories import full
         return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
                     requires_grad=requires_grad)
+
+
+def _values(a):
+    """Data ``a`` as an array NumPy reads numbers from: bfloat16 bit patterns (a record
+    array) become float32, CUDA data stays (its ``item``/``tolist`` copy to the host)."""
+    if a.dtype.kind != "V":
+        return a
+    from numgrad import _half
+    return _half.to_float32(_arrays_host(a))
+
+
+def _arrays_host(a):
+    from numgrad import _arrays
+    return _arrays.host(a)
 
 
 def _type_name(name):

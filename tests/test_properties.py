@@ -424,6 +424,11 @@ BINARY = [
     ("add_alpha", lambda L, a, b: L.add(a, b, alpha=2)),
     ("rsub_fn", lambda L, a, b: L.rsub(a, b)),
     ("clamp_tensor", lambda L, a, b: L.clamp(a, b, None)),
+    ("isclose", lambda L, a, b: L.isclose(a, b)),
+    ("isclose_tol", lambda L, a, b: a.isclose(b, rtol=0.1, atol=0.05, equal_nan=True)),
+    ("allclose", lambda L, a, b: L.allclose(a, b, 0.01, 0.1)),
+    ("equal", lambda L, a, b: a.equal(b)),
+    ("type_as", lambda L, a, b: a.type_as(b)),
 ]
 _NUMBERS = (2, -1.5, 0, 0.5)  # not True: PyTorch's True ** x fails its backward (an assert)
 ELEMENTWISE += [Op(n, broadcast_pair(number_first=True, numbers=_NUMBERS), f)

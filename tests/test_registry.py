@@ -38,7 +38,8 @@ def _node_classes(cls=Node):
         yield from _node_classes(sub)
 
 
-RANDOM = {"uniform", "normal", "random", "bernoulli"}  # test_random_in_place_ops_match_pytorch
+# test_random_in_place_ops_match_pytorch; sampling ops: test_api_random.py
+RANDOM = {"uniform", "normal", "random", "bernoulli", "multinomial", "exponential"}
 
 
 @pytest.mark.parametrize("od", PUBLIC, ids=[od.name for od in PUBLIC])

@@ -276,8 +276,9 @@ def test_corrupted_array_bytes_fail_the_crc():
 # --------------------------------------------------------------------------- 3: dtypes, order
 
 
-SUPPORTED = [np.float32, np.float64, np.int64, np.int32, np.int16, np.int8, np.uint8, np.bool_]
-UNSUPPORTED = ["<f2", "<c8", "<c16", ">f4", ">i8", ">f8", "<U3", "|S3", "|O", "<u2", "<u4",
+SUPPORTED = [np.float32, np.float64, np.int64, np.int32, np.int16, np.int8, np.uint8, np.bool_,
+             np.float16]
+UNSUPPORTED = ["<c8", "<c16", ">f4", ">i8", ">f8", "<U3", "|S3", "|O", "<u2", "<u4",
                "<u8", "<M8[s]", "<m8[s]", "|V8", [("a", "<f4")], [("a", "<f4", (2,))], "<f16"]
 
 
@@ -350,7 +351,7 @@ BAD_TREES = [
     ({"tensor": 0, "device": 0}, "device is 0"),
     ({"value": [1]}, "a value is a list"),
     ({"value": {"a": 1}}, "a value is a dict"),
-    ({"dtype": "float16"}, "unknown dtype 'float16'"),
+    ({"dtype": "complex64"}, "unknown dtype 'complex64'"),
     ({"dtype": 3}, "unknown dtype '3'"),
     ({"dtype": ["float32"]}, "unknown dtype"),
     ({"dict": {"a": 1}}, "a dict node holds a dict"),

@@ -423,12 +423,38 @@ if _OFF_REASON:  # this module loads with the first kernel, never at ``import nu
 _DEFAULTS = {"cache": CACHE, "error_model": "numpy", "nogil": True}
 
 
+def _is_16_bit(arg):
+    dt = getattr(arg, "dtype", None)
+    return dt is not None and getattr(dt, "itemsize", 0) == 2 and dt.kind in "fV"
+
+
+def _refuse_16_bit(dispatcher):
+    """``dispatcher`` raising one clear error when it is asked to compile for float16 or
+    bfloat16 data (storage-only dtypes: Numba has no CPU half-precision types, and would
+    raise its own ``NotImplementedError``/``TypingError``). Only the compile path is wrapped,
+    so calls for types already compiled cost nothing more."""
+    compile_for_args = dispatcher._compile_for_args
+
+    def compiling(*args, **kwargs):
+        try:
+            return compile_for_args(*args, **kwargs)
+        except Exception:
+            if any(_is_16_bit(a) for a in args):
+                raise RuntimeError(
+                    "numgrad stores float16 and bfloat16 tensors but does not compute in "
+                    "them yet: convert with .float() first (and back with .half() or "
+                    ".bfloat16())") from None
+            raise
+    dispatcher._compile_for_args = compiling
+    return dispatcher
+
+
 def jit(fn=None, **options):
     """``numba.njit`` with numgrad's defaults; compiles lazily on first call."""
     opts = dict(_DEFAULTS, **options)
     if fn is None:
-        return lambda f: guard_cache(numba.njit(**opts)(f))
-    return guard_cache(numba.njit(**opts)(fn))
+        return lambda f: _refuse_16_bit(guard_cache(numba.njit(**opts)(f)))
+    return _refuse_16_bit(guard_cache(numba.njit(**opts)(fn)))
 
 
 def inline(fn):

@@ -13,6 +13,14 @@ def cumsum_line(x, xo, out, oo, n, s, acc):
         out[oo + r * s] = total
 
 
+def cumprod_line(x, xo, out, oo, n, s, acc):
+    """out[r] = x[0] * ... * x[r], accumulated in ``acc``'s type (float64 or int64)."""
+    total = acc
+    for r in range(n):
+        total *= x[xo + r * s]
+        out[oo + r * s] = total
+
+
 def sort_line(x, xo, vals, idx, oo, a, b, to, n, s, desc):
     """Stable merge sort of one line: values and their indices along the line. NaN counts as
     larger than any number (last ascending, first descending), as PyTorch sorts. ``a`` and

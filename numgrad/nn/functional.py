@@ -1973,3 +1973,11 @@ def normalize(input, p=2.0, dim=1, eps=1e-12):
     n = red.norm(input, p, dim, keepdim=True)
     return ew.div(input, ew.clamp_min(n, eps))
 
+
+
+from numgrad.nn._attention import (  # noqa: E402,F401,I001  (attention, in its own module)
+    multi_head_attention_forward, scaled_dot_product_attention)
+from numgrad.nn._functional_extra import (  # noqa: E402,F401,I001  (conv/norm/resize)
+    conv1d, conv_transpose1d, conv_transpose2d, group_norm, instance_norm, interpolate,
+    upsample, upsample_bilinear, upsample_nearest)
+from numgrad.nn._functional_extra import pad  # noqa: E402,F401,F811,I001  (every pad mode)

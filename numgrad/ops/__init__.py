@@ -3,9 +3,25 @@
 import numpy as np
 
 from numgrad import _dtype
+from numgrad.ops import (  # noqa: F401  (they declare their ops)
+    compare,
+    diagonal,
+    einsum,
+    fused,
+    grids,
+    inplace,
+    lines,
+    products,
+    registry,
+    reorder,
+    repeat,
+    sampling,
+    selection,
+    statistics,
+    unary,
+)
 from numgrad.ops import elementwise as ew
 from numgrad.ops import indexing as ix
-from numgrad.ops import inplace, lines, registry, statistics, unary  # noqa: F401  (they declare their ops)
 from numgrad.ops import linalg as la
 from numgrad.ops import reduction as red
 from numgrad.ops import shape as sh
@@ -64,6 +80,7 @@ _METHODS = {
     "long": _type_conv(_dtype.int64), "int": _type_conv(_dtype.int32),
     "bool": _type_conv(_dtype.bool_), "short": _type_conv(_dtype.int16),
     "byte": _type_conv(_dtype.uint8), "char": _type_conv(_dtype.int8),
+    "half": _type_conv(_dtype.float16), "bfloat16": _type_conv(_dtype.bfloat16),
     "_add_inplace_raw": _add_inplace_raw,
 }
 

@@ -33,6 +33,10 @@ def as_type(t, dt):
     a = t._data
     if a.dtype == dt.np:
         return a
+    if a.itemsize == 2 or dt.np.itemsize == 2:
+        from numgrad import _half
+        if _half.is_half(a.dtype) or _half.is_half(dt.np):  # the 16-bit floats' kernels
+            return _half.cast(a, dt.np)
     return EW.unary(EW.copy, a, dt.np)
 
 

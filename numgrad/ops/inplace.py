@@ -578,6 +578,8 @@ def _random_(draw):
         g = generator or default_generator
         check_inplace(self)
         arr = draw(g, self._data.shape, self._data.dtype, *args, **kwargs)
+        if self._data.__class__ is not np.ndarray:  # host draws, copied to the GPU first
+            arr = _arrays.cuda_array().from_host(arr)
         EW.unary(EW.copy, arr, self._data.dtype, out=self._data)
         self._bump_version()
         return self
@@ -588,8 +590,6 @@ uniform_ = inplace_of("uniform")(
     _random_(lambda g, shape, dt, a=0.0, b=1.0: g.uniform(shape, dt, a, b)))
 normal_ = inplace_of("normal")(
     _random_(lambda g, shape, dt, mean=0.0, std=1.0: g.normal(shape, dt, mean, std)))
-bernoulli_ = inplace_of("bernoulli")(
-    _random_(lambda g, shape, dt, p=0.5: g.bernoulli(shape, p, dt)))
 
 
 @inplace_of("random")

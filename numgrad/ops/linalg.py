@@ -8,7 +8,7 @@ from numgrad.autograd.graph import Node
 from numgrad.ops import elementwise as ew
 from numgrad.ops import shape as sh
 from numgrad.ops._util import LIN, Tensor, _wrap, attach, dtype_of, edge, meta_for, state
-from numgrad.ops.registry import declare
+from numgrad.ops.registry import declare, write_out
 
 _LEGACY = {"float32": "float", "float64": "double", "int64": "long int", "int32": "int",
            "uint8": "unsigned char"}
@@ -96,13 +96,32 @@ class BmmBackward0(Node):
                 matmul(sh.transpose(a, -1, -2), g) if nb[0] is not None else None)
 
 
+def _product_out(fn, out, *args):
+    """``fn(*args, out=out)``: PyTorch's out= rules, and ``out`` must have the result's dtype
+    (a product is not cast into it)."""
+    def exact(*a):
+        r = fn(*a)
+        if isinstance(out, Tensor) and r._data.dtype != out._data.dtype:
+            if r._data.ndim == 0:  # a dot product
+                raise RuntimeError(f"result dtype {dtype_of(out)._legacy} does not match input "
+                                   f"dtype {dtype_of(r)._legacy}")
+            raise RuntimeError(
+                f"Expected out tensor to have dtype {_LEGACY.get(r._data.dtype.name)}, but got "
+                f"{_LEGACY.get(out._data.dtype.name, out._data.dtype.name)} instead")
+        return r
+    exact.__name__ = fn.__name__
+    return write_out(exact, out, *args)
+
+
 def _saved_pair(a, b):
     return (a if b._requires_grad else None, b if a._requires_grad else None)
 
 
 @declare(nodes=("MmBackward0",))
-def mm(input, mat2):
+def mm(input, mat2, *, out=None):
     """2-D matrix product (``MmBackward0``)."""
+    if out is not None:
+        return _product_out(mm, out, input, mat2)
     a, b = input, mat2
     if a._data.ndim != 2:
         raise RuntimeError("self must be a matrix")
@@ -169,7 +188,9 @@ def dot(input, tensor):
 
 
 @declare(nodes=("BmmBackward0",))
-def bmm(input, mat2):
+def bmm(input, mat2, *, out=None):
+    if out is not None:
+        return _product_out(bmm, out, input, mat2)
     if input._data.ndim != 3:
         raise RuntimeError("batch1 must be a 3D tensor")
     if mat2._data.ndim != 3:
@@ -240,8 +261,10 @@ def _should_fold(a, b):
 
 @declare(nodes=("MmBackward0", "MvBackward0", "DotBackward0", "BmmBackward0",
                 "UnsafeViewBackward0"))
-def matmul(input, other):
+def matmul(input, other, *, out=None):
     """PyTorch's matmul: dot, mv, mm, or a batched product with broadcast batch dims."""
+    if out is not None:
+        return _product_out(matmul, out, input, other)
     if not isinstance(input, Tensor) or not isinstance(other, Tensor):
         raise TypeError("matmul(): argument 'other' (position 2) must be Tensor, not "
                         f"{type(other).__name__}")

@@ -534,7 +534,11 @@ class ToCopyBackward0(Node):
 
 @declare(nodes=("CloneBackward0",))
 def clone(input, *, memory_format=None):
-    out = _wrap(EW.unary(EW.copy, input._data, input._data.dtype))
+    d = input._data
+    if d.dtype.itemsize == 2 and d.dtype.kind in "fV":  # float16/bfloat16: copy the bits
+        out = _wrap(EW.unary(EW.copy, d.view(np.uint16), np.uint16).view(d.dtype))
+    else:
+        out = _wrap(EW.unary(EW.copy, d, d.dtype))
     if state.enabled and input._requires_grad:
         attach(out, CloneBackward0((edge(input),)))
     return out

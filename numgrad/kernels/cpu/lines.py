@@ -21,6 +21,7 @@ def _sort_lines(x, vals, idx, a, b, lines, n, inner, desc):
 
 
 _cumsum = specialize(_cumsum_lines, "cumsum", {"parallel": True}, f=inline(L.cumsum_line))
+_cumprod = specialize(_cumsum_lines, "cumprod", {"parallel": True}, f=inline(L.cumprod_line))
 _sort = specialize(_sort_lines, "sort", {"parallel": True}, f=inline(L.sort_line))
 
 
@@ -28,6 +29,12 @@ def cumsum_3d(x, out, acc):
     """Cumulative sums along axis 1 of C-contiguous 3-D ``x`` into ``out`` (same shape)."""
     if x.size:
         _cumsum(x.ravel(), out.ravel(), x.shape[0] * x.shape[2], x.shape[1], x.shape[2], acc)
+
+
+def cumprod_3d(x, out, acc):
+    """Cumulative products along axis 1 of C-contiguous 3-D ``x`` into ``out`` (same shape)."""
+    if x.size:
+        _cumprod(x.ravel(), out.ravel(), x.shape[0] * x.shape[2], x.shape[1], x.shape[2], acc)
 
 
 def sort_3d(x, vals, idx, desc):

@@ -119,7 +119,9 @@ def randperm(raw, out):
 
 @jit
 def bernoulli(raw, out, p):
-    """out = 1 where the 24-bit uniform is below p, else 0."""
+    """out = 1 where the 53-bit uniform (two draws, first high) is below p, else 0: PyTorch's
+    ``bernoulli_(p)`` for a number p, whatever the dtype."""
     for k in range(out.size):
-        u = (np.uint64(raw[k]) & np.uint64(0xFFFFFF)) * (1.0 / 16777216.0)
-        out[k] = 1 if u < p else 0
+        v = ((np.uint64(raw[2 * k]) << np.uint64(32)) | np.uint64(raw[2 * k + 1])) \
+            & np.uint64((1 << 53) - 1)
+        out[k] = 1 if v * (1.0 / 9007199254740992.0) < p else 0

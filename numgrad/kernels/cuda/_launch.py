@@ -15,6 +15,7 @@ import math
 import os
 import pickle
 import types
+import weakref
 
 from numba import config, cuda
 
@@ -26,9 +27,32 @@ THREADS = 32 if SIM else 256
 MAX_BLOCKS = 1 if SIM else 4096
 
 
+# bytes of live device buffers and their peak (``numgrad.cuda.memory_allocated``)
+MEMORY = [0, 0]
+
+
+def _release(nbytes):
+    MEMORY[0] -= nbytes
+
+
+def account(buf):
+    """Count device buffer ``buf`` in ``MEMORY`` until it is garbage collected."""
+    nbytes = buf.size * buf.dtype.itemsize
+    MEMORY[0] += nbytes
+    if MEMORY[0] > MEMORY[1]:
+        MEMORY[1] = MEMORY[0]
+    weakref.finalize(buf, _release, nbytes)
+    return buf
+
+
 def alloc(n, dtype):
     """A new flat device buffer of ``n`` elements (at least one, so views stay valid)."""
-    return cuda.device_array(max(n, 1), dtype=dtype)
+    return account(cuda.device_array(max(n, 1), dtype=dtype))
+
+
+def to_device(flat):
+    """A new device buffer holding host array ``flat``."""
+    return account(cuda.to_device(flat))
 
 
 class _SimMath:
@@ -136,9 +160,15 @@ def _sigmoid(x):
 
 
 dsigmoid = cuda.jit(device=True)(_sigmoid)
+
+
+def _fma(a, b, c):
+    return cuda.fma(a, b, c)  # a * b + c rounded once
 _DEVICE_MATH = {"fexp": math.exp, "ftanh": math.tanh, "fsigmoid": dsigmoid}
 if SIM:
     _DEVICE_MATH["math"] = _SimMath()
+else:
+    _DEVICE_MATH["ffma"] = cuda.jit(device=True)(_fma)
 
 
 def device_fn(fn, name=None):

@@ -96,7 +96,7 @@ class CudaArray:
         if not arr.flags.c_contiguous:
             arr = arr.copy()
         flat = arr.reshape(-1) if arr.size else np.zeros(1, arr.dtype)
-        return cls(cuda.to_device(flat), 0, arr.shape, c_strides(arr.shape))
+        return cls(_launch.to_device(flat), 0, arr.shape, c_strides(arr.shape))
 
     @classmethod
     def from_interface(cls, obj):

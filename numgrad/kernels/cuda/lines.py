@@ -28,6 +28,7 @@ def _kernel(name):
     k = _K.get(name)
     if k is None:
         template, line = {"cumsum": (_cumsum_lines, L.cumsum_line),
+                          "cumprod": (_cumsum_lines, L.cumprod_line),
                           "sort": (_sort_lines, L.sort_line)}[name]
         k = _K[name] = _launch.kernel(template, name, f=_launch.device_fn(line, name + "_line"))
     return k
@@ -38,6 +39,14 @@ def cumsum_3d(x, out, acc):
     n, inner = x.shape[1], x.shape[2]
     lines = x.size // n if n else 0
     _launch.launch(_kernel("cumsum"), lines, x.buf, x.offset, out.buf, out.offset, lines, n,
+                   inner, acc)
+
+
+def cumprod_3d(x, out, acc):
+    x, out = from_any(x), from_any(out)
+    n, inner = x.shape[1], x.shape[2]
+    lines = x.size // n if n else 0
+    _launch.launch(_kernel("cumprod"), lines, x.buf, x.offset, out.buf, out.offset, lines, n,
                    inner, acc)
 
 

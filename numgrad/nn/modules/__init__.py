@@ -1,5 +1,13 @@
 """The module classes of numgrad.nn."""
 
+from numgrad.nn.modules.conv_extra import (
+    Conv1d,
+    ConvTranspose1d,
+    ConvTranspose2d,
+    LazyConv2d,
+    LazyLinear,
+    UninitializedParameter,
+)
 from numgrad.nn.modules.layers import (
     GELU,
     AdaptiveAvgPool2d,
@@ -34,5 +42,36 @@ from numgrad.nn.modules.loss import (
     SmoothL1Loss,
 )
 from numgrad.nn.modules.module import Module, ModuleDict, ModuleList, Sequential
+from numgrad.nn.modules.norm_extra import GroupNorm, InstanceNorm1d, InstanceNorm2d
+from numgrad.nn.modules.padding import (
+    CircularPad1d,
+    CircularPad2d,
+    ConstantPad1d,
+    ConstantPad2d,
+    ReflectionPad1d,
+    ReflectionPad2d,
+    ReplicationPad1d,
+    ReplicationPad2d,
+    ZeroPad1d,
+    ZeroPad2d,
+)
+from numgrad.nn.modules.parameter_containers import ParameterDict, ParameterList
+from numgrad.nn.modules.rnn import (
+    GRU,
+    LSTM,
+    RNN,
+    GRUCell,
+    LSTMCell,
+    RNNBase,
+    RNNCell,
+    RNNCellBase,
+)
+from numgrad.nn.modules.transformer import (
+    MultiheadAttention,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
+from numgrad.nn.modules.upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
 __all__ = [n for n in dir() if not n.startswith("_")]

@@ -341,6 +341,14 @@ class Module:
         from numgrad import float64
         return self._apply(lambda t: t.to(float64) if t.is_floating_point() else t)
 
+    def half(self):
+        from numgrad import float16
+        return self._apply(lambda t: t.to(float16) if t.is_floating_point() else t)
+
+    def bfloat16(self):
+        from numgrad import bfloat16
+        return self._apply(lambda t: t.to(bfloat16) if t.is_floating_point() else t)
+
     def cpu(self):
         return self.to("cpu")
 
@@ -530,6 +538,21 @@ class ModuleList(Module):
         for m in modules:
             self.append(m)
         return self
+
+    def __repr__(self):
+        # runs of children that print alike print once, as PyTorch's "(0-2): 3 x Layer(...)"
+        reprs = [repr(m) for m in self]
+        if not reprs:
+            return self._get_name() + "()"
+        runs = []  # [first index, last index, repr]
+        for i, r in enumerate(reprs):
+            if runs and runs[-1][2] == r:
+                runs[-1][1] = i
+            else:
+                runs.append([i, i, r])
+        lines = [_addindent(f"({a}): {r}" if a == b else f"({a}-{b}): {b - a + 1} x {r}", 2)
+                 for a, b, r in runs]
+        return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
 
     def insert(self, index, module):
         items = list(self._modules.values())
