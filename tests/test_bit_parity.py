@@ -7,9 +7,9 @@ only where numgrad rounds each backward formula as PyTorch's CPU kernels do.
 
 import numpy as np
 import pytest
+from conftest import requires_torch, torch
 
 import numgrad
-from conftest import requires_torch, torch
 from numgrad.ops import unary
 
 

@@ -3,6 +3,7 @@
 import numpy as np
 
 from numgrad import _arrays
+from numgrad.autograd import engine as _engine
 from numgrad.autograd import function, graph  # noqa: F401
 from numgrad.autograd.anomaly_mode import (
     detect_anomaly,
@@ -175,6 +176,8 @@ class Variable(Tensor):
             data.requires_grad_(True)
         return data
 
+
+Variable._execution_engine = _engine.EXECUTION_ENGINE  # queue_callback, as in PyTorch
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad",
            "enable_grad", "set_grad_enabled", "is_grad_enabled", "Variable", "gradcheck",

@@ -55,6 +55,35 @@ def check_versions(node):
 
 _SEQ = operator.attrgetter("_seq")
 
+# callbacks queued during the running backward pass (None outside one); see queue_callback
+_FINAL = [None]
+
+
+def queue_callback(callback):
+    """Run ``callback()`` when the backward pass now running has finished (after every node
+    and hook), as PyTorch's ``Variable._execution_engine.queue_callback``; DDP waits on its
+    gradient all-reduces this way. Callbacks run in the order queued, and may queue more."""
+    queue = _FINAL[0]
+    if queue is None:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    queue.append(callback)
+
+
+def _run_final(queue):
+    i = 0
+    while i < len(queue):
+        queue[i]()
+        i += 1
+
+
+class _ExecutionEngine:
+    """What ``Variable._execution_engine`` offers: ``queue_callback``."""
+
+    queue_callback = staticmethod(queue_callback)
+
+
+EXECUTION_ENGINE = _ExecutionEngine()
+
 
 def _collect(roots):
     """Nodes reachable from ``roots`` (explicit stack, no recursion), newest first, and for
@@ -326,6 +355,8 @@ def execute(roots, grads, keep_graph, create_graph, capture=None, targets=None,
     state = grad_mode.state
     prev = state.enabled
     state.enabled = create_graph
+    outer_final = _FINAL[0]
+    final = _FINAL[0] = []
     pop = buffers.pop
     get = buffers.get
     try:
@@ -388,8 +419,11 @@ def execute(roots, grads, keep_graph, create_graph, capture=None, targets=None,
                         if left == 0:
                             _fire(nxt, buffers, captured, capture, accumulate, shared)
                 i += 1
+        if final:
+            _run_final(final)
     finally:
         state.enabled = prev
+        _FINAL[0] = outer_final
     return captured
 
 

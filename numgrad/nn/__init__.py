@@ -1,8 +1,8 @@
 """``numgrad.nn``: modules, layers, losses, ``functional`` and ``init``, as in torch.nn."""
 
-from numgrad.nn import functional, init, utils  # noqa: F401
+from numgrad.nn import functional, init, parallel, utils  # noqa: F401
 from numgrad.nn.modules import *  # noqa: F403
 from numgrad.nn.modules import __all__ as _modules_all
 from numgrad.nn.parameter import Buffer, Parameter
 
-__all__ = ["functional", "init", "utils", "Parameter", "Buffer", *_modules_all]
+__all__ = ["functional", "init", "parallel", "utils", "Parameter", "Buffer", *_modules_all]

@@ -1,0 +1,5 @@
+"""``numgrad.nn.parallel``: ``DistributedDataParallel`` over ``numgrad.distributed``."""
+
+from numgrad.nn.parallel.distributed import DistributedDataParallel
+
+__all__ = ["DistributedDataParallel"]
