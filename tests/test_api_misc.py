@@ -482,3 +482,48 @@ def test_16_bit_clone_contiguous_and_module_casts_keep_values(dtype):
     assert m.weight.dtype == dt
     m.float()
     assert ng.equal(m.weight.detach(), w.to(dt).float())
+
+
+# --- out= on the arithmetic ops, cat and stack
+
+
+OUT_CALLS = [
+    ("add", lambda m, a, b, o: m.add(a, b, alpha=2, out=o)),
+    ("sub", lambda m, a, b, o: m.sub(a, b, out=o)),
+    ("mul", lambda m, a, b, o: m.mul(a, 3, out=o)),
+    ("div", lambda m, a, b, o: m.div(a, b, out=o)),
+    ("div floor", lambda m, a, b, o: m.div(a, b, rounding_mode="floor", out=o)),
+    ("cat", lambda m, a, b, o: m.cat([a, b], 1, out=o)),
+    ("stack", lambda m, a, b, o: m.stack([a, b], out=o)),
+]
+
+
+@requires_torch
+@pytest.mark.parametrize("name, call", OUT_CALLS, ids=[c[0] for c in OUT_CALLS])
+@pytest.mark.parametrize("out_dtype", ["float32", "float64", "int64"])
+def test_out_argument_of_arithmetic_and_joins_matches_pytorch(name, call, out_dtype):
+    a = np.arange(1.0, 7.0, dtype=np.float32).reshape(2, 3)
+    b = np.full((2, 3), 2.0, np.float32)
+    results = []
+    for m in (ng, torch):
+        out = m.zeros(1, dtype=getattr(m, out_dtype))
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the resize warning, checked elsewhere
+                r = call(m, m.tensor(a), m.tensor(b), out)
+            assert r is out
+            results.append((str(out.dtype), out.numpy().tolist()))
+        except (RuntimeError, TypeError) as e:
+            results.append((type(e).__name__, str(e)))
+    assert results[0] == results[1]
+
+
+@requires_torch
+def test_out_argument_refuses_inputs_that_require_grad_as_pytorch():
+    msgs = []
+    for m in (ng, torch):
+        x = m.ones(3, requires_grad=True)
+        with pytest.raises(RuntimeError) as e:
+            m.add(x, 1, out=m.empty(3))
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1]

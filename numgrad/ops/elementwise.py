@@ -31,7 +31,7 @@ from numgrad.ops._util import (
     scalar_value,
     state,
 )
-from numgrad.ops.registry import declare, make_node
+from numgrad.ops.registry import declare, make_node, write_out
 from numgrad.ops.registry import flat1 as _flat1
 from numgrad.ops.registry import flat2 as _flat2
 
@@ -363,8 +363,10 @@ def _alpha(alpha, input, other, fname):
 
 
 @declare(nodes=("AddBackward0",))
-def add(input, other, *, alpha=1):
+def add(input, other, *, alpha=1, out=None):
     """input + alpha * other (``AddBackward0``)."""
+    if out is not None:
+        return write_out(add, out, input, other, alpha=alpha)
     if other.__class__ is not Tensor:
         other = _coerce(other, "add")
     if alpha.__class__ is not int:
@@ -389,8 +391,10 @@ def _as_t(v):
 
 
 @declare(nodes=("SubBackward0",), aliases=("subtract",))
-def sub(input, other, *, alpha=1):
+def sub(input, other, *, alpha=1, out=None):
     """input - alpha * other (``SubBackward0``)."""
+    if out is not None:
+        return write_out(sub, out, input, other, alpha=alpha)
     if other.__class__ is not Tensor:
         other = _coerce(other, "sub")
     if alpha.__class__ is not int:
@@ -438,8 +442,10 @@ def rsub(input, other, *, alpha=1):
 
 
 @declare(nodes=("MulBackward0",), aliases=("multiply",))
-def mul(input, other):
+def mul(input, other, *, out=None):
     """Elementwise product (``MulBackward0``)."""
+    if out is not None:
+        return write_out(mul, out, input, other)
     if other.__class__ is not Tensor:
         other = _coerce(other, "mul")
     if not isinstance(input, Tensor):
@@ -456,8 +462,10 @@ def _mul_saved(a, b):
 
 @declare(nodes=("DivBackward0", "DivBackward2"),
          aliases=("divide", "true_divide"))
-def div(input, other, *, rounding_mode=None):
+def div(input, other, *, rounding_mode=None, out=None):
     """True division (``DivBackward0``); integers divide as floats."""
+    if out is not None:
+        return write_out(div, out, input, other, rounding_mode=rounding_mode)
     if other.__class__ is not Tensor:
         other = _coerce(other, "div")
     if not isinstance(input, Tensor):

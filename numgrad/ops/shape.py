@@ -12,7 +12,7 @@ from numgrad._shape import infer_size, parse_shape, wrap_dim, wrap_dims
 from numgrad.autograd.graph import Node
 from numgrad.ops._util import EW, Tensor, _wrap, as_type, attach, dtype_of, edge, state
 from numgrad.ops.reduction import ExpandBackward0, sum_to_size
-from numgrad.ops.registry import declare
+from numgrad.ops.registry import declare, write_out
 
 
 def view_of(base, arr):
@@ -666,9 +666,24 @@ def _same_device(ts):
                                "least two devices, cuda:0 and cpu!")
 
 
+def _join_out(fn, out, tensors, dim):
+    """``cat``/``stack`` into ``out``: PyTorch names ``torch.cat()`` in the cast error of both,
+    a ``TypeError``."""
+    try:
+        return write_out(fn, out, tensors, dim)
+    except RuntimeError as e:
+        msg = str(e)
+        if "can't be cast to the desired output type" not in msg:
+            raise
+        raise TypeError("torch.cat(): input types can't be cast to the desired output type "
+                        + msg.rsplit(" ", 1)[1]) from None
+
+
 @declare(nodes=("CatBackward0",), aliases=("concat", "concatenate"), variants=("function",))
-def cat(tensors, dim=0):
+def cat(tensors, dim=0, *, out=None):
     """Concatenate along an existing dim (``CatBackward0``)."""
+    if out is not None:
+        return _join_out(cat, out, tensors, dim)
     ts = _tensor_list(tensors, "cat")
     for i, t_ in enumerate(ts):
         if t_._data.ndim == 0:
@@ -724,8 +739,10 @@ def _cat_grad(out, ts, skipped, d, dt):
 
 
 @declare(nodes=("StackBackward0",), variants=("function",))
-def stack(tensors, dim=0):
+def stack(tensors, dim=0, *, out=None):
     """Stack along a new dim (``StackBackward0``)."""
+    if out is not None:
+        return _join_out(stack, out, tensors, dim)
     ts = _tensor_list(tensors, "stack")
     ref = ts[0]._data.shape
     d = wrap_dim(dim, len(ref) + 1)
