@@ -527,3 +527,17 @@ def test_out_argument_refuses_inputs_that_require_grad_as_pytorch():
             m.add(x, 1, out=m.empty(3))
         msgs.append(str(e.value))
     assert msgs[0] == msgs[1]
+
+
+@requires_torch
+def test_pin_memory_without_an_accelerator_warns_as_pytorch():
+    if torch.cuda.is_available() or ng.cuda.is_available():
+        pytest.skip("needs a machine without a GPU")
+    seen = []
+    for m in (ng, torch):
+        ds = m.utils.data.TensorDataset(m.arange(6))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            it = iter(m.utils.data.DataLoader(ds, batch_size=4, pin_memory=True))
+        seen.append(([str(w.message) for w in caught], next(it)[0].tolist()))
+    assert seen[0] == seen[1] and seen[0][0]

@@ -1,6 +1,8 @@
 """``numgrad.utils.data.dataloader``: DataLoader and the collate functions it batches
 with."""
 
+import warnings
+
 import numpy as np
 
 from numgrad.random import default_generator
@@ -82,6 +84,7 @@ class DataLoader:
         self.batch_size = batch_size
         self.drop_last = drop_last
         self.num_workers = num_workers
+        self.pin_memory = pin_memory
         self.generator = generator
         if sampler is None:
             sampler = RandomSampler(dataset, generator=generator) if shuffle else \
@@ -95,9 +98,18 @@ class DataLoader:
                                          else default_convert)
 
     def __iter__(self):
+        if self.pin_memory:
+            from numgrad import accelerator
+            if not accelerator.is_available():
+                warnings.warn("'pin_memory' argument is set as true but no accelerator is "
+                              "found, then device pinned memory won't be used.", UserWarning,
+                              stacklevel=2)
         # each pass draws a base seed first (PyTorch seeds its workers with it), which keeps
         # the generator's stream, hence the shuffled order, in step with PyTorch's
         (self.generator or default_generator).raw(2)
+        return self._batches()
+
+    def _batches(self):
         if self.batch_sampler is None:
             for idx in self.sampler:
                 yield self.collate_fn(self.dataset[idx])
