@@ -213,7 +213,7 @@ def permute(input, *dims):
     return out
 
 
-@declare(nodes=("TransposeBackward0",), aliases=("swapdims"))
+@declare(nodes=("TransposeBackward0",), aliases=("swapdims", "swapaxes"))
 def transpose(input, dim0, dim1):
     nd = input._data.ndim
     a = wrap_dim(dim0, nd)

@@ -32,6 +32,25 @@ from numgrad.nn.modules.layers import (
     Tanh,
     Unflatten,
 )
+from numgrad.nn.modules.layers_more import (
+    AdaptiveAvgPool1d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
+    AlphaDropout,
+    AvgPool1d,
+    Bilinear,
+    ChannelShuffle,
+    Dropout1d,
+    Dropout2d,
+    EmbeddingBag,
+    Fold,
+    LocalResponseNorm,
+    MaxPool1d,
+    PixelShuffle,
+    PixelUnshuffle,
+    RMSNorm,
+    Unfold,
+)
 from numgrad.nn.modules.loss import (
     BCELoss,
     BCEWithLogitsLoss,

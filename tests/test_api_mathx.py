@@ -1,0 +1,84 @@
+"""numgrad.finfo / numgrad.iinfo against PyTorch: every attribute, the repr and the errors."""
+
+import pytest
+
+import numgrad
+from tests.conftest import requires_torch
+
+FLOATS = ("float32", "float64", "float16", "bfloat16")
+INTS = ("uint8", "int8", "int16", "int32", "int64")
+
+
+@requires_torch
+@pytest.mark.parametrize("name", FLOATS)
+def test_finfo_matches_torch(name):
+    import torch
+    ours, theirs = numgrad.finfo(getattr(numgrad, name)), torch.finfo(getattr(torch, name))
+    for attr in ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution",
+                 "dtype"):
+        assert getattr(ours, attr) == getattr(theirs, attr), attr
+    assert repr(ours) == repr(theirs)
+
+
+@requires_torch
+@pytest.mark.parametrize("name", INTS)
+def test_iinfo_matches_torch(name):
+    import torch
+    ours, theirs = numgrad.iinfo(getattr(numgrad, name)), torch.iinfo(getattr(torch, name))
+    for attr in ("bits", "max", "min", "dtype"):
+        assert getattr(ours, attr) == getattr(theirs, attr), attr
+    assert repr(ours) == repr(theirs)
+
+
+@requires_torch
+def test_finfo_default_dtype():
+    import torch
+    assert repr(numgrad.finfo()) == repr(torch.finfo())
+    assert numgrad.finfo().eps == 2.0 ** -23
+
+
+@requires_torch
+@pytest.mark.parametrize("call", [
+    lambda m: m.finfo(m.int32), lambda m: m.iinfo(m.float32), lambda m: m.iinfo(m.bool)])
+def test_info_errors_match_torch(call):
+    import torch
+    with pytest.raises(Exception) as expected:
+        call(torch)
+    with pytest.raises(type(expected.value)) as got:
+        call(numgrad)
+    assert str(got.value) == str(expected.value)
+
+
+@requires_torch
+@pytest.mark.parametrize("call", [
+    lambda m, x: m.swapaxes(x, 0, 2), lambda m, x: m.swapdims(x, -1, 1),
+    lambda m, x: x.swapaxes(1, 0), lambda m, x: x.swapdims(2, -3)])
+def test_swapaxes_swapdims_match_torch(call):
+    import numpy as np
+    import torch
+
+    from tests.conftest import to_torch
+    x = numgrad.tensor(np.arange(24.0).reshape(2, 3, 4), requires_grad=True)
+    tx = to_torch(x, requires_grad=True)
+    y, ty = call(numgrad, x), call(torch, tx)
+    np.testing.assert_array_equal(y.detach().numpy(), ty.detach().numpy())
+    assert type(y.grad_fn).__name__ == ty.grad_fn.name() == "TransposeBackward0"
+    w = np.linspace(-1.0, 1.0, 24).reshape(ty.shape)
+    (y * numgrad.tensor(w)).sum().backward()
+    (ty * torch.tensor(w)).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
+
+
+def test_transpose_aliases_are_whole_names():
+    # the aliases are names, not the letters of one
+    assert not hasattr(numgrad, "s") and not hasattr(numgrad.Tensor, "w")
+
+
+@requires_torch
+def test_swapaxes_error_matches_torch():
+    import torch
+    with pytest.raises(IndexError) as expected:
+        torch.swapaxes(torch.zeros(2, 3), 0, 2)
+    with pytest.raises(IndexError) as got:
+        numgrad.swapaxes(numgrad.zeros(2, 3), 0, 2)
+    assert str(got.value) == str(expected.value)
