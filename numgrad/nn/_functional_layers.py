@@ -128,21 +128,10 @@ def _adaptive_max(x, oh, ow):
     return sh.reshape(sh.stack(vals, -1), shape), sh.reshape(sh.stack(idxs, -1), shape)
 
 
-def _adaptive_size(fn, input, output_size, n):
-    shape = input._data.shape
-    if isinstance(output_size, (list, tuple)):
-        if len(shape) <= len(output_size):
-            raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")
-        output_size = [v if v is not None else dflt
-                       for v, dflt in zip(output_size, shape[-len(output_size):])]
-    size = F._int_list(output_size, fn, "output_size", 2)
-    return size * n if len(size) == 1 and not isinstance(output_size, (list, tuple)) else size
-
-
 def adaptive_max_pool2d(input, output_size, return_indices=False):
     """Maxima over PyTorch's adaptive windows of (N, C, H, W) or (C, H, W) input."""
     F._tensor_arg("adaptive_max_pool2d", "input", 1, input)
-    size = _adaptive_size("adaptive_max_pool2d", input, output_size, 2)
+    size = F._adaptive_size("adaptive_max_pool2d", input, output_size, 2)
     shape = input._data.shape
     if len(shape) not in (3, 4):
         raise RuntimeError(f"adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: "

@@ -1025,21 +1025,28 @@ def _adaptive_matrix(size, out, like, dtype):
     return _wrap(A.to_device(m, like.device))
 
 
-def adaptive_avg_pool2d(input, output_size):
-    """Means over PyTorch's adaptive windows; divisible sizes run the avg-pool kernel, others
-    are two averaging matrix products (differentiable as they are)."""
-    _tensor_arg("adaptive_avg_pool2d", "input", 1, input)
+def _adaptive_size(fn, input, output_size, n):
+    """An adaptive pool's output size as ``n`` ints: ``None`` entries keep the input's size,
+    one int stands for all ``n``."""
     shape = input._data.shape
     if isinstance(output_size, (list, tuple)):
         if len(shape) <= len(output_size):
             raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")
         output_size = [v if v is not None else dflt
                        for v, dflt in zip(output_size, shape[-len(output_size):])]
-    elif output_size is None or not _is_int(output_size):
+    size = _int_list(output_size, fn, "output_size", 2)
+    return size * n if len(size) == 1 and not isinstance(output_size, (list, tuple)) else size
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """Means over PyTorch's adaptive windows; divisible sizes run the avg-pool kernel, others
+    are two averaging matrix products (differentiable as they are)."""
+    _tensor_arg("adaptive_avg_pool2d", "input", 1, input)
+    shape = input._data.shape
+    if not isinstance(output_size, (list, tuple)) and (
+            output_size is None or not _is_int(output_size)):
         raise TypeError(f"object of type '{type(output_size).__name__}' has no len()")
-    size = _int_list(output_size, "adaptive_avg_pool2d", "output_size", 2)
-    if len(size) == 1 and not isinstance(output_size, (list, tuple)):
-        size = size * 2
+    size = _adaptive_size("adaptive_avg_pool2d", input, output_size, 2)
     if len(size) != 2:
         raise RuntimeError("adaptive_avg_pool2d: output_size must be 2")
     oh, ow = size

@@ -1,11 +1,9 @@
 """Conv1d, ConvTranspose1d/2d and the lazy layers (LazyLinear, LazyConv2d), with PyTorch's
 arguments, checks, ``repr`` and default initialization (the same numbers for one seed)."""
 
-import math
 
 from numgrad.nn import functional as F
-from numgrad.nn import init
-from numgrad.nn.modules.layers import Conv2d, Linear, _param
+from numgrad.nn.modules.layers import Conv2d, Linear, _param, reset_conv
 from numgrad.nn.modules.module import Module
 from numgrad.nn.parameter import Parameter
 
@@ -69,12 +67,7 @@ class _ConvNd(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            if fan_in != 0:
-                bound = 1 / math.sqrt(fan_in)
-                init.uniform_(self.bias, -bound, bound)
+        reset_conv(self.weight, self.bias)
 
     def extra_repr(self):
         n = self._dims

@@ -27,6 +27,17 @@ def _filled(size, value, dtype=None):
     return _factories.full(_size(size), value, dtype=dtype or _dtype.get_default_dtype())
 
 
+
+def reset_conv(weight, bias):
+    """PyTorch's default convolution init: kaiming-uniform weights (a = sqrt(5)), biases
+    uniform in +-1/sqrt(fan_in) (untouched when fan_in is 0); the draws in PyTorch's order."""
+    init.kaiming_uniform_(weight, a=math.sqrt(5))
+    if bias is not None:
+        fan_in, _ = init._calculate_fan_in_and_fan_out(weight)
+        if fan_in != 0:
+            bound = 1 / math.sqrt(fan_in)
+            init.uniform_(bias, -bound, bound)
+
 class Identity(Module):
     def __init__(self, *args, **kwargs):
         super().__init__()
@@ -106,12 +117,7 @@ class Conv2d(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            if fan_in != 0:
-                bound = 1 / math.sqrt(fan_in)
-                init.uniform_(self.bias, -bound, bound)
+        reset_conv(self.weight, self.bias)
 
     def forward(self, input):
         return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
@@ -131,7 +137,9 @@ class Conv2d(Module):
         return s
 
 
-class MaxPool2d(Module):
+class _MaxPoolNd(Module):
+    """Max pooling over ``_pool`` (``F.max_pool1d`` / ``F.max_pool2d``)."""
+
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
                  ceil_mode=False):
         super().__init__()
@@ -143,12 +151,16 @@ class MaxPool2d(Module):
         self.ceil_mode = ceil_mode
 
     def forward(self, input):
-        return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
-                            self.ceil_mode, self.return_indices)
+        return self._pool(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                          self.ceil_mode, self.return_indices)
 
     def extra_repr(self):
         return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
                 f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+
+
+class MaxPool2d(_MaxPoolNd):
+    _pool = staticmethod(F.max_pool2d)
 
 
 class AvgPool2d(Module):

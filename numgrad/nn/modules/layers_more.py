@@ -5,7 +5,7 @@ import math
 
 from numgrad.nn import functional as F
 from numgrad.nn import init
-from numgrad.nn.modules.layers import _filled, _param
+from numgrad.nn.modules.layers import _filled, _MaxPoolNd, _param
 from numgrad.nn.modules.module import Module
 from numgrad.nn.parameter import Parameter
 
@@ -14,24 +14,8 @@ def _single(v):
     return tuple(v) if isinstance(v, (list, tuple)) else (v,)
 
 
-class MaxPool1d(Module):
-    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
-                 ceil_mode=False):
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if stride is not None else kernel_size
-        self.padding = padding
-        self.dilation = dilation
-        self.return_indices = return_indices
-        self.ceil_mode = ceil_mode
-
-    def forward(self, input):
-        return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation,
-                            self.ceil_mode, self.return_indices)
-
-    def extra_repr(self):
-        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
-                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+class MaxPool1d(_MaxPoolNd):
+    _pool = staticmethod(F.max_pool1d)
 
 
 class AvgPool1d(Module):
