@@ -249,9 +249,6 @@ def einsum(*args):
     arrow = equation.find("->")
     lhs = equation if arrow < 0 else equation[:arrow]
     terms = _parse_operands(lhs)
-    if len(ops) > 2 and len(terms) != len(ops):
-        raise ValueError(f"Number of einsum subscripts, {len(terms)}, must be equal to the "
-                         f"number of operands, {len(ops)}.")
     if len(terms) > len(ops):
         _fail("fewer operands were provided than specified in the equation")
     if len(terms) < len(ops):
