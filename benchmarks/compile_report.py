@@ -53,7 +53,11 @@ def main(argv=None):
     parser.add_argument("--torch-compile", action="store_true")
     parser.add_argument("--only", nargs="*", default=None)
     parser.add_argument("--no-first-calls", action="store_true")
+    parser.add_argument("--torch-first", action="store_true",
+                        help="import PyTorch before numgrad (users do both)")
     args = parser.parse_args(argv)
+    if args.torch_first and available("torch"):
+        import torch  # noqa: F401  (its OpenMP runtime loads first)
     if args.threads == 1:
         from jax_workloads import one_thread
         one_thread()
@@ -67,7 +71,8 @@ def main(argv=None):
                              else [])
     if available("jax.jit"):
         libs.append("jax.jit")
-    print(f"{args.threads} threads, median of {args.rounds} interleaved rounds")
+    order = "PyTorch first" if args.torch_first else "numgrad first"
+    print(f"{args.threads} threads, median of {args.rounds} interleaved rounds, {order}")
     header = ["workload"] + libs + [f"{lib} / torch" for lib in libs if lib != "torch"]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))

@@ -130,12 +130,13 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--only", nargs="*", default=None, help="workload names to run")
+    parser.add_argument("--torch-first", action="store_true",
+                        help="import PyTorch before numgrad (users do both)")
     args = parser.parse_args(argv)
     rounds = args.rounds or (2 if args.quick else 15)
     libs = [lib for lib in LIBS if available(lib)]
-    # numgrad's thread pool starts before PyTorch loads: PyTorch loads its own libgomp into
-    # the global symbol scope, and a Numba started after that would run on PyTorch's OpenMP
-    # runtime (its settings, its threads) instead of its own, as it never does alone
+    if args.torch_first and "torch" in libs:
+        import torch  # its libgomp enters the global symbol scope before numgrad's threads
     import numba
 
     import numgrad
@@ -146,7 +147,8 @@ def main(argv=None):
     print(f"numgrad {numgrad.__version__}, numba {numba.__version__} (threading layer "
           f"{numba.config.THREADING_LAYER}), python {platform.python_version()}, "
           f"{platform.machine()}, {os.cpu_count()} cores, {args.threads} threads"
-          + (f", torch {torch.__version__}" if "torch" in libs else ""))
+          + (f", torch {torch.__version__}" if "torch" in libs else "")
+          + (", PyTorch imported first" if args.torch_first else ", numgrad imported first"))
     print(f"date: {time.strftime('%Y-%m-%d')}; median of {rounds} interleaved rounds\n")
     others = [lib for lib in libs if lib not in ("numgrad", "torch")]
     header = ["workload", "numgrad", "PyTorch", "ratio"] + others + \

@@ -58,6 +58,32 @@ def test_openblas_timeout_chosen_by_the_user_is_kept():
     assert r.stdout.strip() == "9"
 
 
+_LAYER_AFTER_TORCH = """
+    import torch, numgrad as ng
+    ng.set_num_threads(2)
+    (ng.ones(1 << 18) * 2).sum().item()  # a multithreaded kernel
+    import numba
+    print(numba.threading_layer())
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's loader")
+def test_numba_threads_use_their_own_openmp_runtime_when_pytorch_came_first(tmp_path):
+    """PyTorch puts its libgomp in the global scope; numgrad's OpenMP calls must still go to
+    the libgomp Numba's layer was built against (sharing PyTorch's spinning pool made the
+    2-thread MLP step 1.6-4x slower). Checked with the loader's own record of bindings."""
+    pytest.importorskip("torch")
+    log = tmp_path / "bindings"
+    r = _run(_LAYER_AFTER_TORCH, {"LD_DEBUG": "bindings", "LD_DEBUG_OUTPUT": str(log)})
+    assert r.returncode == 0, r.stderr
+    if r.stdout.strip() != "omp":
+        pytest.skip(f"threading layer {r.stdout.strip()}, not OpenMP")
+    lines = [line for f in tmp_path.glob("bindings*") for line in f.read_text().splitlines()
+             if "omppool" in line and "`GOMP_parallel'" in line]
+    assert lines, "the loader did not report the layer's bindings"
+    assert not any("torch" in line.split(" to ")[1] for line in lines), lines
+
+
 _ALLOC_FAULTS = """
     import resource, numpy as np
     import numgrad as ng

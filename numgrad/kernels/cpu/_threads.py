@@ -7,9 +7,17 @@ spin instead of 7-10 ms. libgomp reads ``GOMP_SPINCOUNT`` once, when it loads, s
 sets the variable only while Numba starts its threads (when the first CPU kernel loads)
 and removes it afterwards: OpenMP libraries loaded later (PyTorch's own copy, say) keep
 their defaults. A user's own ``GOMP_SPINCOUNT`` or ``OMP_WAIT_POLICY`` is left alone.
+
+Import order: PyTorch loads its own libgomp into the global symbol scope. A Numba threading
+layer loaded after that would bind its OpenMP calls to PyTorch's runtime (global symbols come
+first), share PyTorch's already-started, long-spinning thread pool, and run numgrad's 2-thread
+MLP step 4x slower. So the layer is loaded with ``RTLD_DEEPBIND``: its own dependencies come
+first, and Numba gets a libgomp of its own (the system's, a separate copy from PyTorch's
+file), as when numgrad comes first. Only the loading of the layer is affected.
 """
 
 import os
+import sys
 
 SPIN_COUNT = "3000"
 
@@ -21,14 +29,29 @@ def settle():
     if _state["settled"]:
         return
     _state["settled"] = True
-    if "GOMP_SPINCOUNT" in os.environ or "OMP_WAIT_POLICY" in os.environ:
-        return
+    spin = "GOMP_SPINCOUNT" not in os.environ and "OMP_WAIT_POLICY" not in os.environ
+    if spin:
+        os.environ["GOMP_SPINCOUNT"] = SPIN_COUNT
+    try:
+        _load_layer()
+    finally:
+        if spin:
+            del os.environ["GOMP_SPINCOUNT"]
+
+
+def _load_layer():
+    """Load Numba's threading layer now, its own libraries before any already in the global
+    scope (``RTLD_DEEPBIND``, where the platform has it)."""
     import numba
 
-    os.environ["GOMP_SPINCOUNT"] = SPIN_COUNT
+    flags = sys.getdlopenflags() if hasattr(sys, "getdlopenflags") else None
+    deep = getattr(os, "RTLD_DEEPBIND", 0)
+    if flags is not None and deep:
+        sys.setdlopenflags(flags | deep)
     try:
         numba.get_num_threads()  # loads the threading layer (and libgomp) now
     except (ValueError, RuntimeError):  # no threading layer: the kernels say so when run
         pass
     finally:
-        del os.environ["GOMP_SPINCOUNT"]
+        if flags is not None and deep:
+            sys.setdlopenflags(flags)
