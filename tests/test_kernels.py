@@ -291,3 +291,23 @@ def test_set_num_threads_sets_the_kernel_threads():
     """, {"NUMBA_NUM_THREADS": "2"})
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["2", "1", "[2.0,", "2.0]"]
+
+
+# the vectorizable float32 formulas (kernels/cpu/_fastmath.py): worst error over dense samples,
+# in units in the last place of the float32 result; the bounds are what the formulas reach
+_ULP_BOUNDS = {"exp": 1.0, "tanh": 1.35, "sigmoid": 2.4}
+_REFERENCE = {"exp": np.exp, "tanh": np.tanh, "sigmoid": lambda v: 1 / (1 + np.exp(-v))}
+
+
+@pytest.mark.parametrize("name", sorted(_ULP_BOUNDS))
+def test_float32_transcendentals_stay_within_their_ulp_bound(name):
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.standard_normal(300_000) * 3, np.linspace(-0.7, 0.7, 100_001),
+                        rng.uniform(-104, 89, 100_000)]).astype(np.float32)
+    got = getattr(ng.tensor(x), name)().numpy().astype(np.float64)
+    ref = _REFERENCE[name](x.astype(np.float64))
+    normal = np.isfinite(ref) & (np.abs(ref) >= np.finfo(np.float32).tiny) & (
+        np.abs(ref) <= np.finfo(np.float32).max)
+    ulp = np.spacing(np.abs(ref[normal]).astype(np.float32)).astype(np.float64)
+    assert np.max(np.abs(got[normal] - ref[normal]) / ulp) <= _ULP_BOUNDS[name]
+    assert np.array_equal(np.isnan(got), np.isnan(ref))
