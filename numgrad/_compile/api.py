@@ -12,18 +12,20 @@ A function that returns tensors that still require grad (``loss = f(x)``, ``mode
 the forward form (``forward.py``): its trace also records the backward, and a replayed call
 returns tensors whose backward is one compiled node.
 
+On CUDA tensors the trace records the numba.cuda launches, device allocations and host reads
+instead (``cuda_plan.py``), in the whole-step form.
+
 A call that cannot be replayed runs eagerly, always with eager's result: Python reading tensor
-values (``.item()``, ``if t > 0``), random numbers, hooks, CUDA tensors. ``fullgraph=True``
-turns that into an error.
+values (``.item()``, ``if t > 0``), random numbers, hooks, the forward form on CUDA tensors.
+``fullgraph=True`` turns that into an error.
 """
 
 import functools
 import warnings
 
-import numpy as np
-
 from numgrad._compile import forward as _forward
 from numgrad._compile import tape as _tape
+from numgrad._compile.cuda_plan import CudaPlan, involved
 from numgrad._compile.plan import GuardFailed, Plan, Unplannable
 from numgrad._compile.state import reachable, signature
 from numgrad._compile.verify import replay, shadow
@@ -87,7 +89,9 @@ class CompiledFunction:
         tensors = reach.tensors
         pre = [(t._data, t._grad, t._version) for t in tensors]
         shadows = []
-        if entry.plan is not None:
+        if isinstance(entry.plan, CudaPlan):
+            shadows = [entry.plan.shadow([d for d, _, _ in pre])]
+        elif entry.plan is not None:
             # a second copy to retry with fresh buffers starting from their traced content
             retry = any(init is not None for _, _, init in entry.plan.fresh)
             datas = [d for d, _, _ in pre]
@@ -102,10 +106,12 @@ class CompiledFunction:
             result = self._orig_fn(*args, **kwargs)
             post = [(t_._data, t_._grad, t_._version) for t_ in tensors]
             split = len(t.calls)
+            cuda = involved(t.calls, pre)
             if not t.ran_backward and not t.breaks and _forward.needs_backward(result):
                 # the forward form: the backward is traced too, on the same tape
                 try:
-                    rec = _forward.record(result, tensors, start)
+                    rec = "the forward form is not replayed on CUDA yet" if cuda else \
+                        _forward.record(result, tensors, start)
                 except Exception as exc:  # the eager backward will raise it, if it runs
                     rec = f"its backward raised {type(exc).__name__}"
         finally:
@@ -113,8 +119,6 @@ class CompiledFunction:
         why = list(t.breaks)
         if isinstance(rec, str):
             why.append(rec)
-        if any(a.__class__ is not np.ndarray for a, _, _ in pre):
-            why.append("CUDA tensors")
         if any(_python_state_changed(b, _python_state(o))
                for b, o in zip(opt_before, reach.optimizers)):
             why.append("the optimizer's Python state changes at every step")
@@ -122,7 +126,9 @@ class CompiledFunction:
             return self._give_up(entry, "; ".join(why), result)
         for k, copies in enumerate(shadows):
             entry.plan.init_fresh = k == 1
-            if isinstance(entry.plan, _forward.ForwardPlan):
+            if isinstance(entry.plan, CudaPlan):
+                ok = rec is None and entry.plan.verify(copies, tensors, result)
+            elif isinstance(entry.plan, _forward.ForwardPlan):
                 ok = rec is not None and entry.plan.verify(copies, tensors, result, rec)
             else:
                 ok = rec is None and replay(entry.plan, copies, tensors, result)[0]
@@ -134,7 +140,9 @@ class CompiledFunction:
             if entry.plan.fused is not None:
                 entry.fuse = False
         try:
-            if rec is not None:
+            if cuda:
+                plan = CudaPlan(t.calls, pre, post, result, detach=t.ran_backward)
+            elif rec is not None:
                 plan = _forward.ForwardPlan(t.calls, split, pre, post, result, t.first, rec,
                                             fuse=entry.fuse)
             else:

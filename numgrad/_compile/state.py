@@ -11,6 +11,7 @@ hyperparameters).
 
 import numpy as np
 
+from numgrad._compile.cuda_plan import device_key
 from numgrad._compile.tape import address, root
 from numgrad.autograd import grad_mode
 from numgrad.tensor import Tensor
@@ -144,7 +145,7 @@ def signature(reach):
     for t in reach.tensors:
         a = t._data
         if a.__class__ is not np.ndarray:
-            parts.append(("device", a.__class__))
+            parts.append(device_key(t, a, roots))  # CUDA data: its layout in its buffer
             continue
         r = a if a.base is None else root(a)
         n = roots.get(id(r))

@@ -9,12 +9,15 @@ removing it restores Numba's own C call slot.
 
 What a tape cannot replay is noted instead of recorded, and makes the trace unusable (the
 compiled function then runs eagerly): Python reading tensor values (``item()``, ``bool()``,
-``tolist()``, ...), user hooks and anomaly checks run by the engine, CUDA data.
+``tolist()``, ...), user hooks and anomaly checks run by the engine. Device work on CUDA
+tensors is recorded on the same tape by ``cuda_tape.py``.
 """
 
 import threading
 
 import numpy as np
+
+from numgrad._compile import cuda_tape
 
 TAPE = None  # the active Tape, read by the few places in numgrad that must report to it
 _LOCK = threading.Lock()
@@ -92,7 +95,11 @@ def start():
     _NUMBA_CALL = Dispatcher.__call__
     TAPE = Tape()
     CPUDispatcher.__call__ = _recording_call
+    _CUDA[0] = cuda_tape.install(TAPE)
     return TAPE
+
+
+_CUDA = [False]  # whether the active tape records CUDA work
 
 
 def stop():
@@ -101,8 +108,11 @@ def stop():
     try:
         del CPUDispatcher.__call__
     finally:
-        TAPE = None
-        _LOCK.release()
+        try:
+            cuda_tape.uninstall(TAPE, _CUDA[0])
+        finally:
+            TAPE = None
+            _LOCK.release()
 
 
 def host_read(what):

@@ -239,7 +239,8 @@ def _flag(sentinel):
 
 
 def _read(buf, i=0):
-    return int(buf[i:i + 1].copy_to_host()[0])
+    # through ``to_host``, where a compiled trace records host reads (as checks to replay)
+    return int(CudaArray(buf, i, (1,), (1,)).to_host()[0])
 
 
 def wrap_indices(idx, size, out):

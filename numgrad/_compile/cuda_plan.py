@@ -1,0 +1,379 @@
+"""A trace of CUDA work (``cuda_tape.py``) turned into a replayable plan, its verification and
+its replay.
+
+Kernels receive whole flat device buffers with element offsets and strides as plain
+integers, so a plan locates *buffers*, not views. Each device buffer a recorded event used is
+one *slot*:
+
+* an *external* slot: the buffer of a CUDA tensor the function can reach, found again at each
+  call from that tensor. The signature (``device_key``) holds every such tensor's offset,
+  shape, strides, dtype, buffer size and which tensors share a buffer, so the recorded
+  offsets and strides are right for the buffers of any call that replays the plan;
+* a *fresh* slot: a buffer made during the trace that the caller can see afterwards (the
+  result, a new ``.grad``, new ``.data``): allocated anew at each call;
+* a *static* slot: a buffer made during the trace that nobody outside sees (intermediates,
+  constants copied from the host), or one that existed before and is not reachable: the plan
+  keeps it and every call reuses it. A host-to-device copy into it is repeated at each call.
+
+Replay runs the recorded steps in order: each launch with the same grid, block and scalar
+arguments on the slots' current buffers; allocations of fresh buffers; host-to-device copies
+of their recorded content; and each host read (a check numgrad makes, such as "is a target
+out of range") as a guard: a value different from the trace's raises ``GuardFailed`` and
+the call runs eagerly. Verification (``verify``) replays on copies of every buffer the plan
+touches beside the second eager call, and keeps the plan only if the result, every touched
+external buffer, the new gradients and data are the same bit for bit, and every guard comes
+before the first change to a buffer the caller holds.
+"""
+
+import numpy as np
+
+from numgrad._compile.cuda_tape import Alloc, CudaEvent, Launch, Read, Upload
+from numgrad._compile.plan import GuardFailed, Unplannable, apply_effects
+from numgrad.tensor import Tensor, _wrap
+
+LAUNCH, ALLOC, UPLOAD, READ = "launch", "alloc", "upload", "read"
+
+
+def device_key(t, a, roots):
+    """The signature part of a CUDA tensor ``t`` with data ``a`` (``state.signature``);
+    ``roots`` numbers the buffers in order of appearance, so sharing is part of it."""
+    n = roots.get(id(a.buf))
+    if n is None:
+        n = roots[id(a.buf)] = len(roots)
+    return ("cuda", a.shape, a.strides_el, a.dtype, a.offset, a.buf.size, t._requires_grad,
+            t._grad is None, t._grad_fn is None, n)
+
+
+def involved(calls, pre):
+    """Whether a trace did device work or reached CUDA tensors (a ``CudaPlan`` then)."""
+    return any(d.__class__ is not np.ndarray for d, _, _ in pre) or any(
+        isinstance(c, CudaEvent) for c in calls)
+
+
+def _is_device(a):
+    return hasattr(a, "copy_to_host") and not isinstance(a, np.ndarray)
+
+
+def _span(buf):
+    """[low, high) device addresses of flat buffer ``buf``."""
+    if hasattr(buf, "_ary"):  # the simulator's device memory is host memory
+        lo = buf._ary.__array_interface__["data"][0]
+    else:
+        lo = buf.__cuda_array_interface__["data"][0]
+    return lo, lo + buf.size * buf.dtype.itemsize
+
+
+class _Slots:
+    """Assigns every device buffer of a trace to a slot (see the module docstring)."""
+
+    def __init__(self, externals):
+        self.of = {}  # id(buf) -> slot
+        self.bufs = []  # slot -> the buffer in the trace
+        self.kind = []  # slot -> external index / "made" / "kept"
+        for i, d in enumerate(externals):
+            if d.__class__ is not np.ndarray and id(d.buf) not in self.of:
+                self._new(d.buf, i)
+
+    def _new(self, buf, kind):
+        self.of[id(buf)] = len(self.bufs)
+        self.bufs.append(buf)
+        self.kind.append(kind)
+        return len(self.bufs) - 1
+
+    def made(self, buf):
+        if id(buf) in self.of:
+            raise Unplannable("a device buffer was made twice")
+        return self._new(buf, "made")
+
+    def locate(self, buf):
+        slot = self.of.get(id(buf))
+        if slot is not None:
+            return slot
+        if len(buf.shape) != 1 or not buf.is_c_contiguous():
+            raise Unplannable("a kernel received a strided device array")
+        lo, hi = _span(buf)
+        for other in self.bufs:
+            olo, ohi = _span(other)
+            if lo < ohi and olo < hi:
+                raise Unplannable("a kernel received part of a device buffer")
+        return self._new(buf, "kept")
+
+
+class _View:
+    """A CudaArray to rebuild on a slot's buffer."""
+
+    __slots__ = ("slot", "offset", "shape", "strides", "owner")
+
+    def __init__(self, slots, a):
+        self.slot = slots.locate(a.buf)
+        self.offset, self.shape, self.strides = a.offset, a.shape, a.strides_el
+        self.owner = a.base is None
+
+    def build(self, bufs):
+        from numgrad.kernels.cuda.array import CudaArray
+        buf = bufs[self.slot]
+        if self.owner:
+            return CudaArray(buf, self.offset, self.shape, self.strides)
+        base = CudaArray(buf, 0, (buf.size,), (1,))
+        return CudaArray(buf, self.offset, self.shape, self.strides, base=base)
+
+
+def _describe(x, slots, detach):
+    """The structure of a function result, its CUDA tensors as ``_View``s."""
+    if isinstance(x, Tensor):
+        if x._requires_grad and not detach:
+            raise Unplannable("the function returns a tensor that requires grad")
+        if x._data.__class__ is np.ndarray:
+            raise Unplannable("the function returns a CPU tensor made from CUDA data")
+        return ("t", _View(slots, x._data))
+    if isinstance(x, (tuple, list)):
+        return (type(x), [_describe(v, slots, detach) for v in x])
+    if isinstance(x, dict):
+        return (dict, {k: _describe(v, slots, detach) for k, v in x.items()})
+    if isinstance(x, np.ndarray):
+        raise Unplannable("the function returns an array")
+    return ("v", x)
+
+
+def _rebuild(d, bufs):
+    kind = d[0]
+    if kind == "t":
+        return _wrap(d[1].build(bufs))
+    if kind in (tuple, list):
+        return kind(_rebuild(v, bufs) for v in d[1])
+    if kind is dict:
+        return {k: _rebuild(v, bufs) for k, v in d[1].items()}
+    return d[1]
+
+
+def _views(d):
+    if d[0] == "t":
+        return [d[1]]
+    if d[0] in (tuple, list):
+        return [s for v in d[1] for s in _views(v)]
+    if d[0] is dict:
+        return [s for v in d[1].values() for s in _views(v)]
+    return []
+
+
+def _launch_step(event, slots):
+    """(LAUNCH, kernel, config, argument template, [(position, inner index, slot)])."""
+    holes = []
+    for pos, a in enumerate(event.args):
+        if _is_device(a):
+            holes.append((pos, None, slots.locate(a)))
+        elif a.__class__ in (tuple, list):
+            for j, b in enumerate(a):
+                if _is_device(b):
+                    holes.append((pos, j, slots.locate(b)))
+                elif isinstance(b, np.ndarray):
+                    raise Unplannable("a host array reached a CUDA kernel")
+        elif isinstance(a, np.ndarray):
+            raise Unplannable("a host array reached a CUDA kernel")
+    return [LAUNCH, event.kernel, event.config, tuple(event.args), tuple(holes)]
+
+
+def _host_copy(buf):
+    return buf.copy_to_host()
+
+
+def _device_copy(buf):
+    from numgrad.kernels.cuda import _launch
+    out = _launch.alloc(buf.size, buf.dtype)
+    out.copy_to_device(buf)
+    return out
+
+
+def _same_host(a, b):
+    return a.dtype == b.dtype and a.shape == b.shape and \
+        np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
+
+
+def _same_array(a, b):
+    """Whether two tensor datas (CudaArrays) are the same layout and bits."""
+    return a.__class__ is b.__class__ and a.shape == b.shape and a.dtype == b.dtype and \
+        a.strides_el == b.strides_el and _same_host(a.to_host(), b.to_host())
+
+
+def _same_result(x, y):
+    if isinstance(x, Tensor):
+        return isinstance(y, Tensor) and _same_array(x._data, y._data)
+    if isinstance(x, (tuple, list)):
+        return type(x) is type(y) and len(x) == len(y) and all(
+            _same_result(a, b) for a, b in zip(x, y))
+    if isinstance(x, dict):
+        return x.keys() == y.keys() and all(_same_result(x[k], y[k]) for k in x)
+    return x == y
+
+
+class CudaPlan:
+    """A replayable trace of CUDA work. ``call(tensors)`` replays it on the reachable tensors
+    and returns the function's result; ``shadow`` and ``verify`` check it against an eager
+    call first."""
+
+    fresh = ()  # (no fresh buffer starts from traced content: ``api`` retries none)
+    fused = None
+
+    def __init__(self, calls, pre, post, result, detach=False):
+        """``calls`` from the tape; ``pre``/``post`` the reachable tensors' (data, grad,
+        version) before and after the traced run; ``result`` what the function returned;
+        ``detach``: it ran its own backward (a result that requires grad is replayed
+        detached)."""
+        externals = [d for d, _, _ in pre]
+        slots = _Slots(externals)
+        steps = []
+        for event in calls:
+            cls = event.__class__
+            if cls is Launch:
+                steps.append(_launch_step(event, slots))
+            elif cls is Alloc:
+                steps.append([ALLOC, slots.made(event.buf), event.buf.size, event.buf.dtype])
+            elif cls is Upload:
+                self._check_source(event.source, externals)
+                steps.append([UPLOAD, slots.made(event.buf), event.content])
+            elif cls is Read:
+                steps.append([READ, slots.locate(event.buf), event.offset, event.shape,
+                              event.strides, event.value])
+            else:
+                raise Unplannable("CPU kernels ran beside CUDA ones")
+        self.result = _describe(result, slots, detach)
+        escaping = _views(self.result)
+        self.effects = []
+        for i, ((d0, g0, v0), (d1, g1, v1)) in enumerate(zip(pre, post)):
+            cpu = d0.__class__ is np.ndarray
+            if d1 is not d0:
+                if cpu or d1.__class__ is np.ndarray:
+                    raise Unplannable("the function moves a tensor between devices")
+                self.effects.append((i, "data", _View(slots, d1)))
+            if g1 is not g0:
+                if g1 is not None and (cpu or g1._requires_grad or g1._grad_fn is not None
+                                       or g1._data.__class__ is np.ndarray):
+                    raise Unplannable("the function leaves a gradient with history or on "
+                                      "the CPU")
+                self.effects.append((i, "grad", None if g1 is None else _View(slots, g1._data)))
+            if v1 != v0:
+                if cpu:
+                    raise Unplannable("the function changes a CPU tensor")
+                self.effects.append((i, "version", v1 - v0))
+        escaping += [v for _, kind, v in self.effects if kind != "version" and v is not None]
+        fresh = {v.slot for v in escaping if slots.kind[v.slot] == "made"}
+        # static slots start as the trace's own buffers; fresh ones are allocated per call
+        self.steps = [s for s in steps if s[0] is not ALLOC or s[1] in fresh]
+        for s in self.steps:
+            if s[0] is UPLOAD:
+                s.append(s[1] in fresh)
+        self.preset = [None if k.__class__ is int or s in fresh else b
+                       for s, (k, b) in enumerate(zip(slots.kind, slots.bufs))]
+        used = {h[2] for s in self.steps if s[0] is LAUNCH for h in s[4]}
+        used |= {s[1] for s in self.steps if s[0] is READ} | {v.slot for v in escaping}
+        self.externals = [(s, k) for s, k in enumerate(slots.kind)
+                          if k.__class__ is int and s in used]
+        self.statics = [s for s, b in enumerate(self.preset) if b is not None]
+        self.kept = [s for s in self.statics if slots.kind[s] == "kept"]
+        self.guards_first = False
+
+    @staticmethod
+    def _check_source(source, externals):
+        """A host-to-device copy is replayed with its recorded content: it must not read a
+        reachable CPU tensor, whose values change between calls."""
+        if source.size == 0:
+            return
+        for d in externals:
+            if d.__class__ is np.ndarray and d.size and np.may_share_memory(source, d):
+                raise Unplannable("a CPU tensor is copied to the GPU inside the function")
+
+    # -----------------------------------------------------------------------------------------
+    def call(self, tensors):
+        """Replay on the reachable ``tensors``, leave the effects on them, return the result."""
+        bufs = list(self.preset)
+        for slot, i in self.externals:
+            bufs[slot] = tensors[i]._data.buf
+        result, effects = self._run(bufs)
+        apply_effects(tensors, effects)
+        return result
+
+    def _run(self, bufs, watch=None):
+        """Replay on the slot buffers ``bufs``; returns (result, effects). Raises
+        ``GuardFailed``. ``watch`` (verification): {slot: host copy at the start} of the
+        buffers the caller holds, to check that every guard comes before they change."""
+        from numgrad.kernels.cuda import _launch
+        from numgrad.kernels.cuda.array import CudaArray
+        for step in self.steps:
+            kind = step[0]
+            if kind is LAUNCH:
+                _, k, config, template, holes = step
+                args = list(template)
+                for pos, j, slot in holes:
+                    if j is None:
+                        args[pos] = bufs[slot]
+                    else:
+                        inner = list(args[pos])
+                        inner[j] = bufs[slot]
+                        args[pos] = type(template[pos])(inner)
+                k[config](*args)
+            elif kind is ALLOC:
+                buf = bufs[step[1]] = _launch.alloc(step[2], step[3])
+                if watch is not None:  # a verification must not pass on stale memory
+                    buf.copy_to_device(np.full(buf.size * buf.dtype.itemsize, 255,
+                                               np.uint8).view(buf.dtype))
+            elif kind is UPLOAD:
+                _, slot, content, fresh = step
+                if fresh:
+                    bufs[slot] = _launch.to_device(content)
+                else:
+                    bufs[slot].copy_to_device(content)
+            else:
+                _, slot, offset, shape, strides, value = step
+                if watch is not None and any(not _same_host(_host_copy(bufs[s]), v)
+                                             for s, v in watch.items()):
+                    self.guards_first = False
+                got = CudaArray(bufs[slot], offset, shape, strides).to_host()
+                if not _same_host(got, value):
+                    raise GuardFailed
+        effects = [(i, kind, v if kind == "version" or v is None else v.build(bufs))
+                   for i, kind, v in self.effects]
+        return _rebuild(self.result, bufs), effects
+
+    # -----------------------------------------------------------------------------------------
+    def shadow(self, datas):
+        """Copies of every buffer the plan touches, as the call starts (``datas``: the
+        reachable tensors' data), and the external buffers they copy."""
+        copies, originals = {}, {}
+        for slot, i in self.externals:
+            originals[slot] = datas[i].buf
+            copies[slot] = _device_copy(datas[i].buf)
+        for slot in self.statics:
+            copies[slot] = _device_copy(self.preset[slot])
+        return copies, originals
+
+    def verify(self, shadow, tensors, result):
+        """Replay on the ``shadow`` copies and compare with the eager run that just ran on
+        the originals: its ``result``, the external buffers, and the tensors' new data and
+        gradients. Keeps the plan (returns True) only if all of it is the same bit for bit."""
+        copies, originals = shadow
+        bufs = list(self.preset)
+        for slot, buf in copies.items():
+            bufs[slot] = buf
+        held = {s: _host_copy(copies[s]) for s in (*originals, *self.kept)}
+        self.guards_first = True
+        try:
+            res, effects = self._run(bufs, watch=held)
+        except Exception:  # noqa: BLE001 - a plan that cannot replay is not kept
+            return False
+        if not self.guards_first or not _same_result(result, res):
+            return False
+        for slot, buf in originals.items():
+            if not _same_host(_host_copy(buf), _host_copy(copies[slot])):
+                return False
+        for slot in self.kept:
+            if not _same_host(_host_copy(self.preset[slot]), _host_copy(copies[slot])):
+                return False
+        for i, kind, v in effects:
+            t = tensors[i]
+            if kind == "grad":
+                if (v is None) != (t._grad is None) or (
+                        v is not None and not _same_array(t._grad._data, v)):
+                    return False
+            elif kind == "data" and not _same_array(t._data, v):
+                return False
+        return True
