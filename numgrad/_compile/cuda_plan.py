@@ -16,19 +16,22 @@ one *slot*:
   keeps it and every call reuses it. A host-to-device copy into it is repeated at each call.
 
 Replay runs the recorded steps in order: each launch with the same grid, block and scalar
-arguments on the slots' current buffers; allocations of fresh buffers; host-to-device copies
-of their recorded content; and each host read (a check numgrad makes, such as "is a target
-out of range") as a guard: a value different from the trace's raises ``GuardFailed`` and
-the call runs eagerly. Verification (``verify``) replays on copies of every buffer the plan
-touches beside the second eager call, and keeps the plan only if the result, every touched
-external buffer, the new gradients and data are the same bit for bit, and every guard comes
-before the first change to a buffer the caller holds.
+arguments on the slots' current buffers; allocations of fresh buffers; host-to-device copies,
+of a reachable CPU tensor's current data (``x.to("cuda")`` inside the function; the CPU part
+of the signature fixes its layout) or else of the recorded content; and each host read (a
+check numgrad makes, such as "is a target out of range") as a guard: a value different from
+the trace's raises ``GuardFailed`` and the call runs eagerly. Verification (``verify``)
+replays on copies of every buffer the plan touches beside the second eager call, and keeps
+the plan only if the result, every touched external buffer, the new gradients and data are
+the same bit for bit, and every guard comes before the first change to a buffer the caller
+holds.
 """
 
 import numpy as np
 
 from numgrad._compile.cuda_tape import Alloc, CudaEvent, Launch, Read, Upload
-from numgrad._compile.plan import GuardFailed, Unplannable, apply_effects
+from numgrad._compile.plan import GuardFailed, Unplannable, _extent, _view, apply_effects
+from numgrad._compile.tape import address, root
 from numgrad.tensor import Tensor, _wrap
 
 LAUNCH, ALLOC, UPLOAD, READ = "launch", "alloc", "upload", "read"
@@ -173,6 +176,37 @@ def _launch_step(event, slots):
     return [LAUNCH, event.kernel, event.config, tuple(event.args), tuple(holes)]
 
 
+def _host_source(source, externals):
+    """Where the host array a host-to-device copy read lies: (index of the reachable CPU
+    tensor, byte offset from its data, shape, strides, dtype), to be read again at each call;
+    None for memory no reachable tensor holds (a constant, replayed with its content)."""
+    if source.size == 0:
+        return None
+    for j, d in enumerate(externals):
+        if d.__class__ is np.ndarray and d.size and np.may_share_memory(source, d):
+            span, dspan = _extent(source), _extent(d)
+            if root(source) is not root(d) or not (dspan[0] <= span[0] and
+                                                   span[1] <= dspan[1]):
+                raise Unplannable("a copy to the GPU read memory outside a CPU tensor")
+            return (j, address(source) - address(d), source.shape, source.strides,
+                    source.dtype)
+    return None
+
+
+def _host_content(datas, source):
+    """The flat C-ordered content a CPU tensor's copy to the GPU uploads now."""
+    j, off, shape, strides, dtype = source
+    d = datas[j]
+    if d.flags.c_contiguous:
+        base = (d, 0)
+    else:
+        r = root(d)
+        if not (r.flags.c_contiguous or r.flags.f_contiguous):
+            raise GuardFailed  # memory NumPy cannot view anew: run eagerly
+        base = (r, address(d) - address(r))
+    return np.ascontiguousarray(_view(base, off, shape, strides, dtype)).reshape(-1)
+
+
 def _host_copy(buf):
     return buf.copy_to_host()
 
@@ -229,8 +263,8 @@ class CudaPlan:
             elif cls is Alloc:
                 steps.append([ALLOC, slots.made(event.buf), event.buf.size, event.buf.dtype])
             elif cls is Upload:
-                self._check_source(event.source, externals)
-                steps.append([UPLOAD, slots.made(event.buf), event.content])
+                steps.append([UPLOAD, slots.made(event.buf), event.content,
+                              _host_source(event.source, externals)])
             elif cls is Read:
                 steps.append([READ, slots.locate(event.buf), event.offset, event.shape,
                               event.strides, event.value])
@@ -262,6 +296,7 @@ class CudaPlan:
         for s in self.steps:
             if s[0] is UPLOAD:
                 s.append(s[1] in fresh)
+        self.uploads = [n for n, s in enumerate(self.steps) if s[0] is UPLOAD and s[3]]
         self.preset = [None if k.__class__ is int or s in fresh else b
                        for s, (k, b) in enumerate(zip(slots.kind, slots.bufs))]
         used = {h[2] for s in self.steps if s[0] is LAUNCH for h in s[4]}
@@ -272,33 +307,27 @@ class CudaPlan:
         self.kept = [s for s in self.statics if slots.kind[s] == "kept"]
         self.guards_first = False
 
-    @staticmethod
-    def _check_source(source, externals):
-        """A host-to-device copy is replayed with its recorded content: it must not read a
-        reachable CPU tensor, whose values change between calls."""
-        if source.size == 0:
-            return
-        for d in externals:
-            if d.__class__ is np.ndarray and d.size and np.may_share_memory(source, d):
-                raise Unplannable("a CPU tensor is copied to the GPU inside the function")
-
     # -----------------------------------------------------------------------------------------
     def call(self, tensors):
         """Replay on the reachable ``tensors``, leave the effects on them, return the result."""
         bufs = list(self.preset)
         for slot, i in self.externals:
             bufs[slot] = tensors[i]._data.buf
-        result, effects = self._run(bufs)
+        result, effects = self._run(bufs, [t._data for t in tensors] if self.uploads else None)
         apply_effects(tensors, effects)
         return result
 
-    def _run(self, bufs, watch=None):
-        """Replay on the slot buffers ``bufs``; returns (result, effects). Raises
+    def _run(self, bufs, datas, watch=None):
+        """Replay on the slot buffers ``bufs`` (``datas``: the reachable tensors' data, read
+        by copies of CPU tensors to the GPU); returns (result, effects). Raises
         ``GuardFailed``. ``watch`` (verification): {slot: host copy at the start} of the
         buffers the caller holds, to check that every guard comes before they change."""
         from numgrad.kernels.cuda import _launch
         from numgrad.kernels.cuda.array import CudaArray
-        for step in self.steps:
+        # what CPU tensors hand the GPU, first: a layout NumPy cannot view fails before any
+        # kernel runs
+        contents = {k: _host_content(datas, self.steps[k][3]) for k in self.uploads}
+        for n, step in enumerate(self.steps):
             kind = step[0]
             if kind is LAUNCH:
                 _, k, config, template, holes = step
@@ -317,7 +346,8 @@ class CudaPlan:
                     buf.copy_to_device(np.full(buf.size * buf.dtype.itemsize, 255,
                                                np.uint8).view(buf.dtype))
             elif kind is UPLOAD:
-                _, slot, content, fresh = step
+                _, slot, content, _, fresh = step
+                content = contents.get(n, content)
                 if fresh:
                     bufs[slot] = _launch.to_device(content)
                 else:
@@ -337,27 +367,27 @@ class CudaPlan:
     # -----------------------------------------------------------------------------------------
     def shadow(self, datas):
         """Copies of every buffer the plan touches, as the call starts (``datas``: the
-        reachable tensors' data), and the external buffers they copy."""
+        reachable tensors' data), the external buffers they copy, and ``datas``."""
         copies, originals = {}, {}
         for slot, i in self.externals:
             originals[slot] = datas[i].buf
             copies[slot] = _device_copy(datas[i].buf)
         for slot in self.statics:
             copies[slot] = _device_copy(self.preset[slot])
-        return copies, originals
+        return copies, originals, datas
 
     def verify(self, shadow, tensors, result):
         """Replay on the ``shadow`` copies and compare with the eager run that just ran on
         the originals: its ``result``, the external buffers, and the tensors' new data and
         gradients. Keeps the plan (returns True) only if all of it is the same bit for bit."""
-        copies, originals = shadow
+        copies, originals, datas = shadow
         bufs = list(self.preset)
         for slot, buf in copies.items():
             bufs[slot] = buf
         held = {s: _host_copy(copies[s]) for s in (*originals, *self.kept)}
         self.guards_first = True
         try:
-            res, effects = self._run(bufs, watch=held)
+            res, effects = self._run(bufs, datas, watch=held)
         except Exception:  # noqa: BLE001 - a plan that cannot replay is not kept
             return False
         if not self.guards_first or not _same_result(result, res):

@@ -2,8 +2,6 @@
 allocations and host reads, and from the third call the launches are replayed with no
 Tensor, Node or engine work, giving eager's values, gradients and state bit for bit."""
 
-import warnings
-
 import numpy as np
 import pytest
 
@@ -184,18 +182,32 @@ def test_graph_break_runs_eagerly():
         numgrad.compile(f, fullgraph=True)(numgrad.ones(3, device="cuda"))
 
 
-def test_cpu_and_cuda_tensors_together_run_eagerly():
+def _to_gpu(a, b):
+    return a * b.t().to("cuda")  # a strided view of a CPU argument copied to the GPU
+
+
+def test_cpu_tensors_copied_to_the_gpu_replay():
+    run, calls = _counted(_to_gpu)
+    compiled = numgrad.compile(run)
+    a = _cuda(np.arange(6, dtype=np.float32).reshape(2, 3))
+    for v in (1.0, 2.0, 3.0, 4.0):
+        b = numgrad.tensor(np.arange(6, dtype=np.float32).reshape(3, 2) * v)
+        assert _bits(compiled(a, b)) == _bits(_to_gpu(a, b))
+    assert len(calls) == 2 and _entries(compiled)[0].verified
+
+
+def test_cpu_kernels_beside_cuda_ones_run_eagerly():
     def f(a, b):
-        return a * b.to("cuda")
+        return a * (b * 2).to("cuda")
 
     compiled = numgrad.compile(f)
     a = _cuda([1.0, 2.0])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for v in (1.0, 2.0, 3.0):
-            b = numgrad.tensor([v, -v])
-            assert _bits(compiled(a, b)) == _bits(f(a, b))
-    assert not any(e.verified for e in _entries(compiled))
+    with pytest.warns(UserWarning, match="CPU kernels"):
+        compiled(a, numgrad.tensor([1.0, 1.0]))
+    for v in (1.0, 2.0, 3.0):
+        b = numgrad.tensor([v, -v])
+        assert _bits(compiled(a, b)) == _bits(f(a, b))
+    assert _entries(compiled)[0].eager
 
 
 def test_a_broken_plan_fails_verification():
