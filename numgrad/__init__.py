@@ -110,12 +110,15 @@ def _thread_count(n):
 
 
 def set_num_threads(int):  # noqa: A002  (PyTorch's parameter name)
-    """Threads for numgrad's parallel CPU kernels (at most Numba's ``NUMBA_NUM_THREADS``)."""
+    """Threads for numgrad's parallel CPU kernels (at most Numba's ``NUMBA_NUM_THREADS``) and,
+    as PyTorch's setting covers its BLAS, for the matrix products (NumPy's OpenBLAS)."""
     n = _thread_count(int)
     import numba
 
     import numgrad.kernels.cpu  # noqa: F401  (starts Numba's threads with numgrad's settings)
+    from numgrad.kernels.cpu._openblas import set_threads
     numba.set_num_threads(_builtins.min(n, numba.config.NUMBA_NUM_THREADS))
+    set_threads(n)
 
 
 def get_num_threads():

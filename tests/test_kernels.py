@@ -311,3 +311,25 @@ def test_float32_transcendentals_stay_within_their_ulp_bound(name):
     ulp = np.spacing(np.abs(ref[normal]).astype(np.float32)).astype(np.float64)
     assert np.max(np.abs(got[normal] - ref[normal]) / ulp) <= _ULP_BOUNDS[name]
     assert np.array_equal(np.isnan(got), np.isnan(ref))
+
+
+def test_set_num_threads_also_sets_the_blas_threads():
+    """As ``torch.set_num_threads`` covers PyTorch's BLAS, numgrad's covers the matrix
+    products (NumPy's OpenBLAS), not only numgrad's own kernels."""
+    r = _run("""
+        import ctypes, numgrad as ng
+        from numgrad.kernels.cpu import _openblas
+        ng.set_num_threads(1)
+        path = _openblas._loaded_openblas()
+        lib = None if path is None else ctypes.CDLL(path)
+        get = None
+        for name in ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_",
+                     "openblas_get_num_threads"):
+            get = get or getattr(lib, name, None)
+        print(-1 if get is None else get(), ng.get_num_threads())
+    """, {"OPENBLAS_NUM_THREADS": "2"})
+    assert r.returncode == 0, r.stderr
+    blas, ours = r.stdout.split()
+    if blas == "-1":
+        pytest.skip("NumPy is not linked to its own OpenBLAS here")
+    assert (blas, ours) == ("1", "1")

@@ -8,8 +8,9 @@ choose (``NUMBA_NUM_THREADS``/``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``/
 ``OMP_NUM_THREADS``). It changes no result.
 """
 
-import ctypes
 import os
+
+from numgrad.kernels.cpu._openblas import set_threads
 
 
 def cores():
@@ -19,32 +20,15 @@ def cores():
         return os.cpu_count() or 1
 
 
-def _set_blas_threads(n):
-    from numgrad.kernels.cpu._openblas import _loaded_openblas
-    path = _loaded_openblas()
-    if path is None:
-        return False
-    try:
-        lib = ctypes.CDLL(path)
-    except OSError:
-        return False
-    # NumPy's wheels ship OpenBLAS with prefixed, suffixed names (scipy_openblas64_)
-    for name in ("scipy_openblas_set_num_threads64_", "openblas_set_num_threads64_",
-                 "openblas_set_num_threads"):
-        setter = getattr(lib, name, None)
-        if setter is not None:
-            setter(ctypes.c_int(n))
-            return True
-    return False
-
-
 def share(local_size):
     """Threads per rank for ``local_size`` ranks on this machine; returns the count used."""
     n = max(1, cores() // max(1, local_size))
     env = os.environ
     if "NUMBA_NUM_THREADS" not in env and "OMP_NUM_THREADS" not in env:
-        import numgrad
-        numgrad.set_num_threads(n)
+        import numba
+
+        import numgrad.kernels.cpu  # noqa: F401  (starts Numba's threads with numgrad's settings)
+        numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
     if "OPENBLAS_NUM_THREADS" not in env and "OMP_NUM_THREADS" not in env:
-        _set_blas_threads(n)
+        set_threads(n)
     return n

@@ -53,3 +53,22 @@ def settle(numpy_came_first):
     read_env()
     if timeout() != 0:
         shutdown()
+
+
+def set_threads(n):
+    """Ask NumPy's OpenBLAS for ``n`` threads; whether it could be asked."""
+    path = _loaded_openblas()
+    if path is None:
+        return False
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError:
+        return False
+    # NumPy's wheels ship OpenBLAS with prefixed, suffixed names (scipy_openblas64_)
+    for name in ("scipy_openblas_set_num_threads64_", "openblas_set_num_threads64_",
+                 "openblas_set_num_threads"):
+        setter = getattr(lib, name, None)
+        if setter is not None:
+            setter(ctypes.c_int(n))
+            return True
+    return False
