@@ -223,3 +223,27 @@ def test_a_broken_plan_fails_verification():
     got = compiled(a, b)
     assert not entry.verified
     assert [_bits(o) for o in got] == [_bits(o) for o in _elementwise(a, b)]
+
+
+def test_recording_is_undone_after_every_trace():
+    """The launch, allocation and copy functions are wrapped only while a trace runs, also
+    when the traced function raises."""
+    from numgrad.kernels.cuda import _launch
+    from numgrad.kernels.cuda.array import CudaArray
+
+    def hooks():
+        return (_launch.launch, _launch.launch_blocks, _launch.alloc,
+                CudaArray.__dict__["from_host"], CudaArray.to_host, CudaArray.device_array,
+                CudaArray.__dict__["__cuda_array_interface__"])
+
+    before = hooks()
+
+    def fails(a):
+        a * 2
+        raise ValueError("inside the trace")
+
+    with pytest.raises(ValueError, match="inside the trace"):
+        numgrad.compile(fails)(_cuda([1.0]))
+    assert hooks() == before
+    numgrad.compile(lambda a: a + 1)(_cuda([1.0]))
+    assert hooks() == before
