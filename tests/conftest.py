@@ -1,6 +1,14 @@
 """Shared test helpers: PyTorch (optional) conversion and float64 finite differences."""
 
-import numpy as np
+import os
+
+# Kernels compile where they are called, as they always did: on a cold cache a multithreaded
+# kernel would otherwise run its serial twin while a background process compiles it (see
+# numgrad/_background.py), and the suite would not test the multithreaded code it ships.
+# tests/test_background.py turns it on where it tests it.
+os.environ.setdefault("NUMGRAD_BACKGROUND_COMPILE", "0")
+
+import numpy as np  # noqa: E402
 import pytest
 
 import numgrad as ng

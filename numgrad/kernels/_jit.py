@@ -16,9 +16,14 @@
 * ``specialize(template, name, f=scalar_fn)`` makes a module-level-equivalent copy of a loop
   template with ``f`` bound to a scalar function; each copy has its own qualified name so it
   caches separately (Numba cannot cache closures reliably).
+* Cold start (see ``numgrad._background``): a parallel kernel declared to compute bit for bit
+  what a serial twin computes (``serial_twin``) runs that twin while it is not compiled yet
+  (nor on disk), and a background process compiles it into the disk cache for the next run;
+  the first kernel that misses the cache also starts precompiling the common kernels there.
 """
 
 import hashlib
+import importlib
 import itertools
 import os
 import pickle
@@ -26,12 +31,15 @@ import shutil
 import stat
 import sys
 import tempfile
+import time
 import types
 import uuid
 import warnings
+import weakref
 
 import numba
 from numba.core import caching
+from numba.core.dispatcher import Dispatcher
 from numba.core.serialize import dumps
 
 from numgrad._version import __version__
@@ -323,7 +331,10 @@ class _GuardedCache:
 
     def load_overload(self, sig, target_context):
         try:
-            return super().load_overload(sig, target_context)
+            cres = super().load_overload(sig, target_context)
+            if cres is None and type(self._impl.locator) is _NumgradCacheLocator:
+                _cold_miss()
+            return cres
         except Exception as exc:  # verified bytes that still do not rebuild
             reason = f"{type(exc).__name__}: {exc}"
             if self._cache_file.loaded is None:  # failed before reading a file
@@ -453,8 +464,8 @@ def jit(fn=None, **options):
     """``numba.njit`` with numgrad's defaults; compiles lazily on first call."""
     opts = dict(_DEFAULTS, **options)
     if fn is None:
-        return lambda f: _refuse_16_bit(guard_cache(numba.njit(**opts)(f)))
-    return _refuse_16_bit(guard_cache(numba.njit(**opts)(fn)))
+        return lambda f: jit(f, **options)
+    return _register(_refuse_16_bit(guard_cache(numba.njit(**opts)(fn))), fn)
 
 
 def inline(fn):
@@ -473,9 +484,138 @@ def specialize(template, name, options=None, **bindings):
     fn = types.FunctionType(template.__code__, g, template.__name__, template.__defaults__)
     fn.__qualname__ = f"{template.__name__}__{name}"
     fn.__module__ = template.__module__
-    return jit(fn, **(options or {}))
+    options = dict(options or {})
+    dispatcher = jit(fn, **options)
+    # a parallel copy's serial twin: the copy of the same template, bindings and options
+    # without ``parallel`` (its prange loops then run as plain loops, in the same order)
+    parallel = options.pop("parallel", False)
+    key = (template.__code__, tuple(sorted((k, id(v)) for k, v in bindings.items())),
+           tuple(sorted((k, _frozen(v)) for k, v in options.items())))
+    if parallel and key in _SERIAL_COPIES:
+        serial_twin(dispatcher, _SERIAL_COPIES[key])
+    elif not parallel:
+        _SERIAL_COPIES[key] = dispatcher
+    return dispatcher
+
+
+_SERIAL_COPIES = weakref.WeakValueDictionary()
+
+
+def _frozen(value):
+    """A hashable stand-in for a compile option's value (fastmath takes a set)."""
+    if isinstance(value, (set, frozenset, list, tuple)):
+        return tuple(sorted(map(repr, value)))
+    return repr(value) if isinstance(value, dict) else value
 
 
 def serial_and_parallel(fn):
     """Two jitted variants of a loop nest with ``prange``: serial and multithreaded."""
-    return jit(fn), specialize(fn, "parallel", {"parallel": True})
+    serial = jit(fn)
+    return serial, serial_twin(specialize(fn, "parallel", {"parallel": True}), serial)
+
+
+# --- cold start: kernels by name, serial twins, background compiles ---------------------------
+
+_REGISTRY = weakref.WeakValueDictionary()  # (module, qualname) -> dispatcher
+
+
+def _register(dispatcher, fn):
+    if isinstance(dispatcher, Dispatcher):
+        _REGISTRY[(fn.__module__, fn.__qualname__)] = dispatcher
+    return dispatcher
+
+
+def kernel_name(dispatcher):
+    """(module, qualified name): how another process finds ``dispatcher`` (``find``)."""
+    fn = dispatcher.py_func
+    return fn.__module__, fn.__qualname__
+
+
+def find(module, qualname):
+    """The kernel ``kernel_name`` named, importing its module; None if there is none (a kernel
+    made at run time, or one renamed since)."""
+    if (module, qualname) not in _REGISTRY:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            return None
+    return _REGISTRY.get((module, qualname))
+
+
+def is_cached(dispatcher, sig):
+    """Whether ``dispatcher`` has machine code for argument types ``sig`` in memory or in the
+    disk cache (the index says so; loading it is left to the dispatcher)."""
+    if tuple(sig) in dispatcher.overloads:
+        return True
+    cache = dispatcher._cache
+    if not isinstance(cache, _GuardedCache):
+        return False
+    try:
+        key = cache._index_key(tuple(sig), dispatcher.targetctx.codegen())
+        return key in cache._cache_file._load_index()
+    except Exception:
+        return False
+
+
+def serial_twin(parallel, serial):
+    """Declare that jitted ``serial`` computes bit for bit what the multithreaded
+    ``parallel`` computes (each ``prange`` iteration is independent and the options are the
+    same but ``parallel``, so only the threads differ); returns ``parallel``.
+
+    While ``parallel`` is neither compiled nor in the disk cache for a call's argument types,
+    the call runs ``serial`` (compiled or loaded: several times cheaper than a parallel
+    compile) and a background process compiles ``parallel`` into the disk cache; calls look
+    there again every ``RECHECK_S`` and switch to ``parallel`` once it is (the next process
+    finds it at once). Without that process (the cache is off, the user turned it off, or it
+    failed), ``parallel`` compiles in this process as before. Kernels with fastmath flags are
+    left alone: a reassociating loop may vectorize differently in the two."""
+    compile_for_args = getattr(parallel, "_compile_for_args", None)
+    opts = getattr(parallel, "targetoptions", {})
+    if compile_for_args is None or opts.get("fastmath") or getattr(parallel, "_numgrad_serial",
+                                                                     None) is not None:
+        return parallel
+    parallel._numgrad_serial = serial
+    borrowed = {}  # argument types -> [serial's entry point, when to look at the disk again]
+
+    def compiling(*args, **kwargs):
+        if kwargs:
+            return compile_for_args(*args, **kwargs)
+        try:
+            sig = tuple(parallel.typeof_pyval(a) for a in args)
+        except Exception:
+            return compile_for_args(*args)
+        now = time.monotonic()
+        entry = borrowed.get(sig)
+        if entry is not None:
+            if now < entry[1]:
+                return entry[0]
+            entry[1] = now + RECHECK_S
+            if not is_cached(parallel, sig):
+                return entry[0]
+            del borrowed[sig]  # the background process has compiled it: load it
+        elif not is_cached(parallel, sig):
+            from numgrad import _background
+            if _background.defer(parallel, sig):
+                try:
+                    borrowed[sig] = [serial.compile(sig), now + RECHECK_S]
+                except Exception:  # let the parallel compile report it
+                    return compile_for_args(*args)
+                return borrowed[sig][0]
+        return compile_for_args(*args)
+    parallel._compile_for_args = compiling
+    return parallel
+
+
+RECHECK_S = 0.25  # how often a call that runs a serial twin looks for the parallel kernel
+
+
+_MISSED = []
+
+
+def _cold_miss():
+    """A kernel of numgrad's missed the disk cache: the first time, ask for the common kernels
+    to be compiled in the background (``numgrad._background``)."""
+    if not _MISSED:
+        _MISSED.append(True)
+        from numgrad import _background
+        _background.precompile_common()

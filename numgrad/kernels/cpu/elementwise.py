@@ -19,7 +19,7 @@ from numba.extending import overload
 
 from numgrad.kernels import EW
 from numgrad.kernels._guard import check_operands
-from numgrad.kernels._jit import inline, jit, specialize
+from numgrad.kernels._jit import inline, jit, serial_twin, specialize
 from numgrad.kernels.cpu._fastmath import fexp, ffma, fsigmoid, ftanh
 from numgrad.kernels.cpu._scalar import fceil, ffloor, frint, ftrunc, like
 
@@ -178,7 +178,8 @@ class Kernel:
         self.cuda = None  # its CUDA kernels, built on first use on a CUDA tensor
         fn = inline(formula)
         self.flat = specialize(flat, name, f=fn)
-        self.flat_par = specialize(flat_par, name, {"parallel": True}, f=fn)
+        self.flat_par = serial_twin(specialize(flat_par, name, {"parallel": True}, f=fn),
+                                    self.flat)  # the same loop, one element per iteration
         self.nd = specialize(nd, name, f=fn)
         self.nd_par = specialize(nd, name + "_par", {"parallel": True}, f=fn)
 

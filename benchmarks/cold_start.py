@@ -1,0 +1,205 @@
+"""Cold start: the digits example's first run on a cold kernel cache, beside a warm run and
+the same script under PyTorch, each in a fresh process (wall time of the whole command).
+
+    python benchmarks/cold_start.py [--repeat 3] [--args "--epochs 1" ...] [--numgrad-path DIR]
+        [--no-background]
+    python benchmarks/cold_start.py --record   # rewrite numgrad/_common_kernels.py
+
+"numgrad cold" runs with a new, empty NUMGRAD_CACHE_DIR; its background compile worker (see
+numgrad/_background.py) may still be filling the cache when the program exits: the script
+waits for it (time shown apart, not counted) before "numgrad warm" runs with that cache. The
+PyTorch run is examples/digits.py with `import torch` in place of numgrad's imports. Rows
+are interleaved, N rounds; the table shows the median and the range. --numgrad-path runs
+another checkout's numgrad (e.g. `git archive HEAD` unpacked) for before/after comparisons;
+--no-background sets NUMGRAD_BACKGROUND_COMPILE=0.
+"""
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+DIGITS = os.path.join(ROOT, "numgrad", "examples", "digits.py")
+COMMON = os.path.join(ROOT, "numgrad", "_common_kernels.py")
+
+TORCH_IMPORTS = {"import numgrad as torch\n": "import torch\n",
+                 "from numgrad import nn\n": "from torch import nn\n",
+                 "from numgrad.utils.data import": "from torch.utils.data import"}
+
+
+def torch_script(folder):
+    """examples/digits.py with PyTorch's imports, written into ``folder``."""
+    with open(DIGITS) as fh:
+        src = fh.read()
+    for ours, theirs in TORCH_IMPORTS.items():
+        assert ours in src, ours
+        src = src.replace(ours, theirs)
+    path = os.path.join(folder, "digits_torch.py")
+    with open(path, "w") as fh:
+        fh.write(src)
+    return path
+
+
+def _env(numgrad_path, cache=None, background=True):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [numgrad_path, env.get("PYTHONPATH")] if p)
+    if cache is not None:
+        env["NUMGRAD_CACHE_DIR"] = cache
+    if not background:
+        env["NUMGRAD_BACKGROUND_COMPILE"] = "0"
+    return env
+
+
+def timed(cmd, env):
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if r.returncode:
+        raise SystemExit(f"{shlex.join(cmd)} failed:\n{r.stderr[-3000:]}")
+    return wall
+
+
+WAIT = """
+import glob, sys, time
+from numgrad import _background
+time.sleep(0.5)  # a worker started just before the program exited takes its lock
+for d in glob.glob(sys.argv[1] + "/*/"):
+    while _background.worker_running(d.rstrip("/")):
+        time.sleep(0.05)
+"""
+
+
+def wait_for_worker(cache, env):
+    """Seconds until the background compile worker of the cache ``cache`` is done."""
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-c", WAIT, cache], env=env, check=True)
+    return time.perf_counter() - t0
+
+
+def measure(args, repeat, numgrad_path, background, out):
+    torch_py = torch_script(out)
+    extra = shlex.split(args) + ["--out", out]
+    rows = {"numgrad cold": [], "numgrad warm": [], "PyTorch": [], "worker after exit": []}
+    for _ in range(repeat):
+        cache = tempfile.mkdtemp(prefix="numgrad-cold-")
+        try:
+            ng_cmd = [sys.executable, "-m", "numgrad.examples.digits", *extra]
+            env = _env(numgrad_path, cache, background)
+            rows["numgrad cold"].append(timed(ng_cmd, env))
+            rows["worker after exit"].append(wait_for_worker(cache, env) - 0.5)
+            rows["numgrad warm"].append(timed(ng_cmd, env))
+            wait_for_worker(cache, env)
+        finally:
+            shutil.rmtree(cache, ignore_errors=True)
+        rows["PyTorch"].append(timed([sys.executable, torch_py, *extra], _env(None)))
+    return rows
+
+
+def fmt(times):
+    return f"{statistics.median(times):.2f} s ({min(times):.2f}-{max(times):.2f})"
+
+
+# --- recording the common kernels --------------------------------------------------------------
+
+RECORD = """
+import json, sys
+from numba.core import event
+
+from numgrad import _background
+from numgrad.kernels import _jit
+
+compiled, depth = [], [0]
+
+
+class Listener(event.Listener):
+    def on_start(self, ev):
+        if depth[0] == 0:
+            compiled.append((ev.data["dispatcher"], tuple(ev.data["args"])))
+        depth[0] += 1
+
+    def on_end(self, ev):
+        depth[0] -= 1
+
+
+event.register("numba:compile", Listener())
+from numgrad.examples import digits
+digits.main(sys.argv[1:])
+out = []
+for dispatcher, sig in compiled:
+    text = _background.describe_signature(sig)
+    name = _jit.kernel_name(dispatcher)
+    if text is not None and _jit.find(*name) is dispatcher and list(name) + [text] not in out:
+        out.append(list(name) + [text])
+print("RECORDED" + json.dumps(out))
+"""
+
+CHECK = """
+import json, sys
+from numgrad.kernels import _jit
+print(json.dumps([e for e in json.loads(sys.argv[1]) if _jit.find(e[0], e[1]) is not None]))
+"""
+
+
+def record(out):
+    """The kernels the digits example (MLP and CNN, one epoch each) compiles on a cold cache,
+    in the order it first calls them, as numgrad/_common_kernels.py."""
+    cache = tempfile.mkdtemp(prefix="numgrad-record-")
+    try:
+        env = _env(ROOT, cache, background=False)
+        r = subprocess.run([sys.executable, "-c", RECORD, "--epochs", "1", "--out", out],
+                           env=env, capture_output=True, text=True, check=True)
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+    entries = json.loads(r.stdout.split("RECORDED", 1)[1])
+    # keep the kernels a fresh process can find by name (not those made at run time)
+    r = subprocess.run([sys.executable, "-c", CHECK, json.dumps(entries)], env=env,
+                       capture_output=True, text=True, check=True)
+    entries = json.loads(r.stdout)
+    with open(COMMON) as fh:
+        head = fh.read().split("KERNELS = ", 1)[0]
+    lines = [head + "KERNELS = ("]
+    lines += [f"    ({m!r}, {q!r}, {s!r})," for m, q, s in entries]
+    with open(COMMON, "w") as fh:
+        fh.write("\n".join(lines + [")", ""]))
+    print(f"{len(entries)} kernels written to {COMMON}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--args", action="append", default=None,
+                        help="the digits example's arguments (repeatable; default: none, "
+                        "then --epochs 1)")
+    parser.add_argument("--numgrad-path", default=ROOT)
+    parser.add_argument("--no-background", action="store_true")
+    parser.add_argument("--record", action="store_true")
+    opts = parser.parse_args()
+    out = tempfile.mkdtemp(prefix="numgrad-cold-out-")
+    try:
+        if opts.record:
+            return record(out)
+        print(f"numgrad from {opts.numgrad_path}"
+              f"{' (NUMGRAD_BACKGROUND_COMPILE=0)' if opts.no_background else ''}; "
+              f"{opts.repeat} rounds, median (min-max)\n")
+        print("| command | numgrad cold | numgrad warm | PyTorch | worker busy after exit |")
+        print("|---|---|---|---|---|")
+        for args in opts.args or ["", "--epochs 1"]:
+            rows = measure(args, opts.repeat, opts.numgrad_path, not opts.no_background, out)
+            cmd = textwrap.shorten(f"digits.py {args}".strip(), 60)
+            print(f"| `{cmd}` | {fmt(rows['numgrad cold'])} | {fmt(rows['numgrad warm'])} | "
+                  f"{fmt(rows['PyTorch'])} | {fmt(rows['worker after exit'])} |", flush=True)
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
