@@ -471,3 +471,134 @@ def test_compiled_step_gradients_match_finite_differences():
                 out = ((a @ numgrad.tensor(v)).tanh() * b).sum().item()
             num[i] += sgn * out / (2 * eps)
     np.testing.assert_allclose(w.grad.numpy(), num, rtol=1e-6, atol=1e-8)
+
+
+def _kernel_names(plan):
+    names = []
+    for fn, *_ in plan.steps:
+        py = getattr(fn, "py_func", fn)
+        names.append(getattr(py, "__qualname__", getattr(py, "__name__", "")))
+    return names
+
+
+def test_tracing_keeps_the_eager_gradient_steal():
+    """Eager hands a rule's fresh gradient buffer to ``.grad`` without a copy; the record a
+    trace keeps of that buffer must not turn the steal into a copy in the plan."""
+    logits = numgrad.randn(64, 100, requires_grad=True)
+    target = numgrad.randint(0, 100, (64,))
+
+    def step():
+        logits.grad = None
+        loss = numgrad.nn.functional.cross_entropy(logits, target)
+        loss.backward()
+        return loss.detach()
+
+    compiled = numgrad.compile(step)
+    for _ in range(3):
+        loss = compiled()
+    assert _replayed(compiled)
+    plan = _entries(compiled)[0].plan
+    assert not [n for n in _kernel_names(plan) if "copy" in n], _kernel_names(plan)
+    expected = step()
+    assert np.array_equal(loss.numpy(), expected.numpy())
+
+
+def test_a_python_number_argument_is_part_of_the_signature():
+    """A number the function is called with is baked into the trace: another value traces
+    again (as torch.compile recompiles), never replays the old one."""
+    a = numgrad.arange(6.0)
+    f = numgrad.compile(lambda a, s: a * s)
+    for s in (1.0, 1.0, 2.0, 3.0, 2.0, -0.0, 0.0):
+        got = f(a, s)
+        assert _same_bits(got.numpy(), (a * s).numpy()), s
+
+
+def test_a_global_number_is_part_of_the_signature():
+    a = numgrad.arange(4.0)
+    f = numgrad.compile(_scaled_by_global)
+    global _SCALE
+    for _SCALE in (2.0, 2.0, 2.0, 5.0, 5.0):
+        assert _same_bits(f(a).numpy(), (a * _SCALE).numpy())
+
+
+_SCALE = 2.0
+
+
+def _scaled_by_global(a):
+    return a * _SCALE
+
+
+def _same_bits(x, y):
+    return x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
+
+
+def _training_parts():
+    numgrad.manual_seed(0)
+    model = numgrad.nn.Linear(4, 3)
+    opt = numgrad.optim.SGD(model.parameters(), lr=0.1)
+    x, y = numgrad.randn(8, 4), numgrad.randint(0, 3, (8,))
+    return model, opt, x, y
+
+
+def _eager_losses(steps):
+    model, opt, x, y = _training_parts()
+    out = []
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = numgrad.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        out.append(loss.item())
+    return out, [(p.detach().numpy().copy(), p.grad.numpy().copy())
+                 for p in model.parameters()]
+
+
+def test_state_reached_through_a_wrapped_function_is_seen():
+    """The compiled function is a wrapper; the model and optimizer are in the wrapped
+    function's closure: their tensors (new ``.grad`` at every step) must be followed."""
+    model, opt, x, y = _training_parts()
+
+    def step():
+        opt.zero_grad()
+        loss = numgrad.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss.detach()
+
+    calls = [0]
+
+    def counting():
+        calls[0] += 1
+        return step()
+
+    compiled = numgrad.compile(counting)
+    losses = [compiled().item() for _ in range(6)]
+    want, params = _eager_losses(6)
+    assert losses == want
+    for p, (q, g) in zip(model.parameters(), params):
+        assert np.array_equal(p.detach().numpy(), q)
+        assert np.array_equal(p.grad.numpy(), g)
+    assert _replayed(compiled)
+
+
+def test_state_reached_through_a_method_s_object_is_seen():
+    class Trainer:
+        def __init__(self):
+            self.model, self.opt, self.x, self.y = _training_parts()
+
+        def step(self):
+            self.opt.zero_grad()
+            loss = numgrad.nn.functional.cross_entropy(self.model(self.x), self.y)
+            loss.backward()
+            self.opt.step()
+            return loss.detach()
+
+    trainer = Trainer()
+    compiled = numgrad.compile(trainer.step)
+    losses = [compiled().item() for _ in range(6)]
+    want, params = _eager_losses(6)
+    assert losses == want
+    for p, (q, g) in zip(trainer.model.parameters(), params):
+        assert np.array_equal(p.detach().numpy(), q)
+        assert np.array_equal(p.grad.numpy(), g)
+    assert _replayed(compiled)

@@ -251,3 +251,35 @@ def test_kernels_returning_arrays_are_checked_for_shape():
             want = step(x, m)
             got = compiled(x, m)
             assert want.shape == got.shape and np.array_equal(want.numpy(), got.numpy())
+
+
+def test_forward_and_backward_loops_join_across_the_loss():
+    """The loss (a reduction) and its gradient's fill lie between the forward's loop and the
+    backward's: they commute with one of them, move, and both become one loop, in which what
+    the forward saves for the backward stays in registers."""
+    compiled = _check_program([("u", 3), ("u", 0), ("b", 1), ("u", 1)], LOOP_MIN * 2)
+    loops = [r for r in _regions(compiled) if "def body(" in r.source]
+    assert len(loops) == 1
+    src = loops[0].source
+    assert "tanh_bwd" in src and "sigmoid_bwd" in src
+    # stored: the loss's input (the sum reads it) and the two gradients; not tanh's or
+    # sigmoid's outputs, which the backward formulas read from registers
+    assert src.count("[i] = ") == 3
+
+
+def test_a_step_is_not_moved_past_a_loop_that_writes_what_it_reads():
+    """``a.sum()`` reads ``a``, which the next loop (``mul_``) overwrites: it must stay
+    between the two loops (and ``b.sum()``, reading what neither loop writes, may move)."""
+    def step(x):
+        with numgrad.no_grad():
+            a = x.exp()
+            s = a.sum()
+            a.mul_(2.0)
+            return s, a.sum(), a
+    rng = np.random.default_rng(5)
+    compiled = numgrad.compile(step)
+    for _ in range(4):
+        x = numgrad.tensor(rng.standard_normal(LOOP_MIN * 2).astype(np.float32))
+        for want, got in zip(step(x), compiled(x)):
+            assert _same_bits(want.numpy(), got.numpy())
+    assert _regions(compiled)

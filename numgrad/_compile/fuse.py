@@ -30,6 +30,7 @@ import types
 
 import numpy as np
 
+from numgrad._compile.schedule import schedule
 from numgrad._compile.tape import address
 
 POOL = ("p",)  # the address-table key of a plan's pool (``plan.Pool``)
@@ -242,6 +243,15 @@ def _loop_op(step, arrays):
     return flat[0], fn.py_func.__globals__["f"]
 
 
+def _loop_kind(step, index, no_guard):
+    """(size, dtype) of the loop a step can join (see ``_split``), else None."""
+    v = _variant(step, index, no_guard)
+    if v is None or _loop_op(step, v[1]) is None:
+        return None
+    out = v[1][-1]
+    return out.shape, out.dtype
+
+
 def _disjoint(segment):
     """Whether the arrays of a run are, per buffer, the same view or apart, and no value a
     fill reads before the loop is written in it."""
@@ -383,6 +393,9 @@ class Fused:
         if plan.pool is not None:  # its arena is passed to every run, which sets this
             index[POOL] = len(addr)
             addr.append(0)
+        # loops over the same arrays made neighbours, so that they become one loop
+        plan.steps = schedule(plan.steps, plan.externals,
+                              lambda step: _loop_kind(step, index, no_guard), no_guard)
         runs, run = [], []
         for k, step in enumerate(plan.steps):
             v = _variant(step, index, no_guard)

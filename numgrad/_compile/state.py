@@ -9,6 +9,9 @@ which gradients exist, which tensors share memory, the grad mode and the optimiz
 hyperparameters).
 """
 
+import dis
+import types
+
 import numpy as np
 
 from numgrad._compile.cuda_plan import device_key
@@ -23,6 +26,10 @@ _SCALARS = (bool, int, float, complex, str, type(None))
 _KINDS = dict.fromkeys(_SCALARS, "")
 
 
+_LIBRARIES = ("numgrad", "numpy", "numba", "builtins", "torch", "jax", "collections",
+              "functools", "typing")
+
+
 def _kind(cls):
     kind = _KINDS.get(cls)
     if kind is None:
@@ -32,20 +39,54 @@ def _kind(cls):
                 else "optimizer" if issubclass(cls, Optimizer)
                 else "seq" if issubclass(cls, (list, tuple)) else "map" if issubclass(cls, dict)
                 else "method" if hasattr(cls, "__func__") and hasattr(cls, "__self__")
+                else "function" if cls is types.FunctionType
+                else "object" if _user_class(cls)
                 else "")
         _KINDS[cls] = kind
     return kind
 
 
-class Reach:
-    """Tensors (in a stable order, each once) and optimizers reachable from a call."""
+def _user_class(cls):
+    """Whether instances of ``cls`` are a program's own objects, whose attributes may hold
+    the model and optimizer (a trainer), rather than a library's or Python's."""
+    return (not issubclass(cls, (type, types.ModuleType)) and "__dict__" in dir(cls)
+            and cls.__module__.partition(".")[0] not in _LIBRARIES)
 
-    __slots__ = ("tensors", "optimizers", "_seen")
+
+_PLAIN = frozenset(_SCALARS) | {np.float64, np.float32, np.int64, np.int32, np.bool_}
+
+
+def _value(v):
+    """What a plain value contributes to the signature (numbers, strings, None), else None.
+    Floats by their bits: -0.0 is not 0.0, and a nan equals a nan."""
+    cls = v.__class__
+    if cls is float:
+        return (float, v.hex())
+    if cls in _SCALARS:
+        return (cls, v)
+    if isinstance(v, np.generic):
+        return (cls, v.tobytes())
+    return None
+
+
+class Reach:
+    """Tensors (in a stable order, each once) and optimizers reachable from a call, and the
+    plain values (numbers, strings) the call is specialised to: its arguments', and those in
+    the closure cells and globals of the function (and of the functions it calls). Numbers
+    held in lists, dicts or objects' attributes are not: a trace keeps the value it saw."""
+
+    __slots__ = ("tensors", "optimizers", "values", "_seen")
 
     def __init__(self):
         self.tensors = []
         self.optimizers = []
+        self.values = []
         self._seen = set()
+
+    def value(self, v):
+        key = _value(v)
+        if key is not None:
+            self.values.append(key)
 
     def add(self, obj, depth=0):
         kind = _KINDS.get(obj.__class__)
@@ -79,6 +120,11 @@ class Reach:
                 self.add(v, depth + 1)
         elif depth < 2 and kind == "method":
             self.add(obj.__self__, depth + 1)  # a bound method: its object's state
+        elif depth < 2 and kind == "object":
+            for v in vars(obj).values():  # a trainer's model, optimizer, data
+                self.add(v, depth + 1)
+        elif depth < 3 and kind == "function" and not obj.__module__.startswith("numgrad"):
+            _add_function(self, obj, depth + 1)  # a function the program calls
 
 
 def reachable(fn, args, kwargs):
@@ -87,47 +133,60 @@ def reachable(fn, args, kwargs):
     reach = Reach()
     if args:
         reach.add(args)
+        for a in args:
+            reach.value(a)
     if kwargs:
         reach.add(kwargs)
+        for k, v in kwargs.items():
+            reach.values.append(k)
+            reach.value(v)
     _add_function(reach, fn)
     return reach
 
 
-def _add_function(reach, fn):
+def _add_function(reach, fn, depth=0):
     if _kind(fn.__class__) == "module":
         reach.add(fn)
         fn = type(fn).forward
     self = getattr(fn, "__self__", None)
     if self is not None:
-        reach.add(self)
+        reach.add(self, depth)
         fn = getattr(fn, "__func__", fn)
     code = getattr(fn, "__code__", None)
     if code is None:
         return
+    reach._seen.add(id(fn))
     for cell in fn.__closure__ or ():
         try:
-            reach.add(cell.cell_contents)
+            v = cell.cell_contents
         except ValueError:  # an empty cell
-            pass
+            continue
+        reach.add(v, depth)
+        if v.__class__ in _PLAIN:
+            reach.value(v)
     g = fn.__globals__
     names = _NAMES.get(code)
     if names is None:
-        names = _NAMES[code] = tuple(dict.fromkeys(_names(code)))
+        names = _NAMES[code] = _global_names(code)
     for name in names:
         v = g.get(name)
         if v is not None:
-            reach.add(v)
+            reach.add(v, depth)
+            if v.__class__ in _PLAIN:
+                reach.value(v)
 
 
 _NAMES = {}
 
 
-def _names(code):
-    names = list(code.co_names)
+def _global_names(code):
+    """The global names ``code`` (and the code nested in it) loads, each once."""
+    names = [i.argval for i in dis.get_instructions(code)
+             if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")]
     for c in code.co_consts:
         if hasattr(c, "co_names"):
-            names.extend(_names(c))
-    return names
+            names.extend(_global_names(c))
+    return tuple(dict.fromkeys(names))
 
 
 def _optimizer_key(opt):
@@ -164,4 +223,6 @@ def signature(reach):
                 parts.append(address(a) - base)
     for opt in reach.optimizers:
         parts.append(_optimizer_key(opt))
+    if reach.values:
+        parts.append(tuple(reach.values))
     return tuple(parts)

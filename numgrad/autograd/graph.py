@@ -217,9 +217,32 @@ def _sole_owner(arr):
     NumPy buffer that nothing else references (the gradient a rule returned as a reshape or
     transpose of its own result)."""
     base = arr.base
-    # references to base: arr.base, the local name, getrefcount's argument
+    # references to base: arr.base, the local name, getrefcount's argument, and those of a
+    # numgrad.compile trace's record (so that tracing does not turn a steal into a copy)
     return (base.__class__ is np.ndarray and base.base is None and arr.flags.c_contiguous
-            and arr.nbytes == base.nbytes and sys.getrefcount(base) == 3)
+            and arr.nbytes == base.nbytes and sys.getrefcount(base) == 3 + _traced_refs(base))
+
+
+def _traced_refs(base):
+    """The references the active ``numgrad.compile`` tape holds to array ``base``: one for each
+    place it is recorded, one for each recorded view of it (a view holds its base)."""
+    mod = sys.modules.get("numgrad._compile.tape")
+    tape = None if mod is None else mod.TAPE
+    if tape is None:
+        return 0
+    slots, views = 0, set()
+    stack = [c for fn, args, kwargs, result in tape.calls
+             for c in (args, tuple(kwargs.values()), result)]
+    while stack:
+        a = stack.pop()
+        if a is base:
+            slots += 1
+        elif a.__class__ is np.ndarray:
+            if a.base is base:
+                views.add(id(a))
+        elif a.__class__ in (tuple, list):
+            stack.extend(a)
+    return slots + len(views)
 
 
 def _accumulate_error(shape, gshape):
