@@ -602,3 +602,46 @@ def test_state_reached_through_a_method_s_object_is_seen():
         assert np.array_equal(p.detach().numpy(), q)
         assert np.array_equal(p.grad.numpy(), g)
     assert _replayed(compiled)
+
+
+def _batchnorm_step(model, opt):
+    F = numgrad.nn.functional
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss.detach()
+    return step
+
+
+def test_a_step_that_writes_state_before_a_check_replays_and_rolls_back():
+    """BatchNorm updates its running statistics before cross_entropy checks the targets: the
+    step still replays (the statistics are saved before each replay), and a replay whose check
+    fails puts them back before eager runs and raises, so they are updated once, as eagerly."""
+    def parts():
+        numgrad.manual_seed(0)
+        model = numgrad.nn.Sequential(numgrad.nn.Linear(5, 4), numgrad.nn.BatchNorm1d(4),
+                                      numgrad.nn.ReLU(), numgrad.nn.Linear(4, 3))
+        return model, numgrad.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+    rng = np.random.default_rng(2)
+    xs = [numgrad.tensor(rng.standard_normal((8, 5)).astype(np.float32)) for _ in range(6)]
+    ys = [numgrad.tensor(rng.integers(0, 3, 8)) for _ in range(6)]
+    bad = numgrad.tensor(np.array([0, 1, 2, 3, 0, 1, 2, 0]))
+    eager_model, eager_opt = parts()
+    model, opt = parts()
+    eager, compiled = _batchnorm_step(eager_model, eager_opt), numgrad.compile(
+        _batchnorm_step(model, opt))
+    for k in range(6):
+        if k >= 3:  # replayed by now
+            assert _replayed(compiled)
+            for fn in (eager, compiled):
+                with pytest.raises(IndexError, match="Target 3 is out of bounds"):
+                    fn(xs[k], bad)
+        assert eager(xs[k], ys[k]).item() == compiled(xs[k], ys[k]).item()
+        for (name, a), (_, b) in zip(eager_model.state_dict().items(),
+                                     model.state_dict().items()):
+            assert np.array_equal(a.numpy(), b.numpy()), name
+    assert _replayed(compiled)

@@ -41,6 +41,7 @@ class GuardFailed(Exception):
 
 
 _NO_GUARD = object()
+ROLLBACK_BYTES = 1 << 16  # state written before a check that a replay may save and restore
 
 
 class Pool:
@@ -246,6 +247,7 @@ class Plan:
         self.statics = loc.statics
         self.init_fresh = False  # whether fresh buffers start from their traced content
         self.guards_first = False  # set by a watched run (see ``run``)
+        self.rollback = ()  # reachable tensors written before a check: saved at each replay
         self.fused = None
         if fuse:
             fused = Fused(self, _NO_GUARD)
@@ -288,9 +290,12 @@ class Plan:
         """Replay; returns (result, [(tensor index, kind, value)]). Raises ``GuardFailed``.
         ``arena``: the buffer of the plan's pool, when it has one (else in ``shadow``).
 
-        ``watch`` (on a verification run) sets ``guards_first``: whether every check on a
-        value comes before the first step that changes a tensor the caller holds, so that a
-        failed check can hand the call to eager with nothing changed yet."""
+        ``watch`` (on a verification run) sets ``guards_first``: whether a failed check can
+        hand the call to eager with nothing changed: every check on a value comes before the
+        first step that changes a tensor the caller holds, or the tensors changed before the
+        last check are few bytes (``ROLLBACK_BYTES``; BatchNorm's running statistics before
+        cross_entropy's target check) and are saved at each replay (``rollback``), to be
+        put back when a check fails."""
         bases = self.bases(datas, shadow, arena)
         fused = self.fused
         if fused is not None:
@@ -298,15 +303,34 @@ class Plan:
         if watch:
             exts = [bases[i][0] for i in self.used]
             sums = [_digest(b) for b in exts]
-            changed = False
-            self.guards_first = True
+            touched = set()
+        elif self.rollback and shadow is None:
+            saved = [(datas[i], datas[i].copy()) for i in self.rollback]
+        try:
+            self._steps(fused, bases, addr if fused is not None else None,
+                        (exts, sums, touched) if watch else None)
+        except GuardFailed:
+            if not watch and self.rollback and shadow is None:
+                for d, copy in saved:
+                    np.copyto(d, copy)
+            raise
+        if watch:
+            self.rollback = tuple(self.used[n] for n in sorted(touched))
+            self.guards_first = sum(self.externals[i].nbytes for i in self.rollback) \
+                <= ROLLBACK_BYTES
+        effects = [(i, kind, spec if kind == "version" or spec is None else spec.build(bases))
+                   for i, kind, spec in self.effects]
+        return _rebuild(self.result, bases), effects
+
+    def _steps(self, fused, bases, addr, watch):
+        """Run the steps; ``watch``: (buffers, their digests at the start, the set of indices
+        of those changed before a check, filled here)."""
         for step in self.steps if fused is None else fused.items:
-            if watch:
-                if not changed and any(_digest(b) != c for b, c in zip(exts, sums)):
-                    changed = True
-                if changed and step.__class__ is tuple and (
-                        step[5] is not _NO_GUARD or any(r[4] for r in step[4])):
-                    self.guards_first = False
+            if watch is not None and step.__class__ is tuple and (
+                    step[5] is not _NO_GUARD or any(r[4] for r in step[4])):
+                exts, sums, touched = watch
+                touched.update(n for n, (b, c) in enumerate(zip(exts, sums))
+                               if n not in touched and _digest(b) != c)
             if step.__class__ is Region:
                 step.interpret(step.prog, step.numbers, addr)
                 continue
@@ -336,9 +360,6 @@ class Plan:
                 bases[key] = (r, address(v) - address(r))
             if guard is not _NO_GUARD and not _same(res, guard):
                 raise GuardFailed
-        effects = [(i, kind, spec if kind == "version" or spec is None else spec.build(bases))
-                   for i, kind, spec in self.effects]
-        return _rebuild(self.result, bases), effects
 
 
 def apply_effects(tensors, effects):

@@ -1138,8 +1138,10 @@ class NativeBatchNormBackward0(Node):
             K.pick(K.batch_norm_bwd_input, K.batch_norm_bwd_input_par, x3.size)(
                 g3, x3, mean, invstd, gam, sum_g, sum_gxhat, training, gx_arr)
             gx = _wrap(gx_arr.reshape(x._data.shape))
-        gg = _wrap(sum_gxhat.astype(x3.dtype)) if _needs(self, 1) else None
-        gb = _wrap(sum_g.astype(x3.dtype)) if _needs(self, 2) else None
+        # the float64 sums rounded to the input's dtype in a kernel (a NumPy cast would be
+        # invisible to numgrad.compile's trace)
+        gg = _wrap(EW.unary(EW.copy, sum_gxhat, x3.dtype)) if _needs(self, 1) else None
+        gb = _wrap(EW.unary(EW.copy, sum_g, x3.dtype)) if _needs(self, 2) else None
         return (gx, gg, gb)
 
 
