@@ -32,6 +32,7 @@ import numpy as np
 from numgrad._compile.cuda_tape import Alloc, CudaEvent, Launch, Read, Upload
 from numgrad._compile.plan import GuardFailed, Unplannable, _extent, _view, apply_effects
 from numgrad._compile.tape import address, root
+from numgrad._compile.verify import same_result
 from numgrad.tensor import Tensor, _wrap
 
 LAUNCH, ALLOC, UPLOAD, READ = "launch", "alloc", "upload", "read"
@@ -230,14 +231,7 @@ def _same_array(a, b):
 
 
 def _same_result(x, y):
-    if isinstance(x, Tensor):
-        return isinstance(y, Tensor) and _same_array(x._data, y._data)
-    if isinstance(x, (tuple, list)):
-        return type(x) is type(y) and len(x) == len(y) and all(
-            _same_result(a, b) for a, b in zip(x, y))
-    if isinstance(x, dict):
-        return x.keys() == y.keys() and all(_same_result(x[k], y[k]) for k in x)
-    return x == y
+    return same_result(x, y, _same_array)
 
 
 class CudaPlan:

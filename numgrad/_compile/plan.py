@@ -28,6 +28,7 @@ import zlib
 import numpy as np
 
 from numgrad._compile.fuse import POOL, Fused, Region
+from numgrad._compile.schedule import span
 from numgrad._compile.tape import address, root
 from numgrad.tensor import _wrap
 
@@ -81,15 +82,7 @@ def poolable(r):
 
 def _extent(a):
     """[low, high) bytes ``a`` touches; None when it is empty."""
-    lo = hi = address(a)
-    for n, s in zip(a.shape, a.strides):
-        if n == 0:
-            return None
-        if s > 0:
-            hi += (n - 1) * s
-        else:
-            lo += (n - 1) * s
-    return lo, hi + a.itemsize
+    return span(address(a), a.shape, a.strides, a.itemsize)
 
 
 def _view(base, off, shape, strides, dtype):

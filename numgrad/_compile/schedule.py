@@ -19,17 +19,17 @@ range. Steps that return arrays or values (guards) never move.
 from numgrad._compile.tape import address, root
 
 
-def _span(spec, shift):
-    """[low, high) bytes of ``spec``'s view in its buffer; None when it is empty."""
-    lo = hi = spec.off + shift
-    for n, s in zip(spec.shape, spec.strides):
+def span(start, shape, strides, itemsize):
+    """[low, high) of the bytes a view starting at ``start`` touches; None when empty."""
+    lo = hi = start
+    for n, s in zip(shape, strides):
         if n == 0:
             return None
         if s > 0:
             hi += (n - 1) * s
         else:
             lo += (n - 1) * s
-    return lo, hi + spec.dtype.itemsize
+    return lo, hi + itemsize
 
 
 def _accesses(step, externals, writes):
@@ -42,11 +42,11 @@ def _accesses(step, externals, writes):
             d = externals[key]
             r = root(d)
             key, shift = ("x", id(r)), address(d) - address(r)
-        span = _span(spec, shift)
-        if span is None:
+        span_ = span(spec.off + shift, spec.shape, spec.strides, spec.dtype.itemsize)
+        if span_ is None:
             continue
         written = writes is None or j is not None or pos in writes
-        out.append((key, span[0], span[1], written))
+        out.append((key, span_[0], span_[1], written))
     return out
 
 

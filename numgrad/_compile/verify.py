@@ -26,14 +26,15 @@ def same_bits(a, b):
     return np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
 
 
-def same_result(x, y):
+def same_result(x, y, same_data=same_bits):
+    """Whether two function results are equal: tensors by ``same_data`` of their data."""
     if isinstance(x, Tensor):
-        return isinstance(y, Tensor) and same_bits(x._data, y._data)
+        return isinstance(y, Tensor) and same_data(x._data, y._data)
     if isinstance(x, (tuple, list)):
         return type(x) is type(y) and len(x) == len(y) and all(
-            same_result(a, b) for a, b in zip(x, y))
+            same_result(a, b, same_data) for a, b in zip(x, y))
     if isinstance(x, dict):
-        return x.keys() == y.keys() and all(same_result(x[k], y[k]) for k in x)
+        return x.keys() == y.keys() and all(same_result(x[k], y[k], same_data) for k in x)
     return x == y
 
 
