@@ -5,6 +5,9 @@ import sys
 
 # as `import numgrad` does when it comes first: OpenBLAS threads sleep instead of spinning
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+# steady-state timings: no background compile worker (numgrad/_background.py) sharing
+# the cores while the rounds run on a cold kernel cache
+os.environ.setdefault("NUMGRAD_BACKGROUND_COMPILE", "0")
 
 sys.path.insert(0, os.path.dirname(__file__))
 

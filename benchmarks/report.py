@@ -12,6 +12,9 @@ import os
 # what `import numgrad` does when it comes first (see numgrad/__init__.py): NumPy's OpenBLAS
 # threads sleep after a call instead of spinning for ~2^28 cycles and starving other threads
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+# steady-state timings: no background compile worker (numgrad/_background.py) sharing
+# the cores while the rounds run on a cold kernel cache
+os.environ.setdefault("NUMGRAD_BACKGROUND_COMPILE", "0")
 
 import argparse  # noqa: E402
 import platform
