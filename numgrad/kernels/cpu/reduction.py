@@ -310,7 +310,10 @@ def _softmax_rows(x, out, log):
             nan |= x[r, c] != x[r, c]
         if nan:
             m = x.dtype.type(math.nan)
-        s = 0.0
+        # the row's sum in its own dtype, as PyTorch's vectorized kernel: the loop vectorizes
+        # into many partial sums, each term is at most 1 (float32 log_softmax of 1024x1000:
+        # 575 -> 402 us against a float64 sum)
+        s = x.dtype.type(0)
         for c in range(n_c):
             s += fexp(x[r, c] - m)
         if log:
@@ -336,7 +339,7 @@ def _softmax_bwd_rows(g, y, out):
 def _log_softmax_bwd_rows(g, y, out):
     n_r, n_c = y.shape
     for r in prange(n_r):
-        s = 0.0
+        s = g.dtype.type(0)  # in the row's dtype, as the forward's sum
         for c in range(n_c):
             s += g[r, c]
         for c in range(n_c):
