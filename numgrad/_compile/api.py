@@ -60,6 +60,7 @@ class CompiledFunction:
         self._fullgraph = fullgraph
         self._disable = disable
         self._cache = {}
+        self._last = None  # (signature, entry) of the last call
         self._warned = False
         functools.update_wrapper(self, fn, updated=())
 
@@ -69,12 +70,17 @@ class CompiledFunction:
             return fn(*args, **kwargs)
         reach = reachable(fn, args, kwargs)
         sig = signature(reach)
-        entry = self._cache.get(sig)
-        if entry is None:
-            if len(self._cache) >= RECOMPILE_LIMIT:
-                self._warn_limit()
-                return fn(*args, **kwargs)
-            entry = self._cache[sig] = _Entry(self._fuse)
+        last = self._last
+        if last is not None and last[0] == sig:  # comparing is cheaper than hashing
+            entry = last[1]
+        else:
+            entry = self._cache.get(sig)
+            if entry is None:
+                if len(self._cache) >= RECOMPILE_LIMIT:
+                    self._warn_limit()
+                    return fn(*args, **kwargs)
+                entry = self._cache[sig] = _Entry(self._fuse)
+            self._last = (sig, entry)
         if entry.verified:
             try:
                 return entry.plan.call(reach.tensors)

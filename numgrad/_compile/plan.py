@@ -227,6 +227,9 @@ class Plan:
                 self.effects.append((i, "grad", None if g1 is None else loc.locate(g1._data)))
             if v1 != v0:
                 self.effects.append((i, "version", v1 - v0))
+        # effects that need no view of this call's buffers: one list for every call
+        self._fixed_effects = None if any(kind != "version" and spec is not None
+                                          for _, kind, spec in self.effects) else self.effects
         escaping += [spec for _, kind, spec in self.effects if kind != "version" and spec]
         # statics the caller can see afterwards are made fresh at every call
         self.fresh = []
@@ -291,29 +294,31 @@ class Plan:
         put back when a check fails."""
         bases = self.bases(datas, shadow, arena)
         fused = self.fused
-        if fused is not None:
-            addr = fused.table(bases)
+        addr = None if fused is None else fused.table(bases)
         if watch:
             exts = [bases[i][0] for i in self.used]
             sums = [_digest(b) for b in exts]
             touched = set()
-        elif self.rollback and shadow is None:
-            saved = [(datas[i], datas[i].copy()) for i in self.rollback]
-        try:
-            self._steps(fused, bases, addr if fused is not None else None,
-                        (exts, sums, touched) if watch else None)
-        except GuardFailed:
-            if not watch and self.rollback and shadow is None:
-                for d, copy in saved:
-                    np.copyto(d, copy)
-            raise
-        if watch:
+            self._steps(fused, bases, addr, (exts, sums, touched))
             self.rollback = tuple(self.used[n] for n in sorted(touched))
             self.guards_first = sum(self.externals[i].nbytes for i in self.rollback) \
                 <= ROLLBACK_BYTES
-        effects = [(i, kind, spec if kind == "version" or spec is None else spec.build(bases))
-                   for i, kind, spec in self.effects]
-        return _rebuild(self.result, bases), effects
+        elif self.rollback and shadow is None:
+            saved = [(datas[i], datas[i].copy()) for i in self.rollback]
+            try:
+                self._steps(fused, bases, addr, None)
+            except GuardFailed:
+                for d, copy in saved:
+                    np.copyto(d, copy)
+                raise
+        else:
+            self._steps(fused, bases, addr, None)
+        effects = self._fixed_effects
+        if effects is None:
+            effects = [(i, kind, spec if kind == "version" or spec is None
+                        else spec.build(bases)) for i, kind, spec in self.effects]
+        result = self.result
+        return (result[1] if result[0] == "v" else _rebuild(result, bases)), effects
 
     def _steps(self, fused, bases, addr, watch):
         """Run the steps; ``watch``: (buffers, their digests at the start, the set of indices
@@ -363,8 +368,12 @@ def apply_effects(tensors, effects):
         elif kind == "data":
             t._data = v
         else:
-            for _ in range(v):
-                t._bump_version()
+            vc = t._vc
+            if vc.__class__ is list:  # a plain version counter (not None, not inference)
+                vc[0] += v
+            else:
+                for _ in range(v):
+                    t._bump_version()
 
 
 def _digest(b):

@@ -92,13 +92,20 @@ class Reach:
         kind = _KINDS.get(obj.__class__)
         if kind is None:
             kind = _kind(obj.__class__)
-        if not kind or id(obj) in self._seen:
+        if not kind:
             return
-        self._seen.add(id(obj))
+        seen = self._seen
+        if id(obj) in seen:
+            return
+        seen.add(id(obj))
         if kind == "tensor":
             self.tensors.append(obj)
-            if obj._grad is not None:
-                self.add(obj._grad)
+            g = obj._grad
+            if g is not None and id(g) not in seen:  # a gradient is a plain tensor
+                seen.add(id(g))
+                self.tensors.append(g)
+                if g._grad is not None:
+                    self.add(g._grad)
         elif kind == "module":
             for t in obj.parameters():
                 self.add(t)
@@ -145,35 +152,42 @@ def reachable(fn, args, kwargs):
 
 
 def _add_function(reach, fn, depth=0):
-    if _kind(fn.__class__) == "module":
-        reach.add(fn)
-        fn = type(fn).forward
-    self = getattr(fn, "__self__", None)
-    if self is not None:
-        reach.add(self, depth)
-        fn = getattr(fn, "__func__", fn)
+    if fn.__class__ is not types.FunctionType:
+        if _kind(fn.__class__) == "module":
+            reach.add(fn)
+            fn = type(fn).forward
+        self = getattr(fn, "__self__", None)
+        if self is not None:
+            reach.add(self, depth)
+            fn = getattr(fn, "__func__", fn)
     code = getattr(fn, "__code__", None)
     if code is None:
         return
     reach._seen.add(id(fn))
-    for cell in fn.__closure__ or ():
-        try:
-            v = cell.cell_contents
-        except ValueError:  # an empty cell
-            continue
-        reach.add(v, depth)
-        if v.__class__ in _PLAIN:
-            reach.value(v)
-    g = fn.__globals__
+    add = reach.add
+    closure = fn.__closure__
+    if closure:
+        for cell in closure:
+            try:
+                v = cell.cell_contents
+            except ValueError:  # an empty cell
+                continue
+            if v.__class__ in _PLAIN:
+                reach.value(v)
+            else:
+                add(v, depth)
     names = _NAMES.get(code)
     if names is None:
         names = _NAMES[code] = _global_names(code)
-    for name in names:
-        v = g.get(name)
-        if v is not None:
-            reach.add(v, depth)
-            if v.__class__ in _PLAIN:
-                reach.value(v)
+    if names:
+        g = fn.__globals__
+        for name in names:
+            v = g.get(name)
+            if v is not None:
+                if v.__class__ in _PLAIN:
+                    reach.value(v)
+                else:
+                    add(v, depth)
 
 
 _NAMES = {}
@@ -201,19 +215,20 @@ def signature(reach):
     parts = [state.enabled, bool(state.inference)]
     roots = {}
     shared = False
+    append = parts.append
     for t in reach.tensors:
         a = t._data
         if a.__class__ is not np.ndarray:
-            parts.append(device_key(t, a, roots))  # CUDA data: its layout in its buffer
+            append(device_key(t, a, roots))  # CUDA data: its layout in its buffer
             continue
-        r = a if a.base is None else root(a)
-        n = roots.get(id(r))
+        r = id(a) if a.base is None else id(root(a))
+        n = roots.get(r)
         if n is None:
-            n = roots[id(r)] = len(roots)
+            n = roots[r] = len(roots)
         else:
             shared = True
-        parts.append((a.shape, a.strides, a.dtype, t._requires_grad, t._grad is None,
-                      t._grad_fn is None, n))
+        append((a.shape, a.strides, a.dtype, t._requires_grad, t._grad is None,
+                t._grad_fn is None, n))
     if shared:  # tensors that share memory: where each one starts, relative to the first
         first = {}
         for t in reach.tensors:
