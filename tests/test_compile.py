@@ -7,6 +7,7 @@ import pytest
 
 import numgrad
 from numgrad._compile.api import RECOMPILE_LIMIT, CompileError
+from tests.conftest import torch
 from tests.op_cases import CASES, IDS
 
 
@@ -541,7 +542,16 @@ def _training_parts():
 
 
 def _eager_losses(steps):
+    """Losses and final (parameter, gradient) pairs of eager training; checked against
+    PyTorch from the same weights when it is installed."""
     model, opt, x, y = _training_parts()
+    if torch is not None:
+        tm = torch.nn.Linear(4, 3)
+        with torch.no_grad():
+            tm.weight.copy_(torch.tensor(model.weight.detach().numpy()))
+            tm.bias.copy_(torch.tensor(model.bias.detach().numpy()))
+        topt = torch.optim.SGD(tm.parameters(), lr=0.1)
+        tx, ty = torch.tensor(x.numpy()), torch.tensor(y.numpy())
     out = []
     for _ in range(steps):
         opt.zero_grad()
@@ -549,6 +559,15 @@ def _eager_losses(steps):
         loss.backward()
         opt.step()
         out.append(loss.item())
+        if torch is not None:
+            topt.zero_grad()
+            tloss = torch.nn.functional.cross_entropy(tm(tx), ty)
+            tloss.backward()
+            topt.step()
+            assert loss.item() == pytest.approx(tloss.item(), rel=1e-5)
+    if torch is not None:
+        for p, q in zip(model.parameters(), tm.parameters()):
+            np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-5, atol=1e-7)
     return out, [(p.detach().numpy().copy(), p.grad.numpy().copy())
                  for p in model.parameters()]
 

@@ -279,7 +279,12 @@ def test_a_step_is_not_moved_past_a_loop_that_writes_what_it_reads():
     rng = np.random.default_rng(5)
     compiled = numgrad.compile(step)
     for _ in range(4):
-        x = numgrad.tensor(rng.standard_normal(LOOP_MIN * 2).astype(np.float32))
-        for want, got in zip(step(x), compiled(x)):
-            assert _same_bits(want.numpy(), got.numpy())
+        xs = rng.standard_normal(LOOP_MIN * 2).astype(np.float32)
+        x = numgrad.tensor(xs)
+        got = compiled(x)
+        for want, g in zip(step(x), got):
+            assert _same_bits(want.numpy(), g.numpy())
+        e = np.exp(xs.astype(np.float64))  # the sums before and after the in-place doubling
+        np.testing.assert_allclose(got[0].item(), e.sum(), rtol=1e-5)
+        np.testing.assert_allclose(got[1].item(), 2 * e.sum(), rtol=1e-5)
     assert _regions(compiled)

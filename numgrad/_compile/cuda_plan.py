@@ -30,10 +30,18 @@ holds.
 import numpy as np
 
 from numgrad._compile.cuda_tape import Alloc, CudaEvent, Launch, Read, Upload
-from numgrad._compile.plan import GuardFailed, Unplannable, _extent, _view, apply_effects
+from numgrad._compile.plan import (
+    GuardFailed,
+    Unplannable,
+    _extent,
+    _rebuild,
+    _specs,
+    _view,
+    apply_effects,
+)
 from numgrad._compile.tape import address, root
-from numgrad._compile.verify import same_result
-from numgrad.tensor import Tensor, _wrap
+from numgrad._compile.verify import same_bits, same_result
+from numgrad.tensor import Tensor
 
 LAUNCH, ALLOC, UPLOAD, READ = "launch", "alloc", "upload", "read"
 
@@ -139,27 +147,6 @@ def _describe(x, slots, detach):
     return ("v", x)
 
 
-def _rebuild(d, bufs):
-    kind = d[0]
-    if kind == "t":
-        return _wrap(d[1].build(bufs))
-    if kind in (tuple, list):
-        return kind(_rebuild(v, bufs) for v in d[1])
-    if kind is dict:
-        return {k: _rebuild(v, bufs) for k, v in d[1].items()}
-    return d[1]
-
-
-def _views(d):
-    if d[0] == "t":
-        return [d[1]]
-    if d[0] in (tuple, list):
-        return [s for v in d[1] for s in _views(v)]
-    if d[0] is dict:
-        return [s for v in d[1].values() for s in _views(v)]
-    return []
-
-
 def _launch_step(event, slots):
     """(LAUNCH, kernel, config, argument template, [(position, inner index, slot)])."""
     holes = []
@@ -219,15 +206,10 @@ def _device_copy(buf):
     return out
 
 
-def _same_host(a, b):
-    return a.dtype == b.dtype and a.shape == b.shape and \
-        np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
-
-
 def _same_array(a, b):
     """Whether two tensor datas (CudaArrays) are the same layout and bits."""
     return a.__class__ is b.__class__ and a.shape == b.shape and a.dtype == b.dtype and \
-        a.strides_el == b.strides_el and _same_host(a.to_host(), b.to_host())
+        a.strides_el == b.strides_el and same_bits(a.to_host(), b.to_host())
 
 
 def _same_result(x, y):
@@ -265,7 +247,7 @@ class CudaPlan:
             else:
                 raise Unplannable("CPU kernels ran beside CUDA ones")
         self.result = _describe(result, slots, detach)
-        escaping = _views(self.result)
+        escaping = _specs(self.result)
         self.effects = []
         for i, ((d0, g0, v0), (d1, g1, v1)) in enumerate(zip(pre, post)):
             cpu = d0.__class__ is np.ndarray
@@ -348,11 +330,11 @@ class CudaPlan:
                     bufs[slot].copy_to_device(content)
             else:
                 _, slot, offset, shape, strides, value = step
-                if watch is not None and any(not _same_host(_host_copy(bufs[s]), v)
+                if watch is not None and any(not same_bits(_host_copy(bufs[s]), v)
                                              for s, v in watch.items()):
                     self.guards_first = False
                 got = CudaArray(bufs[slot], offset, shape, strides).to_host()
-                if not _same_host(got, value):
+                if not same_bits(got, value):
                     raise GuardFailed
         effects = [(i, kind, v if kind == "version" or v is None else v.build(bufs))
                    for i, kind, v in self.effects]
@@ -387,10 +369,10 @@ class CudaPlan:
         if not self.guards_first or not _same_result(result, res):
             return False
         for slot, buf in originals.items():
-            if not _same_host(_host_copy(buf), _host_copy(copies[slot])):
+            if not same_bits(_host_copy(buf), _host_copy(copies[slot])):
                 return False
         for slot in self.kept:
-            if not _same_host(_host_copy(self.preset[slot]), _host_copy(copies[slot])):
+            if not same_bits(_host_copy(self.preset[slot]), _host_copy(copies[slot])):
                 return False
         for i, kind, v in effects:
             t = tensors[i]

@@ -219,8 +219,11 @@ def _sole_owner(arr):
     base = arr.base
     # references to base: arr.base, the local name, getrefcount's argument, and those of a
     # numgrad.compile trace's record (so that tracing does not turn a steal into a copy)
-    return (base.__class__ is np.ndarray and base.base is None and arr.flags.c_contiguous
-            and arr.nbytes == base.nbytes and sys.getrefcount(base) == 3 + _traced_refs(base))
+    if not (base.__class__ is np.ndarray and base.base is None and arr.flags.c_contiguous
+            and arr.nbytes == base.nbytes):
+        return False
+    refs = sys.getrefcount(base)
+    return refs == 3 or refs == 3 + _traced_refs(base)
 
 
 def _traced_refs(base):
