@@ -237,7 +237,7 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     parts = (input, weight, bias)
     if state.enabled and any(t is not None and t._requires_grad for t in parts) and x4.size \
             and w4.size:
-        keep = weight._requires_grad and cols.nbytes <= F.KEEP_COLUMNS_BYTES
+        keep = weight._requires_grad and F._keep_columns(cols)
         attach(res, _Conv1dBackward(
             tuple(edge(t) if t is not None else NO_EDGE for t in parts),
             (input, weight, geo, cols if keep else None)))

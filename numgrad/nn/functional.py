@@ -37,6 +37,7 @@ from numgrad.ops._util import (
 )
 
 NN = LazyKernels("nn")
+CONV = LazyKernels("conv")
 
 # activations that exist as tensor ops
 tanh = un.tanh
@@ -456,6 +457,11 @@ def _col2im(cols, geo, shape):
     return x
 
 
+def _keep_columns(cols):
+    """Whether the forward's columns are worth keeping for the weight gradient."""
+    return cols is not None and cols.nbytes <= KEEP_COLUMNS_BYTES
+
+
 def _group_slices(total, groups):
     step = total // groups
     return [slice(i * step, (i + 1) * step) for i in range(groups)]
@@ -466,9 +472,32 @@ def _group_slices(total, groups):
 KEEP_COLUMNS_BYTES = 64 << 20
 
 
+def _batch_loop(x, geo):
+    """Whether the stride-1 loop over the batch (``kernels/cpu/conv.py``) runs this
+    convolution: CPU float32/float64 data, where NumPy's OpenBLAS can be called from it."""
+    return geo.sh == 1 and geo.sw == 1 and x.__class__ is np.ndarray \
+        and x.dtype in _BATCH_LOOP_DTYPES and CONV.AVAILABLE
+
+
+_BATCH_LOOP_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
 def _conv_forward(x, w, bias, geo):
-    """(N, OC, L) and the columns: one GEMM per group over the whole batch, then bias and
-    layout in one pass."""
+    """(N, OC, L) and the columns to keep for backward (None: backward makes them)."""
+    if _batch_loop(x, geo):
+        n, oc = x.shape[0], w.shape[0]
+        out = A.empty(x, (n, oc, geo.oh * geo.ow), x.dtype)
+        w2 = A.contiguous(w).reshape(oc, -1)
+        has_bias = bias is not None
+        CONV.forward(A.contiguous(x), w2, bias if has_bias else w2[0], has_bias, geo.groups,
+                     geo.kh, geo.kw, geo.ph, geo.pw, geo.dh, geo.dw, geo.oh, geo.ow, out)
+        return out, None
+    return _conv_forward_columns(x, w, bias, geo)
+
+
+def _conv_forward_columns(x, w, bias, geo):
+    """The general path: one GEMM per group over the whole batch's columns, then bias and
+    layout in one pass; returns the result and the columns."""
     n = x.shape[0]
     oc = w.shape[0]
     cols = _im2col_kmajor(x, geo)
@@ -498,6 +527,8 @@ class ConvolutionBackward0(Node):
         x, w, geo, cols = self._saved
         if state.enabled:  # create_graph: the same rule in differentiable ops
             return _conv_backward_ops(g, x, w, geo, self)
+        if cols is None and _batch_loop(x._data, geo):
+            return self._batch_loop_backward(g, x, w, geo)
         n, oc = g._data.shape[0], g._data.shape[1]
         # the gradient as (OC, N*L), the layout of the forward GEMM's output
         g2 = A.empty(g._data, (oc, n, geo.oh * geo.ow), g._data.dtype)
@@ -524,6 +555,21 @@ class ConvolutionBackward0(Node):
             gcols3 = gcols.reshape(k, n, -1).transpose(1, 0, 2)
             gx = _wrap(_col2im(gcols3, geo, geo.in_shape))
         return (gx, gw, gb)
+
+    def _batch_loop_backward(self, g, x, w, geo):
+        xd = A.contiguous(x._data)
+        n, oc = xd.shape[0], w._data.shape[0]
+        gy = A.contiguous(g._data).reshape(n, oc, -1)
+        w2 = A.contiguous(w._data).reshape(oc, -1)
+        need_x, need_w = _needs(self, 0), _needs(self, 1)
+        gx = A.empty(xd, xd.shape if need_x else (0, 0, 0, 0), xd.dtype)
+        gw = A.empty(w2, w2.shape if need_w else (0, 0), w2.dtype)
+        CONV.backward(xd, w2, gy, geo.groups, geo.kh, geo.kw, geo.ph, geo.pw, geo.dh, geo.dw,
+                      geo.oh, geo.ow, need_x, need_w, gx, gw)
+        gb = _wrap(RED.sum_dims(gy, (0, 2), gy.dtype, 1.0).reshape(oc)) \
+            if _needs(self, 2) else None
+        return (_wrap(gx) if need_x else None,
+                _wrap(gw.reshape(w._data.shape)) if need_w else None, gb)
 
 
 def _conv_backward_ops(g, x, w, geo, node):
@@ -619,7 +665,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     out = _wrap(out_arr.reshape(out_arr.shape[0], out_arr.shape[1], geo.oh, geo.ow))
     reqs = (input, weight) + ((bias,) if bias is not None else ())
     if state.enabled and any(t._requires_grad for t in reqs):
-        keep = weight._requires_grad and cols.nbytes <= KEEP_COLUMNS_BYTES
+        keep = weight._requires_grad and _keep_columns(cols)
         node = ConvolutionBackward0((edge(input), edge(weight),
                                      edge(bias) if bias is not None else NO_EDGE),
                                     (input, weight, geo, cols if keep else None))
