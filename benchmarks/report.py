@@ -31,7 +31,15 @@ sys.path.insert(0, HERE)
 from workloads import LIBS, SMALL, WORKLOADS, available  # noqa: E402
 
 
+# pause before each sample: OpenMP threads that the previous sample's library left spinning
+# (libgomp spins for a while after each parallel region; PyTorch's default) go to sleep
+# instead of taking the cores from the next library's sample. No program runs two libraries
+# back to back like this, so the pause removes a cost of the interleaving, not of either one.
+SETTLE_S = 0.02
+
+
 def _time(run, number):
+    time.sleep(SETTLE_S)
     t0 = time.perf_counter()
     for _ in range(number):
         run()

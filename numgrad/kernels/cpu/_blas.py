@@ -17,7 +17,7 @@ import ctypes
 import llvmlite.binding as llvm
 from numba import types
 
-from numgrad.kernels.cpu._openblas import _loaded_openblas
+from numgrad.kernels.cpu._openblas import library
 
 # CBLAS enumerations
 ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
@@ -41,12 +41,8 @@ _THREADS = {}  # "get"/"set": OpenBLAS's thread count functions
 def bind():
     """Register NumPy's OpenBLAS sgemm/dgemm (64-bit integer CBLAS) under the names above;
     whether it could."""
-    path = _loaded_openblas()
-    if path is None:
-        return False
-    try:
-        lib = ctypes.CDLL(path)
-    except OSError:
+    lib = library()
+    if lib is None:
         return False
     for prefix in _PREFIXES:
         s = getattr(lib, prefix + "cblas_sgemm64_", None)

@@ -55,14 +55,21 @@ def settle(numpy_came_first):
         shutdown()
 
 
-def set_threads(n):
-    """Ask NumPy's OpenBLAS for ``n`` threads; whether it could be asked."""
+def library():
+    """NumPy's loaded OpenBLAS as a ``ctypes.CDLL``, or None."""
     path = _loaded_openblas()
     if path is None:
-        return False
+        return None
     try:
-        lib = ctypes.CDLL(path)
+        return ctypes.CDLL(path)
     except OSError:
+        return None
+
+
+def set_threads(n):
+    """Ask NumPy's OpenBLAS for ``n`` threads; whether it could be asked."""
+    lib = library()
+    if lib is None:
         return False
     # NumPy's wheels ship OpenBLAS with prefixed, suffixed names (scipy_openblas64_)
     for name in ("scipy_openblas_set_num_threads64_", "openblas_set_num_threads64_",

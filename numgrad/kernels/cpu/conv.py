@@ -36,30 +36,40 @@ AVAILABLE = _blas.AVAILABLE  # whether the kernels below can run (else: the gene
 
 
 @inline
-def _pad_plane(x, n, ph, pw, wp, hpwp, xp):
-    """xp[c*hpwp + (y + ph)*wp + pw + t] = x[n, c, y, t] (the border of xp is left as it is)."""
+def _plane(x, n, ph, pw, wp, hpwp, xp, into_plane):
+    """x[n, c, y, t] <-> xp[c*hpwp + (y + ph)*wp + pw + t]: the sample into the padded plane
+    (``into_plane``, the border of xp left as it is), or the plane's interior back into x."""
     n_c, h, w = x.shape[1], x.shape[2], x.shape[3]
     for c in range(n_c):
         for y in range(h):
-            src = x[n, c, y]
+            row = x[n, c, y]
             base = c * hpwp + (y + ph) * wp + pw
-            dst = xp[base:base + w]
-            for t in range(w):
-                dst[t] = src[t]
+            run = xp[base:base + w]
+            if into_plane:
+                for t in range(w):
+                    run[t] = row[t]
+            else:
+                for t in range(w):
+                    row[t] = run[t]
 
 
 @inline
-def _wide_columns(xp, n_c, kh, kw, dh, dw, wp, hpwp, cols):
-    """cols[(c*kh + i)*kw + j, t] = xp[c*hpwp + i*dh*wp + j*dw + t]."""
+def _wide(xp, n_c, kh, kw, dh, dw, wp, hpwp, cols, adjoint):
+    """cols[(c*kh + i)*kw + j, t] = xp[c*hpwp + i*dh*wp + j*dw + t], or its adjoint
+    (``adjoint``): each row of cols added into its run of xp."""
     lc = cols.shape[1]
     for c in range(n_c):
         for i in range(kh):
             for j in range(kw):
                 row = cols[(c * kh + i) * kw + j]
                 start = c * hpwp + i * dh * wp + j * dw
-                src = xp[start:start + lc]
-                for t in range(lc):
-                    row[t] = src[t]
+                run = xp[start:start + lc]
+                if adjoint:
+                    for t in range(lc):
+                        run[t] += row[t]
+                else:
+                    for t in range(lc):
+                        row[t] = run[t]
 
 
 @inline
@@ -85,22 +95,29 @@ def _zero_extra(cols, oh, ow, wp):
 CHUNK = 4  # samples per task: fixed, so the weight gradient's sums never depend on threads
 
 
+@inline
+def _sizes(x, w2, groups, kw, ph, pw, dw, oh):
+    """Batch, channels, out channels, column rows and out channels per group, the padded
+    plane's width and area, the wide columns' length, and the padded planes' buffer size (the
+    last column row runs (kw - 1)*dw past the last plane)."""
+    n_b, n_c, h, w = x.shape
+    n_o, kg = w2.shape
+    wp = w + 2 * pw
+    hpwp = (h + 2 * ph) * wp
+    return n_b, n_c, n_o, kg, n_o // groups, wp, hpwp, oh * wp, n_c * hpwp + (kw - 1) * dw
+
+
 def _conv_forward(x, w2, bias, has_bias, groups, kh, kw, ph, pw, dh, dw, oh, ow, out):
     """out[n, o, y*ow + t] = bias[o] + sum_r w2[o, r] cols_n[r, y*wp + t], the weights of
     group g (rows g*og...) times the columns of its channels (rows g*kg...)."""
-    n_b, n_c, h, w = x.shape
-    n_o, kg = w2.shape
-    og = n_o // groups
-    hp, wp = h + 2 * ph, w + 2 * pw
-    hpwp = hp * wp
-    lc = oh * wp
+    n_b, n_c, n_o, kg, og, wp, hpwp, lc, plane = _sizes(x, w2, groups, kw, ph, pw, dw, oh)
     for chunk in prange((n_b + CHUNK - 1) // CHUNK):
         cols = np.empty((n_c * kh * kw, lc), x.dtype)
         res = np.empty((n_o, lc), x.dtype)
-        xp = np.zeros(n_c * hpwp + (kw - 1) * dw, x.dtype)  # the last row runs past the plane
+        xp = np.zeros(plane, x.dtype)
         for n in range(chunk * CHUNK, min(n_b, (chunk + 1) * CHUNK)):
-            _pad_plane(x, n, ph, pw, wp, hpwp, xp)
-            _wide_columns(xp, n_c, kh, kw, dh, dw, wp, hpwp, cols)
+            _plane(x, n, ph, pw, wp, hpwp, xp, True)
+            _wide(xp, n_c, kh, kw, dh, dw, wp, hpwp, cols, False)
             for g in range(groups):
                 gemm(ROW_MAJOR, NO_TRANS, NO_TRANS, og, lc, kg, 1.0,  # noqa: F821
                      w2[g * og:].ctypes, kg, cols[g * kg:].ctypes, lc, 0.0,
@@ -124,21 +141,15 @@ def _conv_backward(x, w2, gy, groups, kh, kw, ph, pw, dh, dw, oh, ow, need_x, ne
     laid out as the wide columns are (zero at the extra positions). Each chunk of samples
     sums its part of gw (as gw's transpose: 1.6x faster in OpenBLAS); the parts are added in
     chunk order at the end."""
-    n_b, n_c, h, w = x.shape
-    n_o, kg = w2.shape
-    og = n_o // groups
-    hp, wp = h + 2 * ph, w + 2 * pw
-    hpwp = hp * wp
-    lc = oh * wp
-    slack = (kw - 1) * dw
+    n_b, n_c, n_o, kg, og, wp, hpwp, lc, plane = _sizes(x, w2, groups, kw, ph, pw, dw, oh)
     w_finite = _all_finite(w2, bits, EXPONENT)  # noqa: F821
     n_chunks = (n_b + CHUNK - 1) // CHUNK
     parts = np.zeros((n_chunks if need_w else 0, groups, kg, og), gw.dtype)
     for chunk in prange(n_chunks):
         g_wide = np.zeros((n_o, lc), gy.dtype)  # the extra positions stay 0
         cols = np.empty((n_c * kh * kw, lc), x.dtype)
-        xp = np.zeros(n_c * hpwp + slack, x.dtype)  # the sample, padded
-        gxp = np.empty(n_c * hpwp + slack, x.dtype)  # its gradient
+        xp = np.zeros(plane, x.dtype)  # the sample, padded
+        gxp = np.empty(plane, x.dtype)  # its gradient
         first = chunk * CHUNK
         for n in range(first, min(n_b, first + CHUNK)):
             src = gy[n]
@@ -148,8 +159,8 @@ def _conv_backward(x, w2, gy, groups, kh, kw, ph, pw, dh, dw, oh, ow, need_x, ne
                     for t in range(ow):
                         b[t] = a[t]
             if need_w:
-                _pad_plane(x, n, ph, pw, wp, hpwp, xp)
-                _wide_columns(xp, n_c, kh, kw, dh, dw, wp, hpwp, cols)
+                _plane(x, n, ph, pw, wp, hpwp, xp, True)
+                _wide(xp, n_c, kh, kw, dh, dw, wp, hpwp, cols, False)
                 if not _all_finite(xp, bits, EXPONENT):  # noqa: F821
                     _zero_extra(cols, oh, ow, wp)
                 beta = 0.0 if n == first else 1.0
@@ -164,22 +175,9 @@ def _conv_backward(x, w2, gy, groups, kh, kw, ph, pw, dh, dw, oh, ow, need_x, ne
                          cols[g * kg:].ctypes, lc)
                 if not w_finite:
                     _zero_extra(cols, oh, ow, wp)
-                gxp[:] = 0  # each column row adds into one run of the padded plane's gradient
-                for c in range(n_c):
-                    for i in range(kh):
-                        for j in range(kw):
-                            row = cols[(c * kh + i) * kw + j]
-                            start = c * hpwp + i * dh * wp + j * dw
-                            dst = gxp[start:start + lc]
-                            for t in range(lc):
-                                dst[t] += row[t]
-                for c in range(n_c):
-                    for y in range(h):
-                        dst = gx[n, c, y]
-                        base = c * hpwp + (y + ph) * wp + pw
-                        src2 = gxp[base:base + w]
-                        for t in range(w):
-                            dst[t] = src2[t]
+                gxp[:] = 0  # the padded plane's gradient
+                _wide(gxp, n_c, kh, kw, dh, dw, wp, hpwp, cols, True)
+                _plane(gx, n, ph, pw, wp, hpwp, gxp, False)
     if need_w and n_chunks == 0:
         gw[:] = 0
     elif need_w:
