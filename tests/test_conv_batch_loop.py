@@ -169,3 +169,19 @@ def test_only_the_needed_gradient_is_made():
     NF.conv2d(xs, w.detach(), padding=1).sum().backward()
     ref = NF.conv_transpose2d(ng.ones(2, 3, 5, 5), w.detach(), padding=1)
     assert_close(xs.grad, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_the_kernels_refuse_arrays_they_would_misread():
+    # the kernels pass raw pointers to BLAS: a strided or mistyped array must be refused,
+    # not read as if it were C-contiguous of the input's type
+    x = np.ones((2, 1, 4, 4), np.float32)
+    w2, b = np.ones((2, 9), np.float32), np.zeros(2, np.float32)
+    out = np.empty((2, 2, 16), np.float32)
+    args = (1, 3, 3, 1, 1, 1, 1, 4, 4)
+    for bad_x, bad_w in ((x[:, :, :, ::-1], w2), (x, w2.astype(np.float64)),
+                         (x, np.ones((9, 2), np.float32).T)):
+        with pytest.raises(RuntimeError, match="C-contiguous"):
+            NF.CONV.forward(bad_x, bad_w, b, True, *args, out)
+    NF.CONV.forward(x, w2, b, True, *args, out)
+    assert_close(out[0, 0].reshape(4, 4),
+                 np.array([[4, 6, 6, 4], [6, 9, 9, 6], [6, 9, 9, 6], [4, 6, 6, 4]]))

@@ -556,6 +556,8 @@ class ConvolutionBackward0(Node):
             gx = _wrap(_col2im(gcols3, geo, geo.in_shape))
         return (gx, gw, gb)
 
+    # conv(x, W) = W cols(x) per sample: dW = sum_n G_n cols_n^T, dx_n = col2im(W^T G_n),
+    # db = sum G
     def _batch_loop_backward(self, g, x, w, geo):
         xd = A.contiguous(x._data)
         n, oc = xd.shape[0], w._data.shape[0]

@@ -243,12 +243,23 @@ def _run(variants, args, size):
         return parallel(*args)
 
 
+def _require_c_arrays(dtype, *arrays):
+    """The kernels hand BLAS raw pointers with C-order strides: anything else would be read
+    as if it were (the op layer makes every array so; this keeps it true)."""
+    for a in arrays:
+        if a.dtype != dtype or not a.flags.c_contiguous:
+            raise RuntimeError(f"conv kernels: expected C-contiguous {dtype} arrays, got "
+                               f"{a.dtype} with strides {a.strides}")
+
+
 def _forward(x, w2, bias, has_bias, groups, kh, kw, ph, pw, dh, dw, oh, ow, out):
+    _require_c_arrays(x.dtype, x, w2, bias, out)
     _run(_KERNELS[x.dtype][0], (x, w2, bias, has_bias, groups, kh, kw, ph, pw, dh, dw, oh, ow,
                                 out), x.shape[0])
 
 
 def _backward(x, w2, gy, groups, kh, kw, ph, pw, dh, dw, oh, ow, need_x, need_w, gx, gw):
+    _require_c_arrays(x.dtype, x, w2, gy, gx, gw)
     _run(_KERNELS[x.dtype][1], (x, w2, gy, groups, kh, kw, ph, pw, dh, dw, oh, ow, need_x,
                                 need_w, gx, gw), x.shape[0])
 
