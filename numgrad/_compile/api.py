@@ -13,10 +13,10 @@ the forward form (``forward.py``): its trace also records the backward, and a re
 returns tensors whose backward is one compiled node.
 
 On CUDA tensors the trace records the numba.cuda launches, device allocations and host reads
-instead (``cuda_plan.py``), in the whole-step form.
+instead (``cuda_plan.py``), in both forms (``forward.CudaForwardPlan``).
 
 A call that cannot be replayed runs eagerly, always with eager's result: Python reading tensor
-values (``.item()``, ``if t > 0``), random numbers, hooks, the forward form on CUDA tensors.
+values (``.item()``, ``if t > 0``), random numbers, hooks.
 ``fullgraph=True`` turns that into an error.
 """
 
@@ -95,7 +95,7 @@ class CompiledFunction:
         tensors = reach.tensors
         pre = [(t._data, t._grad, t._version) for t in tensors]
         shadows = []
-        if isinstance(entry.plan, CudaPlan):
+        if isinstance(entry.plan, (CudaPlan, _forward.CudaForwardPlan)):
             shadows = [entry.plan.shadow([d for d, _, _ in pre])]
         elif entry.plan is not None:
             # a second copy to retry with fresh buffers starting from their traced content
@@ -116,8 +116,7 @@ class CompiledFunction:
             if not t.ran_backward and not t.breaks and _forward.needs_backward(result):
                 # the forward form: the backward is traced too, on the same tape
                 try:
-                    rec = "the forward form is not replayed on CUDA yet" if cuda else \
-                        _forward.record(result, tensors, start)
+                    rec = _forward.record(result, tensors, start)
                 except Exception as exc:  # the eager backward will raise it, if it runs
                     rec = f"its backward raised {type(exc).__name__}"
         finally:
@@ -134,7 +133,7 @@ class CompiledFunction:
             entry.plan.init_fresh = k == 1
             if isinstance(entry.plan, CudaPlan):
                 ok = rec is None and entry.plan.verify(copies, tensors, result)
-            elif isinstance(entry.plan, _forward.ForwardPlan):
+            elif isinstance(entry.plan, (_forward.ForwardPlan, _forward.CudaForwardPlan)):
                 ok = rec is not None and entry.plan.verify(copies, tensors, result, rec)
             else:
                 ok = rec is None and replay(entry.plan, copies, tensors, result)[0]
@@ -146,7 +145,9 @@ class CompiledFunction:
             if entry.plan.fused is not None:
                 entry.fuse = False
         try:
-            if cuda:
+            if cuda and rec is not None:
+                plan = _forward.CudaForwardPlan(t.calls, split, pre, post, result, rec)
+            elif cuda:
                 plan = CudaPlan(t.calls, pre, post, result, detach=t.ran_backward)
             elif rec is not None:
                 plan = _forward.ForwardPlan(t.calls, split, pre, post, result, t.first, rec,

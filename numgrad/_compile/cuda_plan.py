@@ -21,7 +21,8 @@ of a reachable CPU tensor's current data (``x.to("cuda")`` inside the function; 
 of the signature fixes its layout) or else of the recorded content; and each host read (a
 check numgrad makes, such as "is a target out of range") as a guard: a value different from
 the trace's raises ``GuardFailed`` and the call runs eagerly. Verification (``verify``)
-replays on copies of every buffer the plan touches beside the second eager call, and keeps
+replays on copies of every buffer the plan touches beside the second eager call (memory the
+trace made starts as 0xff bytes, NaN, not as the last call left it), and keeps
 the plan only if the result, every touched external buffer, the new gradients and data are
 the same bit for bit, and every guard comes before the first change to a buffer the caller
 holds.
@@ -131,7 +132,10 @@ class _View:
 
 
 def _describe(x, slots, detach):
-    """The structure of a function result, its CUDA tensors as ``_View``s."""
+    """The structure of a function result, its CUDA tensors as ``_View``s. CudaArrays (a
+    forward plan's saved buffers) stay CudaArrays."""
+    if hasattr(x, "strides_el"):
+        return ("a", _View(slots, x))
     if isinstance(x, Tensor):
         if x._requires_grad and not detach:
             raise Unplannable("the function returns a tensor that requires grad")
@@ -145,6 +149,19 @@ def _describe(x, slots, detach):
     if isinstance(x, np.ndarray):
         raise Unplannable("the function returns an array")
     return ("v", x)
+
+
+def device_buffers(event):
+    """The device buffers a recorded event used (a launch's, possibly in tuples)."""
+    if event.__class__ is not Launch:
+        return [event.buf] if isinstance(event, CudaEvent) else []
+    out = []
+    for a in event.args:
+        if _is_device(a):
+            out.append(a)
+        elif a.__class__ in (tuple, list):
+            out.extend(b for b in a if _is_device(b))
+    return out
 
 
 def _launch_step(event, slots):
@@ -203,6 +220,14 @@ def _device_copy(buf):
     from numgrad.kernels.cuda import _launch
     out = _launch.alloc(buf.size, buf.dtype)
     out.copy_to_device(buf)
+    return out
+
+
+def _poisoned(n, dtype):
+    """A new device buffer of ``n`` elements, every byte 0xff (NaN in every float type)."""
+    from numgrad.kernels.cuda import _launch
+    out = _launch.alloc(n, dtype)
+    out.copy_to_device(np.full(out.size * out.dtype.itemsize, 255, np.uint8).view(out.dtype))
     return out
 
 
@@ -280,18 +305,24 @@ class CudaPlan:
         self.externals = [(s, k) for s, k in enumerate(slots.kind)
                           if k.__class__ is int and s in used]
         self.statics = [s for s, b in enumerate(self.preset) if b is not None]
+        self.kinds = slots.kind
         self.kept = [s for s in self.statics if slots.kind[s] == "kept"]
         self.guards_first = False
 
     # -----------------------------------------------------------------------------------------
     def call(self, tensors):
         """Replay on the reachable ``tensors``, leave the effects on them, return the result."""
-        bufs = list(self.preset)
-        for slot, i in self.externals:
-            bufs[slot] = tensors[i]._data.buf
-        result, effects = self._run(bufs, [t._data for t in tensors] if self.uploads else None)
+        result, effects = self.run([t._data for t in tensors])
         apply_effects(tensors, effects)
         return result
+
+    def run(self, datas):
+        """Replay on the external data ``datas`` (the reachable tensors' data, in the order
+        the plan was made with); returns (result, effects)."""
+        bufs = list(self.preset)
+        for slot, i in self.externals:
+            bufs[slot] = datas[i].buf
+        return self._run(bufs, datas if self.uploads else None)
 
     def _run(self, bufs, datas, watch=None):
         """Replay on the slot buffers ``bufs`` (``datas``: the reachable tensors' data, read
@@ -317,10 +348,10 @@ class CudaPlan:
                         args[pos] = type(template[pos])(inner)
                 k[config](*args)
             elif kind is ALLOC:
-                buf = bufs[step[1]] = _launch.alloc(step[2], step[3])
                 if watch is not None:  # a verification must not pass on stale memory
-                    buf.copy_to_device(np.full(buf.size * buf.dtype.itemsize, 255,
-                                               np.uint8).view(buf.dtype))
+                    bufs[step[1]] = _poisoned(step[2], step[3])
+                else:
+                    bufs[step[1]] = _launch.alloc(step[2], step[3])
             elif kind is UPLOAD:
                 _, slot, content, _, fresh = step
                 content = contents.get(n, content)
@@ -349,13 +380,25 @@ class CudaPlan:
             originals[slot] = datas[i].buf
             copies[slot] = _device_copy(datas[i].buf)
         for slot in self.statics:
-            copies[slot] = _device_copy(self.preset[slot])
+            # memory the trace made is written before it is read at every call: a verification
+            # starts it as NaN bytes, so that a plan missing a step does not pass on what the
+            # last call left there (the same inputs, or the forward form's fixed output
+            # gradients, leave the same values)
+            buf = self.preset[slot]
+            copies[slot] = _poisoned(buf.size, buf.dtype) if self.kinds[slot] == "made" \
+                else _device_copy(buf)
         return copies, originals, datas
 
     def verify(self, shadow, tensors, result):
         """Replay on the ``shadow`` copies and compare with the eager run that just ran on
         the originals: its ``result``, the external buffers, and the tensors' new data and
         gradients. Keeps the plan (returns True) only if all of it is the same bit for bit."""
+        return self.check(shadow, tensors, result)[0]
+
+    def check(self, shadow, tensors, result, part=None):
+        """``verify``, returning also the replay's result: (same, result). ``part``: compare
+        only that element of the replayed result (a forward plan also returns the buffers its
+        backward reads)."""
         copies, originals, datas = shadow
         bufs = list(self.preset)
         for slot, buf in copies.items():
@@ -365,21 +408,21 @@ class CudaPlan:
         try:
             res, effects = self._run(bufs, datas, watch=held)
         except Exception:  # noqa: BLE001 - a plan that cannot replay is not kept
-            return False
-        if not self.guards_first or not _same_result(result, res):
-            return False
+            return False, None
+        if not self.guards_first or not _same_result(result, res if part is None else res[part]):
+            return False, None
         for slot, buf in originals.items():
             if not same_bits(_host_copy(buf), _host_copy(copies[slot])):
-                return False
+                return False, None
         for slot in self.kept:
             if not same_bits(_host_copy(self.preset[slot]), _host_copy(copies[slot])):
-                return False
+                return False, None
         for i, kind, v in effects:
             t = tensors[i]
             if kind == "grad":
                 if (v is None) != (t._grad is None) or (
                         v is not None and not _same_array(t._grad._data, v)):
-                    return False
+                    return False, None
             elif kind == "data" and not _same_array(t._data, v):
-                return False
-        return True
+                return False, None
+        return True, res

@@ -16,11 +16,18 @@ The node checks, as eager nodes do, that no tensor it reads was modified in plac
 forward, and frees the saved buffers after a backward without ``retain_graph``. Gradients
 made with ``create_graph=True`` are right but cannot be differentiated again, as with
 PyTorch's compiled functions.
+
+On CUDA tensors (``CudaForwardPlan``) the two plans are ``CudaPlan``s (``cuda_plan.py``) and
+the saved buffers are the device buffers the forward allocated that the backward reads: each
+is a fresh buffer of the forward plan, allocated at every call.
 """
 
 import numpy as np
 
 from numgrad import _arrays, autograd
+from numgrad._compile import tape as _tape
+from numgrad._compile.cuda_plan import READ, UPLOAD, CudaPlan, device_buffers
+from numgrad._compile.cuda_tape import Alloc, Upload
 from numgrad._compile.fuse import POOL
 from numgrad._compile.plan import (
     _NO_GUARD,
@@ -115,8 +122,21 @@ def record(result, tensors, start):
 
 
 def _pattern(a):
-    """Output gradients for the traced backward: exact in every float type, not all equal."""
-    return (0.75 + 0.0625 * (np.arange(a.size) % 9)).astype(a.dtype).reshape(a.shape)
+    """Output gradients for the traced backward: exact in every float type, not all equal.
+    For a CUDA output (a CudaArray) the pattern is copied to the GPU outside the tape: the
+    backward plan receives it as an input, as it receives the engine's gradients later."""
+    p = (0.75 + 0.0625 * (np.arange(a.size) % 9)).astype(a.dtype).reshape(a.shape)
+    if a.__class__ is np.ndarray:
+        return p
+    from numgrad.kernels.cuda.array import CudaArray
+    tape = _tape.TAPE
+    if tape is not None:
+        tape._depth += 1  # not recorded: the tapes record outermost calls only
+    try:
+        return CudaArray.from_host(p)
+    finally:
+        if tape is not None:
+            tape._depth -= 1
 
 
 def _arrays_in(x, out):
@@ -223,17 +243,7 @@ class ForwardPlan:
         if effects:
             apply_effects(tensors, effects)
             datas = [t._data for t in tensors]
-        node = CompiledFunctionBackward(self, tensors, datas, saved, arena)
-        outs = flat(result, [])
-        for nr in self.outs:
-            o = outs[nr]
-            o._grad_fn = node
-            o._output_nr = nr
-            o._requires_grad = True
-        checks = [(tensors[i], tensors[i]._version, None) for i in self.reads]
-        checks += [(outs[nr], 0, None) for nr in self.saved_outs]
-        node._vchk = checks or None
-        return result
+        return _attach(self, tensors, datas, result, saved, arena)
 
     def backward(self, datas, saved, arena, grads):
         """The leaves' gradients (one per ``inputs``) from the output gradients ``grads`` (one
@@ -283,6 +293,124 @@ class ForwardPlan:
         want = tuple(rec.grads)
         return same_result(want, grads) and unchanged(self.bwd, bcopies, datas, skip=range(
             n, n + self.m))
+
+
+def _attach(plan, tensors, datas, result, saved, arena):
+    """Make the forward call's ``CompiledFunctionBackward`` node, holding what its backward
+    reads, and attach the outputs that require grad to it; returns ``result``."""
+    node = CompiledFunctionBackward(plan, tensors, datas, saved, arena)
+    outs = flat(result, [])
+    for nr in plan.outs:
+        o = outs[nr]
+        o._grad_fn = node
+        o._output_nr = nr
+        o._requires_grad = True
+    checks = [(tensors[i], tensors[i]._version, None) for i in plan.reads]
+    checks += [(outs[nr], 0, None) for nr in plan.saved_outs]
+    node._vchk = checks or None
+    return result
+
+
+class CudaForwardPlan:
+    """``ForwardPlan`` on CUDA tensors: the forward and backward parts of the tape become two
+    ``CudaPlan``s. The forward plan returns ``(result, saved)``, ``saved`` being whole device
+    buffers (CudaArrays) the forward allocated or copied to the GPU and the backward reads;
+    being part of the result, they are allocated anew at every call, so the results of two
+    calls can be backpropagated in any order. The backward plan's inputs are the reachable
+    tensors' data after the forward, the saved buffers and the output gradients, in that
+    order; it returns the leaves' gradients."""
+
+    fresh = ()  # (no buffer starts from traced content: ``api`` retries none)
+    fused = None
+    pool = None
+
+    def __init__(self, calls, split, pre, mid, result, rec):
+        from numgrad.kernels.cuda.array import CudaArray
+        n = len(pre)
+        mids = [d for d, _, _ in mid]
+        known = {id(d.buf) for d in [d for d, _, _ in pre] + mids
+                 if d.__class__ is not np.ndarray}
+        made = {}
+        for event in calls[:split]:
+            if event.__class__ in (Alloc, Upload):
+                made[id(event.buf)] = event.buf
+        read = {id(b) for event in calls[split:] for b in device_buffers(event)}
+        saved = [CudaArray(b, 0, (b.size,), (1,)) for key, b in made.items()
+                 if key in read and key not in known]
+        ext = [(d, None, 0) for d in mids + saved + rec.gouts]
+        bwd = CudaPlan(calls[split:], ext, ext, tuple(rec.grads), detach=True)
+        if any(step[0] is READ for step in bwd.steps):
+            raise Unplannable("its backward depends on tensor values")
+        self.fwd = CudaPlan(calls[:split], pre, mid, (result, tuple(saved)), detach=True)
+        self.bwd = bwd
+        self.free = []  # (no arenas: CompiledFunctionBackward._release keeps none)
+        self.init_fresh = False
+        outs = flat(result, [])
+        self.n_outputs = len(outs)
+        self.outs = rec.req
+        self.out_dtypes = [outs[nr].dtype for nr in rec.req]
+        self.out_meta = [(g.shape, g.dtype) for g in rec.gouts]
+        self.leaves = rec.leaves
+        self.inputs = [i for i, g in zip(rec.leaves, rec.grads) if g is not None]
+        self.grad_at = [k for k, g in enumerate(rec.grads) if g is not None]
+        # the reachable tensors the backward reads: device buffers, CPU tensors it copies
+        reads = {i for _, i in bwd.externals if i < n}
+        reads |= {s[3][0] for s in bwd.steps if s[0] is UPLOAD and s[3] is not None
+                  and s[3][0] < n}
+        self.reads = sorted(reads)
+        saved_ids = {id(a.buf) for a in saved}
+        self.saved_outs = [nr for nr, o in enumerate(outs) if id(o._data.buf) in saved_ids]
+        # a gradient in a buffer the call does not make for it alone (an output gradient
+        # passed through, a buffer the plan keeps, another gradient's) is copied
+        self.alias, seen = [], set()
+        for d in bwd.result[1]:
+            slot = d[1].slot if d[0] == "t" else None
+            self.alias.append(slot is not None and (bwd.kinds[slot] != "made" or slot in seen))
+            seen.add(slot)
+
+    def shadow(self, datas):
+        return self.fwd.shadow(datas)
+
+    def call(self, tensors):
+        datas = [t._data for t in tensors]
+        (result, saved), effects = self.fwd.run(datas)
+        if effects:
+            apply_effects(tensors, effects)
+            datas = [t._data for t in tensors]
+        return _attach(self, tensors, datas, result, list(saved), None)
+
+    def backward(self, datas, saved, arena, grads):
+        """The leaves' gradients (one per ``inputs``) from the output gradients ``grads`` (one
+        per output, None where none arrived)."""
+        from numgrad.kernels.cuda.array import CudaArray, c_strides
+        gs = []
+        for nr, dtype, (shape, npdtype) in zip(self.outs, self.out_dtypes, self.out_meta):
+            g = grads[nr]
+            if g is None:  # the output got no gradient: d(loss)/d(output) = 0
+                gs.append(CudaArray.full(shape, 0, npdtype))
+                continue
+            if g.dtype is not dtype:
+                g = g.to(dtype)
+            a = g._data
+            if a.__class__ is np.ndarray or a.shape != shape:
+                raise RuntimeError(f"numgrad.compile: the compiled backward expected a CUDA "
+                                   f"gradient of shape {tuple(shape)}, got {g.device} "
+                                   f"{tuple(a.shape)}")
+            # the launches take the traced layout's offset and strides as numbers
+            gs.append(a if a.offset == 0 and a.strides_el == c_strides(shape) else a.copy())
+        res, _ = self.bwd.run(datas + saved + gs)
+        return [_wrap(res[k]._data.copy()) if self.alias[k] else res[k] for k in self.grad_at]
+
+    def verify(self, copies, tensors, result, rec):
+        """Replay both plans on copies and compare with the eager run: its ``result``, the
+        tensors after it and the gradients its traced backward gave (``rec``)."""
+        ok, res = self.fwd.check(copies, tensors, result, part=0)
+        if not ok or rec.req != self.outs or rec.leaves != self.leaves or \
+                [k for k, g in enumerate(rec.grads) if g is not None] != self.grad_at:
+            return False
+        datas = [t._data for t in tensors] + list(res[1]) + rec.gouts
+        # the backward must also leave every buffer it reads as it found it
+        return self.bwd.check(self.bwd.shadow(datas), tensors, tuple(rec.grads))[0]
 
 
 class CompiledFunctionBackward(Node):

@@ -2,6 +2,8 @@
 allocations and host reads, and from the third call the launches are replayed with no
 Tensor, Node or engine work, giving eager's values, gradients and state bit for bit."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -247,3 +249,300 @@ def test_recording_is_undone_after_every_trace():
     assert hooks() == before
     numgrad.compile(lambda a: a + 1)(_cuda([1.0]))
     assert hooks() == before
+
+
+# ---------------------------------------------------------------------------------------------
+# the forward form: ``loss = f(x)``, its backward one compiled node
+# ---------------------------------------------------------------------------------------------
+
+
+def _forward_replayed(compiled):
+    """Whether ``compiled`` has a verified plan of the CUDA forward form."""
+    from numgrad._compile.forward import CudaForwardPlan
+    compiled = getattr(compiled, "_compiled", compiled)
+    return any(e.verified and isinstance(e.plan, CudaForwardPlan)
+               for e in compiled._cache.values())
+
+
+def _mlp_loss(seed=0):
+    """A tiny CUDA MLP, its SGD optimizer, a loss function of it that counts its eager runs,
+    and that count."""
+    numgrad.manual_seed(seed)
+    nn = numgrad.nn
+    model = nn.Sequential(nn.Linear(3, 5), nn.Tanh(), nn.Linear(5, 4), nn.ReLU(),
+                          nn.Linear(4, 2)).to("cuda")
+    opt = numgrad.optim.SGD(model.parameters(), lr=0.1)
+    calls = []
+
+    def loss_fn(x, y):
+        calls.append(1)
+        return F.cross_entropy(model(x), y) + 0.5 * F.mse_loss(model(x).sigmoid(), x[:, :2])
+
+    return model, opt, loss_fn, calls
+
+
+def _forward_train(compiled, batches):
+    """Forward-form training: the loss is computed (compiled or not), its backward and the
+    optimizer step run outside. Per step: the loss, its grad_fn name, parameters and
+    gradients (as bits); the loss function; its eager-run count."""
+    model, opt, loss_fn, calls = _mlp_loss()
+    run = numgrad.compile(loss_fn) if compiled else loss_fn
+    record = []
+    for x, y in batches:
+        opt.zero_grad()
+        loss = run(x, y)
+        name = loss.grad_fn.name()
+        loss.backward()
+        params = list(model.parameters())
+        record.append((_bits(loss), name, [_bits(p.grad) for p in params]))
+        opt.step()
+        record.append([_bits(p) for p in params])
+    return record, run, len(calls)
+
+
+def test_forward_form_mlp_loss_replays_bit_for_bit():
+    batches = _batches(6, seed=3)
+    want, _, _ = _forward_train(False, batches)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "runs eagerly" fallback
+        got, compiled, eager_runs = _forward_train(True, batches)
+    # the first call is traced, the second verifies the plan beside eager: then 4 replays
+    assert eager_runs == 2
+    assert _forward_replayed(compiled)
+    for k in range(0, len(got), 2):  # loss, gradients, then parameters after the step
+        (gl, gname, ggrads), (wl, _, wgrads) = got[k], want[k]
+        assert gname == "CompiledFunctionBackward" if k >= 4 else gname != \
+            "CompiledFunctionBackward"
+        assert gl == wl and ggrads == wgrads
+        assert got[k + 1] == want[k + 1]
+
+
+def test_forward_form_of_a_module():
+    numgrad.manual_seed(1)
+    nn = numgrad.nn
+    model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2)).to("cuda")
+    cmodel = numgrad.compile(model)
+    rng = np.random.default_rng(2)
+    names = []
+    for _ in range(4):
+        x = _cuda(rng.standard_normal((5, 3)).astype(np.float32))
+        g = _cuda(rng.standard_normal((5, 2)).astype(np.float32))
+        got = []
+        for m in (cmodel, model):
+            model.zero_grad()
+            out = m(x)
+            names.append(out.grad_fn.name())
+            out.backward(g)
+            got.append([_bits(out)] + [_bits(p.grad) for p in model.parameters()])
+        assert got[0] == got[1]
+    assert _forward_replayed(cmodel)
+    assert names[4:] == ["CompiledFunctionBackward", "AddmmBackward0"] * 2
+
+
+def test_forward_form_retraces_on_a_new_shape():
+    w = _cuda(np.linspace(-1, 1, 6, dtype=np.float32).reshape(3, 2)).requires_grad_()
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return (x @ w).tanh().sum()
+
+    compiled = numgrad.compile(f)
+    for n in (4, 6, 4, 6, 4, 6, 4):
+        x = _cuda(np.arange(n * 3, dtype=np.float32).reshape(n, 3) / 7)
+        w.grad = None
+        loss = compiled(x)
+        loss.backward()
+        got = (_bits(loss), _bits(w.grad))
+        w.grad = None
+        loss = (x @ w).tanh().sum()
+        loss.backward()
+        assert got == (_bits(loss), _bits(w.grad))
+    assert len(compiled._cache) == 2 and _forward_replayed(compiled)
+    assert all(e.verified for e in _entries(compiled))
+    assert len(calls) == 4  # each signature traced and verified, then 3 replays
+
+
+def _tanh_loss(x, w, b):
+    return ((x @ w + b).tanh() * x[:, :1]).sum()
+
+
+@pytest.mark.parametrize("order", [(0, 1), (1, 0)])
+def test_forward_form_two_calls_backpropagated_in_either_order(order):
+    """Each call saves its own buffers: the second call does not overwrite the first's."""
+    rng = np.random.default_rng(4)
+    w = _cuda(rng.standard_normal((3, 2)).astype(np.float32)).requires_grad_()
+    b = _cuda(rng.standard_normal(2).astype(np.float32)).requires_grad_()
+    xs = [_cuda(rng.standard_normal((4, 3)).astype(np.float32)) for _ in range(2)]
+    compiled = numgrad.compile(lambda x: _tanh_loss(x, w, b))
+    for _ in range(3):
+        compiled(xs[0])
+    assert _forward_replayed(compiled)
+    got = []
+    for f in (compiled, lambda x: _tanh_loss(x, w, b)):
+        w.grad = b.grad = None
+        losses = [f(xs[0]), f(xs[1]) * 2]
+        for k in order:
+            losses[k].backward()
+        got.append([_bits(v) for v in (*losses, w.grad, b.grad)])
+    assert got[0] == got[1]
+
+
+def test_forward_form_in_place_change_of_a_saved_tensor_raises():
+    def errors(make):
+        w = _cuda([0.5, -1.0, 2.0]).requires_grad_()
+        f = make(lambda x: (x * w).tanh().sum())
+        for _ in range(3):  # d/dx reads w
+            loss = f(_cuda([1.0, 2.0, 3.0]).requires_grad_())
+        with numgrad.no_grad():
+            w.mul_(2)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation") as exc:
+            loss.backward()
+        return str(exc.value), f
+
+    got, compiled = errors(numgrad.compile)
+    want, _ = errors(lambda fn: fn)
+    assert got == want
+    assert _forward_replayed(compiled)
+
+
+def _scaled_tanh(device):
+    w = numgrad.tensor([0.5, -1.0, 2.0], device=device, requires_grad=True)
+    return lambda x: (x * w).tanh()  # tanh's backward reads its output
+
+
+def test_forward_form_in_place_change_of_a_saved_output_raises():
+    """As on the CPU: the message names the output's node at the check (``Mul`` after
+    ``mul_``; eager names the node that saved it, ``Tanh``)."""
+    messages = []
+    for device in ("cuda", "cpu"):
+        compiled = numgrad.compile(_scaled_tanh(device))
+        for _ in range(4):
+            out = compiled(numgrad.tensor([1.0, 2.0, 3.0], device=device))
+        assert out.grad_fn.name() == "CompiledFunctionBackward"
+        out.mul_(2)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation") as exc:
+            out.sum().backward()
+        messages.append(str(exc.value))
+    assert messages[0] == messages[1]
+    assert "which is output 0 of Mul, is at version 1; expected version 0" in messages[0]
+
+
+def test_forward_form_backward_twice_needs_retain_graph():
+    w = _cuda([0.5, -1.0]).requires_grad_()
+    f = numgrad.compile(lambda a: (a * w).exp().sum())
+    for _ in range(3):
+        loss = f(_cuda([1.0, 2.0]))
+    assert loss.grad_fn.name() == "CompiledFunctionBackward"
+    loss.backward(retain_graph=True)
+    once = w.grad.cpu().numpy().copy()
+    loss.backward()
+    np.testing.assert_array_equal(w.grad.cpu().numpy(), 2 * once)
+    with pytest.raises(RuntimeError, match="Trying to backward through the graph a second"):
+        loss.backward()
+
+
+def test_forward_form_gradient_passed_through_is_not_the_callers_buffer():
+    """d(a + w)/dw is the output gradient itself: ``.grad`` must not share its memory, and a
+    strided output gradient is laid out as the trace's."""
+    w = _cuda([1.0, 2.0]).requires_grad_()
+    f = numgrad.compile(lambda a: a + w)
+    for _ in range(3):
+        w.grad = None
+        out = f(_cuda([1.0, 1.0]))
+        g = _cuda([3.0, 4.0])
+        out.backward(g)
+    assert _forward_replayed(f)
+    out = f(_cuda([1.0, 1.0]))
+    out.backward(g)  # accumulates into w.grad in place
+    np.testing.assert_array_equal(g.cpu().numpy(), [3.0, 4.0])
+    np.testing.assert_array_equal(w.grad.cpu().numpy(), [6.0, 8.0])
+
+
+
+def test_forward_form_strided_output_gradient():
+    """An output gradient the engine hands over as a strided view (``t()``'s backward) is
+    laid out as the trace's before the launches read it."""
+    w = _cuda([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]).requires_grad_()
+    f = numgrad.compile(lambda a: a * w)
+    c = _cuda([[1.0, 10.0], [100.0, 1000.0], [-1.0, -10.0]])
+    for run in (f, f, f, lambda a: a * w):
+        w.grad = None
+        out = run(_cuda([[2.0, 2.0, 2.0], [3.0, 3.0, 3.0]]))
+        (out.t() * c).sum().backward()  # out's gradient: c.t(), strides (1, 2)
+        np.testing.assert_array_equal(w.grad.cpu().numpy(), [[2.0, 200.0, -2.0],
+                                                              [30.0, 3000.0, -30.0]])
+    assert _forward_replayed(f)
+
+
+def test_forward_form_a_broken_backward_plan_fails_verification():
+    """A backward plan missing a launch is caught by the verification: never replayed."""
+    w = _cuda([0.5, -1.0, 2.0]).requires_grad_()
+
+    def f(x):
+        return (x * w).tanh().sum()
+
+    compiled = numgrad.compile(f)
+    x = _cuda([1.0, 2.0, 3.0])
+    compiled(x)
+    entry, = _entries(compiled)
+    plan = entry.plan.bwd
+    launches = [k for k, s in enumerate(plan.steps) if s[0] == "launch"]
+    del plan.steps[launches[0]]
+    for k in range(4):
+        w.grad = None
+        compiled(x).backward()
+        got = _bits(w.grad)
+        w.grad = None
+        f(x).backward()
+        assert got == _bits(w.grad)
+        if k == 0:  # the broken plan failed beside this call: a new trace replaces it
+            assert not entry.verified and entry.failures == 1 and entry.plan.bwd is not plan
+    assert entry.verified and entry.failures == 1
+
+
+def test_forward_form_several_outputs_some_without_gradient():
+    """Two differentiable outputs, one unused by the backward (its gradient is zeros), and an
+    integer one."""
+    rng = np.random.default_rng(5)
+    w = _cuda(rng.standard_normal((4, 3)).astype(np.float32)).requires_grad_()
+
+    def fn(x):
+        h = x @ w
+        return {"h": h.sigmoid(), "s": (h * h).sum(1), "n": h.argmax(1)}
+
+    compiled = numgrad.compile(fn)
+    for k in range(4):
+        x = _cuda(rng.standard_normal((5, 4)).astype(np.float32)).requires_grad_()
+        got = []
+        for f in (compiled, fn):
+            w.grad = x.grad = None
+            out = f(x)
+            assert not out["n"].requires_grad
+            loss = out["s"][1:].pow(2).sum() if k % 2 else (out["h"] * 3).mean() + out["s"].sum()
+            loss.backward()
+            got.append([_bits(v) for v in (out["h"], out["s"], out["n"], w.grad, x.grad)])
+            if f is compiled and k >= 2:
+                assert out["s"].grad_fn.name() == "CompiledFunctionBackward"
+        assert got[0] == got[1]
+    assert _forward_replayed(compiled)
+
+
+def test_forward_form_target_check_raises_the_eager_error():
+    """cross_entropy's host read of its out-of-range target count is a guard of the forward
+    plan: a call whose value differs runs eagerly and raises eager's error."""
+    w = numgrad.ones(4, 3, device="cuda", requires_grad=True)
+    x = numgrad.ones(2, 4, device="cuda")
+    compiled = numgrad.compile(lambda y: F.cross_entropy(x @ w, y))
+    for _ in range(3):
+        compiled(_cuda([0, 2]))
+    assert _forward_replayed(compiled)
+    with pytest.raises(IndexError, match="Target 3 is out of bounds"):
+        compiled(_cuda([0, 3]))
+    loss = compiled(_cuda([1, 2]))
+    assert loss.grad_fn.name() == "CompiledFunctionBackward"
+    loss.backward()
+    got = _bits(w.grad)
+    w.grad = None
+    F.cross_entropy(x @ w, _cuda([1, 2])).backward()
+    assert got == _bits(w.grad)
