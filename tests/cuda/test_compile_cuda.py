@@ -546,3 +546,18 @@ def test_forward_form_target_check_raises_the_eager_error():
     w.grad = None
     F.cross_entropy(x @ w, _cuda([1, 2])).backward()
     assert got == _bits(w.grad)
+
+
+def test_forward_form_create_graph_gradients_cannot_be_differentiated_again():
+    from numgrad._compile.forward import DOUBLE_BACKWARD
+    w = _cuda([0.5, -1.0]).requires_grad_()
+    f = numgrad.compile(lambda a: (a * w).tanh().sum())
+    x = _cuda([1.0, 2.0])
+    for _ in range(3):
+        loss = f(x)
+    (g,) = numgrad.autograd.grad(loss, w, create_graph=True)
+    (want,) = numgrad.autograd.grad((x * w).tanh().sum(), w)
+    assert _bits(g) == _bits(want)
+    assert g.grad_fn.name() == "CompiledFunctionBackwardBackward"
+    with pytest.raises(RuntimeError, match=DOUBLE_BACKWARD):
+        g.sum().backward()
