@@ -75,6 +75,11 @@ class Pool:
         return a
 
 
+def _same_bytes(a, b):
+    return a.shape == b.shape and a.dtype == b.dtype and \
+        np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
+
+
 def poolable(r):
     """Whether ``r``'s memory is exactly its items (so it can live at an offset of an arena)."""
     return r.flags.c_contiguous or r.flags.f_contiguous
@@ -241,6 +246,12 @@ class Plan:
                            | {s.key for step in self.steps for _, _, s in step[3]
                               if s.key.__class__ is int})
         self.statics = loc.statics
+        # statics a kernel wrote during the trace: a right plan writes them again before it
+        # reads them, so verification starts them as NaN bytes (``verify.shadow``); others
+        # (constants made before any kernel saw them) keep their content
+        self.written_statics = frozenset(
+            rid for rid, r in loc.statics.items()
+            if snapshots.get(rid) is not None and not _same_bytes(snapshots[rid], r))
         self.init_fresh = False  # whether fresh buffers start from their traced content
         self.guards_first = False  # set by a watched run (see ``run``)
         self.rollback = ()  # reachable tensors written before a check: saved at each replay

@@ -3,27 +3,29 @@ run's results, gradients and state bit for bit before it replaces eager calls.""
 
 import numpy as np
 
-from numgrad._compile.plan import _view
+from numgrad._compile.plan import _same_bytes, _view
 from numgrad._compile.tape import address, root
 from numgrad.tensor import Tensor
 
 
 def shadow(plan, datas):
-    """Copies of every buffer the plan touches, as the call starts."""
+    """Copies of every buffer the plan touches, as the call starts; the buffers its kernels
+    write (``plan.written_statics``) as NaN bytes instead, so that a plan missing a step
+    cannot pass on what the traced call left there (with the same inputs, the same values)."""
     copies = {}
     for i in plan.used:
         d = datas[i]
         r = root(d)
         copies[i] = (r.copy(order="K"), address(d) - address(r))
     for rid, r in plan.statics.items():
-        copies[("s", rid)] = (r.copy(order="K"), 0)
+        c = r.copy(order="K")
+        if rid in plan.written_statics and (c.flags.c_contiguous or c.flags.f_contiguous):
+            c.reshape(-1, order="A").view(np.uint8)[:] = 255
+        copies[("s", rid)] = (c, 0)
     return copies
 
 
-def same_bits(a, b):
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    return np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
+same_bits = _same_bytes
 
 
 def same_result(x, y, same_data=same_bits):
