@@ -1,4 +1,4 @@
-"""Stride-1 convolutions as one compiled loop over the batch, with BLAS called from the loop.
+"""Stride-1 convolutions as compiled loops over ranges of the batch, with BLAS called from the loop.
 
 Inner loops index views from 0 (``src = xp[start:start + n]``; ``src[t]``): an index such as
 ``start + t`` might be negative as far as Numba knows, and its wraparound test per element
@@ -23,9 +23,11 @@ inf or nan, so for non-finite weights or inputs the extra positions are zeroed i
 first (a pass that finite data never needs).
 """
 
+import concurrent.futures
+import os
+
 import numba
 import numpy as np
-from numba import prange
 
 from numgrad._compile import tape as _tape
 from numgrad.kernels._jit import inline, specialize
@@ -107,8 +109,8 @@ def _sizes(x, w2, groups, kw, ph, pw, dw, oh):
     return n_b, n_c, n_o, kg, n_o // groups, wp, hpwp, oh * wp, n_c * hpwp + (kw - 1) * dw
 
 
-def _forward_chunk(x, w2, bias, has_bias, groups, kh, kw, ph, pw, dh, dw, oh, ow, out, first,
-                   last):
+def _conv_forward(x, w2, bias, has_bias, groups, kh, kw, ph, pw, dh, dw, oh, ow, out, first,
+                  last):
     """out[n, o, y*ow + t] = bias[o] + sum_r w2[o, r] cols_n[r, y*wp + t] for samples
     first..last-1: the weights of group g (rows g*og...) times the columns of its channels
     (rows g*kg...)."""
@@ -136,94 +138,73 @@ def _forward_chunk(x, w2, bias, has_bias, groups, kh, kw, ph, pw, dh, dw, oh, ow
                     row[t] += v
 
 
-def _backward_chunk(x, w2, gy, groups, kh, kw, ph, pw, dh, dw, oh, ow, need_x, need_w, gx,
-                    part, w_finite, first, last):
-    """part = sum_n G_n cols_n^T (as its transpose, 1.6x faster in OpenBLAS) and
-    gx[n] = col2im(w2^T G_n) per group for samples first..last-1, where G_n is gy[n] laid out
-    as the wide columns are (zero at the extra positions)."""
+def _conv_backward(x, w2, gy, groups, kh, kw, ph, pw, dh, dw, oh, ow, need_x, need_w, gx,
+                   parts, c0, c1):
+    """For the chunks c0..c1-1 of CHUNK samples: parts[chunk] = sum_n G_n cols_n^T over the
+    chunk's samples (as its transpose, 1.6x faster in OpenBLAS) and gx[n] = col2im(w2^T G_n),
+    per group, where G_n is gy[n] laid out as the wide columns are (zero at the extra
+    positions)."""
     n_b, n_c, n_o, kg, og, wp, hpwp, lc, plane = _sizes(x, w2, groups, kw, ph, pw, dw, oh)
+    w_finite = _all_finite(w2, bits, EXPONENT)  # noqa: F821
     g_wide = np.zeros((n_o, lc), gy.dtype)  # the extra positions stay 0
     cols = np.empty((n_c * kh * kw, lc), x.dtype)
     xp = np.zeros(plane, x.dtype)  # the sample, padded
     gxp = np.empty(plane, x.dtype)  # its gradient
-    for n in range(first, last):
-        src = gy[n]
-        for o in range(n_o):
-            for y in range(oh):
-                a, b = src[o, y * ow:(y + 1) * ow], g_wide[o, y * wp:y * wp + ow]
-                for t in range(ow):
-                    b[t] = a[t]
-        if need_w:
-            _plane(x, n, ph, pw, wp, hpwp, xp, True)
-            _wide(xp, n_c, kh, kw, dh, dw, wp, hpwp, cols, False)
-            if not _all_finite(xp, bits, EXPONENT):  # noqa: F821
-                _zero_extra(cols, oh, ow, wp)
-            beta = 0.0 if n == first else 1.0
-            for g in range(groups):
-                gemm(ROW_MAJOR, NO_TRANS, TRANS, kg, og, lc, 1.0,  # noqa: F821
-                     cols[g * kg:].ctypes, lc, g_wide[g * og:].ctypes, lc, beta,
-                     part[g].ctypes, og)
-        if need_x:
-            for g in range(groups):  # the columns' gradient, in the columns' buffer
-                gemm(ROW_MAJOR, TRANS, NO_TRANS, kg, lc, og, 1.0,  # noqa: F821
-                     w2[g * og:].ctypes, kg, g_wide[g * og:].ctypes, lc, 0.0,
-                     cols[g * kg:].ctypes, lc)
-            if not w_finite:
-                _zero_extra(cols, oh, ow, wp)
-            gxp[:] = 0  # the padded plane's gradient
-            _wide(gxp, n_c, kh, kw, dh, dw, wp, hpwp, cols, True)
-            _plane(gx, n, ph, pw, wp, hpwp, gxp, False)
+    for chunk in range(c0, c1):
+        first = chunk * CHUNK
+        for n in range(first, min(n_b, first + CHUNK)):
+            src = gy[n]
+            for o in range(n_o):
+                for y in range(oh):
+                    a, b = src[o, y * ow:(y + 1) * ow], g_wide[o, y * wp:y * wp + ow]
+                    for t in range(ow):
+                        b[t] = a[t]
+            if need_w:
+                _plane(x, n, ph, pw, wp, hpwp, xp, True)
+                _wide(xp, n_c, kh, kw, dh, dw, wp, hpwp, cols, False)
+                if not _all_finite(xp, bits, EXPONENT):  # noqa: F821
+                    _zero_extra(cols, oh, ow, wp)
+                beta = 0.0 if n == first else 1.0
+                for g in range(groups):
+                    gemm(ROW_MAJOR, NO_TRANS, TRANS, kg, og, lc, 1.0,  # noqa: F821
+                         cols[g * kg:].ctypes, lc, g_wide[g * og:].ctypes, lc, beta,
+                         parts[chunk, g].ctypes, og)
+            if need_x:
+                for g in range(groups):  # the columns' gradient, in the columns' buffer
+                    gemm(ROW_MAJOR, TRANS, NO_TRANS, kg, lc, og, 1.0,  # noqa: F821
+                         w2[g * og:].ctypes, kg, g_wide[g * og:].ctypes, lc, 0.0,
+                         cols[g * kg:].ctypes, lc)
+                if not w_finite:
+                    _zero_extra(cols, oh, ow, wp)
+                gxp[:] = 0  # the padded plane's gradient
+                _wide(gxp, n_c, kh, kw, dh, dw, wp, hpwp, cols, True)
+                _plane(gx, n, ph, pw, wp, hpwp, gxp, False)
 
 
-# The batch loops: chunks of CHUNK samples, in parallel (prange) in the multithreaded copy.
-# They are thin: the chunk functions above are compiled once and called from both copies
-# (a parallel loop around all of their code took 2.5x as long to compile).
-
-def _conv_forward(x, w2, bias, has_bias, groups, kh, kw, ph, pw, dh, dw, oh, ow, out):
-    n_b = x.shape[0]
-    for chunk in prange((n_b + CHUNK - 1) // CHUNK):
-        forward_chunk(x, w2, bias, has_bias, groups, kh, kw, ph, pw, dh, dw, oh, ow,  # noqa: F821
-                      out, chunk * CHUNK, min(n_b, (chunk + 1) * CHUNK))
-
-
-def _conv_backward(x, w2, gy, groups, kh, kw, ph, pw, dh, dw, oh, ow, need_x, need_w, gx,
-                   gw):
-    """gw = sum_n G_n cols_n^T: each chunk sums its part, the parts are added in chunk order
-    at the end, so no sum depends on the threads."""
-    n_b = x.shape[0]
-    og = w2.shape[0] // groups
-    w_finite = _all_finite(w2, bits, EXPONENT)  # noqa: F821
-    n_chunks = (n_b + CHUNK - 1) // CHUNK
-    parts = np.zeros((n_chunks if need_w else 0, groups, w2.shape[1], og), gw.dtype)
-    for chunk in prange(n_chunks):
-        backward_chunk(x, w2, gy, groups, kh, kw, ph, pw, dh, dw, oh, ow,  # noqa: F821
-                       need_x, need_w, gx, parts[chunk] if need_w else parts[:0, 0],
-                       w_finite, chunk * CHUNK, min(n_b, (chunk + 1) * CHUNK))
-    if need_w and n_chunks == 0:
+def _sum_parts(parts, gw):
+    """gw[g*og + o, r] = sum_k parts[k, g, r, o], the chunks added in order (so the sum does
+    not depend on how the chunks were shared among threads)."""
+    n_chunks, groups, kg, og = parts.shape
+    if n_chunks == 0:
         gw[:] = 0
-    elif need_w:
-        for g in range(groups):
-            for o in range(og):
-                row = gw[g * og + o]
-                for r in range(w2.shape[1]):
-                    total = parts[0, g, r, o]
-                    for k in range(1, n_chunks):
-                        total += parts[k, g, r, o]
-                    row[r] = total
+        return
+    for g in range(groups):
+        for o in range(og):
+            row = gw[g * og + o]
+            for r in range(kg):
+                total = parts[0, g, r, o]
+                for k in range(1, n_chunks):
+                    total += parts[k, g, r, o]
+                row[r] = total
 
 
 def _kernels(name, gemm, bits, exponent):
-    """The serial and the multithreaded batch loops, forward and backward, for one real type
-    (``gemm`` its BLAS product, ``bits`` the integer type of its width, ``exponent`` the mask
-    of its exponent field)."""
+    """The forward over a range of samples, the backward over a range of chunks and the sum
+    of the chunks' weight gradients, for one real type (``gemm`` its BLAS product, ``bits``
+    the integer type of its width, ``exponent`` the mask of its exponent field)."""
     values = {"gemm": gemm, "bits": bits, "EXPONENT": exponent}
-    fwd = {"forward_chunk": specialize(_forward_chunk, name, **values)}
-    bwd = dict(values, backward_chunk=specialize(_backward_chunk, name, **values))
-    par = {"parallel": True}
-    return ((specialize(_conv_forward, name, **fwd),
-             specialize(_conv_forward, name + "_parallel", par, **fwd)),
-            (specialize(_conv_backward, name, **bwd),
-             specialize(_conv_backward, name + "_parallel", par, **bwd)))
+    return (specialize(_conv_forward, name, **values), specialize(_conv_backward, name, **values),
+            specialize(_sum_parts, name))
 
 
 _KERNELS = {
@@ -231,16 +212,45 @@ _KERNELS = {
     np.dtype(np.float64): _kernels("f64", dgemm, np.int64, np.int64(0x7FF0000000000000)),
 }
 
+# Threads: the kernels release the GIL (``nogil``), so Python threads run them on disjoint
+# ranges of the batch; a Numba parallel loop around them compiled for 3-4 s more per kernel.
+_POOL = {"pool": None, "workers": 0}
 
-def _run(variants, args, size):
-    """The serial kernel for one thread or a small batch; else the parallel one, with
-    NumPy's OpenBLAS held to one thread while it runs (each thread calls BLAS on its own
-    samples; a BLAS call that started threads of its own would compete with them)."""
-    serial, parallel = variants
-    if size < CHUNK * 2 or numba.get_num_threads() == 1:
-        return serial(*args)
+
+def _pool(workers):
+    if _POOL["workers"] != workers:
+        if _POOL["pool"] is not None:
+            _POOL["pool"].shutdown(wait=False)
+        _POOL["pool"] = concurrent.futures.ThreadPoolExecutor(workers, "numgrad-conv")
+        _POOL["workers"] = workers
+    return _POOL["pool"]
+
+
+def _forget_pool():  # a forked child has none of the parent's threads
+    _POOL["pool"], _POOL["workers"] = None, 0
+
+
+os.register_at_fork(after_in_child=_forget_pool)
+
+
+def _in_threads(work, n_chunks):
+    """``work(c0, c1)`` over 0..n_chunks-1: at once on one thread or a small batch; else on
+    contiguous ranges, one per thread (numgrad's thread count), with NumPy's OpenBLAS held
+    to one thread meanwhile (each thread calls BLAS on its own samples; a BLAS call that
+    started threads of its own would compete with them)."""
+    threads = min(numba.get_num_threads(), n_chunks)
+    if threads < 2:
+        return work(0, n_chunks)
+    bounds = [n_chunks * k // threads for k in range(threads + 1)]
     with _blas.one_thread():
-        return parallel(*args)
+        pool = _pool(threads - 1)
+        futures = [pool.submit(work, bounds[k], bounds[k + 1]) for k in range(1, threads)]
+        try:
+            work(bounds[0], bounds[1])
+        finally:  # no thread may still write into the arrays when this returns
+            concurrent.futures.wait(futures)
+        for f in futures:
+            f.result()
 
 
 def _require_c_arrays(dtype, *arrays):
@@ -254,14 +264,22 @@ def _require_c_arrays(dtype, *arrays):
 
 def _forward(x, w2, bias, has_bias, groups, kh, kw, ph, pw, dh, dw, oh, ow, out):
     _require_c_arrays(x.dtype, x, w2, bias, out)
-    _run(_KERNELS[x.dtype][0], (x, w2, bias, has_bias, groups, kh, kw, ph, pw, dh, dw, oh, ow,
-                                out), x.shape[0])
+    kernel, n = _KERNELS[x.dtype][0], x.shape[0]
+    _in_threads(lambda c0, c1: kernel(x, w2, bias, has_bias, groups, kh, kw, ph, pw, dh, dw, oh,
+                                      ow, out, c0 * CHUNK, min(n, c1 * CHUNK)),
+                -(-n // CHUNK))
 
 
 def _backward(x, w2, gy, groups, kh, kw, ph, pw, dh, dw, oh, ow, need_x, need_w, gx, gw):
     _require_c_arrays(x.dtype, x, w2, gy, gx, gw)
-    _run(_KERNELS[x.dtype][1], (x, w2, gy, groups, kh, kw, ph, pw, dh, dw, oh, ow, need_x,
-                                need_w, gx, gw), x.shape[0])
+    _, kernel, sum_parts = _KERNELS[x.dtype]
+    n_chunks = -(-x.shape[0] // CHUNK)
+    parts = np.zeros((n_chunks if need_w else 0, groups, w2.shape[1], w2.shape[0] // groups),
+                     x.dtype)
+    _in_threads(lambda c0, c1: kernel(x, w2, gy, groups, kh, kw, ph, pw, dh, dw, oh, ow, need_x,
+                                      need_w, gx, parts, c0, c1), n_chunks)
+    if need_w:
+        sum_parts(parts, gw)
 
 
 _forward.writes = (13,)
