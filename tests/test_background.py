@@ -79,8 +79,7 @@ def _wait_for_worker(cache, timeout=600):
             time.sleep(0.1)
 
 
-_PARALLEL = {"_im2col__kn_parallel", "_col2im__kn_parallel", "_max_pool2d__parallel",
-             "_max_pool2d_bwd__parallel", "_batch_norm_apply__parallel",
+_PARALLEL = {"_max_pool2d_2x2__parallel", "_max_pool2d_bwd__parallel", "_batch_norm_apply__parallel",
              "_batch_norm_bwd_input__parallel", "u_flat_par__relu"}
 
 

@@ -130,56 +130,60 @@ def _take(v, best, bi, i):
     return (v if take else best), (i if take else bi)
 
 
-def _max_pool2d(x, kh, kw, sh, sw, ph, pw, dh, dw, out, idx):
-    """Window maxima and their flat indices in each plane, as in PyTorch: the last nan
-    wins, the first maximum wins ties."""
+def _max_pool2d_2x2(x, out, idx):
+    """2x2 windows with stride 2, every one inside the plane. Written out, rows as 1-D views
+    (no index arithmetic per element), as a tree: the winner of each row's pair, then the
+    second row's if larger or nan. That picks what the chain a, b, c, d picks (the first
+    maximum, the last nan), and the window's position is kept as int32, widened to the flat
+    int64 index in a loop of its own: both loops vectorize (3.7x faster)."""
     n_b, n_c, h, w = x.shape
     oh, ow = out.shape[2], out.shape[3]
-    if ph == 0 and pw == 0 and dh == 1 and dw == 1 and (oh - 1) * sh + kh <= h \
-            and (ow - 1) * sw + kw <= w:
-        # every window lies inside the plane: no bounds tests, and selects instead of
-        # branches (on real data the comparison is a coin flip: 2x faster on 2x2 windows)
-        if kh == 2 and kw == 2 and sh == 2 and sw == 2:
-            # the common window written out, rows as 1-D views (no index arithmetic per
-            # element), as a tree: the winner of each row's pair, then the second row's if
-            # larger or nan. That picks what the chain a, b, c, d picks (the first maximum,
-            # the last nan), and the window's position is kept as int32, widened to the flat
-            # int64 index in a loop of its own: both loops vectorize (3.7x faster)
-            for n in prange(n_b):
-                pos = np.empty(ow, np.int32)
-                for c in range(n_c):
-                    for yo in range(oh):
-                        r0 = x[n, c, 2 * yo]
-                        r1 = x[n, c, 2 * yo + 1]
-                        o = out[n, c, yo]
-                        for xo in range(ow):
-                            a, b = r0[2 * xo], r0[2 * xo + 1]
-                            top, top_at = _take(b, a, np.int32(0), np.int32(1))
-                            c0, d = r1[2 * xo], r1[2 * xo + 1]
-                            low, low_at = _take(d, c0, np.int32(w), np.int32(w + 1))
-                            o[xo], pos[xo] = _take(low, top, top_at, low_at)
-                        k = idx[n, c, yo]
-                        base = 2 * yo * w
-                        for xo in range(ow):
-                            k[xo] = base + 2 * xo + pos[xo]
-            return
-        for n in prange(n_b):
-            for c in range(n_c):
-                for yo in range(oh):
-                    y0 = yo * sh
-                    for xo in range(ow):
-                        x0 = xo * sw
-                        best = x[n, c, y0, x0]
-                        bi = y0 * w + x0
-                        for i in range(kh):
-                            for j in range(kw):
-                                v = x[n, c, y0 + i, x0 + j]
-                                take = (v > best) | (v != v)
-                                bi = (y0 + i) * w + x0 + j if take else bi
-                                best = v if take else best
-                        out[n, c, yo, xo] = best
-                        idx[n, c, yo, xo] = bi
-        return
+    for n in prange(n_b):
+        pos = np.empty(ow, np.int32)
+        for c in range(n_c):
+            for yo in range(oh):
+                r0 = x[n, c, 2 * yo]
+                r1 = x[n, c, 2 * yo + 1]
+                o = out[n, c, yo]
+                for xo in range(ow):
+                    a, b = r0[2 * xo], r0[2 * xo + 1]
+                    top, top_at = _take(b, a, np.int32(0), np.int32(1))
+                    c0, d = r1[2 * xo], r1[2 * xo + 1]
+                    low, low_at = _take(d, c0, np.int32(w), np.int32(w + 1))
+                    o[xo], pos[xo] = _take(low, top, top_at, low_at)
+                k = idx[n, c, yo]
+                base = 2 * yo * w
+                for xo in range(ow):
+                    k[xo] = base + 2 * xo + pos[xo]
+
+
+def _max_pool2d_inside(x, kh, kw, sh, sw, out, idx):
+    """Windows without padding or dilation, every one inside the plane: no bounds tests, and
+    selects instead of branches (on real data the comparison is a coin flip: 2x faster)."""
+    n_b, n_c, h, w = x.shape
+    oh, ow = out.shape[2], out.shape[3]
+    for n in prange(n_b):
+        for c in range(n_c):
+            for yo in range(oh):
+                y0 = yo * sh
+                for xo in range(ow):
+                    x0 = xo * sw
+                    best = x[n, c, y0, x0]
+                    bi = y0 * w + x0
+                    for i in range(kh):
+                        for j in range(kw):
+                            v = x[n, c, y0 + i, x0 + j]
+                            take = (v > best) | (v != v)
+                            bi = (y0 + i) * w + x0 + j if take else bi
+                            best = v if take else best
+                    out[n, c, yo, xo] = best
+                    idx[n, c, yo, xo] = bi
+
+
+def _max_pool2d_any(x, kh, kw, sh, sw, ph, pw, dh, dw, out, idx):
+    """Any windows: positions outside the plane (padding) take no part."""
+    n_b, n_c, h, w = x.shape
+    oh, ow = out.shape[2], out.shape[3]
     for n in prange(n_b):
         for c in range(n_c):
             for yo in range(oh):
@@ -202,7 +206,28 @@ def _max_pool2d(x, kh, kw, sh, sw, ph, pw, dh, dw, out, idx):
                     idx[n, c, yo, xo] = bi
 
 
-max_pool2d, max_pool2d_par = serial_and_parallel(_max_pool2d)
+_POOL_2X2 = serial_and_parallel(_max_pool2d_2x2)
+_POOL_INSIDE = serial_and_parallel(_max_pool2d_inside)
+_POOL_ANY = serial_and_parallel(_max_pool2d_any)
+
+
+def _max_pool2d_launcher(par):
+    def launch(x, kh, kw, sh, sw, ph, pw, dh, dw, out, idx):
+        """Window maxima and their flat indices in each plane, as in PyTorch: the last nan
+        wins, the first maximum wins ties. Each case is its own kernel, so a program
+        compiles only the cases it uses."""
+        h, w = x.shape[2], x.shape[3]
+        oh, ow = out.shape[2], out.shape[3]
+        if ph == 0 and pw == 0 and dh == 1 and dw == 1 and (oh - 1) * sh + kh <= h \
+                and (ow - 1) * sw + kw <= w:
+            if kh == 2 and kw == 2 and sh == 2 and sw == 2:
+                return _POOL_2X2[par](x, out, idx)
+            return _POOL_INSIDE[par](x, kh, kw, sh, sw, out, idx)
+        return _POOL_ANY[par](x, kh, kw, sh, sw, ph, pw, dh, dw, out, idx)
+    return launch
+
+
+max_pool2d, max_pool2d_par = _max_pool2d_launcher(0), _max_pool2d_launcher(1)
 
 
 def _max_pool2d_bwd(g, idx, gx):
