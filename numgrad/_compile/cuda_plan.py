@@ -30,6 +30,7 @@ holds.
 
 import numpy as np
 
+from numgrad._compile.cuda_fuse import fuse as fuse_launches
 from numgrad._compile.cuda_tape import Alloc, CudaEvent, Launch, Read, Upload
 from numgrad._compile.plan import (
     GuardFailed,
@@ -249,11 +250,12 @@ class CudaPlan:
     fresh = ()  # (no fresh buffer starts from traced content: ``api`` retries none)
     fused = None
 
-    def __init__(self, calls, pre, post, result, detach=False):
+    def __init__(self, calls, pre, post, result, detach=False, fuse=True):
         """``calls`` from the tape; ``pre``/``post`` the reachable tensors' (data, grad,
         version) before and after the traced run; ``result`` what the function returned;
         ``detach``: it ran its own backward (a result that requires grad is replayed
-        detached)."""
+        detached); ``fuse``: runs of elementwise launches become one kernel
+        (``cuda_fuse.py``)."""
         externals = [d for d, _, _ in pre]
         slots = _Slots(externals)
         steps = []
@@ -297,6 +299,14 @@ class CudaPlan:
         for s in self.steps:
             if s[0] is UPLOAD:
                 s.append(s[1] in fresh)
+        self.unfused_launches = sum(s[0] is LAUNCH for s in self.steps)
+        if fuse:
+            self.steps = fuse_launches(self.steps, slots.kind,
+                                       {v.slot for v in escaping})
+        # kernel launches one replay makes
+        self.launches = sum(s[0] is LAUNCH for s in self.steps)
+        if self.launches < self.unfused_launches:
+            self.fused = self.unfused_launches - self.launches  # launches fusion saved
         self.uploads = [n for n, s in enumerate(self.steps) if s[0] is UPLOAD and s[3]]
         self.preset = [None if k.__class__ is int or s in fresh else b
                        for s, (k, b) in enumerate(zip(slots.kind, slots.bufs))]
