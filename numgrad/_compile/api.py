@@ -146,9 +146,10 @@ class CompiledFunction:
                 entry.fuse = False
         try:
             if cuda and rec is not None:
-                plan = _forward.CudaForwardPlan(t.calls, split, pre, post, result, rec)
+                plan = _forward.CudaForwardPlan(t.calls, split, pre, post, result, rec,
+                                                fuse=entry.fuse)
             elif cuda:
-                plan = CudaPlan(t.calls, pre, post, result, detach=t.ran_backward)
+                plan = CudaPlan(t.calls, pre, post, result, detach=t.ran_backward, fuse=entry.fuse)
             elif rec is not None:
                 plan = _forward.ForwardPlan(t.calls, split, pre, post, result, t.first, rec,
                                             fuse=entry.fuse)

@@ -134,3 +134,22 @@ def test_mlp_training_step_launches():
     plan = _plans(compiled)[-1]
     print(f"MLP step launches: {plan.unfused_launches} -> {plan.launches}")
     assert plan.launches <= plan.unfused_launches
+
+
+def test_a_fused_plan_that_fails_verification_is_retried_unfused(monkeypatch):
+    # a broken fusion (one fused launch dropped) must not pass verification, and the next
+    # trace builds the plan without fusion, which verifies and replays eager's bits
+    real = cuda_plan.fuse_launches
+    built = []
+
+    def broken(steps, *args):
+        fused = real(steps, *args)
+        built.append(len(fused))
+        launches = [k for k, s in enumerate(fused) if s[0] is cuda_plan.LAUNCH]
+        return [s for k, s in enumerate(fused) if k != launches[0]]
+
+    monkeypatch.setattr(cuda_plan, "fuse_launches", broken)
+    got, want, plan = _run_chain(True, monkeypatch, calls=7)
+    assert built, "the fusing plan was never built"
+    assert got == want
+    assert plan.fused is None and plan.launches == plan.unfused_launches
