@@ -30,7 +30,6 @@ sys.path.insert(0, HERE)
 
 from workloads import LIBS, SMALL, WORKLOADS, available  # noqa: E402
 
-
 # pause before each sample: OpenMP threads that the previous sample's library left spinning
 # (libgomp spins for a while after each parallel region; PyTorch's default) go to sleep
 # instead of taking the cores from the next library's sample. No program runs two libraries

@@ -79,8 +79,8 @@ def _wait_for_worker(cache, timeout=600):
             time.sleep(0.1)
 
 
-_PARALLEL = {"_max_pool2d_2x2__parallel", "_max_pool2d_bwd__parallel", "_batch_norm_apply__parallel",
-             "_batch_norm_bwd_input__parallel", "u_flat_par__relu"}
+_PARALLEL = {"_max_pool2d_2x2__parallel", "_max_pool2d_bwd__parallel",
+             "_batch_norm_apply__parallel", "_batch_norm_bwd_input__parallel", "u_flat_par__relu"}
 
 
 @pytest.fixture(scope="module")
