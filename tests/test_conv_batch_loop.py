@@ -185,3 +185,36 @@ def test_the_kernels_refuse_arrays_they_would_misread():
     NF.CONV.forward(x, w2, b, True, *args, out)
     assert_close(out[0, 0].reshape(4, 4),
                  np.array([[4, 6, 6, 4], [6, 9, 9, 6], [6, 9, 9, 6], [4, 6, 6, 4]]))
+
+
+def test_openblas_threads_are_restored_after_overlapping_holders():
+    # two Python threads convolving at once: the thread count OpenBLAS had before comes back
+    import threading
+
+    from numgrad.kernels.cpu import _blas
+    before = _blas._THREADS["get"]()
+    outer, inner = _blas.one_thread(), _blas.one_thread()
+    outer.__enter__()
+    inner.__enter__()
+    assert _blas._THREADS["get"]() == 1
+    outer.__exit__(None, None, None)  # the first to enter leaves first
+    assert _blas._THREADS["get"]() == 1
+    inner.__exit__(None, None, None)
+    assert _blas._THREADS["get"]() == before
+    rs = np.random.RandomState(13)
+    x = rs.randn(16, 2, 6, 6).astype(np.float32)
+    w = rs.randn(3, 2, 3, 3).astype(np.float32)
+    want = NF.conv2d(ng.tensor(x), ng.tensor(w), padding=1).numpy()
+    got = [None] * 4
+
+    def run(k):
+        got[k] = NF.conv2d(ng.tensor(x), ng.tensor(w), padding=1).numpy()
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for g in got:
+        np.testing.assert_array_equal(g, want)
+    assert _blas._THREADS["get"]() == before

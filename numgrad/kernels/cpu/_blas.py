@@ -13,6 +13,7 @@ False and callers use NumPy's ``matmul`` instead.
 """
 
 import ctypes
+import threading
 
 import llvmlite.binding as llvm
 from numba import types
@@ -57,18 +58,28 @@ def bind():
     return False
 
 
+_HOLD = {"lock": threading.Lock(), "depth": 0, "before": 1}
+
+
 class one_thread:
     """``with one_thread():`` NumPy's OpenBLAS runs each call on the calling thread only
-    (for kernels whose own threads call BLAS); its thread count is restored after."""
+    (for kernels whose own threads call BLAS); its thread count is restored when the last
+    of any overlapping holders (from several Python threads) leaves."""
 
-    __slots__ = ("_before",)
+    __slots__ = ()
 
     def __enter__(self):
-        self._before = _THREADS["get"]()
-        _THREADS["set"](1)
+        with _HOLD["lock"]:
+            if _HOLD["depth"] == 0:
+                _HOLD["before"] = _THREADS["get"]()
+                _THREADS["set"](1)
+            _HOLD["depth"] += 1
 
     def __exit__(self, *exc):
-        _THREADS["set"](self._before)
+        with _HOLD["lock"]:
+            _HOLD["depth"] -= 1
+            if _HOLD["depth"] == 0:
+                _THREADS["set"](_HOLD["before"])
 
 
 AVAILABLE = bind()
