@@ -192,13 +192,7 @@ class ForwardPlan:
         self.bwd = bwd
         self.pool = pool
         self.free = []  # arenas of released nodes, for the next calls
-        self.n_outputs = len(outs)
-        self.outs = rec.req
-        self.out_dtypes = [outs[nr].dtype for nr in rec.req]
-        self.out_meta = [(g.shape, g.dtype) for g in rec.gouts]
-        self.leaves = rec.leaves
-        self.inputs = [i for i, g in zip(rec.leaves, rec.grads) if g is not None]
-        self.grad_at = [k for k, g in enumerate(rec.grads) if g is not None]
+        _describe_outputs(self, outs, rec)
         self.reads = [i for i in bwd.used if i < n]
         saved_ids = {id(s) for s in saved}
         self.saved_outs = [nr for nr, o in enumerate(outs) if id(root(o._data)) in saved_ids]
@@ -295,6 +289,19 @@ class ForwardPlan:
             n, n + self.m))
 
 
+def _describe_outputs(plan, outs, rec):
+    """What both forward plans (CPU and CUDA) keep of the traced call's outputs and of its
+    traced backward (``rec``): which outputs need grad, their dtypes, the output gradients'
+    shapes, the leaves and which of them got a gradient."""
+    plan.n_outputs = len(outs)
+    plan.outs = rec.req
+    plan.out_dtypes = [outs[nr].dtype for nr in rec.req]
+    plan.out_meta = [(g.shape, g.dtype) for g in rec.gouts]
+    plan.leaves = rec.leaves
+    plan.inputs = [i for i, g in zip(rec.leaves, rec.grads) if g is not None]
+    plan.grad_at = [k for k, g in enumerate(rec.grads) if g is not None]
+
+
 def _attach(plan, tensors, datas, result, saved, arena):
     """Make the forward call's ``CompiledFunctionBackward`` node, holding what its backward
     reads, and attach the outputs that require grad to it; returns ``result``."""
@@ -349,13 +356,7 @@ class CudaForwardPlan:
         self.free = []  # (no arenas: CompiledFunctionBackward._release keeps none)
         self.init_fresh = False
         outs = flat(result, [])
-        self.n_outputs = len(outs)
-        self.outs = rec.req
-        self.out_dtypes = [outs[nr].dtype for nr in rec.req]
-        self.out_meta = [(g.shape, g.dtype) for g in rec.gouts]
-        self.leaves = rec.leaves
-        self.inputs = [i for i, g in zip(rec.leaves, rec.grads) if g is not None]
-        self.grad_at = [k for k, g in enumerate(rec.grads) if g is not None]
+        _describe_outputs(self, outs, rec)
         # the reachable tensors the backward reads: device buffers, CPU tensors it copies
         reads = {i for _, i in bwd.externals if i < n}
         reads |= {s[3][0] for s in bwd.steps if s[0] is UPLOAD and s[3] is not None
