@@ -13,6 +13,7 @@ False and callers use NumPy's ``matmul`` instead.
 """
 
 import ctypes
+import os
 import threading
 
 import llvmlite.binding as llvm
@@ -59,6 +60,8 @@ def bind():
 
 
 _HOLD = {"lock": threading.Lock(), "depth": 0, "before": 1}
+# a child forked while another thread held it gets a free lock and no holders
+os.register_at_fork(after_in_child=lambda: _HOLD.update(lock=threading.Lock(), depth=0))
 
 
 class one_thread:
