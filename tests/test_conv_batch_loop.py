@@ -138,8 +138,10 @@ def test_agrees_with_the_general_path(monkeypatch):
     fused = _conv(ng, x, w, b, grad, **kw)
     monkeypatch.setattr(NF, "_batch_loop", lambda x, geo: False)
     general = _conv(ng, x, w, b, grad, **kw)
-    for a, e in zip(fused, general):
+    theirs = _conv(torch, x, w, b, grad, **kw) if torch is not None else general
+    for a, e, t in zip(fused, general, theirs):
         assert_close(a, e, rtol=1e-12, atol=1e-12)
+        assert_close(a, t, rtol=1e-10, atol=1e-12)
 
 
 def test_conv1d_runs_the_batch_loop(monkeypatch):
@@ -160,15 +162,17 @@ def test_conv1d_runs_the_batch_loop(monkeypatch):
 
 
 def test_only_the_needed_gradient_is_made():
+    # the weight alone, then the input alone, against float64 finite differences
     rs = np.random.RandomState(11)
-    x = ng.tensor(rs.randn(2, 2, 5, 5).astype(np.float32))
-    w = ng.tensor(rs.randn(3, 2, 3, 3).astype(np.float32), requires_grad=True)
-    NF.conv2d(x, w, padding=1).sum().backward()
-    assert x.grad is None and w.grad is not None
-    xs = ng.tensor(rs.randn(2, 2, 5, 5).astype(np.float32), requires_grad=True)
-    NF.conv2d(xs, w.detach(), padding=1).sum().backward()
-    ref = NF.conv_transpose2d(ng.ones(2, 3, 5, 5), w.detach(), padding=1)
-    assert_close(xs.grad, ref, rtol=1e-5, atol=1e-5)
+    x, w = rs.randn(2, 2, 5, 5), rs.randn(3, 2, 3, 3)
+    ones = np.ones((2, 3, 5, 5))
+    f = lambda a, b: NF.conv2d(ng.tensor(a), ng.tensor(b), padding=1).numpy()  # noqa: E731
+    W = ng.tensor(w, requires_grad=True)
+    NF.conv2d(ng.tensor(x), W, padding=1).sum().backward()
+    assert_close(W.grad, finite_difference(f, [x, w], 1, ones), rtol=1e-6, atol=1e-8)
+    X = ng.tensor(x, requires_grad=True)
+    NF.conv2d(X, ng.tensor(w), padding=1).sum().backward()
+    assert_close(X.grad, finite_difference(f, [x, w], 0, ones), rtol=1e-6, atol=1e-8)
 
 
 def test_the_kernels_refuse_arrays_they_would_misread():

@@ -475,11 +475,8 @@ KEEP_COLUMNS_BYTES = 64 << 20
 def _batch_loop(x, geo):
     """Whether the stride-1 loop over the batch (``kernels/cpu/conv.py``) runs this
     convolution: CPU float32/float64 data, where NumPy's OpenBLAS can be called from it."""
-    return geo.sh == 1 and geo.sw == 1 and x.__class__ is np.ndarray \
-        and x.dtype in _BATCH_LOOP_DTYPES and CONV.AVAILABLE
-
-
-_BATCH_LOOP_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+    return geo.sh == 1 and geo.sw == 1 and x.__class__ is np.ndarray and CONV.AVAILABLE \
+        and x.dtype in CONV.DTYPES
 
 
 def _conv_forward(x, w, bias, geo):

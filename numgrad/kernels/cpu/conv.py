@@ -212,6 +212,7 @@ _KERNELS = {
     np.dtype(np.float32): _kernels("f32", sgemm, np.int32, np.int32(0x7F800000)),
     np.dtype(np.float64): _kernels("f64", dgemm, np.int64, np.int64(0x7FF0000000000000)),
 }
+DTYPES = frozenset(_KERNELS)  # the dtypes these kernels take
 
 # Threads: the kernels release the GIL (``nogil``), so Python threads run them on disjoint
 # ranges of the batch; a Numba parallel loop around them compiled for 3-4 s more per kernel.
