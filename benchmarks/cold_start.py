@@ -1,6 +1,11 @@
 """Cold start: the digits example's first run on a cold kernel cache, beside a warm run and
 the same script under PyTorch, each in a fresh process (wall time of the whole command).
 
+"first run after install" has the kernels `pip install` compiles (numgrad/_prebuild.py, run
+here once into a temporary folder: its time is printed) and an empty kernel cache; "nothing
+prebuilt" has neither (NUMGRAD_PREBUILT=0): every kernel compiles in the program or its
+background worker.
+
     python benchmarks/cold_start.py [--repeat 3] [--args "--epochs 1" ...] [--numgrad-path DIR]
         [--no-background]
     python benchmarks/cold_start.py --record   # rewrite numgrad/_common_kernels.py
@@ -49,9 +54,10 @@ def torch_script(folder):
     return path
 
 
-def _env(numgrad_path, cache=None, background=True):
+def _env(numgrad_path, cache=None, background=True, prebuilt="0"):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in [numgrad_path, env.get("PYTHONPATH")] if p)
+    env["NUMGRAD_PREBUILT"] = prebuilt
     if cache is not None:
         env["NUMGRAD_CACHE_DIR"] = cache
     if not background:
@@ -85,14 +91,35 @@ def wait_for_worker(cache, env):
     return time.perf_counter() - t0
 
 
-def measure(args, repeat, numgrad_path, background, out):
+def prebuild(numgrad_path, out):
+    """The install step's kernels, compiled into ``out``/_prebuilt: (folder, seconds)."""
+    dest = os.path.join(out, "_prebuilt")
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "numgrad._prebuild", dest],
+                       env=_env(numgrad_path), capture_output=True, text=True)
+    if r.returncode:
+        print(f"(no prebuilt kernels: {r.stderr.strip().splitlines()[-1:]})")
+        return None, None
+    return dest, time.perf_counter() - t0
+
+
+def measure(args, repeat, numgrad_path, background, out, prebuilt):
     torch_py = torch_script(out)
     extra = shlex.split(args) + ["--out", out]
-    rows = {"numgrad cold": [], "numgrad warm": [], "PyTorch": [], "worker after exit": []}
+    rows = {"installed": [], "numgrad cold": [], "numgrad warm": [], "PyTorch": [],
+            "worker after exit": []}
+    ng_cmd = [sys.executable, "-m", "numgrad.examples.digits", *extra]
     for _ in range(repeat):
+        if prebuilt:
+            cache = tempfile.mkdtemp(prefix="numgrad-installed-")
+            try:
+                env = _env(numgrad_path, cache, background, prebuilt)
+                rows["installed"].append(timed(ng_cmd, env))
+                wait_for_worker(cache, env)
+            finally:
+                shutil.rmtree(cache, ignore_errors=True)
         cache = tempfile.mkdtemp(prefix="numgrad-cold-")
         try:
-            ng_cmd = [sys.executable, "-m", "numgrad.examples.digits", *extra]
             env = _env(numgrad_path, cache, background)
             rows["numgrad cold"].append(timed(ng_cmd, env))
             rows["worker after exit"].append(wait_for_worker(cache, env) - 0.5)
@@ -105,6 +132,8 @@ def measure(args, repeat, numgrad_path, background, out):
 
 
 def fmt(times):
+    if not times:
+        return "-"
     return f"{statistics.median(times):.2f} s ({min(times):.2f}-{max(times):.2f})"
 
 
@@ -131,8 +160,8 @@ class Listener(event.Listener):
 
 
 event.register("numba:compile", Listener())
-from numgrad.examples import digits
-digits.main(sys.argv[1:])
+from numgrad import __main__ as demo
+demo.main(sys.argv[1:])
 out = []
 for dispatcher, sig in compiled:
     text = _background.describe_signature(sig)
@@ -150,8 +179,9 @@ print(json.dumps([e for e in json.loads(sys.argv[1]) if _jit.find(e[0], e[1]) is
 
 
 def record(out):
-    """The kernels the digits example (MLP and CNN, one epoch each) compiles on a cold cache,
-    in the order it first calls them, as numgrad/_common_kernels.py."""
+    """The kernels the demo (``python -m numgrad``: the tutorial part, then the digits example's
+    MLP and CNN, one epoch each) compiles on a cold cache, in the order it first calls them,
+    as numgrad/_common_kernels.py."""
     cache = tempfile.mkdtemp(prefix="numgrad-record-")
     try:
         env = _env(ROOT, cache, background=False)
@@ -190,13 +220,19 @@ def main():
         print(f"numgrad from {opts.numgrad_path}"
               f"{' (NUMGRAD_BACKGROUND_COMPILE=0)' if opts.no_background else ''}; "
               f"{opts.repeat} rounds, median (min-max)\n")
-        print("| command | numgrad cold | numgrad warm | PyTorch | worker busy after exit |")
-        print("|---|---|---|---|---|")
+        prebuilt, seconds = prebuild(opts.numgrad_path, out)
+        if prebuilt:
+            print(f"install step's kernel compile (numgrad._prebuild): {seconds:.1f} s\n")
+        print("| command | numgrad, first run after install | numgrad, nothing prebuilt | "
+              "numgrad warm | PyTorch | worker busy after exit (nothing prebuilt) |")
+        print("|---|---|---|---|---|---|")
         for args in opts.args or ["", "--epochs 1"]:
-            rows = measure(args, opts.repeat, opts.numgrad_path, not opts.no_background, out)
+            rows = measure(args, opts.repeat, opts.numgrad_path, not opts.no_background, out,
+                           prebuilt)
             cmd = textwrap.shorten(f"digits.py {args}".strip(), 60)
-            print(f"| `{cmd}` | {fmt(rows['numgrad cold'])} | {fmt(rows['numgrad warm'])} | "
-                  f"{fmt(rows['PyTorch'])} | {fmt(rows['worker after exit'])} |", flush=True)
+            print(f"| `{cmd}` | {fmt(rows['installed'])} | {fmt(rows['numgrad cold'])} | "
+                  f"{fmt(rows['numgrad warm'])} | {fmt(rows['PyTorch'])} | "
+                  f"{fmt(rows['worker after exit'])} |", flush=True)
     finally:
         shutil.rmtree(out, ignore_errors=True)
 

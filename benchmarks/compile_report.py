@@ -38,7 +38,7 @@ FIRST_CALLS = """
 
 def first_calls(name, cache):
     code = textwrap.dedent(FIRST_CALLS.format(here=HERE, name=name))
-    env = dict(os.environ, NUMGRAD_CACHE_DIR=cache)
+    env = dict(os.environ, NUMGRAD_CACHE_DIR=cache, NUMGRAD_PREBUILT="0")  # compile everything
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                        timeout=900)
     if r.returncode:

@@ -101,7 +101,7 @@ COLD = """
 
 def cold_start():
     cache = tempfile.mkdtemp(prefix="numgrad-bench-cache-")
-    env = {"NUMGRAD_CACHE_DIR": cache}
+    env = {"NUMGRAD_CACHE_DIR": cache, "NUMGRAD_PREBUILT": "0"}  # nothing compiled yet
     imp_cold, first_cold = map(float, _subprocess(COLD, env).split())
     warm = [tuple(map(float, _subprocess(COLD, env).split())) for _ in range(3)]
     imp = statistics.median(w[0] for w in warm)

@@ -133,7 +133,22 @@ def precompile_common():
 
     if not (enabled() and KERNELS and _jit.CACHE_DIR) or os.path.exists(_marker(_jit.CACHE_DIR)):
         return False
+    if prebuilt_has_common():
+        return False
     return _send(("common",))
+
+
+def prebuilt_has_common():
+    """Whether the prebuilt kernels (``numgrad._prebuild``) hold this list of common kernels
+    compiled for this machine (their marker file names the machine)."""
+    from numgrad.kernels import _jit
+
+    if _jit.PREBUILT_DIR is None:
+        return False
+    try:
+        return _jit.read_prebuilt(_marker(_jit.PREBUILT_DIR)) == _jit.host_key()
+    except Exception:
+        return False
 
 
 def _close():

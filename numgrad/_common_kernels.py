@@ -1,17 +1,30 @@
 # ruff: noqa: E501 - generated, one kernel a line
-"""The kernels most programs compile first: float32 training of an MLP and a small CNN.
+"""The kernels most programs compile first: the tutorials' float32 autograd, and float32
+training of an MLP and a small CNN.
 
+``pip install`` compiles them for the machine it installs on (``numgrad._prebuild``), and
 ``numgrad._background`` compiles them in a background process when a program starts on a cold
-kernel cache. Written by ``python benchmarks/cold_start.py --record`` (the kernels the digits
-example compiles, in the order it first calls them); an entry whose kernel no longer exists is
-skipped.
+kernel cache without those. Written by ``python benchmarks/cold_start.py --record`` (the
+kernels the demo, ``python -m numgrad``, compiles: its tutorial part, then the digits example,
+in the order it first calls them); an entry whose kernel no longer exists is skipped.
 """
 
 KERNELS = (
     ('numgrad.kernels.cpu.random', 'seed', 'uint32[::1], int64'),
+    ('numgrad.kernels.cpu.elementwise', 'u_flat__add_s', 'float32[::1], float32[::1], float64, float64'),
+    ('numgrad.kernels.cpu.elementwise', 'b_flat__mul', 'float32[::1], float32[::1], float32[::1], float64, float64'),
+    ('numgrad.kernels.cpu.elementwise', 'u_flat__mul_s', 'float32[::1], float32[::1], float64, float64'),
+    ('numgrad.kernels.cpu.reduction', 'sum_3d', 'float32[:, :, ::1], float32[:, ::1], float64'),
+    ('numgrad.kernels.cpu.elementwise', 'fill_scaled', 'float32[::1], float32[::1], float64'),
+    ('numgrad.kernels.cpu.elementwise', 'b_flat__add', 'float32[::1], float32[::1], float32[::1], float64, float64'),
     ('numgrad.kernels.cpu.random', 'next_u32', 'uint32[::1], uint32[::1]'),
     ('numgrad.kernels.cpu.random', 'uniform32', 'uint32[::1], float32[::1], float64, float64'),
+    ('numgrad.kernels.cpu.elementwise', 'u_flat__pow_s', 'float32[::1], float32[::1], float64, float64'),
+    ('numgrad.kernels.cpu.elementwise', 'b_flat__pow_s_bwd', 'float32[::1], float32[::1], float32[::1], int64, float64'),
     ('numgrad.kernels.cpu.elementwise', 'u_flat__copy', 'float32[::1], float32[::1], float64, float64'),
+    ('numgrad.kernels.cpu.random', 'uniform64', 'uint32[::1], float64[::1], float64, float64'),
+    ('numgrad.kernels.cpu.random', 'normal_small', 'float64[::1], float64[::1], float64, float64'),
+    ('numgrad.kernels.cpu.elementwise', 'u_flat__exp', 'float32[::1], float32[::1], float64, float64'),
     ('numgrad.kernels.cpu.random', 'randperm', 'uint32[::1], int64[::1]'),
     ('numgrad.kernels.cpu.indexing', 'linearize', 'int64[:, ::1], int64[::1], int64[::1], boolean'),
     ('numgrad.kernels.cpu.indexing', 'gather_axis', 'float32[:, :, ::1], int64[::1], float32[:, :, ::1]'),
@@ -19,11 +32,8 @@ KERNELS = (
     ('numgrad.kernels.cpu.elementwise', 'b_nd__add', 'float32[:, :, :, ::1], float32[:, :, :, ::1], float32[:, :, :, ::1], float64, float64'),
     ('numgrad.kernels.cpu.elementwise', 'u_flat__relu', 'float32[::1], float32[::1], float64, float64'),
     ('numgrad.kernels.cpu.random', 'bernoulli', 'uint32[::1], float32[::1], float64'),
-    ('numgrad.kernels.cpu.elementwise', 'u_flat__mul_s', 'float32[::1], float32[::1], float64, float64'),
-    ('numgrad.kernels.cpu.elementwise', 'b_flat__mul', 'float32[::1], float32[::1], float32[::1], float64, float64'),
     ('numgrad.kernels.cpu.reduction', '_softmax_rows', 'float32[:, ::1], float32[:, ::1], boolean'),
     ('numgrad.kernels.cpu.nn', 'nll', 'float32[:, ::1], int64[::1], float32[::1], int64, float32[::1], float32[::1]'),
-    ('numgrad.kernels.cpu.reduction', 'sum_3d', 'float32[:, :, ::1], float32[:, ::1], float64'),
     ('numgrad.kernels.cpu.nn', 'nll_bwd', 'float32[::1], int64[::1], float32[::1], float64, float32[:, ::1]'),
     ('numgrad.kernels.cpu.reduction', '_log_softmax_bwd_rows', 'float32[:, ::1], float32[:, ::1], float32[:, ::1]'),
     ('numgrad.kernels.cpu.elementwise', 'b_flat__relu_bwd', 'float32[::1], float32[::1], float32[::1], float64, float64'),

@@ -7,6 +7,9 @@ import os
 # numgrad/_background.py), and the suite would not test the multithreaded code it ships.
 # tests/test_background.py turns it on where it tests it.
 os.environ.setdefault("NUMGRAD_BACKGROUND_COMPILE", "0")
+# Likewise the suite compiles its kernels instead of loading those `pip install` compiled
+# (numgrad/_prebuild.py); tests/test_prebuilt.py tests those.
+os.environ.setdefault("NUMGRAD_PREBUILT", "0")
 
 import numpy as np  # noqa: E402
 import pytest

@@ -48,6 +48,7 @@ print(json.dumps({{"digest": digest.hexdigest(), "compiled": compiled,
 
 def _run(cache, background=True, setup="", common=False):
     env = {k: v for k, v in os.environ.items() if not k.startswith("NUMGRAD_")}
+    env["NUMGRAD_PREBUILT"] = "0"  # a cold start with nothing compiled at install time
     env.update(PYTHONPATH=ROOT, NUMGRAD_CACHE_DIR=str(cache),
                NUMGRAD_BACKGROUND_COMPILE="1" if background else "0")
     if background and not common and str(cache) != "off":
@@ -132,6 +133,7 @@ def test_common_kernels_are_precompiled_in_the_background(tmp_path):
     """The common list alone (no program kernels): after a cold run and its worker, a fresh
     process finds every common kernel in the disk cache."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("NUMGRAD_")}
+    env["NUMGRAD_PREBUILT"] = "0"  # a cold start with nothing compiled at install time
     env.update(PYTHONPATH=ROOT, NUMGRAD_CACHE_DIR=str(tmp_path), NUMGRAD_BACKGROUND_COMPILE="1")
     start = textwrap.dedent("""
         import numgrad as ng

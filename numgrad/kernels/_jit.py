@@ -13,6 +13,12 @@
 * Robustness: each cache file carries the SHA-256 of its contents. A file that is truncated,
   altered or does not load is deleted with a ``CacheWarning`` and the kernel recompiles; a
   cache that cannot be written leaves kernels compiled in memory. Neither is ever an error.
+* Prebuilt kernels (see ``numgrad._prebuild``): ``pip install`` compiles the common kernels
+  into ``numgrad/_prebuilt/<version>-<hash>`` inside the installed package; a kernel that is
+  not in the user's cache is looked up there (read only) before it compiles. Those files are
+  trusted as the package's own code is: only when no folder above them, nor they, can be
+  written by group or others, and the folder and files belong to this user or root.
+  ``NUMGRAD_PREBUILT=0`` turns the lookup off.
 * ``specialize(template, name, f=scalar_fn)`` makes a module-level-equivalent copy of a loop
   template with ``f`` bound to a scalar function; each copy has its own qualified name so it
   caches separately (Numba cannot cache closures reliably).
@@ -53,7 +59,10 @@ class CacheWarning(UserWarning):
 
 
 def _source_hash():
-    h = hashlib.sha256(f"{__version__}|{numba.__version__}|{sys.version}".encode())
+    import numpy
+
+    h = hashlib.sha256(
+        f"{__version__}|{numba.__version__}|{numpy.__version__}|{sys.version}".encode())
     for root, _, files in sorted(os.walk(KERNEL_DIR)):
         for name in sorted(files):
             if name.endswith(".py"):
@@ -177,6 +186,95 @@ def warn_cache_off(reason, which="kernel"):
                   "access (mode 700), or to 'off' to silence this.", CacheWarning, stacklevel=2)
 
 
+# --- prebuilt kernels: compiled at install time, read only ------------------------------------
+
+PREBUILT_ENV = "NUMGRAD_PREBUILT"
+PACKAGE_DIR = os.path.dirname(KERNEL_DIR)
+_OWNERS = (_UID, 0)  # who may own prebuilt files: this user or root (as the package's code)
+
+
+def _installed_prebuilt_roots():
+    """The prebuilt folders of installed distributions: a source checkout that shadows one
+    (``python -m numgrad`` run from the checkout after ``pip install .``) uses its kernels
+    when its own sources hash the same."""
+    try:
+        from importlib import metadata
+
+        return [os.path.abspath(str(d.locate_file("numgrad/_prebuilt")))
+                for d in metadata.distributions(name="numgrad")]
+    except Exception:
+        return []
+
+
+def _prebuilt_roots():
+    env = os.environ.get(PREBUILT_ENV, "").strip()
+    if env.lower() in ("0", "off", "none", "no", "false"):
+        return []
+    if env and env.lower() not in ("1", "on", "yes", "true"):
+        return [os.path.abspath(os.path.expanduser(env))]
+    own = os.path.join(PACKAGE_DIR, "_prebuilt")
+    if os.path.isdir(os.path.join(own, _version_dir_name())):
+        return [own]
+    return _installed_prebuilt_roots()
+
+
+def prebuilt_problem(path):
+    """Why the prebuilt folder ``path`` cannot be trusted, or None: it and the folder holding it
+    must belong to this user or root, and no folder from / down to it may be writable by group
+    or others (unless sticky, as /tmp): whoever could change it could change numgrad's code."""
+    if _UID is None:  # Windows: the install's ACLs protect it
+        return None
+    try:
+        for d in _lineage(path):
+            st = os.stat(d)
+            mode = stat.S_IMODE(st.st_mode)
+            if not stat.S_ISDIR(st.st_mode):
+                return f"{d} is not a directory"
+            if mode & 0o022 and not mode & stat.S_ISVTX:
+                return f"{d} has mode {mode:o} (group or others can write to it)"
+            if d in (path, os.path.dirname(path)) and st.st_uid not in _OWNERS:
+                return f"{d} is owned by uid {st.st_uid}"
+    except OSError as exc:
+        return _os_reason(exc)
+    return None
+
+
+def _find_prebuilt_dir():
+    for root in _prebuilt_roots():
+        path = os.path.join(root, _version_dir_name())
+        if os.path.isdir(path) and prebuilt_problem(path) is None:
+            return path
+    return None
+
+
+def read_prebuilt(path):
+    """The unpickled contents of prebuilt file ``path``; None when it is missing, not a regular
+    file of this user or root closed to writes by others, or damaged (with a warning: the
+    kernel then compiles; the file, part of the installed package, is left alone)."""
+    try:
+        with open(path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if not (stat.S_ISREG(st.st_mode) and st.st_uid in _OWNERS
+                    and not st.st_mode & 0o022) and _UID is not None:
+                return None
+            blob = fh.read()
+    except OSError:
+        return None
+    try:
+        return pickle.loads(_unseal(blob))
+    except Exception as exc:
+        warnings.warn(f"numgrad: ignored a damaged prebuilt kernel file {path} ({exc}); the "
+                      "kernel is compiled", CacheWarning, stacklevel=2)
+        return None
+
+
+def host_key():
+    """What Numba's cache keys say of this machine (target, CPU name and features)."""
+    from numba.core.registry import cpu_target
+
+    return cpu_target.target_context.codegen().magic_tuple()
+
+
 # --- cache files: sealed, private, and discarded when damaged --------------------------------
 
 # Each file is _MAGIC, the SHA-256 of the payload, then the payload (a pickle). The digest is
@@ -254,22 +352,25 @@ class _CheckedCacheFile:
     Each data file also records its key, so a file left by a discarded index is never used for
     another signature."""
 
-    def __init__(self, cache_path, filename_base, source_stamp, dump=dumps):
+    def __init__(self, cache_path, filename_base, source_stamp, dump=dumps, prebuilt=None):
         self._dir = cache_path
         self._base = filename_base
         self._index_path = os.path.join(cache_path, f"{filename_base}.nbi")
         self._stamp = (numba.__version__, source_stamp)
         self._dump = dump
+        self._prebuilt = prebuilt  # a read-only folder of kernels compiled at install time
+        self._prebuilt_overloads = None
         self.loaded = None  # the data file of the last successful load
+        self.loaded_prebuilt = False  # whether that file is a prebuilt one (never deleted)
 
     def flush(self):
         _write_private(self._index_path, self._dump((self._stamp, {})))
 
     def load(self, key):
-        self.loaded = None
+        self.loaded, self.loaded_prebuilt = None, False
         name = self._load_index().get(key)
         if name is None:
-            return None
+            return self._load_prebuilt(key)
         path = os.path.join(self._dir, name)
         entry = self._read(path)
         if entry is None:
@@ -279,6 +380,27 @@ class _CheckedCacheFile:
         if entry[0] != key:  # left by a discarded index; save() overwrites it
             return None
         self.loaded = path
+        return entry[1]
+
+    def prebuilt_index(self):
+        """{key: data file name} of the prebuilt folder (read once: it does not change)."""
+        if self._prebuilt_overloads is None:
+            content = None
+            if self._prebuilt is not None:
+                content = read_prebuilt(os.path.join(self._prebuilt, f"{self._base}.nbi"))
+            ok = _is_index(content) and content[0] == self._stamp
+            self._prebuilt_overloads = content[1] if ok else {}
+        return self._prebuilt_overloads
+
+    def _load_prebuilt(self, key):
+        name = self.prebuilt_index().get(key)
+        if name is None:
+            return None
+        path = os.path.join(self._prebuilt, name)
+        entry = read_prebuilt(path)
+        if not (isinstance(entry, tuple) and len(entry) == 2 and entry[0] == key):
+            return None
+        self.loaded, self.loaded_prebuilt = path, True
         return entry[1]
 
     def save(self, key, data):
@@ -337,7 +459,8 @@ class _GuardedCache:
             return cres
         except Exception as exc:  # verified bytes that still do not rebuild
             reason = f"{type(exc).__name__}: {exc}"
-            if self._cache_file.loaded is None:  # failed before reading a file
+            if self._cache_file.loaded is None or self._cache_file.loaded_prebuilt:
+                # failed before reading a file, or a prebuilt file (the package's, left alone)
                 warnings.warn(f"numgrad: could not load a kernel from the disk cache ({reason});"
                               " it is recompiled", CacheWarning, stacklevel=2)
             else:
@@ -372,8 +495,9 @@ def guard_cache(dispatcher):
     if cls not in _GUARDED_CLASSES:
         _GUARDED_CLASSES[cls] = type(f"Guarded{cls.__name__}", (_GuardedCache, cls), {})
     dump = getattr(cache._cache_file, "_dump", dumps)  # the target's own serializer
+    prebuilt = PREBUILT_DIR if cache.cache_path == CACHE_DIR else None
     cache._cache_file = _CheckedCacheFile(cache.cache_path, impl.filename_base,
-                                          impl.locator.get_source_stamp(), dump)
+                                          impl.locator.get_source_stamp(), dump, prebuilt)
     cache.__class__ = _GUARDED_CLASSES[cls]
     return dispatcher
 
@@ -427,6 +551,7 @@ def _install_locator():
 
 CACHE_DIR, _OFF_REASON = _find_cache_dir()
 CACHE = CACHE_DIR is not None and _install_locator()
+PREBUILT_DIR = _find_prebuilt_dir() if CACHE else None
 if _OFF_REASON:  # this module loads with the first kernel, never at ``import numgrad``
     warn_cache_off(_OFF_REASON)
 
@@ -552,7 +677,8 @@ def is_cached(dispatcher, sig):
         return False
     try:
         key = cache._index_key(tuple(sig), dispatcher.targetctx.codegen())
-        return key in cache._cache_file._load_index()
+        files = cache._cache_file
+        return key in files._load_index() or key in files.prebuilt_index()
     except Exception:
         return False
 
