@@ -23,12 +23,9 @@ inf or nan, so for non-finite weights or inputs the extra positions are zeroed i
 first (a pass that finite data never needs).
 """
 
-import concurrent.futures
-import os
-import threading
-
 import numba
 import numpy as np
+from numba import prange
 
 from numgrad._compile import tape as _tape
 from numgrad.kernels._jit import inline, specialize
@@ -199,61 +196,56 @@ def _sum_parts(parts, gw):
                 row[r] = total
 
 
-def _kernels(name, gemm, bits, exponent):
-    """The forward over a range of samples, the backward over a range of chunks and the sum
-    of the chunks' weight gradients, for one real type (``gemm`` its BLAS product, ``bits``
-    the integer type of its width, ``exponent`` the mask of its exponent field)."""
-    values = {"gemm": gemm, "bits": bits, "EXPONENT": exponent}
-    return (specialize(_conv_forward, name, **values), specialize(_conv_backward, name, **values),
-            specialize(_sum_parts, name))
+def _forward_split(x, w2, bias, has_bias, groups, kh, kw, ph, pw, dh, dw, oh, ow, out, bounds):
+    """``forward`` on the samples of chunks bounds[k]..bounds[k+1]-1, one range a thread."""
+    n_b = x.shape[0]
+    for k in prange(bounds.size - 1):
+        forward(x, w2, bias, has_bias, groups, kh, kw, ph, pw, dh, dw, oh, ow, out,  # noqa: F821
+                bounds[k] * CHUNK, min(n_b, bounds[k + 1] * CHUNK))
+
+
+def _backward_split(x, w2, gy, groups, kh, kw, ph, pw, dh, dw, oh, ow, need_x, need_w, gx,
+                    parts, bounds):
+    """``backward`` on chunks bounds[k]..bounds[k+1]-1, one range a thread."""
+    for k in prange(bounds.size - 1):
+        backward(x, w2, gy, groups, kh, kw, ph, pw, dh, dw, oh, ow, need_x,  # noqa: F821
+                 need_w, gx, parts, bounds[k], bounds[k + 1])
+
+
+class _Kernels:
+    """For one real type: the forward over a range of samples, the backward over a range of
+    chunks, both split over ranges on Numba's threads (a serial twin runs every range on the
+    calling thread while the threaded copy is not compiled yet), and the sum of the chunks'
+    weight gradients."""
+
+    __slots__ = ("forward", "backward", "forward_split", "backward_split", "sum_parts")
+
+    def __init__(self, name, gemm, bits, exponent):
+        values = {"gemm": gemm, "bits": bits, "EXPONENT": exponent}
+        self.forward = specialize(_conv_forward, name, **values)
+        self.backward = specialize(_conv_backward, name, **values)
+        self.sum_parts = specialize(_sum_parts, name)
+        self.forward_split = _split(_forward_split, name, forward=self.forward)
+        self.backward_split = _split(_backward_split, name, backward=self.backward)
+
+
+def _split(template, name, **kernel):
+    specialize(template, name, **kernel)  # the serial twin, made first
+    return specialize(template, f"{name}_par", {"parallel": True}, **kernel)
 
 
 _KERNELS = {
-    np.dtype(np.float32): _kernels("f32", sgemm, np.int32, np.int32(0x7F800000)),
-    np.dtype(np.float64): _kernels("f64", dgemm, np.int64, np.int64(0x7FF0000000000000)),
+    np.dtype(np.float32): _Kernels("f32", sgemm, np.int32, np.int32(0x7F800000)),
+    np.dtype(np.float64): _Kernels("f64", dgemm, np.int64, np.int64(0x7FF0000000000000)),
 }
 DTYPES = frozenset(_KERNELS)  # the dtypes these kernels take
 
-# Threads: the kernels release the GIL (``nogil``), so Python threads run them on disjoint
-# ranges of the batch; a Numba parallel loop around them compiled for 3-4 s more per kernel.
-_POOL = {"pool": None, "workers": 0, "lock": threading.Lock()}
-
-
-def _pool(workers):
-    with _POOL["lock"]:
-        if _POOL["workers"] != workers:
-            if _POOL["pool"] is not None:
-                _POOL["pool"].shutdown(wait=False)
-            _POOL["pool"] = concurrent.futures.ThreadPoolExecutor(workers, "numgrad-conv")
-            _POOL["workers"] = workers
-        return _POOL["pool"]
-
-
-def _forget_pool():  # a forked child has none of the parent's threads
-    _POOL.update(pool=None, workers=0, lock=threading.Lock())
-
-
-os.register_at_fork(after_in_child=_forget_pool)
-
-
-def _in_threads(work, n_chunks):
-    """``work(c0, c1)`` over 0..n_chunks-1: at once on one thread or a small batch; else on
-    contiguous ranges, one per thread (numgrad's thread count), with NumPy's OpenBLAS held
-    to one thread meanwhile (each thread calls BLAS on its own samples; a BLAS call that
-    started threads of its own would compete with them)."""
+def _bounds(n_chunks):
+    """Chunk ranges, one per thread (numgrad's thread count); None for a single range."""
     threads = min(numba.get_num_threads(), n_chunks)
     if threads < 2:
-        return work(0, n_chunks)
-    bounds = [n_chunks * k // threads for k in range(threads + 1)]
-    with _blas.one_thread():
-        pool = _pool(threads - 1)
-        futures = [pool.submit(work, bounds[k], bounds[k + 1]) for k in range(1, threads)]
-        try:
-            work(bounds[0], bounds[1])
-        finally:  # no thread may still write into the arrays when this returns
-            concurrent.futures.wait(futures)
-        for f in futures:
-            f.result()
+        return None
+    return np.array([n_chunks * k // threads for k in range(threads + 1)], np.int64)
 
 
 def _require_c_arrays(dtype, *arrays):
@@ -265,24 +257,39 @@ def _require_c_arrays(dtype, *arrays):
                                f"{a.dtype} with strides {a.strides}")
 
 
+# Threads: Numba's own (a parallel loop over one range of chunks per thread), whose workers
+# spin briefly after a parallel kernel, so the next one starts them in about 1.4 µs; handing
+# the ranges to Python threads cost 55 µs a call on the 2-core VM (a futex wake and the GIL
+# passed back and forth). NumPy's OpenBLAS is held to one thread meanwhile: each thread calls
+# BLAS on its own samples, and a BLAS call that started threads of its own would compete.
+
+
 def _forward(x, w2, bias, has_bias, groups, kh, kw, ph, pw, dh, dw, oh, ow, out):
     _require_c_arrays(x.dtype, x, w2, bias, out)
-    kernel, n = _KERNELS[x.dtype][0], x.shape[0]
-    _in_threads(lambda c0, c1: kernel(x, w2, bias, has_bias, groups, kh, kw, ph, pw, dh, dw, oh,
-                                      ow, out, c0 * CHUNK, min(n, c1 * CHUNK)),
-                -(-n // CHUNK))
+    kernels, n = _KERNELS[x.dtype], x.shape[0]
+    args = (x, w2, bias, has_bias, groups, kh, kw, ph, pw, dh, dw, oh, ow, out)
+    bounds = _bounds(-(-n // CHUNK))
+    if bounds is None:
+        return kernels.forward(*args, 0, n)
+    with _blas.one_thread():
+        kernels.forward_split(*args, bounds)
 
 
 def _backward(x, w2, gy, groups, kh, kw, ph, pw, dh, dw, oh, ow, need_x, need_w, gx, gw):
     _require_c_arrays(x.dtype, x, w2, gy, gx, gw)
-    _, kernel, sum_parts = _KERNELS[x.dtype]
+    kernels = _KERNELS[x.dtype]
     n_chunks = -(-x.shape[0] // CHUNK)
     parts = np.zeros((n_chunks if need_w else 0, groups, w2.shape[1], w2.shape[0] // groups),
                      x.dtype)
-    _in_threads(lambda c0, c1: kernel(x, w2, gy, groups, kh, kw, ph, pw, dh, dw, oh, ow, need_x,
-                                      need_w, gx, parts, c0, c1), n_chunks)
+    args = (x, w2, gy, groups, kh, kw, ph, pw, dh, dw, oh, ow, need_x, need_w, gx, parts)
+    bounds = _bounds(n_chunks)
+    if bounds is None:
+        kernels.backward(*args, 0, n_chunks)
+    else:
+        with _blas.one_thread():
+            kernels.backward_split(*args, bounds)
     if need_w:
-        sum_parts(parts, gw)
+        kernels.sum_parts(parts, gw)
 
 
 _forward.writes = (13,)
