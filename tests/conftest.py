@@ -23,6 +23,19 @@ except ImportError:  # pragma: no cover - exercised on machines without torch
 
 requires_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
 
+# The head of a program run in a fresh interpreter that records, in ``compiled``, the qualified
+# name of every function Numba compiles there (loads from a disk cache are not compiles).
+COMPILE_EVENTS = """
+from numba.core import event
+compiled = []
+class Listener(event.Listener):
+    def on_start(self, ev):
+        compiled.append(ev.data["dispatcher"].py_func.__qualname__)
+    def on_end(self, ev):
+        pass
+event.register("numba:compile", Listener())
+"""
+
 
 def to_torch(t, requires_grad=None):
     """A torch tensor with the same values, dtype and requires_grad as numgrad tensor ``t``."""

@@ -11,6 +11,7 @@ import textwrap
 import time
 
 import pytest
+from conftest import COMPILE_EVENTS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -19,15 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # compiled (Numba's compile events: loads from the disk cache are not compiles).
 _PROGRAM = """
 import hashlib, json, sys
-from numba.core import event
-compiled = []
-class Listener(event.Listener):
-    def on_start(self, ev):
-        compiled.append(ev.data["dispatcher"].py_func.__qualname__)
-    def on_end(self, ev):
-        pass
-event.register("numba:compile", Listener())
-
+""" + COMPILE_EVENTS.replace("{", "{{").replace("}", "}}") + """
 import numgrad as ng
 from numgrad import _background
 {setup}

@@ -13,6 +13,7 @@ import sys
 import textwrap
 
 import pytest
+from conftest import COMPILE_EVENTS
 
 from numgrad import _prebuild
 from numgrad._common_kernels import KERNELS
@@ -28,14 +29,7 @@ posix = pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX owners and m
 # loads from a cache are not compiles), numgrad's cache warnings and the prebuilt folder used.
 _PROGRAM = """
 import hashlib, json, warnings
-from numba.core import event
-compiled = []
-class Listener(event.Listener):
-    def on_start(self, ev):
-        compiled.append(ev.data["dispatcher"].py_func.__qualname__)
-    def on_end(self, ev):
-        pass
-event.register("numba:compile", Listener())
+""" + COMPILE_EVENTS + """
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     import numgrad as ng
