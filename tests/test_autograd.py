@@ -506,3 +506,37 @@ def test_gradient_views_of_buffers_held_elsewhere_are_copied_into_grad():
     ng.nn.functional.cross_entropy(y, ng.tensor([0, 1, 2, 3])).backward()
     expect = (np.full((4, 5), 0.2) - np.eye(4, 5)) / 4
     np.testing.assert_allclose(y.grad.numpy(), expect, rtol=1e-6)
+
+
+def test_leaf_takes_a_transposed_back_product_as_its_grad():
+    """A Linear weight's gradient is a product computed transposed and transposed back by
+    TBackward0 (a view of a view): nothing else reaches it, so it becomes ``.grad`` without
+    a copy, as in PyTorch, and ``.grad`` is no view; held by a hook, it is copied."""
+    copies = []
+    clone = ng.Tensor.clone
+
+    def counting_clone(self, *args, **kwargs):
+        copies.append(tuple(self.shape))
+        return clone(self, *args, **kwargs)
+
+    lin = ng.nn.Linear(40, 30)
+    x = ng.rand(8, 40)
+    loss = lin(x).square().sum()
+    ng.Tensor.clone = counting_clone
+    try:
+        loss.backward()
+    finally:
+        ng.Tensor.clone = clone
+    assert copies == []
+    assert lin.weight.grad._base is None and lin.weight.grad.is_contiguous()
+    y = (x.numpy() @ lin.weight.detach().numpy().T + lin.bias.detach().numpy())
+    np.testing.assert_allclose(lin.weight.grad.numpy(), 2 * y.T @ x.numpy(), rtol=1e-5)
+
+    seen = []
+    w = ng.rand(3, 4, requires_grad=True)
+    wt = w.t()
+    wt.register_hook(seen.append)
+    (ng.rand(2, 4) @ wt).sum().backward()
+    before = w.grad.clone()
+    seen[0].mul_(0)  # the hook's tensor is not w.grad's memory
+    assert ng.equal(w.grad, before)

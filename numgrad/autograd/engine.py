@@ -400,6 +400,7 @@ def execute(roots, grads, keep_graph, create_graph, capture=None, targets=None,
                             _check_kept(fn, refs, outs)
                     if node._shares_outputs:
                         shared.update(id(g) for g in outs if g is not None)
+            inp = None  # gone before a leaf below may take an output's memory as its .grad
             i = 0
             for nxt, nr in node.next_functions:
                 if nxt is not None:

@@ -195,10 +195,9 @@ class AccumulateGrad(Node):
         if grad_mode.state.enabled:  # create_graph: keep the gradient's own graph
             var._grad = g.clone() if old is None else old + g
         elif old is None:
-            if id(g) not in shared and not g._requires_grad and (
-                    g._data.base is None or _sole_owner(g._data)):
+            if id(g) not in shared and not g._requires_grad and _stealable(g):
                 shared.add(id(g))
-                var._grad = g
+                var._grad = g if g._base is None else g.detach()  # a .grad is no view
             else:
                 var._grad = g.detach().clone()
         else:
@@ -212,17 +211,40 @@ class AccumulateGrad(Node):
                 raise
 
 
-def _sole_owner(arr):
+def _stealable(g):
+    """Whether gradient ``g``'s memory is reachable only through ``g``: an array that owns its
+    memory, or a contiguous view of all of a buffer nothing else references; when ``g`` is a
+    view of a tensor ``g._base`` (a rule that returned its own product transposed, transposed
+    back by ``TBackward0``), that tensor and its array must be referenced by ``g`` alone."""
+    arr = g._data
+    if arr.base is None:
+        return True
+    owner = g._base
+    if owner is None:
+        return _sole_owner(arr)
+    if sys.getrefcount(owner) != 3:  # g._base, the name owner, getrefcount's argument
+        return False
+    data = owner._data
+    if data is arr.base:
+        del data
+        return _sole_owner(arr, holders=1)  # owner._data
+    if data.base is not arr.base or sys.getrefcount(data) != 3:  # owner._data, data, argument
+        return False
+    del data
+    return _sole_owner(arr, holders=1)  # owner._data's base
+
+
+def _sole_owner(arr, holders=0):
     """Whether view ``arr`` is the only way to reach its memory: a contiguous view of all of a
     NumPy buffer that nothing else references (the gradient a rule returned as a reshape or
-    transpose of its own result)."""
+    transpose of its own result), but ``holders`` known others."""
     base = arr.base
     # references to base: arr.base, the local name, getrefcount's argument, and those of a
     # numgrad.compile trace's record (so that tracing does not turn a steal into a copy)
     if not (base.__class__ is np.ndarray and base.base is None and arr.flags.c_contiguous
             and arr.nbytes == base.nbytes):
         return False
-    refs = sys.getrefcount(base)
+    refs = sys.getrefcount(base) - holders
     return refs == 3 or refs == 3 + _traced_refs(base)
 
 
