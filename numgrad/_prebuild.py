@@ -2,7 +2,8 @@
 
 ``pip install`` builds numgrad with ``setup.py``'s build step, which runs
 ``python -m numgrad._prebuild <build>/numgrad/_prebuilt``: the kernels listed in
-``numgrad._common_kernels`` (float32 training of an MLP and a small CNN) compile in a few
+``numgrad._common_kernels`` (the demo's: the tutorials' float32 autograd, float32 training of
+an MLP and a small CNN) compile in a few
 processes into a fresh kernel cache, which then moves to ``_prebuilt/<version>-<hash>``. A
 program's first run loads them from there (``numgrad.kernels._jit``) instead of compiling
 them, as PyTorch's first run loads its compiled library.
@@ -64,15 +65,17 @@ def compile_share(entries):
     return _jit.CACHE_DIR, len(entries) - len(failed), failed
 
 
-def _finish(folder):
-    """Mark ``folder`` as holding the common kernels for this machine; make it read-only for
-    everyone but readable by all, as the package's other files."""
+def _finish(folder, common):
+    """Mark ``folder`` as holding the common kernels for this machine (when ``common``: it does
+    not otherwise); make it read-only for everyone but readable by all, as the package's other
+    files."""
     import pickle
 
     from numgrad import _background
     from numgrad.kernels import _jit
 
-    _jit._write_private(_background._marker(folder), pickle.dumps(_jit.host_key()))
+    if common:
+        _jit._write_private(_background._marker(folder), pickle.dumps(_jit.host_key()))
     for name in os.listdir(folder):
         path = os.path.join(folder, name)
         if name.endswith(KEEP) and os.path.isfile(path):
@@ -91,8 +94,9 @@ def build(dest, jobs=None, kernels=None):
     jobs = jobs or min(os.cpu_count() or 1, 4)
     t0 = time.perf_counter()
     cache_root = tempfile.mkdtemp(prefix="numgrad-prebuild-")
+    procs = []
     try:
-        procs = [subprocess.Popen([sys.executable, "-m", "numgrad._prebuild", "--share",
+        procs += [subprocess.Popen([sys.executable, "-m", "numgrad._prebuild", "--share",
                                    json.dumps(share)], env=_env(cache_root),
                                   stdout=subprocess.PIPE, text=True)
                  for share in shares(kernels, jobs)]
@@ -111,7 +115,7 @@ def build(dest, jobs=None, kernels=None):
         saved = dict(os.environ)
         os.environ.update(_env(cache_root))  # a numgrad loaded here uses the same cache root
         try:
-            _finish(folder)
+            _finish(folder, kernels is KERNELS)
         finally:
             os.environ.clear()
             os.environ.update(saved)
@@ -123,6 +127,10 @@ def build(dest, jobs=None, kernels=None):
         shutil.move(folder, target)
         os.chmod(dest, 0o755)
     finally:
+        for proc in procs:  # after a failure, no compile process outlives the build
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
         shutil.rmtree(cache_root, ignore_errors=True)
     return {"folder": target, "kernels": done, "failed": failed,
             "seconds": round(time.perf_counter() - t0, 1), "processes": len(procs)}
