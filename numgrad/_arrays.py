@@ -23,21 +23,27 @@ def empty(like, shape, dtype):
     return like.__class__.empty(shape, dtype)
 
 
+# filled arrays are made from Python values: a compiled trace may keep them (``tape.constant``;
+# a replay restores the content of one that a kernel then writes)
+
 def full(like, shape, value, dtype):
     if like.__class__ is ndarray:
-        return np.full(shape, value, dtype)
+        a = np.full(shape, value, dtype)
+        return a if _tape.TAPE is None else _tape.constant(a)
     return like.__class__.full(shape, value, dtype)
 
 
 def zeros(like, shape, dtype):
     if like.__class__ is ndarray:
-        return np.zeros(shape, dtype)
+        a = np.zeros(shape, dtype)
+        return a if _tape.TAPE is None else _tape.constant(a)
     return like.__class__.full(shape, 0, dtype)
 
 
 def ones(like, shape, dtype):
     if like.__class__ is ndarray:
-        return np.ones(shape, dtype)
+        a = np.ones(shape, dtype)
+        return a if _tape.TAPE is None else _tape.constant(a)
     return like.__class__.full(shape, 1, dtype)
 
 
@@ -47,6 +53,69 @@ def contiguous(a):
             return np.ascontiguousarray(a)
         return _tape.record(np.ascontiguousarray, a)
     return a.contiguous()
+
+
+def constant(a):
+    """``a``, made from Python values and sizes only (numbers a compiled trace guards): a
+    trace may keep it."""
+    return a if _tape.TAPE is None else _tape.constant(a)
+
+
+def sizes(values):
+    """An int64 array of sizes (a shape, say): made from Python numbers, so a compiled trace
+    may keep it."""
+    return _tape.constant(np.asarray(values, np.int64))
+
+
+def host_step(fn, *args):
+    """``fn(*args)``: host work on arrays (NumPy on index values, say) that a compiled trace
+    records and replays on the current arrays. ``fn`` must have no other effect."""
+    if _tape.TAPE is None:
+        return fn(*args)
+    return _tape.record(fn, *args)
+
+
+def _copy(a):
+    return a.copy()
+
+
+_copy.pure = True
+
+
+def copy(a):
+    """A C-contiguous copy of ``a`` (a step a compiled trace replays)."""
+    if a.__class__ is ndarray:
+        return host_step(_copy, a)
+    return a.copy()
+
+
+def reshape(a, shape):
+    """``a.reshape(shape)``: a view where strides allow, else a copy (which a compiled trace
+    records, so a replay copies the current values)."""
+    r = a.reshape(shape)
+    if _tape.TAPE is not None and a.size > 1 and not np.shares_memory(r, a):
+        return _tape.record(np.reshape, a, shape)
+    return r
+
+
+_PURE = _tape.PURE
+_PURE.add(np.reshape)
+
+
+def _astype(a, dtype):
+    return a.astype(dtype)
+
+
+_astype.pure = True
+
+
+def astype(a, dtype):
+    """``a`` in ``dtype`` (``a`` itself when it is): a cast a compiled trace replays."""
+    if a.dtype == dtype:
+        return a
+    if a.__class__ is ndarray:
+        return host_step(_astype, a, dtype)
+    return a.astype(dtype)
 
 
 def host(a):
@@ -94,7 +163,8 @@ def is_foreign_cuda(obj):
 def zeros_on(device, shape, dtype):
     """Zeros on ``device`` (``numgrad._device.CPU`` or ``CUDA0``)."""
     if device.type == "cpu":
-        return np.zeros(shape, dtype)
+        a = np.zeros(shape, dtype)
+        return a if _tape.TAPE is None else _tape.constant(a)
     return cuda_array().full(shape, 0, dtype)
 
 

@@ -10,6 +10,7 @@ import warnings
 import numpy as np
 
 from numgrad import _arrays, _device, _dtype, _half
+from numgrad._compile import tape as _tape
 from numgrad._shape import check_size, parse_shape
 from numgrad._spellings import NOT_GIVEN, check_int_bounds, factory_size, randint_args
 from numgrad.random import default_generator
@@ -48,9 +49,12 @@ def get_default_device():
     return d
 
 
-def _finish(arr, requires_grad, device=None):
+def _finish(arr, requires_grad, device=None, constant=False):
     """A tensor of ``arr`` (host data, or CUDA data already) on ``device`` (the default
-    device when None)."""
+    device when None). ``constant``: ``arr`` is made from Python values and sizes only, so a
+    compiled trace may keep it."""
+    if constant:
+        _tape.constant(arr)
     if device is None:
         device = _DEFAULT_DEVICE[0]
     if device is not None:
@@ -199,7 +203,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
             "To copy construct from a tensor, it is recommended to use sourceTensor.detach()."
             "clone() or sourceTensor.detach().clone().requires_grad_(True), rather than "
             "torch.tensor(sourceTensor).", UserWarning, stacklevel=2)
-        arr = data._data.copy()
+        arr = _arrays.copy(data._data)
         if device is None:
             device = _DEFAULT_DEVICE[0] or data.device
     elif _arrays.is_foreign_cuda(data):
@@ -211,9 +215,10 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
     else:
         arr = _from_python(data, _dtype.arg(dtype, "tensor"))
     d = _dtype.arg(dtype, "tensor")
+    python = not isinstance(data, (Tensor, np.ndarray)) and not _arrays.is_foreign_cuda(data)
     if d is not None and arr.dtype != d.np:
-        arr = _astype(arr, d.np)
-    return _finish(arr, requires_grad, device)
+        arr = _astype(arr, d.np) if python else _arrays.host_step(_astype, arr, d.np)
+    return _finish(arr, requires_grad, device, constant=python)
 
 
 def _astype(arr, np_dtype):
@@ -311,19 +316,22 @@ def _filled(shape, value, d, device):
 def zeros(*dims, size=NOT_GIVEN, dtype=None, device=None, requires_grad=False, out=None,
           layout=None):
     shape, d = _size_dtype(factory_size("zeros", dims, size), dtype, "zeros")
-    return _finish(_filled(shape, 0, d, device), requires_grad, device)
+    return _finish(_filled(shape, 0, d, device), requires_grad, device,
+                   constant=True)
 
 
 def ones(*dims, size=NOT_GIVEN, dtype=None, device=None, requires_grad=False, out=None,
          layout=None):
     shape, d = _size_dtype(factory_size("ones", dims, size), dtype, "ones")
-    return _finish(_filled(shape, 1, d, device), requires_grad, device)
+    return _finish(_filled(shape, 1, d, device), requires_grad, device,
+                   constant=True)
 
 
 def empty(*dims, size=NOT_GIVEN, dtype=None, device=None, requires_grad=False, out=None,
           layout=None, memory_format=None):
     shape, d = _size_dtype(factory_size("empty", dims, size), dtype, "empty")
-    return _finish(_filled(shape, None, d, device), requires_grad, device)
+    return _finish(_filled(shape, None, d, device), requires_grad, device,
+                   constant=True)
 
 
 def _fill_dtype(value):
@@ -341,7 +349,7 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=
     d = _dtype.arg(dtype, "full") or _fill_dtype(fill_value)
     fill_value = _dtype.checked_scalar(fill_value, d)
     return _finish(_filled(_storage(check_size(parse_shape((size,))), d), fill_value, d, device),
-                   requires_grad, device)
+                   requires_grad, device, constant=True)
 
 
 def rand(*dims, size=NOT_GIVEN, generator=None, dtype=None, device=None, requires_grad=False,
@@ -458,7 +466,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     np.empty(_storage((n,), d), d.np)  # the result must fit before its wider temporaries
     arr = (start + step * np.arange(n, dtype=np.float64)) if floating else \
         (start + step * np.arange(n, dtype=np.int64))
-    return _finish(arr.astype(d.np), requires_grad, device)
+    return _finish(arr.astype(d.np), requires_grad, device, constant=True)
 
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None):
@@ -474,13 +482,13 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
         i = np.arange(steps, dtype=np.float64)
         half = steps // 2
         arr = np.where(i < half, start + step * i, end - step * (steps - i - 1))
-    return _finish(arr.astype(d.np), requires_grad, device)
+    return _finish(arr.astype(d.np), requires_grad, device, constant=True)
 
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
     lin = linspace(start, end, steps, dtype=_dtype.float64)._data
     d = _dtype.get(dtype) or _dtype.get_default_dtype()
-    return _finish((base ** lin).astype(d.np), requires_grad, device)
+    return _finish((base ** lin).astype(d.np), requires_grad, device, constant=True)
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None):
@@ -493,12 +501,14 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None):
                             f"{type(v).__name__}")
         if v < 0:
             raise RuntimeError(f"{name} must be greater or equal to 0, got {v}")
-    return _finish(np.eye(n, m if m is not None else n, dtype=d.np), requires_grad, device)
+    return _finish(np.eye(n, m if m is not None else n, dtype=d.np), requires_grad, device,
+                   constant=True)
 
 
 def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
     d = _dtype.get(dtype) or _dtype.get_default_dtype()
-    return _finish(np.array(_dtype.checked_scalar(s, d), d.np), requires_grad, device)
+    return _finish(np.array(_dtype.checked_scalar(s, d), d.np), requires_grad, device,
+                   constant=True)
 
 
 def _allocating(fn):

@@ -27,6 +27,8 @@ class Generator:
         return self._state
 
     def manual_seed(self, seed):
+        if _tape.TAPE is not None:
+            _tape.TAPE.unreplayable("seeding a generator")
         seed = int(seed)
         if seed < 0:
             seed &= (1 << 64) - 1
@@ -52,17 +54,27 @@ class Generator:
         return _wrap(st.view(np.uint8).copy())
 
     def set_state(self, new_state):
+        if _tape.TAPE is not None:
+            _tape.TAPE.unreplayable("setting a generator's state")
         self._state = np.ascontiguousarray(new_state._data).view(np.uint32).copy()
         self._next_normal = None
 
     # draws ------------------------------------------------------------------------------
     def raw(self, n):
-        if _tape.TAPE is not None:
-            _tape.TAPE.unreplayable("random numbers")
-        out = np.empty(n, np.uint32)
-        if n:
-            RNG.next_u32(self._ensure(), out)
-        return out
+        """``n`` raw 32-bit draws. A compiled trace records the draw as a step that reads this
+        generator's state when it replays, so a replay draws what eager would."""
+        if _tape.TAPE is None:
+            return _draw(self, n)
+        return _tape.record_draw(_draw, self, n)
+
+    def _snapshot(self):
+        """Everything a draw reads (compile's verification restores it)."""
+        return (None if self._state is None else self._state.copy(), self._seed,
+                self._next_normal)
+
+    def _restore(self, snap):
+        state, self._seed, self._next_normal = snap
+        self._state = None if state is None else state.copy()
 
     def uniform(self, shape, dtype, low=0.0, high=1.0):
         if low > high:
@@ -83,14 +95,17 @@ class Generator:
         n = out.size
         flat = out.reshape(-1)
         if n >= 16:
-            flat[:] = self.uniform(n, dtype)
+            flat = self.uniform(n, dtype)
+            out = flat.reshape(shape)
             for i in range(0, n - 15, 16):
                 RNG.normal16(flat[i:i + 16], mean, std)
             if n % 16:
                 tail = self.uniform(16, dtype)
                 RNG.normal16(tail, mean, std)
-                flat[n - 16:] = tail
+                _tape.record(np.copyto, flat[n - 16:], tail)
         elif n:
+            if _tape.TAPE is not None:  # the pairs' second values are kept in Python
+                _tape.TAPE.unreplayable("normal draws of fewer than 16 values")
             # scalar path: pairs of float64 uniforms, the sine half kept for the next value
             vals = []
             while len(vals) < n:
@@ -114,13 +129,12 @@ class Generator:
                 f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
         if out.size:
             if span >= 1 << 32:
-                raw = self.raw(2 * out.size).astype(np.uint64)
-                raw = (raw[0::2] << np.uint64(32)) | raw[1::2]
+                raw = _tape.record(_wide, self.raw(2 * out.size))
             else:
                 raw = self.raw(out.size)
             tmp = np.empty(out.size, np.int64)
             RNG.randint(raw, tmp, low, span)
-            out.reshape(-1)[:] = tmp
+            _tape.record(np.copyto, out.reshape(-1), tmp)
         return out
 
     def randperm(self, n):
@@ -138,6 +152,20 @@ class Generator:
         return out
 
 
+def _draw(gen, n):
+    out = np.empty(n, np.uint32)
+    if n:
+        RNG.next_u32(gen._ensure(), out)
+    return out
+
+
+def _wide(raw):
+    """Pairs of 32-bit draws as 64-bit numbers (high word first)."""
+    raw = raw.astype(np.uint64)
+    return (raw[0::2] << np.uint64(32)) | raw[1::2]
+
+
+_wide.pure = True
 default_generator = Generator()
 
 

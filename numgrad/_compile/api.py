@@ -21,13 +21,16 @@ values (``.item()``, ``if t > 0``), random numbers, hooks.
 """
 
 import functools
+import threading
 import warnings
+
+import numpy as np
 
 from numgrad._compile import forward as _forward
 from numgrad._compile import tape as _tape
 from numgrad._compile.cuda_plan import CudaPlan, involved
 from numgrad._compile.plan import GuardFailed, Plan, Unplannable
-from numgrad._compile.state import reachable, signature
+from numgrad._compile.state import MAX_ITEMS, TooMuchState, reachable, signature
 from numgrad._compile.verify import replay, shadow
 from numgrad.tensor import Tensor
 
@@ -62,13 +65,28 @@ class CompiledFunction:
         self._cache = {}
         self._last = None  # (signature, entry) of the last call
         self._warned = False
+        # one call at a time traces or replays (a plan's intermediates are shared): a call
+        # from another thread meanwhile, or a recursive one, runs eagerly
+        self._lock = threading.Lock()
         functools.update_wrapper(self, fn, updated=())
 
     def __call__(self, *args, **kwargs):
         fn = self._orig_fn
         if self._disable or _tape.TAPE is not None:
             return fn(*args, **kwargs)
-        reach = reachable(fn, args, kwargs)
+        if not self._lock.acquire(blocking=False):
+            return fn(*args, **kwargs)
+        try:
+            return self._call(fn, args, kwargs)
+        finally:
+            self._lock.release()
+
+    def _call(self, fn, args, kwargs):
+        try:
+            reach = reachable(fn, args, kwargs)
+        except TooMuchState:
+            self._warn(f"it reaches more than {MAX_ITEMS} objects to guard")
+            return fn(*args, **kwargs)
         sig = signature(reach)
         last = self._last
         if last is not None and last[0] == sig:  # comparing is cheaper than hashing
@@ -77,7 +95,8 @@ class CompiledFunction:
             entry = self._cache.get(sig)
             if entry is None:
                 if len(self._cache) >= RECOMPILE_LIMIT:
-                    self._warn_limit()
+                    self._warn(f"hit the recompile limit ({RECOMPILE_LIMIT}); calls with "
+                               "further signatures run eagerly")
                     return fn(*args, **kwargs)
                 entry = self._cache[sig] = _Entry(self._fuse)
             self._last = (sig, entry)
@@ -94,20 +113,21 @@ class CompiledFunction:
     def _trace(self, entry, reach, args, kwargs):
         tensors = reach.tensors
         pre = [(t._data, t._grad, t._version) for t in tensors]
-        shadows = []
+        copies = None
         if isinstance(entry.plan, (CudaPlan, _forward.CudaForwardPlan)):
-            shadows = [entry.plan.shadow([d for d, _, _ in pre])]
+            copies = entry.plan.shadow([d for d, _, _ in pre])
         elif entry.plan is not None:
-            # a second copy to retry with fresh buffers starting from their traced content
-            retry = any(init is not None for _, _, init in entry.plan.fresh)
-            datas = [d for d, _, _ in pre]
             plan = entry.plan.fwd if isinstance(entry.plan, _forward.ForwardPlan) else \
                 entry.plan
-            shadows = [shadow(plan, datas) for _ in range(2 if retry else 1)]
+            copies = shadow(plan, [d for d, _, _ in pre])
+        # the generators the plan draws from: its verification replays from their state now
+        gens = [] if entry.plan is None else entry.plan.generators
+        gens_before = [g._snapshot() for g in gens]
         opt_before = [_python_state(o) for o in reach.optimizers]
         start = _forward.mark()
         rec = None
         t = _tape.start()
+        t.known.update(id(_tape.root(d)) for d, _, _ in pre if d.__class__ is np.ndarray)
         try:
             result = self._orig_fn(*args, **kwargs)
             post = [(t_._data, t_._grad, t_._version) for t_ in tensors]
@@ -129,18 +149,25 @@ class CompiledFunction:
             why.append("the optimizer's Python state changes at every step")
         if why:
             return self._give_up(entry, "; ".join(why), result)
-        for k, copies in enumerate(shadows):
-            entry.plan.init_fresh = k == 1
-            if isinstance(entry.plan, CudaPlan):
-                ok = rec is None and entry.plan.verify(copies, tensors, result)
-            elif isinstance(entry.plan, (_forward.ForwardPlan, _forward.CudaForwardPlan)):
-                ok = rec is not None and entry.plan.verify(copies, tensors, result, rec)
-            else:
-                ok = rec is None and replay(entry.plan, copies, tensors, result)[0]
+        if copies is not None:
+            gens_after = [g._snapshot() for g in gens]
+            for g, snap in zip(gens, gens_before):
+                g._restore(snap)
+            try:
+                if isinstance(entry.plan, CudaPlan):
+                    ok = rec is None and entry.plan.verify(copies, tensors, result)
+                elif isinstance(entry.plan, (_forward.ForwardPlan, _forward.CudaForwardPlan)):
+                    ok = rec is not None and entry.plan.verify(copies, tensors, result, rec)
+                else:
+                    ok = rec is None and replay(entry.plan, copies, tensors, result)[0]
+                ok = ok and all(_same_draws(g._snapshot(), snap)
+                                for g, snap in zip(gens, gens_after))
+            finally:
+                for g, snap in zip(gens, gens_after):
+                    g._restore(snap)
             if ok:
                 entry.verified = True
                 return result
-        if shadows:
             entry.failures += 1
             if entry.plan.fused is not None:
                 entry.fuse = False
@@ -151,15 +178,16 @@ class CompiledFunction:
             elif cuda:
                 plan = CudaPlan(t.calls, pre, post, result, detach=t.ran_backward, fuse=entry.fuse)
             elif rec is not None:
-                plan = _forward.ForwardPlan(t.calls, split, pre, post, result, t.first, rec,
+                plan = _forward.ForwardPlan(t.calls, split, pre, post, result, t, rec,
                                             fuse=entry.fuse)
             else:
-                plan = Plan(t.calls, pre, post, result, t.first, detach=t.ran_backward,
+                plan = Plan(t.calls, pre, post, result, t, detach=t.ran_backward,
                             fuse=entry.fuse)
         except Unplannable as exc:
             return self._give_up(entry, str(exc), result)
         if entry.failures >= _ATTEMPTS:
             return self._give_up(entry, "its replay did not match the eager run", result)
+        plan.generators = list(t.generators.values())
         entry.plan = plan
         return result
 
@@ -174,12 +202,17 @@ class CompiledFunction:
                           stacklevel=3)
         return result
 
-    def _warn_limit(self):
+    def _warn(self, why):
         if not self._warned:
             self._warned = True
-            warnings.warn(f"numgrad.compile: {_name(self._orig_fn)} hit the recompile limit "
-                          f"({RECOMPILE_LIMIT}); calls with further signatures run eagerly",
-                          stacklevel=3)
+            warnings.warn(f"numgrad.compile: {_name(self._orig_fn)} runs eagerly ({why})",
+                          stacklevel=4)
+
+
+def _same_draws(a, b):
+    """Whether two generator snapshots are the same state."""
+    return a[1:] == b[1:] and (a[0] is None) == (b[0] is None) and (
+        a[0] is None or np.array_equal(a[0], b[0]))
 
 
 def _name(fn):

@@ -22,6 +22,8 @@ the saved buffers are the device buffers the forward allocated that the backward
 is a fresh buffer of the forward plan, allocated at every call.
 """
 
+import threading
+
 import numpy as np
 
 from numgrad import _arrays, autograd
@@ -152,7 +154,7 @@ class ForwardPlan:
     """The two plans of a forward-form trace; ``call`` replays the forward and returns its
     result, with the outputs that require grad attached to a new ``CompiledFunctionBackward``."""
 
-    def __init__(self, calls, split, pre, mid, result, snapshots, rec, fuse=True):
+    def __init__(self, calls, split, pre, mid, result, tape, rec, fuse=True):
         n = len(pre)
         mids = [d for d, _, _ in mid]
         known = {id(root(d)) for d, _, _ in pre} | {id(root(d)) for d in mids}
@@ -175,8 +177,8 @@ class ForwardPlan:
                 pooled[key] = cands.pop(key)
         cands = list(cands.values())
         ext = [(d, None, 0) for d in mids + cands + rec.gouts]
-        pool = Pool(list(pooled.values()), snapshots) if pooled else None
-        bwd = Plan(calls[split:], ext, ext, tuple(rec.grads), snapshots, detach=True, fuse=fuse,
+        pool = Pool(list(pooled.values()), tape) if pooled else None
+        bwd = Plan(calls[split:], ext, ext, tuple(rec.grads), tape, detach=True, fuse=fuse,
                    pool=pool)
         if any(step[5] is not _NO_GUARD for step in bwd.steps):
             raise Unplannable("its backward depends on tensor values")
@@ -187,11 +189,12 @@ class ForwardPlan:
             if n + j not in used:
                 bwd.externals[n + j] = None  # not kept alive by the plan
         saved = [cands[j] for j in self.saved_at]
-        self.fwd = Plan(calls[:split], pre, mid, (result, tuple(saved)), snapshots, detach=True,
+        self.fwd = Plan(calls[:split], pre, mid, (result, tuple(saved)), tape, detach=True,
                         fuse=fuse, pool=pool)
         self.bwd = bwd
         self.pool = pool
         self.free = []  # arenas of released nodes, for the next calls
+        self.lock = threading.Lock()  # backward replays share the plan's intermediates
         _describe_outputs(self, outs, rec)
         self.reads = [i for i in bwd.used if i < n]
         saved_ids = {id(s) for s in saved}
@@ -199,20 +202,6 @@ class ForwardPlan:
         # a gradient that is an input buffer (the output gradient itself, say) is copied
         self.alias = [d[0] == "t" and (d[1].key.__class__ is int or d[1].key == POOL)
                       for d in bwd.result[1]]
-
-    # what api.py reads and sets on a plan
-    @property
-    def fresh(self):
-        pool = [] if self.pool is None else [(POOL, None, self.pool.init)]
-        return self.fwd.fresh + self.bwd.fresh + pool
-
-    @property
-    def init_fresh(self):
-        return self.fwd.init_fresh
-
-    @init_fresh.setter
-    def init_fresh(self, value):
-        self.fwd.init_fresh = self.bwd.init_fresh = value
 
     @property
     def fused(self):
@@ -222,13 +211,9 @@ class ForwardPlan:
         pool = self.pool
         if pool is None:
             return None
-        init = self.fwd.init_fresh and pool.init is not None
         if self.free:
-            arena = self.free.pop()
-            if init:
-                arena[:] = pool.init
-            return arena
-        return pool.arena(init)
+            return pool.reset(self.free.pop())
+        return pool.arena()
 
     def call(self, tensors):
         datas = [t._data for t in tensors]
@@ -256,7 +241,8 @@ class ForwardPlan:
         for j, a in zip(self.saved_at, saved):
             cands[j] = a
         try:
-            res, _ = self.bwd.run(datas + cands + gs, arena=arena)
+            with self.lock:
+                res, _ = self.bwd.run(datas + cands + gs, arena=arena)
         except GuardFailed:
             raise RuntimeError("numgrad.compile: a kernel of the compiled backward returned an "
                                "array of another shape than when it was traced") from None
@@ -267,7 +253,7 @@ class ForwardPlan:
         """Replay both plans on copies and compare with the eager run: its ``result``, the
         tensors after it and the gradients its traced backward gave (``rec``)."""
         if self.pool is not None:
-            copies[POOL] = (self.pool.arena(self.fwd.init_fresh, verify=True), 0)
+            copies[POOL] = (self.pool.arena(verify=True), 0)
         ok, res = replay(self.fwd, copies, tensors, result, part=0)
         if not ok or rec.req != self.outs or rec.leaves != self.leaves or \
                 [k for k, g in enumerate(rec.grads) if g is not None] != self.grad_at:
@@ -327,7 +313,6 @@ class CudaForwardPlan:
     tensors' data after the forward, the saved buffers and the output gradients, in that
     order; it returns the leaves' gradients."""
 
-    fresh = ()  # (no buffer starts from traced content: ``api`` retries none)
     fused = None
     pool = None
 
@@ -354,7 +339,7 @@ class CudaForwardPlan:
         if self.fwd.fused or bwd.fused:  # a failed verification retries without fusion
             self.fused = (self.fwd.fused or 0) + (bwd.fused or 0)
         self.free = []  # (no arenas: CompiledFunctionBackward._release keeps none)
-        self.init_fresh = False
+        self.lock = threading.Lock()  # backward replays share the plan's intermediates
         outs = flat(result, [])
         _describe_outputs(self, outs, rec)
         # the reachable tensors the backward reads: device buffers, CPU tensors it copies
@@ -402,7 +387,8 @@ class CudaForwardPlan:
                                    f"{tuple(a.shape)}")
             # the launches take the traced layout's offset and strides as numbers
             gs.append(a if a.offset == 0 and a.strides_el == c_strides(shape) else a.copy())
-        res, _ = self.bwd.run(datas + saved + gs)
+        with self.lock:
+            res, _ = self.bwd.run(datas + saved + gs)
         return [_wrap(res[k]._data.copy()) if self.alias[k] else res[k] for k in self.grad_at]
 
     def verify(self, copies, tensors, result, rec):

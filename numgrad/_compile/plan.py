@@ -29,7 +29,7 @@ import numpy as np
 
 from numgrad._compile.fuse import POOL, Fused, Region
 from numgrad._compile.schedule import span
-from numgrad._compile.tape import address, root
+from numgrad._compile.tape import _same_bytes, address, root
 from numgrad.tensor import _wrap
 
 
@@ -48,36 +48,36 @@ ROLLBACK_BYTES = 1 << 16  # state written before a check that a replay may save 
 class Pool:
     """Buffers of a trace laid out in one arena (``nbytes``), each at its ``offsets[id(root)]``
     (64-byte aligned): a plan that makes them anew at every call allocates one arena, and its
-    buffers are one entry of the address table. ``init``: the arena holding the buffers'
-    content when the tape first saw them, when all were recorded."""
+    buffers are one entry of the address table. The buffers that are constants of the trace
+    (``tape.constant``: zeros a kernel accumulates into, say) start every arena with their
+    content (``init``: [(offset, bytes)])."""
 
-    def __init__(self, roots, snapshots):
+    def __init__(self, roots, tape):
         self.offsets, n = {}, 0
+        self.init = []
         for r in roots:
             self.offsets[id(r)] = n
+            if id(r) in tape.constants:
+                snap = tape.first.get(id(r))
+                if snap is None:
+                    raise Unplannable("a constant of more than 16 MiB is written by a kernel")
+                self.init.append((n, snap.ravel(order="A").view(np.uint8)))  # memory order
             n += -(-r.nbytes // 64) * 64
         self.nbytes = max(n, 64)
-        self.init = None
-        if all(snapshots.get(id(r)) is not None for r in roots):
-            self.init = np.empty(self.nbytes, np.uint8)
-            for r in roots:
-                snap = snapshots[id(r)]
-                off = self.offsets[id(r)]
-                flat = self.init[off:off + r.nbytes]
-                flat[:] = snap.ravel(order="A").view(np.uint8)  # its bytes in memory order
 
-    def arena(self, init=False, verify=False):
-        if init and self.init is not None:
-            return self.init.copy()
+    def arena(self, verify=False):
         a = np.empty(self.nbytes, np.uint8)
         if verify:
             a.fill(255)  # NaN in every float type: a verification run must not pass on stale
+        for off, content in self.init:
+            a[off:off + content.size] = content
         return a
 
-
-def _same_bytes(a, b):
-    return a.shape == b.shape and a.dtype == b.dtype and \
-        np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
+    def reset(self, a):
+        """A released node's arena, made ready for the next call."""
+        for off, content in self.init:
+            a[off:off + content.size] = content
+        return a
 
 
 def poolable(r):
@@ -92,6 +92,11 @@ def _extent(a):
 
 def _view(base, off, shape, strides, dtype):
     return np.ndarray(shape, dtype, base[0], base[1] + off, strides)
+
+
+_OUTSIDE = ("a kernel ({}) read values computed outside the recorded kernels (from tensor "
+            "values in Python, or a tensor the function reaches in a way the guard does not "
+            "follow)")
 
 
 class _Spec:
@@ -113,8 +118,9 @@ class _Spec:
 class Locator:
     """Assigns every array of a trace to its buffer (see the module docstring)."""
 
-    def __init__(self, externals, pool=None):
+    def __init__(self, externals, pool=None, outside=None):
         self.externals = externals  # the reachable tensors' data at trace start
+        self.outside = outside or {}  # what the tape saw read before anything wrote it
         self.pool = {} if pool is None else pool.offsets
         self._by_root = {}
         for i, d in enumerate(externals):
@@ -136,6 +142,8 @@ class Locator:
                 if dspan is not None and dspan[0] <= span[0] and span[1] <= dspan[1]:
                     return _Spec(i, address(a) - address(d), a)
             raise Unplannable("a kernel read memory outside the tensor it was given")
+        if id(r) in self.outside:
+            raise Unplannable(_OUTSIDE.format(self.outside[id(r)]))
         off = self.pool.get(id(r))
         if off is not None:
             return _Spec(POOL, off + address(a) - address(r), a)
@@ -177,15 +185,16 @@ class Plan:
     """A replayable tape. ``run(datas)`` replays it on the reachable tensors' current data and
     returns the function's result and the effects on those tensors."""
 
-    def __init__(self, calls, pre, post, result, snapshots, detach=False, fuse=True, pool=None):
-        """``calls`` from the tape; ``pre``/``post`` the reachable tensors' (data, grad, version)
-        before and after the traced run; ``result`` what the function returned; ``snapshots``
-        the content of buffers when the tape first saw them; ``fuse``: replay runs of kernel
-        calls through one interpreter call (``fuse.py``); ``pool``: buffers laid out in one
-        arena that the caller passes to ``run`` (a ``Pool``)."""
+    def __init__(self, calls, pre, post, result, tape, detach=False, fuse=True, pool=None):
+        """``calls`` from ``tape``; ``pre``/``post`` the reachable tensors' (data, grad,
+        version) before and after the traced run; ``result`` what the function returned;
+        ``fuse``: replay runs of kernel calls through one interpreter call (``fuse.py``);
+        ``pool``: buffers laid out in one arena that the caller passes to ``run`` (a
+        ``Pool``)."""
         from numba.core.registry import CPUDispatcher
         externals = [d for d, _, _ in pre]
-        loc = Locator(externals, pool)
+        snapshots = tape.first
+        loc = Locator(externals, pool, tape.outside)
         self.pool = pool
         self.steps = []
         for k, (fn, args, kwargs, res) in enumerate(calls):
@@ -236,11 +245,21 @@ class Plan:
         self._fixed_effects = None if any(kind != "version" and spec is not None
                                           for _, kind, spec in self.effects) else self.effects
         escaping += [spec for _, kind, spec in self.effects if kind != "version" and spec]
-        # statics the caller can see afterwards are made fresh at every call
+        # statics the caller can see afterwards are made fresh at every call; a constant of
+        # the trace (``tape.constant``) starts with its content
         self.fresh = []
+        constants = tape.constants
         for key in dict.fromkeys(s.key for s in escaping if s.key.__class__ is tuple
                                  and s.key[0] == "s"):
-            self.fresh.append((key, loc.statics[key[1]], snapshots.get(key[1])))
+            rid = key[1]
+            if rid not in snapshots:  # no call saw it, and no factory made it
+                raise Unplannable(_OUTSIDE.format("none"))
+            init = None
+            if rid in constants:
+                init = snapshots[rid]
+                if init is None:
+                    raise Unplannable("a constant of more than 16 MiB is written by a kernel")
+            self.fresh.append((key, loc.statics[rid], init))
         self.externals = externals
         self.used = sorted({s.key for s in escaping if s.key.__class__ is int}
                            | {s.key for step in self.steps for _, _, s in step[3]
@@ -252,7 +271,16 @@ class Plan:
         self.written_statics = frozenset(
             rid for rid, r in loc.statics.items()
             if snapshots.get(rid) is not None and not _same_bytes(snapshots[rid], r))
-        self.init_fresh = False  # whether fresh buffers start from their traced content
+        # constants a kernel writes (zeros it accumulates into) get their content back at the
+        # start of every replay, as eager makes them anew
+        fresh_keys = {key for key, _, _ in self.fresh}
+        self.restore = []
+        for rid, r in loc.statics.items():
+            if rid in constants and ("s", rid) not in fresh_keys and (
+                    rid in self.written_statics or snapshots.get(rid) is None):
+                if snapshots.get(rid) is None:
+                    raise Unplannable("a constant of more than 16 MiB is written by a kernel")
+                self.restore.append((("s", rid), r, snapshots[rid]))
         self.guards_first = False  # set by a watched run (see ``run``)
         self.rollback = ()  # reachable tensors written before a check: saved at each replay
         self.fused = None
@@ -278,13 +306,16 @@ class Plan:
                         raise GuardFailed  # memory NumPy cannot view anew: run eagerly
                     bases[i] = (r, address(d) - address(r))
         for key, r, init in self.fresh:
-            if self.init_fresh and init is not None:
+            if init is not None:
                 buf = init.copy()
             else:
                 buf = np.empty_like(r)
                 if shadow is not None and buf.dtype.kind == "f":
                     buf.fill(np.nan)  # a verification run must not pass on stale memory
             bases[key] = (buf, 0)
+        for key, r, init in self.restore:
+            base = bases.get(key)
+            np.copyto(r if base is None else _view(base, 0, r.shape, r.strides, r.dtype), init)
         return bases
 
     def call(self, tensors):

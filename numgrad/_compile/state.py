@@ -1,33 +1,53 @@
-"""The tensors a compiled function can reach, and the signature a trace is guarded on.
+"""The tensors a compiled function can reach, and the guard its traces are specialised to.
 
 A trace replays kernel calls on arrays, so it must know, at every call, where the arrays it
 was traced on are now: the arguments' data, and the state the function reaches through its
 closure and globals (a module's parameters and buffers, an optimizer's state, gradients).
-``reachable`` finds those tensors the way the function can see them; ``signature`` is what
-must be equal for a trace to be replayed (shapes, strides, dtypes, devices, requires_grad,
-which gradients exist, which tensors share memory, the grad mode and the optimizers'
-hyperparameters).
+``reachable`` finds those tensors the way the function can see them, and writes down, as it
+goes, everything else the trace may have depended on: the *guard*. ``signature`` is the guard
+plus each tensor's layout; a call replays a plan only when its signature equals the one the
+plan was traced with, else it traces again (as TorchDynamo's guards make torch.compile
+recompile).
+
+The guard is the structure of everything reachable, walked fully (each object once; a
+repeated object is written as a reference to its first place, so ``f(x, x)`` is not
+``f(x, y)``): the arguments' count, keyword names and kinds; numbers, strings, None, tuples,
+lists, dicts and sets by value at any depth; each module's class, ``training`` flag, plain
+attributes (numbers, tuples, plain tensor attributes) and submodules, parameters and buffers;
+each optimizer's hyperparameters and state; user objects' attributes (a trainer holding the
+model), their classes' plain attributes; functions the program calls, with their closure
+cells, defaults and the globals (and attributes of user modules) their code names; and the
+grad mode, default dtype and autocast state. Library objects (NumPy arrays,
+NumPy, numgrad itself) are not walked: a tensor made from a NumPy array inside the function
+is data the tape sees made outside its kernels, which no plan replays (``tape.Tape.outside``).
 """
 
 import dis
+import functools
 import types
 
 import numpy as np
 
+from numgrad import _dtype, amp
 from numgrad._compile.cuda_plan import device_key
 from numgrad._compile.tape import address, root
 from numgrad.autograd import grad_mode
 from numgrad.tensor import Tensor
 
-_SCALARS = (bool, int, float, complex, str, type(None))
-
-
-# class -> "tensor" / "module" / "optimizer" / "seq" / "map" / "method" / "" (nothing to see)
-_KINDS = dict.fromkeys(_SCALARS, "")
-
-
+_SCALARS = (bool, int, float, complex, str, bytes, type(None), type(Ellipsis), slice)
 _LIBRARIES = ("numgrad", "numpy", "numba", "builtins", "torch", "jax", "collections",
-              "functools", "typing")
+              "functools", "typing", "abc", "enum", "math", "random", "threading", "warnings",
+              "contextlib", "dataclasses", "weakref", "types", "tqdm", "matplotlib", "sklearn")
+MAX_ITEMS = 200_000  # a guard larger than this is not worth its cost: the function runs eagerly
+
+
+class TooMuchState(Exception):
+    """What a compiled function reaches is too large to guard at every call."""
+
+
+# class -> how its instances are walked
+_KINDS = dict.fromkeys((bool, int, str, bytes, complex, type(None), type(Ellipsis)), "value")
+_KINDS.update({float: "float", slice: "slice"})
 
 
 def _kind(cls):
@@ -35,161 +55,253 @@ def _kind(cls):
     if kind is None:
         from numgrad.nn.modules.module import Module
         from numgrad.optim.optimizer import Optimizer
-        kind = ("tensor" if issubclass(cls, Tensor) else "module" if issubclass(cls, Module)
+        kind = ("tensor" if issubclass(cls, Tensor)
+                else "npscalar" if issubclass(cls, np.generic)
+                else "float" if issubclass(cls, float)
+                else "value" if issubclass(cls, _SCALARS)
+                else "module" if issubclass(cls, Module)
                 else "optimizer" if issubclass(cls, Optimizer)
-                else "seq" if issubclass(cls, (list, tuple)) else "map" if issubclass(cls, dict)
-                else "method" if hasattr(cls, "__func__") and hasattr(cls, "__self__")
+                else "seq" if issubclass(cls, (list, tuple))
+                else "map" if issubclass(cls, dict)
+                else "set" if issubclass(cls, (set, frozenset))
+                else "method" if cls is types.MethodType
                 else "function" if cls is types.FunctionType
+                else "partial" if issubclass(cls, functools.partial)
                 else "object" if _user_class(cls)
-                else "")
+                else "callable" if _user_class(cls, objects=False) and callable(cls)
+                else "library")
         _KINDS[cls] = kind
     return kind
 
 
-def _user_class(cls):
-    """Whether instances of ``cls`` are a program's own objects, whose attributes may hold
-    the model and optimizer (a trainer), rather than a library's or Python's."""
-    return (not issubclass(cls, (type, types.ModuleType)) and "__dict__" in dir(cls)
-            and cls.__module__.partition(".")[0] not in _LIBRARIES)
+def _user_class(cls, objects=True):
+    """Whether ``cls`` is a program's own (not a library's or Python's): its instances'
+    attributes may hold the model, the optimizer, settings."""
+    if issubclass(cls, (type, types.ModuleType)):
+        return False
+    if objects and "__dict__" not in dir(cls):
+        return False
+    return (cls.__module__ or "").partition(".")[0] not in _LIBRARIES
 
 
-_PLAIN = frozenset(_SCALARS) | {np.float64, np.float32, np.int64, np.int32, np.bool_}
+def _user_module(m):
+    return m.__class__ is types.ModuleType and m.__name__.partition(".")[0] not in _LIBRARIES
 
 
-def _value(v):
-    """What a plain value contributes to the signature (numbers, strings, None), else None.
-    Floats by their bits: -0.0 is not 0.0, and a nan equals a nan."""
-    cls = v.__class__
-    if cls is float:
-        return (float, v.hex())
-    if cls in _SCALARS:
-        return (cls, v)
-    if isinstance(v, np.generic):
-        return (cls, v.tobytes())
-    return None
+# cls -> (the plain attributes of its user classes: numbers, strings, tuples, read through
+# its instances, ``self.scale`` when only the class sets it; the functions they define)
+_CLASS_PARTS = {}
+
+
+def _class_parts(cls):
+    parts = _CLASS_PARTS.get(cls)
+    if parts is None:
+        names, functions = [], []
+        for klass in cls.__mro__:
+            if (klass.__module__ or "").partition(".")[0] in _LIBRARIES:
+                continue
+            for k, v in vars(klass).items():
+                if v.__class__ in (staticmethod, classmethod):
+                    v = v.__func__
+                if v.__class__ is types.FunctionType:
+                    functions.append(v)
+                elif not k.startswith("__") and _kind(v.__class__) in ("value", "seq", "map",
+                                                                       "tensor"):
+                    names.append(k)
+        parts = _CLASS_PARTS[cls] = (tuple(dict.fromkeys(names)), tuple(functions))
+    return parts
+
+
+def _value(v, kind):
+    """What a plain value contributes to the guard. Floats by their bits: -0.0 is not 0.0, and
+    a nan equals a nan."""
+    if kind == "float":
+        return (v.__class__, float.hex(v))
+    if kind == "npscalar":
+        return (v.__class__, v.tobytes())
+    if kind == "slice":
+        return (slice, v.start, v.stop, v.step) if all(
+            _kind(x.__class__) == "value" for x in (v.start, v.stop, v.step)) else (slice, None)
+    return (v.__class__, v)
+
+
+_PLAIN_KINDS = frozenset(("value", "float", "npscalar", "slice"))
 
 
 class Reach:
     """Tensors (in a stable order, each once) and optimizers reachable from a call, and the
-    plain values (numbers, strings) the call is specialised to: its arguments', and those in
-    the closure cells and globals of the function (and of the functions it calls). Numbers
-    held in lists, dicts or objects' attributes are not: a trace keeps the value it saw."""
+    guard (``values``) written while finding them (see the module docstring)."""
 
-    __slots__ = ("tensors", "optimizers", "values", "_seen")
+    __slots__ = ("tensors", "optimizers", "values", "_seen", "_n")
 
     def __init__(self):
         self.tensors = []
         self.optimizers = []
         self.values = []
-        self._seen = set()
+        self._seen = {}  # id -> its place in the walk
+        self._n = 0
 
-    def value(self, v):
-        key = _value(v)
-        if key is not None:
-            self.values.append(key)
+    def add(self, obj):
+        self.walk((obj,))
 
-    def add(self, obj, depth=0):
-        kind = _KINDS.get(obj.__class__)
-        if kind is None:
-            kind = _kind(obj.__class__)
-        if not kind:
-            return
+    def walk(self, objs):
+        """Add each of ``objs``: plain values inline, the rest by kind."""
+        values = self.values
+        kinds = _KINDS
         seen = self._seen
-        if id(obj) in seen:
-            return
-        seen.add(id(obj))
-        if kind == "tensor":
-            self.tensors.append(obj)
-            g = obj._grad
-            if g is not None and id(g) not in seen:  # a gradient is a plain tensor
-                seen.add(id(g))
-                self.tensors.append(g)
-                if g._grad is not None:
-                    self.add(g._grad)
-        elif kind == "module":
-            for t in obj.parameters():
-                self.add(t)
-            for t in obj.buffers():
-                self.add(t)
+        for obj in objs:
+            cls = obj.__class__
+            kind = kinds.get(cls) or _kind(cls)
+            if kind == "value":
+                values.append((cls, obj))
+                continue
+            if kind in _PLAIN_KINDS:
+                values.append(_value(obj, kind))
+                continue
+            if kind == "library":
+                values.append(cls)
+                continue
+            if kind == "function":
+                _add_function(self, obj)
+                continue
+            if (kind == "seq" or kind == "map") and not obj:
+                values.append(cls)
+                continue
+            at = seen.get(id(obj))
+            if at is not None:
+                values.append(("ref", at))
+                continue
+            seen[id(obj)] = self._n
+            self._n += 1
+            if self._n > MAX_ITEMS:
+                raise TooMuchState
+            if kind == "tensor":
+                values.append(len(self.tensors))
+                self.tensors.append(obj)
+                g = obj._grad
+                if g is not None:  # a gradient is a plain tensor
+                    self.walk((g,))
+            elif kind == "module" or kind == "object":
+                values.append(cls)
+                self._attrs(obj)
+            elif kind == "seq":
+                values.append((cls, len(obj)))
+                self.walk(obj)
+            elif kind == "map":
+                keys = tuple(obj)
+                if all(kinds.get(k.__class__) == "value" for k in keys):
+                    values.append((cls, keys))
+                else:  # keys that are objects (an optimizer's state): walked as values
+                    values.append((cls, len(keys)))
+                    self.walk(keys)
+                self.walk(obj.values())
+            else:
+                self._other(obj, cls, kind)
+
+    def _other(self, obj, cls, kind):
+        values = self.values
+        if kind == "set":
+            values.append((cls, frozenset(v for v in obj if _kind(v.__class__) == "value"),
+                           len(obj)))
         elif kind == "optimizer":
             self.optimizers.append(obj)
-            for group in obj.param_groups:
-                for p in group["params"]:
-                    self.add(p)
-                    for v in obj.state.get(p, {}).values():
-                        if isinstance(v, Tensor):
-                            self.add(v)
-        elif depth < 3 and kind == "seq":
-            for v in obj:
-                self.add(v, depth + 1)
-        elif depth < 3 and kind == "map":
-            for v in obj.values():
-                self.add(v, depth + 1)
-        elif depth < 2 and kind == "method":
-            self.add(obj.__self__, depth + 1)  # a bound method: its object's state
-        elif depth < 2 and kind == "object":
-            for v in vars(obj).values():  # a trainer's model, optimizer, data
-                self.add(v, depth + 1)
-        elif depth < 3 and kind == "function" and not obj.__module__.startswith("numgrad"):
-            _add_function(self, obj, depth + 1)  # a function the program calls
+            values.append(cls)
+            self._attrs(obj)
+        elif kind == "method":
+            self.walk((obj.__self__, obj.__func__))
+        elif kind == "partial":
+            values.append(cls)
+            self.walk((obj.func, obj.args, obj.keywords))
+        else:  # "callable": a user object without a __dict__
+            values.append(cls)
+            for f in _class_parts(cls)[1]:
+                _add_function(self, f)
+
+    def _attrs(self, obj):
+        d = obj.__dict__
+        self.values.append(tuple(d))
+        self.walk(d.values())
+        cls = obj.__class__
+        names, functions = _class_parts(cls)
+        if names:
+            self.walk(getattr(cls, k, None) for k in names if k not in d)
+        for f in functions:  # its methods: what their closures and globals hold
+            _add_function(self, f)
 
 
 def reachable(fn, args, kwargs):
     """The ``Reach`` of calling ``fn(*args, **kwargs)``: the arguments, then what ``fn`` reads
-    from its closure and from the globals its code names."""
+    from its closure and from the globals its code names. Raises ``TooMuchState``."""
     reach = Reach()
-    if args:
-        reach.add(args)
-        for a in args:
-            reach.value(a)
+    reach.add(args)
     if kwargs:
         reach.add(kwargs)
-        for k, v in kwargs.items():
-            reach.values.append(k)
-            reach.value(v)
-    _add_function(reach, fn)
+    if fn.__class__ is types.FunctionType:
+        _add_function(reach, fn)
+    else:
+        reach.add(fn)
     return reach
 
 
-def _add_function(reach, fn, depth=0):
-    if fn.__class__ is not types.FunctionType:
-        if _kind(fn.__class__) == "module":
-            reach.add(fn)
-            fn = type(fn).forward
-        self = getattr(fn, "__self__", None)
-        if self is not None:
-            reach.add(self, depth)
-            fn = getattr(fn, "__func__", fn)
+def _add_function(reach, fn):
+    values = reach.values
+    seen = reach._seen
+    if id(fn) in seen:
+        values.append(("ref", seen[id(fn)]))
+        return
+    seen[id(fn)] = reach._n
+    reach._n += 1
     code = getattr(fn, "__code__", None)
     if code is None:
+        values.append(fn)
         return
-    reach._seen.add(id(fn))
+    values.append(code)
+    if fn.__module__ and fn.__module__.partition(".")[0] in _LIBRARIES:
+        return  # numgrad's own functions (and the libraries') keep no state of the program's
     add = reach.add
+    if fn.__defaults__:
+        add(fn.__defaults__)
+    if fn.__kwdefaults__:
+        add(fn.__kwdefaults__)
     closure = fn.__closure__
     if closure:
         for cell in closure:
             try:
                 v = cell.cell_contents
             except ValueError:  # an empty cell
+                values.append(None)
                 continue
-            if v.__class__ in _PLAIN:
-                reach.value(v)
-            else:
-                add(v, depth)
+            add(v)
     names = _NAMES.get(code)
     if names is None:
         names = _NAMES[code] = _global_names(code)
     if names:
         g = fn.__globals__
+        attrs = code.co_names
         for name in names:
-            v = g.get(name)
-            if v is not None:
-                if v.__class__ in _PLAIN:
-                    reach.value(v)
-                else:
-                    add(v, depth)
+            v = g.get(name, _MISSING)
+            if v is _MISSING:
+                values.append(_MISSING)
+            elif v.__class__ is types.ModuleType:
+                if _user_module(v):  # a program's settings module: the names the code reads
+                    values.append(v.__name__)
+                    for a in attrs:
+                        w = getattr(v, a, _MISSING)
+                        if w is not _MISSING and w.__class__ is not types.ModuleType:
+                            add(w)
+            elif v.__class__ is type:
+                values.append(v)
+                if _user_class(v, objects=False):  # class attributes the code may read
+                    for a in attrs:
+                        w = vars(v).get(a, _MISSING)
+                        if w is not _MISSING and _kind(w.__class__) in _CLASS_KINDS:
+                            add(w)
+            else:
+                add(v)
 
 
+_MISSING = object()
+_CLASS_KINDS = _PLAIN_KINDS | {"seq", "map", "tensor"}
 _NAMES = {}
 
 
@@ -203,16 +315,16 @@ def _global_names(code):
     return tuple(dict.fromkeys(names))
 
 
-def _optimizer_key(opt):
-    groups = tuple(tuple((k, v) for k, v in g.items() if k != "params" and v.__class__ in
-                         _SCALARS) for g in opt.param_groups)
-    return type(opt), groups, len(opt.state)
+def _globals():
+    """Process state every trace depends on: grad mode, default dtype, autocast."""
+    state = grad_mode.state
+    return (state.enabled, bool(state.inference), _dtype._default[0], amp._state["cpu"],
+            amp._state["cuda"])
 
 
 def signature(reach):
     """What a trace of this call is specialised to; equal signatures replay the same tape."""
-    state = grad_mode.state
-    parts = [state.enabled, bool(state.inference)]
+    parts = [_globals()]
     roots = {}
     shared = False
     append = parts.append
@@ -227,7 +339,11 @@ def signature(reach):
             n = roots[r] = len(roots)
         else:
             shared = True
-        append((a.shape, a.strides, a.dtype, t._requires_grad, t._grad is None,
+        shape = a.shape
+        strides = a.strides
+        if 1 in shape or 0 in shape:  # a size-1 (or empty) dim's stride is never used
+            strides = tuple(0 if n_ < 2 else s for n_, s in zip(shape, strides))
+        append((shape, strides, a.dtype, t._requires_grad, t._grad is None,
                 t._grad_fn is None, n))
     if shared:  # tensors that share memory: where each one starts, relative to the first
         first = {}
@@ -236,8 +352,5 @@ def signature(reach):
             if a.__class__ is np.ndarray:
                 base = first.setdefault(id(root(a)), address(a))
                 parts.append(address(a) - base)
-    for opt in reach.optimizers:
-        parts.append(_optimizer_key(opt))
-    if reach.values:
-        parts.append(tuple(reach.values))
+    parts.append(tuple(reach.values))
     return tuple(parts)

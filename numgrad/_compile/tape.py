@@ -14,6 +14,7 @@ tensors is recorded on the same tape by ``cuda_tape.py``.
 """
 
 import threading
+import zlib
 
 import numpy as np
 
@@ -25,7 +26,8 @@ _SNAPSHOT_BYTES = 16 << 20  # buffers up to this size can start a replay from tr
 
 
 class Tape:
-    __slots__ = ("calls", "breaks", "first", "ran_backward", "_depth", "thread")
+    __slots__ = ("calls", "breaks", "first", "ran_backward", "_depth", "thread", "known",
+                 "constants", "outside", "produced", "_keep", "generators", "uninit")
 
     def __init__(self):
         self.calls = []  # (fn, args, kwargs, result)
@@ -34,34 +36,181 @@ class Tape:
         self.ran_backward = False
         self._depth = 0
         self.thread = threading.get_ident()
+        self.known = set()  # id(root) of the reachable tensors' data (set by the caller)
+        self.constants = {}  # id(root) -> root: arrays made from Python values (``constant``)
+        self.produced = set()  # id(root) of the arrays recorded calls returned
+        # id(root) -> kernel: arrays a call read that no recorded call made or wrote before,
+        # that are neither reachable nor registered constants: values computed outside the
+        # tape (NumPy on tensor values, say), which a replay would find stale
+        self.outside = {}
+        self._keep = []  # what ``outside`` and ``produced`` name stays alive (ids are reused)
+        self.generators = {}  # id -> the random generators recorded draws read (``record_draw``)
+        # id -> array: memory ``np.empty`` gave during the trace, filled with 0xff bytes, so
+        # that an array a call leaves as it found it is known to be either unwritten memory or
+        # an output that holds those bytes, rather than values written outside the tape
+        self.uninit = {}
 
-    def _snapshot(self, args):
+    def _snapshot(self, args, new):
         for a in args:
             if a.__class__ is np.ndarray:
                 r = root(a)
                 if id(r) not in self.first:
-                    self.first[id(r)] = r.copy(order="K") if r.nbytes <= _SNAPSHOT_BYTES \
-                        else None
+                    small = r.nbytes <= _SNAPSHOT_BYTES
+                    self.first[id(r)] = r.copy(order="K") if small else None
+                    new.append((r, None if small else _digest(r)))
             elif a.__class__ in (tuple, list):
-                self._snapshot(a)
+                self._snapshot(a, new)
+        return new
 
     def call(self, fn, impl, args, kwargs):
         """Run ``impl(*args, **kwargs)`` and record it as a call of ``fn`` (outermost only:
         a recorded launcher's own kernel calls are part of it)."""
         if self._depth or threading.get_ident() != self.thread:
             return impl(*args, **kwargs)
-        self._snapshot(args)
+        new = self._snapshot(args, [])
         self._depth += 1
         try:
             result = impl(*args, **kwargs)
         finally:
             self._depth -= 1
+        for r, digest in new:
+            rid = id(r)
+            if rid in self.known or rid in self.constants or rid in self.produced or \
+                    not r.nbytes:  # (an empty array holds no values)
+                continue
+            if rid in self.uninit and _canary(r):
+                continue
+            if (_digest(r) == digest) if digest is not None else \
+                    _same_bytes(self.first[rid], r):
+                if not self._writes(fn, impl, args, kwargs, r):
+                    self.outside[rid] = getattr(fn, "__name__", type(fn).__name__)
+                    self._keep.append(r)
         self.calls.append((fn, args, kwargs, result))
+        for v in (result if result.__class__ is tuple else (result,)):
+            if v.__class__ is np.ndarray:
+                self.produced.add(id(root(v)))
+                self._keep.append(v)
         return result
+
+    def _writes(self, fn, impl, args, kwargs, r):
+        """Whether the call ``impl(*args)`` writes ``r`` (an argument's buffer whose content
+        it left as it was: the output of a kernel that wrote the bytes the memory held, or an
+        input). Run again on copies of its arrays, ``r``'s copy holding other values that are
+        safe to read as indices (zeros, or NaN for floats, or the negation of a mask); only
+        calls known to have no other effect (Numba kernels, ``PURE`` functions) are rerun."""
+        from numba.core.registry import CPUDispatcher
+        if fn.__class__ is not CPUDispatcher and not getattr(fn, "pure", False) and \
+                fn not in PURE:
+            return False
+        if r.dtype.kind == "f" or r.dtype.kind == "c":
+            poison = np.full_like(r, np.nan)
+        elif r.dtype.kind == "b":
+            poison = ~r
+        elif r.dtype.kind in "iu" and r.any():
+            poison = np.zeros_like(r)
+        else:
+            return False
+        copies = {id(r): poison}
+        try:
+            new_args = _copied(args, copies)
+        except ValueError:
+            return False
+        before = poison.copy()
+        self._depth += 1
+        try:
+            impl(*new_args, **kwargs)
+        except Exception:
+            return False
+        finally:
+            self._depth -= 1
+        return not _same_bytes(before, poison)
+
+    def refs(self, base):
+        """The references this tape holds to array ``base``: one for each place it is recorded
+        or kept, one for each recorded or kept view of it (a view holds its base)."""
+        slots, views = 0, set()
+        stack = [c for fn, args, kwargs, result in self.calls
+                 for c in (args, tuple(kwargs.values()), result)]
+        stack += self._keep
+        stack += self.uninit.values()
+        stack += self.constants.values()
+        while stack:
+            a = stack.pop()
+            if a is base:
+                slots += 1
+            elif a.__class__ is np.ndarray:
+                if a.base is base:
+                    views.add(id(a))
+            elif a.__class__ in (tuple, list):
+                stack.extend(a)
+        return slots + len(views)
 
     def unreplayable(self, why):
         if threading.get_ident() == self.thread and why not in self.breaks:
             self.breaks.append(why)
+
+
+# host functions a trace may rerun on copies (see ``_writes``)
+PURE = {np.ascontiguousarray, np.copyto}
+
+
+def _canary(r):
+    """Whether ``r`` (C or F contiguous) holds 0xff bytes only."""
+    b = r.reshape(-1, order="A").view(np.uint8)
+    return not (b != 255).any()
+
+
+def _traced_empty(*args, **kwargs):
+    a = _EMPTY[0](*args, **kwargs)
+    _fill_new(a)
+    return a
+
+
+def _traced_empty_like(*args, **kwargs):
+    a = _EMPTY[1](*args, **kwargs)
+    _fill_new(a)
+    return a
+
+
+def _fill_new(a):
+    tape = TAPE
+    if tape is not None and a.nbytes and not a.dtype.hasobject and \
+            threading.get_ident() == tape.thread and (a.flags.c_contiguous or
+                                                      a.flags.f_contiguous):
+        a.reshape(-1, order="A").view(np.uint8).fill(255)
+        tape.uninit[id(a)] = a
+
+
+_EMPTY = [np.empty, np.empty_like]
+
+
+def _digest(r):
+    return zlib.crc32(r if r.flags.c_contiguous else r.tobytes(order="K"))
+
+
+def _same_bytes(a, b):
+    return a.shape == b.shape and a.dtype == b.dtype and \
+        np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
+
+
+def _copied(args, copies):
+    """``args`` with every array a view of a copy of its buffer (``copies``: id(root) -> the
+    copy, filled in here). Raises ValueError for a buffer whose layout cannot be copied."""
+    out = []
+    for a in args:
+        if a.__class__ is np.ndarray:
+            r = root(a)
+            c = copies.get(id(r))
+            if c is None:
+                if not (r.flags.c_contiguous or r.flags.f_contiguous):
+                    raise ValueError
+                c = copies[id(r)] = r.copy(order="K")
+            out.append(np.ndarray(a.shape, a.dtype, c, address(a) - address(r), a.strides))
+        elif a.__class__ in (tuple, list):
+            out.append(type(a)(_copied(a, copies)))
+        else:
+            out.append(a)
+    return out
 
 
 def root(a):
@@ -95,6 +244,7 @@ def start():
     _NUMBA_CALL = Dispatcher.__call__
     TAPE = Tape()
     CPUDispatcher.__call__ = _recording_call
+    np.empty, np.empty_like = _traced_empty, _traced_empty_like
     _CUDA[0] = cuda_tape.install(TAPE)
     return TAPE
 
@@ -106,6 +256,7 @@ def stop():
     global TAPE
     from numba.core.registry import CPUDispatcher
     try:
+        np.empty, np.empty_like = _EMPTY
         del CPUDispatcher.__call__
     finally:
         try:
@@ -129,3 +280,25 @@ def record(fn, *args):
     if tape is None:
         return fn(*args)
     return tape.call(fn, fn, args, {})
+
+
+def record_draw(fn, generator, *args):
+    """``fn(generator, *args)``: random draws that advance ``generator``, recorded as a step
+    that reads the generator's state at each replay. Verification replays such a plan from
+    the generator's state before the eager call it checks against (``Plan.generators``)."""
+    tape = TAPE
+    if tape is None or tape._depth or threading.get_ident() != tape.thread:
+        return fn(generator, *args)
+    tape.generators[id(generator)] = generator
+    return tape.call(fn, fn, (generator, *args), {})
+
+
+def constant(a):
+    """Register ``a`` (made during a trace from Python values and tensor shapes only: a
+    factory's result, an array of sizes) as a constant a replay may keep; returns ``a``."""
+    tape = TAPE
+    if tape is not None and a.__class__ is np.ndarray:
+        r = root(a)
+        tape.constants[id(r)] = r
+        tape.first.setdefault(id(r), r.copy(order="K") if r.nbytes <= _SNAPSHOT_BYTES else None)
+    return a

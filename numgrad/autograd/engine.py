@@ -435,7 +435,7 @@ def backward_scalar(t):
     if fn is None or a.size != 1 or a.dtype.kind != "f":
         return False
     if a.__class__ is _ND:
-        g = _wrap(np.array(1, a.dtype).reshape(a.shape) if a.ndim else np.array(1, a.dtype))
+        g = _wrap(_tape.constant(np.ones(a.shape, a.dtype)))
     else:
         g = _wrap(a.__class__.full(a.shape, 1, a.dtype))
     execute([(fn, t._output_nr)], [g], False, False)

@@ -249,25 +249,10 @@ def _sole_owner(arr, holders=0):
 
 
 def _traced_refs(base):
-    """The references the active ``numgrad.compile`` tape holds to array ``base``: one for each
-    place it is recorded, one for each recorded view of it (a view holds its base)."""
+    """The references the active ``numgrad.compile`` tape holds to array ``base``."""
     mod = sys.modules.get("numgrad._compile.tape")
     tape = None if mod is None else mod.TAPE
-    if tape is None:
-        return 0
-    slots, views = 0, set()
-    stack = [c for fn, args, kwargs, result in tape.calls
-             for c in (args, tuple(kwargs.values()), result)]
-    while stack:
-        a = stack.pop()
-        if a is base:
-            slots += 1
-        elif a.__class__ is np.ndarray:
-            if a.base is base:
-                views.add(id(a))
-        elif a.__class__ in (tuple, list):
-            stack.extend(a)
-    return slots + len(views)
+    return 0 if tape is None else tape.refs(base)
 
 
 def _accumulate_error(shape, gshape):

@@ -542,13 +542,16 @@ class _AxisMap:
     __slots__ = ("dim", "idx", "lam", "size", "_dev")
 
     def __init__(self, dim, size, idx, lam=None):
-        self.dim, self.size, self.idx, self.lam = dim, size, idx, lam
+        # made from sizes and scales alone: a compiled trace may keep them
+        self.dim, self.size = dim, size
+        self.idx = tuple(A.constant(i) for i in idx)
+        self.lam = lam and tuple(A.constant(v) for v in lam)
         self._dev = None
 
     def on(self, arr):
         """(indices, weights) on ``arr``'s device and in its dtype."""
         if arr.__class__ is np.ndarray:
-            return self.idx, self.lam and tuple(v.astype(arr.dtype, copy=False)
+            return self.idx, self.lam and tuple(A.constant(v.astype(arr.dtype, copy=False))
                                                 for v in self.lam)
         if self._dev is None:
             cls = arr.__class__

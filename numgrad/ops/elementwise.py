@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 
 from numgrad import _arrays, _dtype
+from numgrad._compile import tape as _tape
 from numgrad._shape import broadcast_shapes
 from numgrad.autograd.graph import Node
 from numgrad.ops._util import (
@@ -999,8 +1000,8 @@ def _scalar_tensor(v, dt):
     PyTorch casts it (-3 as uint8 is 253)."""
     v = scalar_value(v, dt)
     if dt._kind == 1:
-        return _wrap(np.array(v, np.int64).astype(dt.np))
-    return _wrap(np.full((), v, dt.np))
+        return _wrap(_tape.constant(np.array(v, np.int64).astype(dt.np)))
+    return _wrap(_tape.constant(np.full((), v, dt.np)))
 
 
 # declared ops (numgrad.ops.unary) that the rules above, and other modules as ew.<name>, call

@@ -11,6 +11,7 @@ import operator
 import numpy as np
 
 from numgrad import _arrays, _device, _dtype
+from numgrad._compile import tape as _tape
 from numgrad._shape import broadcast_shapes, wrap_dim
 from numgrad.autograd.graph import Node
 from numgrad.kernels._guard import check_writable, expand_error, index_error
@@ -35,17 +36,19 @@ def _advanced_array(k):
         a = _arrays.host(k._data)  # plans are built (and indices checked) on the host
     else:
         a = np.asarray(k)
+        if not isinstance(k, np.ndarray):  # made from Python numbers (guarded by compile)
+            _tape.constant(a)
         if a.dtype == np.uint64 or (a.dtype == object and all(
                 isinstance(v, int) for v in a.reshape(-1))):  # ints past int64
             raise ValueError("Overflow when unpacking long long")
         if a.dtype == object:
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
         if a.size == 0 and a.dtype.kind == "f":
-            a = a.astype(np.int64)
+            a = _tape.constant(a.astype(np.int64))
     if a.dtype.kind not in "iub":
         raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
     if a.dtype == np.uint8 and isinstance(k, Tensor):
-        a = a.astype(np.bool_)
+        a = _arrays.astype(a, np.bool_)
     return a
 
 
@@ -187,7 +190,7 @@ def check_key(shape, key):
 
 def _bool_index(v):
     """The index array of a boolean scalar: [0] for True, empty for False (PyTorch's)."""
-    return np.zeros(1 if v else 0, np.int64)
+    return _tape.constant(np.zeros(1 if v else 0, np.int64))
 
 
 # ========================================================================================
@@ -232,16 +235,16 @@ def _plan(x_shape, adv, wrap=True, check=True):
                 raise IndexError(
                     f"The shape of the mask {list(a.shape)} at index {bad} does not match the "
                     f"shape of the indexed tensor {list(x_shape)} at index {d + bad}")
-            pos = IDX.mask_positions(np.ascontiguousarray(a).reshape(-1))
+            pos = IDX.mask_positions(_arrays.contiguous(a).reshape(-1))
             multi = np.empty((max(k, 1), pos.size), np.int64)
             if k:
-                IDX.unravel(pos, np.asarray(mshape, np.int64), multi)
+                IDX.unravel(pos, _arrays.sizes(mshape), multi)
             for j in range(k):
                 dims.append(d + j)
                 arrays.append(multi[j])
         else:
             dims.append(d)
-            arrays.append(a.astype(np.int64, copy=False))
+            arrays.append(a)
     try:
         bshape = ()
         for a in arrays:
@@ -249,14 +252,11 @@ def _plan(x_shape, adv, wrap=True, check=True):
     except RuntimeError:
         raise IndexError("shape mismatch: indexing tensors could not be broadcast together with "
                          f"shapes {', '.join(str(list(a.shape)) for a in arrays)}") from None
-    m = 1
-    for s in bshape:
-        m *= s
     k = len(dims)
-    idx = np.empty((k, m), np.int64)
-    for j, a in enumerate(arrays):
-        idx[j] = np.broadcast_to(a, bshape).reshape(-1)
-    sizes = np.asarray([x_shape[d] for d in dims], np.int64)
+    # the index arrays, broadcast and stacked: a step a compiled replay runs again
+    idx = _arrays.host_step(_stack_indices, arrays, bshape)
+    m = idx.shape[1]
+    sizes = _arrays.sizes([x_shape[d] for d in dims])
     if m and wrap and 0 in sizes:  # no index is valid for an empty dim
         raise IndexError("index is out of bounds for dimension with size 0")
     plan = _Plan()
@@ -289,6 +289,20 @@ def _plan(x_shape, adv, wrap=True, check=True):
     return plan
 
 
+def _stack_indices(arrays, bshape):
+    """The int64 (len(arrays), prod(bshape)) array of ``arrays`` broadcast to ``bshape``."""
+    m = 1
+    for n in bshape:
+        m *= n
+    idx = np.empty((len(arrays), m), np.int64)
+    for j, a in enumerate(arrays):
+        idx[j] = np.broadcast_to(a, bshape).reshape(-1)
+    return idx
+
+
+_stack_indices.pure = True
+
+
 def _check_bounds(plan):
     if plan.bad is not None:
         v, row, size, wrap = plan.bad
@@ -298,7 +312,7 @@ def _check_bounds(plan):
 
 
 def _gather(arr, plan):
-    x3 = plan.permuted(arr).reshape(plan.outer, plan.n, plan.inner)
+    x3 = _arrays.reshape(plan.permuted(arr), (plan.outer, plan.n, plan.inner))
     out = _arrays.empty(arr, (plan.outer, plan.flat.size, plan.inner), arr.dtype)
     if out.size:
         IDX.on(arr).gather_axis(x3, plan.flat_for(arr), out)
@@ -307,7 +321,7 @@ def _gather(arr, plan):
 
 def _scatter_add(g_arr, plan):
     out = _arrays.zeros(g_arr, (plan.outer, plan.n, plan.inner), g_arr.dtype)
-    g3 = g_arr.reshape(plan.outer, plan.flat.size, plan.inner)
+    g3 = _arrays.reshape(g_arr, (plan.outer, plan.flat.size, plan.inner))
     if g3.size:
         IDX.on(g_arr).scatter_add_axis(g3, plan.flat_for(g_arr), out)
     pshape = plan.in_shape if plan.perm is None else tuple(plan.in_shape[d] for d in plan.perm)
@@ -384,7 +398,8 @@ def _check_select_kernel(a, size):
     if size == 0:
         raise RuntimeError("index_select(): self indexing axis dim should be positive")
     flat = np.empty(a.size, np.int64)
-    _, bad = IDX.linearize(a.astype(np.int64).reshape(1, -1), np.asarray([size], np.int64),
+    _, bad = IDX.linearize(_arrays.host_step(_stack_indices, [a], a.shape),
+                           _arrays.sizes([size]),
                            flat, False)
     if bad >= 0:
         raise RuntimeError(f"INDICES element is out of DATA bounds, id={a[bad]} axis_dim={size}")
@@ -410,11 +425,11 @@ def nonzero(input, *, as_tuple=False):
     pos = IDX.mask_positions(EW.unary(EW.ne_s, a, np.bool_, 0).reshape(-1))
     multi = np.empty((max(a.ndim, 1), pos.size), np.int64)
     if a.ndim:
-        IDX.unravel(pos, np.asarray(a.shape, np.int64), multi)
+        IDX.unravel(pos, _arrays.sizes(a.shape), multi)
     if as_tuple:
-        return tuple(_wrap(multi[j].copy()) for j in range(a.ndim)) if a.ndim else \
-            (_wrap(np.zeros(pos.size, np.int64)),)
-    return _wrap(np.ascontiguousarray(multi[:a.ndim].T))
+        return tuple(_wrap(_arrays.copy(multi[j])) for j in range(a.ndim)) if a.ndim else \
+            (_wrap(_arrays.zeros(pos, pos.size, np.int64)),)
+    return _wrap(_arrays.contiguous(multi[:a.ndim].T))
 
 
 @declare(variants=("function",))
@@ -471,9 +486,9 @@ def _index_on(index, like):
         a = index._data
         if a.dtype.kind not in "iu":
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
-        a = a if a.dtype == np.int64 else a.astype(np.int64)
+        a = _arrays.astype(a, np.int64)
     else:
-        a = _advanced_array(index).astype(np.int64, copy=False)
+        a = _arrays.astype(_advanced_array(index), np.int64)
     if a.__class__ is not like.__class__:
         a = _arrays.to_device(a, _device.of(like))
     return a
@@ -649,7 +664,7 @@ def _copy_into(view, src, dt):
 def _source(value, dt, x):
     """The data of an assigned value in ``x``'s dtype and on its device."""
     src = as_type(value, dt) if isinstance(value, Tensor) else \
-        np.asarray(_dtype.checked_scalar(value, dt), dtype=dt.np)
+        _tape.constant(np.asarray(_dtype.checked_scalar(value, dt), dtype=dt.np))
     if src.ndim and src.__class__ is not x._data.__class__:  # x[k] = v copies across devices
         src = _arrays.to_device(src, _device.of(x._data))
     return src

@@ -15,6 +15,7 @@ import numpy as np
 
 from numgrad import _arrays, _dtype
 from numgrad import tensor as _tensor_module
+from numgrad._compile import tape as _tape
 from numgrad.autograd.grad_mode import no_grad
 from numgrad.autograd.graph import Node
 from numgrad.kernels._guard import OVERLAP, check_writable, internal_overlap
@@ -438,7 +439,7 @@ def copy_(self, src, non_blocking=False):
         if not is_scalar(src):
             raise TypeError(f"copy_(): argument 'other' (position 1) must be Tensor, not "
                             f"{type(src).__name__}")
-        src = _wrap(np.asarray(src))  # a number: a 0-dim double, long or bool tensor
+        src = _wrap(_tape.constant(np.asarray(src)))  # a number: a 0-dim double, long or bool
     from numgrad._shape import broadcast_shapes
     if broadcast_shapes(self._data.shape, src._data.shape) != self._data.shape:
         raise RuntimeError(
@@ -468,10 +469,10 @@ def _raw_binary(kernel_name, scalar_kernel_name):
                     f"output with shape {list(a.shape)} doesn't match the broadcast shape "
                     f"{list(broadcast_shapes(a.shape, b.shape))}")
             if alpha is not None and alpha != 1:
-                EW.binary(EW.add_scaled, a, b.astype(a.dtype, copy=False), a.dtype, a.shape,
+                EW.binary(EW.add_scaled, a, _arrays.astype(b, a.dtype), a.dtype, a.shape,
                           alpha if kernel_name == "add" else -alpha, out=a)
                 return
-            EW.binary(getattr(EW, kernel_name), a, b.astype(a.dtype, copy=False), a.dtype,
+            EW.binary(getattr(EW, kernel_name), a, _arrays.astype(b, a.dtype), a.dtype,
                       a.shape, out=a)
         else:
             v = other if alpha is None else other * alpha

@@ -454,14 +454,21 @@ def _edges(lo, hi, bins, dt):
     """``linspace(lo, hi, bins + 1)`` in dtype ``dt`` with PyTorch's formula (PyTorch's
     vectorized loop can round blocks of 32 or more float32 edges 1 ulp differently)."""
     e = np.empty(bins + 1, dt)
-    SEL.linspace_into(e, dt.type(lo), dt.type(hi), np.arange(bins + 1, dtype=dt))
+    SEL.linspace_into(e, dt.type(lo), dt.type(hi), _arrays.constant(np.arange(bins + 1, dtype=dt)))
     return e
 
 
+def _edges_of(bins, dt):
+    return np.ascontiguousarray(bins).astype(dt, copy=True)
+
+
+_edges_of.pure = True
+
+
 def _count_into(x, w, edges, how):
-    counts = np.zeros(edges.size - 1, x.dtype)
-    flat = np.ascontiguousarray(x).reshape(-1)
-    weights = np.empty(0, x.dtype) if w is None else np.ascontiguousarray(w).reshape(-1)
+    counts = _arrays.zeros(x, edges.size - 1, x.dtype)
+    flat = _arrays.contiguous(x).reshape(-1)
+    weights = np.empty(0, x.dtype) if w is None else _arrays.contiguous(w).reshape(-1)
     SEL.histogram(flat, weights, edges, counts, how, x.dtype.type(edges.size - 1))
     return counts
 
@@ -478,8 +485,8 @@ def histc(input, bins=100, min=0, max=0, *, out=None):  # noqa: A002
     lo, hi = float(min), float(max)
     if lo == hi and x.size:
         with no_grad():
-            lo = float(_arrays.host(red.amin(input.detach())._data))
-            hi = float(_arrays.host(red.amax(input.detach())._data))
+            lo = float(_arrays.item(red.amin(input.detach())._data))
+            hi = float(_arrays.item(red.amax(input.detach())._data))
         # the extrema of data holding NaN are the processor's default NaN, printed "-nan"
         lo, hi = (-abs(v) if math.isnan(v) else v for v in (lo, hi))
     if lo == hi:
@@ -488,9 +495,9 @@ def histc(input, bins=100, min=0, max=0, *, out=None):  # noqa: A002
         raise RuntimeError(f"torch.histc: range of [{_fmt(lo)}, {_fmt(hi)}] is not finite")
     if not lo < hi:
         raise RuntimeError("torch.histc: max must be larger than min")
-    edges = np.array([lo, hi], x.dtype)
-    counts = np.zeros(bins, x.dtype)
-    flat = np.ascontiguousarray(x).reshape(-1)
+    edges = _arrays.constant(np.array([lo, hi], x.dtype))  # lo, hi: numbers the trace guards
+    counts = _arrays.zeros(x, bins, x.dtype)
+    flat = _arrays.contiguous(x).reshape(-1)
     SEL.histogram(flat, np.empty(0, x.dtype), edges, counts, 0, x.dtype.type(bins))
     return _wrap(_arrays.to_device(counts, _device.of(input._data)))
 
@@ -522,7 +529,7 @@ def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
             raise RuntimeError("torch.histogramdd: bins tensor should have one dimension, but got "
                                f"{bins.dim()} dimensions in the bins tensor for dimension 0")
         _check_bins(bins.shape[0] - 1)
-        edges = np.ascontiguousarray(_arrays.host(bins._data)).astype(dt, copy=True)
+        edges = _arrays.host_step(_edges_of, _arrays.host(bins._data), dt)
         how = 2
     else:
         _check_int(bins, "histogram", "bins", 2)
@@ -532,8 +539,8 @@ def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
             lo, hi = float(range[0]), float(range[1])
         elif x.size:
             with no_grad():
-                lo = float(_arrays.host(red.amin(input.detach())._data))
-                hi = float(_arrays.host(red.amax(input.detach())._data))
+                lo = float(_arrays.item(red.amin(input.detach())._data))
+                hi = float(_arrays.item(red.amax(input.detach())._data))
         if not (math.isfinite(lo) and math.isfinite(hi)):
             raise RuntimeError(f"torch.histogramdd: dimension 0's range [{_fmt(lo)}, {_fmt(hi)}]"
                                " is not finite")

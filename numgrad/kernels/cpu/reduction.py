@@ -12,6 +12,7 @@ import numpy as np
 from numba import prange, types
 from numba.extending import overload
 
+from numgrad import _arrays
 from numgrad.kernels import RED
 from numgrad.kernels._jit import jit, specialize
 from numgrad.kernels.cpu._fastmath import fexp
@@ -389,7 +390,7 @@ def as3d(x, start, stop):
     inner = 1
     for s in shape[stop:]:
         inner *= s
-    return x.reshape(outer, red, inner)
+    return _arrays.reshape(x, (outer, red, inner))
 
 
 def _keep_shape(shape, start, stop):
@@ -427,7 +428,7 @@ def sum_all(x, dtype, scale):
     if x.__class__ is not _ND:
         return RED.cuda().sum_all(x, dtype, scale)
     out = np.empty((1, 1), dtype)
-    sum_3d(x.reshape(1, x.size, 1), out, scale)
+    sum_3d(_arrays.reshape(x, (1, x.size, 1)), out, scale)
     return out.reshape(())
 
 
