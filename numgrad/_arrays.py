@@ -93,7 +93,8 @@ def reshape(a, shape):
     """``a.reshape(shape)``: a view where strides allow, else a copy (which a compiled trace
     records, so a replay copies the current values)."""
     r = a.reshape(shape)
-    if _tape.TAPE is not None and a.size > 1 and not np.shares_memory(r, a):
+    if _tape.TAPE is not None and a.__class__ is ndarray and a.size > 1 and \
+            not np.shares_memory(r, a):
         return _tape.record(np.reshape, a, shape)
     return r
 

@@ -148,12 +148,26 @@ def test_new_shape_retraces():
 
 
 def test_recompile_limit_warns_and_runs_eagerly():
-    compiled = numgrad.compile(lambda a: a + 1)
-    for n in range(1, RECOMPILE_LIMIT + 1):
-        compiled(numgrad.ones(n))
+    """Programs (signatures apart from tensor sizes) are limited as torch's recompiles."""
+    compiled = numgrad.compile(lambda a, k: a + k)
+    for k in range(1, RECOMPILE_LIMIT + 1):
+        compiled(numgrad.ones(3), k)
     with pytest.warns(UserWarning, match="recompile limit"):
-        out = compiled(numgrad.ones(RECOMPILE_LIMIT + 1))
-    np.testing.assert_array_equal(out.numpy(), np.full(RECOMPILE_LIMIT + 1, 2, np.float32))
+        out = compiled(numgrad.ones(3), RECOMPILE_LIMIT + 1)
+    np.testing.assert_array_equal(out.numpy(), np.full(3, RECOMPILE_LIMIT + 2, np.float32))
+
+
+def test_a_growing_size_traces_one_plan_per_size_past_the_recompile_limit():
+    """A sequence growing by one per call (token-by-token generation) is one program: each
+    length gets its own plan, replayed when the length comes again, beyond the 8 programs."""
+    w = numgrad.ones(4)
+    compiled = numgrad.compile(lambda a: (a * w).sum(1))
+    for _ in range(3):
+        for n in range(1, 2 * RECOMPILE_LIMIT):
+            a = numgrad.tensor(np.arange(n * 4, dtype=np.float32).reshape(n, 4))
+            np.testing.assert_array_equal(compiled(a).numpy(), (a * w).sum(1).numpy())
+    assert len(compiled._programs) == 1
+    assert all(e.verified for e in _entries(compiled))
 
 
 def test_python_reading_values_runs_eagerly():

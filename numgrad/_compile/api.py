@@ -30,11 +30,18 @@ from numgrad._compile import forward as _forward
 from numgrad._compile import tape as _tape
 from numgrad._compile.cuda_plan import CudaPlan, involved
 from numgrad._compile.plan import GuardFailed, Plan, Unplannable
-from numgrad._compile.state import MAX_ITEMS, TooMuchState, reachable, signature
+from numgrad._compile.state import (
+    MAX_ITEMS,
+    TooMuchState,
+    reachable,
+    shape_free,
+    signature,
+)
 from numgrad._compile.verify import replay, shadow
 from numgrad.tensor import Tensor
 
-RECOMPILE_LIMIT = 8  # signatures traced per compiled function (torch's recompile_limit)
+RECOMPILE_LIMIT = 8  # programs traced per compiled function (torch's recompile_limit)
+SIZES_LIMIT = 256  # sizes traced per program (a growing sequence: one plan per length)
 _ATTEMPTS = 3  # traces of one signature that may fail to verify before it stays eager
 
 
@@ -62,7 +69,8 @@ class CompiledFunction:
         self._fuse = fuse
         self._fullgraph = fullgraph
         self._disable = disable
-        self._cache = {}
+        self._cache = {}  # signature -> _Entry
+        self._programs = {}  # signature without sizes -> how many signatures have it
         self._last = None  # (signature, entry) of the last call
         self._warned = False
         # one call at a time traces or replays (a plan's intermediates are shared): a call
@@ -94,10 +102,17 @@ class CompiledFunction:
         else:
             entry = self._cache.get(sig)
             if entry is None:
-                if len(self._cache) >= RECOMPILE_LIMIT:
+                program = shape_free(sig)
+                n = self._programs.get(program, 0)
+                if not n and len(self._programs) >= RECOMPILE_LIMIT:
                     self._warn(f"hit the recompile limit ({RECOMPILE_LIMIT}); calls with "
                                "further signatures run eagerly")
                     return fn(*args, **kwargs)
+                if n >= SIZES_LIMIT:
+                    self._warn(f"met more than {SIZES_LIMIT} tensor sizes; calls with further "
+                               "sizes run eagerly")
+                    return fn(*args, **kwargs)
+                self._programs[program] = n + 1
                 entry = self._cache[sig] = _Entry(self._fuse)
             self._last = (sig, entry)
         if entry.verified:

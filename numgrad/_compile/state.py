@@ -323,11 +323,12 @@ def _globals():
 
 
 def signature(reach):
-    """What a trace of this call is specialised to; equal signatures replay the same tape."""
-    parts = [_globals()]
+    """What a trace of this call is specialised to; equal signatures replay the same tape:
+    (process state, each tensor's layout, where tensors sharing memory start, the guard)."""
+    layouts = []
     roots = {}
     shared = False
-    append = parts.append
+    append = layouts.append
     for t in reach.tensors:
         a = t._data
         if a.__class__ is not np.ndarray:
@@ -345,12 +346,16 @@ def signature(reach):
             strides = tuple(0 if n_ < 2 else s for n_, s in zip(shape, strides))
         append((shape, strides, a.dtype, t._requires_grad, t._grad is None,
                 t._grad_fn is None, n))
+    starts = ()
     if shared:  # tensors that share memory: where each one starts, relative to the first
         first = {}
-        for t in reach.tensors:
-            a = t._data
-            if a.__class__ is np.ndarray:
-                base = first.setdefault(id(root(a)), address(a))
-                parts.append(address(a) - base)
-    parts.append(tuple(reach.values))
-    return tuple(parts)
+        starts = tuple(address(a) - first.setdefault(id(root(a)), address(a))
+                       for a in (t._data for t in reach.tensors) if a.__class__ is np.ndarray)
+    return (_globals(), tuple(layouts), starts, tuple(reach.values))
+
+
+def shape_free(sig):
+    """``sig`` without the tensors' sizes: signatures that differ only in sizes (a sequence
+    growing by one token per call) are variants of one program."""
+    return (sig[0], tuple(p if p[0] == "cuda" else (len(p[0]),) + p[2:] for p in sig[1]),
+            sig[3])
