@@ -68,7 +68,8 @@ CALLS = [
      [(2, 3, 5)]),
 ]
 IDS = [c[0] for c in CALLS]
-# PyTorch records a slice of the output where numgrad regenerates a stale view (README)
+# PyTorch records a slice of the output where numgrad regenerates a stale view
+# (docs/compatibility.md, the in-place ops row)
 NEXT_DIFFERS = {"circular_2d", "circular_1d"}
 
 

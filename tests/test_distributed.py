@@ -107,7 +107,7 @@ def test_ddp_two_ranks_match_one_process(args):
 
 
 @requires_mpi
-def test_readmes_launch_command_trains_the_digits_example_on_two_ranks():
+def test_documented_launch_command_trains_the_digits_example_on_two_ranks():  # docs/distributed.md
     pytest.importorskip("sklearn")
     code, out = run_mpi("-m", "numgrad.examples.digits_ddp", "--epochs", "2", timeout=240)
     assert code == 0, out

@@ -77,7 +77,7 @@ def test_node_names_match_pytorch(case):
     tout = case[1](torch, *tts)
     known_different = {"matmul_bcast", "matmul_bcast2", "matmul_1d_3d", "bmm", "vm",
                        "split", "chunk", "unbind"}
-    if case[0] in known_different:  # composite in PyTorch, one node here (see README)
+    if case[0] in known_different:  # composite in PyTorch, one node here (docs/compatibility.md)
         return
     assert type(out.grad_fn).__name__ == type(tout.grad_fn).__name__
     names = [type(n).__name__ if n is not None else None for n, _ in out.grad_fn.next_functions]
