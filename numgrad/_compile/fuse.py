@@ -326,7 +326,10 @@ def _chain(segment, keep, load, numbers, wrap=None):
 
 
 def _loop_source(segment, index, keep, parallel):
-    """Source of one loop that does the run ``segment`` element by element."""
+    """Source of one loop that does the run ``segment`` element by element, and its program
+    row: where each array lies (address-table slot, byte offset, length) and the loop's
+    length. The source depends only on the formulas, the dtype and which arrays each step
+    reads and keeps, so the loops of a recurrent network's time steps share one."""
     dtype = segment[0][2][0].dtype.name
     lines, body, names, formulas, arrays = _chain(
         segment, keep, lambda a: f"A{a}[i]",
@@ -341,12 +344,17 @@ def _loop_source(segment, index, keep, parallel):
     # the views are made here and handed to ``body``: inside a ``parallel=True`` function
     # Numba takes a ``carray`` for a new local array and drops the stores to it
     shapes = {(s.key, s.off): s.shape[0] for _, _, specs, _ in segment for s in specs}
-    views = [f"carray(pointer(addr[{index[key]}] + {off}, np.{dtype}), ({shapes[(key, off)]},))"
-             for key, off in arrays]
-    head.append("    body(numbers, " + ", ".join(views) + ")")
-    head += ["", "", f"def body(numbers, {', '.join(f'A{a}' for a in range(len(arrays)))}):"]
-    loop = [f"    for i in {'prange' if parallel else 'range'}({n}):"]
-    return "\n".join(head + lines + loop + body) + "\n", names
+    row = []
+    for key, off in arrays:
+        row += [index[key], off, shapes[(key, off)]]
+    row.append(n)
+    views = [f"carray(pointer(addr[prog[0, {3 * a}]] + prog[0, {3 * a + 1}], np.{dtype}), "
+             f"(prog[0, {3 * a + 2}],))" for a in range(len(arrays))]
+    head.append(f"    body(numbers, prog[0, {3 * len(arrays)}], " + ", ".join(views) + ")")
+    head += ["", "", f"def body(numbers, n, {', '.join(f'A{a}' for a in range(len(arrays)))}):"]
+    loop = [f"    for i in {'prange' if parallel else 'range'}(n):"]
+    prog = np.array([row], np.int64)
+    return "\n".join(head + lines + loop + body) + "\n", names, prog
 
 
 def registers(piece, uses, inside, private):
@@ -402,9 +410,6 @@ def _split(run, op_of):
         else:
             out.append((kind, piece))
     return out
-
-
-_NO_PROG = np.zeros((0, 0), np.int64)
 
 
 def _parallel_min():
@@ -510,10 +515,10 @@ class Fused:
             numbers[2 * k:2 * k + len(nums)] = nums
         n = piece[0][1][1][-1].shape[0]
         parallel = n >= _parallel_min()
-        src, names = _loop_source(segment, self.index, lambda out, k: out.key not in droppable,
-                                  parallel)
+        src, names, prog = _loop_source(segment, self.index,
+                                        lambda out, k: out.key not in droppable, parallel)
         fn = _load(src, {v: f for f, v in names.items()}, parallel)
-        self.items[first:last + 1] = [Region(fn, _NO_PROG, numbers, len(piece), src)]
+        self.items[first:last + 1] = [Region(fn, prog, numbers, len(piece), src)]
         self.regions += 1
 
     def table(self, bases):

@@ -151,7 +151,7 @@ class Tape:
 
 
 # host functions a trace may rerun on copies (see ``_writes``)
-PURE = {np.ascontiguousarray, np.copyto}
+PURE = {np.ascontiguousarray, np.copyto, np.flatnonzero}
 
 
 def _canary(r):

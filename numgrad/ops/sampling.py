@@ -22,7 +22,7 @@ Samples are not differentiable: as in PyTorch the nodes give zero gradients
 
 import numpy as np
 
-from numgrad import _dtype
+from numgrad import _arrays, _dtype
 from numgrad._shape import broadcast_shapes, check_size, parse_shape
 from numgrad._spellings import FACTORY, bind, bool_arg, int_arg, invalid_combination, type_name
 from numgrad.autograd.graph import Node
@@ -308,8 +308,9 @@ def bernoulli_(self, p=0.5, *, generator=None):
 
 
 def _check_probabilities(codes, replacement):
-    """PyTorch's error for the first invalid row (``SMP.check_rows`` codes)."""
-    bad = np.flatnonzero(codes)
+    """PyTorch's error for the first invalid row (``SMP.check_rows`` codes). A compiled
+    trace replays the search for invalid rows and checks that none is found again."""
+    bad = _arrays.host_step(np.flatnonzero, codes)
     if not bad.size:
         return
     if replacement:
