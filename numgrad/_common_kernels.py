@@ -37,7 +37,7 @@ KERNELS = (
     ('numgrad.kernels.cpu.nn', 'nll_bwd', 'float32[::1], int64[::1], float32[::1], float64, float32[:, ::1]'),
     ('numgrad.kernels.cpu.reduction', '_log_softmax_bwd_rows', 'float32[:, ::1], float32[:, ::1], float32[:, ::1]'),
     ('numgrad.kernels.cpu.elementwise', 'b_flat__relu_bwd', 'float32[::1], float32[::1], float32[::1], float64, float64'),
-    ('numgrad.kernels.cpu.nn', 'adam_step', 'float32[::1], float32[::1], float32[::1], float32[::1], float32[::1], float64, float64, float64, float64, float64, boolean, boolean, boolean, float64, float64'),
+    ('numgrad.kernels.cpu.nn', 'adam_step', 'float32[::1], float32[::1], float32[::1], float32[::1], float32[::1], float32[::1], float64, float64, float64, float64, float64, boolean, boolean, boolean'),
     ('numgrad.kernels.cpu.reduction', 'extreme_index_3d', 'float32[:, :, ::1], float32[:, ::1], int64[:, ::1], boolean'),
     ('numgrad.kernels.cpu.elementwise', 'b_flat__eq', 'int64[::1], int64[::1], bool[::1], float64, float64'),
     ('numgrad.kernels.cpu.elementwise', 'u_flat__copy', 'bool[::1], float32[::1], float64, float64'),

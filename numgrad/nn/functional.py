@@ -1319,12 +1319,12 @@ class NativeLayerNormBackward0(Node):
                 g2, x2, mean, rstd, gam, gx_arr)
             gx = _wrap(gx_arr.reshape(x._data.shape))
         if _needs(self, 1) or _needs(self, 2):
-            ggam = A.empty(x2, k, np.float64)
-            gbet = A.empty(x2, k, np.float64)
+            ggam = A.empty(x2, k, x2.dtype)  # the kernel sums in float64 and casts
+            gbet = A.empty(x2, k, x2.dtype)
             K.layer_norm_bwd_params(g2, x2, mean, rstd, ggam, gbet)
             shape = gamma._data.shape if gamma is not None else (k,)
-            gg = _wrap(ggam.astype(x2.dtype).reshape(shape)) if _needs(self, 1) else None
-            gb = _wrap(gbet.astype(x2.dtype).reshape(shape)) if _needs(self, 2) else None
+            gg = _wrap(ggam.reshape(shape)) if _needs(self, 1) else None
+            gb = _wrap(gbet.reshape(shape)) if _needs(self, 2) else None
         return (gx, gg, gb)
 
 
@@ -1766,7 +1766,8 @@ def _nll(input, target, weight, ignore_index, reduction):
     dt = x2._data.dtype
     xd = x2._data
     w = weight._data.reshape(-1) if weight is not None else A.ones(xd, c, dt)
-    t = A.contiguous(t).astype(np.int64, copy=False)
+    # int64 targets as they are; Byte ones cast by a kernel (a compiled step replays it)
+    t = A.contiguous(t) if t.dtype == np.int64 else EW.unary(EW.copy, t, np.int64)
     losses = A.empty(xd, t.shape[0], dt)
     weights = A.empty(xd, t.shape[0], dt)
     bad = NN.on(xd).nll(A.contiguous(xd), t, w, ignore_index, losses, weights) if t.size else -1
@@ -1849,12 +1850,11 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         smooth = ew.neg(red.sum(logp, class_dim))
     smooth = ew.where(ignore, 0.0, smooth)
     if reduction == "mean":
-        kept = ew.logical_not(ignore)
+        kept = ew.logical_not(ignore)  # divided by tensors, as PyTorch: nothing read on the host
         if weight is not None:
-            tw = red.sum(ix.getitem(weight, ix.getitem(target, kept)))
-            ret = ew.div(red.sum(smooth), tw.item())
+            ret = ew.div(red.sum(smooth), red.sum(ix.getitem(weight, ix.getitem(target, kept))))
         else:
-            ret = ew.div(red.sum(smooth), red.sum(kept).item())
+            ret = ew.div(red.sum(smooth), red.sum(kept))
     elif reduction == "sum":
         ret = red.sum(smooth)
     else:

@@ -1,14 +1,15 @@
 """SGD, Adam, AdamW, RMSprop and Adagrad: one fused Numba update per parameter, computed as
 PyTorch's single-tensor implementations compute it (defaults, validation and state names included).
 
-The kernels read flat arrays of the parameter's size and dtype. Each step checks first that
-the gradient and the state it reads are exactly that (one comparison per array); anything
-else (a ``.data`` or ``.grad.data`` rebound to another size or dtype, a loaded state dict
-with foreign shapes, a non-tensor state) goes to ``_checked``, which replays PyTorch's
-sequence of tensor operations on shapes, dtypes and devices and raises the error PyTorch
-raises, or, where PyTorch broadcasts or casts, runs the kernel on conforming copies."""
-
-import math
+The kernels read flat arrays of the parameter's size and dtype, and the parameter's step count
+(a one-element view of ``state["step"]``), which they increment and turn into the bias
+corrections or the decayed learning rate themselves: the update reads nothing on the host, so
+a compiled training step replays it. Each step checks first that the gradient and the state
+it reads are exactly that (one comparison per array); anything else (a ``.data`` or
+``.grad.data`` rebound to another size or dtype, a loaded state dict with foreign shapes, a
+non-tensor state) goes to ``_checked``, which replays PyTorch's sequence of tensor operations
+on shapes, dtypes and devices and raises the error PyTorch raises, or, where PyTorch
+broadcasts or casts, runs the kernel on conforming copies."""
 
 import numpy as np
 
@@ -49,6 +50,26 @@ def _step_tensor(state):
         raise RuntimeError(_STEPS)
     _meta(step_t, written=True)
     return step_t
+
+
+_COUNTS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _count(step_t):
+    """The step count as the fused kernels take it: a one-element view of a 0-d float32 or
+    float64 host tensor's data, which the kernel increments and reads itself (so a compiled
+    step that replays the kernel counts on); None sends the step to the slow path."""
+    a = getattr(step_t, "_data", None)
+    if (a.__class__ is np.ndarray and a.ndim == 0 and a.dtype in _COUNTS and a.flags.writeable
+            and isinstance(step_t, Tensor)):
+        return a.reshape(1)
+    return None
+
+
+def _count_of(step):
+    """For the slow path, which counts the step tensor itself: a scratch count holding
+    ``step`` (the count before this step), which the kernel increments to the step's number."""
+    return np.array([step], np.float64)
 
 
 # ----------------------------------------------------------------------------------------
@@ -350,27 +371,22 @@ class Adam(Optimizer):
                 vmax = state["max_exp_avg_sq"] if amsgrad else None
                 step_t = state["step"]
                 pd = p._data
-                fast = (pd.size != 0 and pd.flags.c_contiguous and _fits(g, pd) and _fits(m, pd)
-                        and _fits(v, pd) and (not amsgrad or _fits(vmax, pd))
-                        and isinstance(step_t, Tensor) and step_t._data.ndim == 0)
+                count = _count(step_t)
+                fast = (count is not None and pd.size != 0 and pd.flags.c_contiguous
+                        and _fits(g, pd) and _fits(m, pd) and _fits(v, pd)
+                        and (not amsgrad or _fits(vmax, pd)))
                 if not fast:
                     self._slow_step(p, g, state, group, lr, args)
                     continue
-                sd = step_t._data
-                sd[()] += 1
-                step = float(sd)
-                bias1 = 1 - beta1 ** step
-                bias2_sqrt = math.sqrt(1 - beta2 ** step)
                 pf = pd.reshape(-1)
                 NN.on(pd).adam_step(pf, g._data.reshape(-1), m._data.reshape(-1),
                                     v._data.reshape(-1),
-                                    pf if vmax is None else vmax._data.reshape(-1), lr, *args,
-                                    bias1, bias2_sqrt)
+                                    pf if vmax is None else vmax._data.reshape(-1), count, lr,
+                                    *args)
                 p._bump_version()
         return loss
 
     def _slow_step(self, p, g, state, group, lr, args):
-        beta1, beta2 = group["betas"]
         wd = group["weight_decay"]
         step_t = _step_tensor(state)
         P = _meta(p, written=True)
@@ -385,9 +401,9 @@ class Adam(Optimizer):
         M = _meta(m, "lerp_", written=True)
         _lerp(M, G)
         V = _meta(v, "mul_", written=True)
-        _inplace(V, scalar=beta2)
+        _inplace(V, scalar=group["betas"][1])
         _inplace(V, G, G)
-        step = _step_value(step_t) + 1
+        step = _step_value(step_t)
         D = V
         vmax = None
         if group["amsgrad"]:
@@ -405,8 +421,7 @@ class Adam(Optimizer):
         mf = _flat_out(m, p, wb, state, "exp_avg")
         vf = _flat_out(v, p, wb, state, "exp_avg_sq")
         xf = pf if vmax is None else _flat_out(vmax, p, wb, state, "max_exp_avg_sq")
-        NN.on(p._data).adam_step(pf, _flat_in(g, p), mf, vf, xf, lr, *args, 1 - beta1 ** step,
-                                 math.sqrt(1 - beta2 ** step))
+        NN.on(p._data).adam_step(pf, _flat_in(g, p), mf, vf, xf, _count_of(step), lr, *args)
         _writeback(wb)
         p._bump_version()
 
@@ -469,17 +484,18 @@ class RMSprop(Optimizer):
                 buf = state["momentum_buffer"] if momentum > 0 else None
                 gavg = state["grad_avg"] if centered else None
                 pd = p._data
-                fast = (pd.size != 0 and pd.flags.c_contiguous and _fits(g, pd) and _fits(sq, pd)
-                        and (momentum <= 0 or _fits(buf, pd)) and (not centered or _fits(gavg, pd))
-                        and isinstance(step_t, Tensor) and step_t._data.ndim == 0)
+                count = _count(step_t)
+                fast = (count is not None and pd.size != 0 and pd.flags.c_contiguous
+                        and _fits(g, pd) and _fits(sq, pd) and (momentum <= 0 or _fits(buf, pd))
+                        and (not centered or _fits(gavg, pd)))
                 if not fast:
                     self._slow_step(p, g, state, group, args)
                     continue
-                step_t._data[()] += 1
                 pf = pd.reshape(-1)
                 NN.on(pd).rmsprop_step(pf, g._data.reshape(-1), sq._data.reshape(-1),
                                        pf if buf is None else buf._data.reshape(-1),
-                                       pf if gavg is None else gavg._data.reshape(-1), *args)
+                                       pf if gavg is None else gavg._data.reshape(-1), count,
+                                       *args)
                 p._bump_version()
         return loss
 
@@ -518,7 +534,7 @@ class RMSprop(Optimizer):
         qf = _flat_out(sq, p, wb, state, "square_avg")
         bf = pf if buf is None else _flat_out(buf, p, wb, state, "momentum_buffer")
         af = pf if gavg is None else _flat_out(gavg, p, wb, state, "grad_avg")
-        NN.on(p._data).rmsprop_step(pf, _flat_in(g, p), qf, bf, af, *args)
+        NN.on(p._data).rmsprop_step(pf, _flat_in(g, p), qf, bf, af, _count_of(0.0), *args)
         _writeback(wb)
         p._bump_version()
 
@@ -576,25 +592,22 @@ class Adagrad(Optimizer):
                 ssum = state["sum"]
                 step_t = state["step"]
                 pd = p._data
-                fast = (pd.size != 0 and pd.flags.c_contiguous and _fits(g, pd)
-                        and _fits(ssum, pd) and isinstance(step_t, Tensor)
-                        and step_t._data.ndim == 0)
+                count = _count(step_t)
+                fast = (count is not None and pd.size != 0 and pd.flags.c_contiguous
+                        and _fits(g, pd) and _fits(ssum, pd))
                 if not fast:
                     self._slow_step(p, g, state, group, lr)
                     continue
-                sd = step_t._data
-                sd[()] += 1
-                clr = lr / (1 + (float(sd) - 1) * lr_decay)
                 OPT.on(pd).adagrad_step(pd.reshape(-1), g._data.reshape(-1),
-                                        ssum._data.reshape(-1), -clr, *args)
+                                        ssum._data.reshape(-1), count, lr, float(lr_decay), *args)
                 p._bump_version()
         return loss
 
     def _slow_step(self, p, g, state, group, lr):
         step_t = _step_tensor(state)
         ssum = state["sum"]
-        step = _step_value(step_t) + 1
-        clr = lr / (1 + (step - 1) * group["lr_decay"])
+        step = _step_value(step_t)
+        clr = lr / (1 + step * group["lr_decay"])  # for the checks (the kernel computes it)
         P = _meta(p, written=True)
         G = _neg(_meta(g)) if group["maximize"] else _meta(g)
         if group["weight_decay"] != 0:
@@ -607,7 +620,8 @@ class Adagrad(Optimizer):
             return
         pf, wb = _param(p)
         sf = _flat_out(ssum, p, wb, state, "sum")
-        OPT.on(p._data).adagrad_step(pf, _flat_in(g, p), sf, -clr, float(group["weight_decay"]),
+        OPT.on(p._data).adagrad_step(pf, _flat_in(g, p), sf, _count_of(step), lr,
+                                     float(group["lr_decay"]), float(group["weight_decay"]),
                                      float(group["eps"]), bool(group["maximize"]))
         _writeback(wb)
         p._bump_version()

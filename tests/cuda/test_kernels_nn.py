@@ -303,12 +303,14 @@ def test_layer_norm_bwd_params(dt, shape, rng):
     g = rng.standard_normal(shape).astype(dt)
     mean = rng.standard_normal(m)
     rstd = np.abs(rng.standard_normal(m)) + 0.5
-    gg, gb = np.empty(k), np.empty(k)
-    NN.layer_norm_bwd_params(g, x, mean, rstd, gg, gb)
-    cgg, cgb = CudaArray.empty((k,), np.float64), CudaArray.empty((k,), np.float64)
-    CN.layer_norm_bwd_params(to_cuda(g), to_cuda(x), to_cuda(mean), to_cuda(rstd), cgg, cgb)
-    assert_close(cgg, gg, rtol=1e-12, atol=1e-12)
-    assert_close(cgb, gb, rtol=1e-12, atol=1e-12)
+    for out in (np.float64, dt):  # summed in float64, written in the output's dtype
+        gg, gb = np.empty(k, out), np.empty(k, out)
+        NN.layer_norm_bwd_params(g, x, mean, rstd, gg, gb)
+        cgg, cgb = CudaArray.empty((k,), out), CudaArray.empty((k,), out)
+        CN.layer_norm_bwd_params(to_cuda(g), to_cuda(x), to_cuda(mean), to_cuda(rstd), cgg, cgb)
+        tol = 1e-12 if out == np.float64 else 1e-6
+        assert_close(cgg, gg, rtol=tol, atol=tol)
+        assert_close(cgb, gb, rtol=tol, atol=tol)
 
 
 # ----------------------------------------------------------------------------------------
@@ -422,13 +424,13 @@ def test_adam_step(dt, case, rng):
     vmax = np.zeros_like(p)
     amsgrad = case[6]
     cp, cg, cm, cv, cx = (to_cuda(a) for a in (p, g, m, v, vmax))
-    lr, b1, b2 = case[:3]
-    for step in (1, 2, 3):
-        bias1, bias2 = 1 - b1 ** step, (1 - b2 ** step) ** 0.5
-        NN.adam_step(p, g, m, v, vmax if amsgrad else p, *case, bias1, bias2)
-        CN.adam_step(cp, cg, cm, cv, cx if amsgrad else cp, *case, bias1, bias2)
+    steps, csteps = np.zeros(1, np.float32), np.zeros(1, np.float32)  # counted by the kernels
+    for _ in range(3):
+        NN.adam_step(p, g, m, v, vmax if amsgrad else p, steps, *case)
+        CN.adam_step(cp, cg, cm, cv, cx if amsgrad else cp, csteps, *case)
         g = g * 0.5 + 0.1
         cg = to_cuda(g)
+    assert steps[0] == csteps[0] == 3
     for a, b in ((cp, p), (cm, m), (cv, v), (cx, vmax)):
         assert_close(a, b, rtol=1e-6 if dt == np.float32 else 1e-14, atol=0)
 
@@ -448,9 +450,11 @@ def test_rmsprop_step(dt, case, rng):
     gavg = gavg * 0.1
     cp, cg, cq, cb, ca = (to_cuda(a) for a in (p, g, sq, buf, gavg))
     mom, centered = case[4], case[5]
+    steps, csteps = np.zeros(1, np.float32), np.zeros(1, np.float32)
     for _ in range(2):
-        NN.rmsprop_step(p, g, sq, buf if mom else p, gavg if centered else p, *case)
-        CN.rmsprop_step(cp, cg, cq, cb if mom else cp, ca if centered else cp, *case)
+        NN.rmsprop_step(p, g, sq, buf if mom else p, gavg if centered else p, steps, *case)
+        CN.rmsprop_step(cp, cg, cq, cb if mom else cp, ca if centered else cp, csteps, *case)
+    assert steps[0] == csteps[0] == 2
     for a, b in ((cp, p), (cq, sq), (cb, buf), (ca, gavg)):
         assert_close(a, b, rtol=1e-6 if dt == np.float32 else 1e-14, atol=0)
 

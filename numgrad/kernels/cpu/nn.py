@@ -462,17 +462,21 @@ def _layer_norm_bwd_input(g, x, mean, rstd, gamma, gx):
 layer_norm_bwd_input, layer_norm_bwd_input_par = serial_and_parallel(_layer_norm_bwd_input)
 
 
+# d gamma = sum_rows g xhat, d beta = sum_rows g (per feature)
 @jit
 def layer_norm_bwd_params(g, x, mean, rstd, ggamma, gbeta):
-    """d gamma = sum over rows of g xhat, d beta = sum of g."""
+    """d gamma = sum over rows of g xhat, d beta = sum of g: summed in float64, written in
+    the dtype of ``ggamma`` and ``gbeta`` (the parameters')."""
     n_m, n_k = x.shape
-    for k in range(n_k):
-        ggamma[k] = 0
-        gbeta[k] = 0
+    acc_g = np.zeros(n_k, np.float64)
+    acc_b = np.zeros(n_k, np.float64)
     for r in range(n_m):
         for k in range(n_k):
-            gbeta[k] += g[r, k]
-            ggamma[k] += g[r, k] * (x[r, k] - mean[r]) * rstd[r]
+            acc_b[k] += g[r, k]
+            acc_g[k] += g[r, k] * (x[r, k] - mean[r]) * rstd[r]
+    for k in range(n_k):
+        ggamma[k] = acc_g[k]
+        gbeta[k] = acc_b[k]
 
 
 # ========================================================================================
@@ -533,9 +537,16 @@ def sgd_step(p, g, buf, lr, weight_decay, momentum, dampening, nesterov, maximiz
 
 
 @jit
-def adam_step(p, g, m, v, vmax, lr, beta1, beta2, eps, weight_decay, decoupled, amsgrad,
-              maximize, bias1, bias2_sqrt):
-    """Adam / AdamW as PyTorch's single-tensor path computes it (lerp for m, addcmul for v)."""
+def adam_step(p, g, m, v, vmax, step, lr, beta1, beta2, eps, weight_decay, decoupled, amsgrad,
+              maximize):
+    """Adam / AdamW as PyTorch's single-tensor path computes it (lerp for m, addcmul for v).
+    ``step`` (one element: the parameter's step tensor) is incremented here, in its dtype, and
+    the bias corrections are computed from the new count in float64, as PyTorch does in
+    Python, so a compiled step that replays this call counts on."""
+    step[0] += 1
+    t = float(step[0])
+    bias1 = 1.0 - beta1 ** t
+    bias2_sqrt = math.sqrt(1.0 - beta2 ** t)
     w1 = like(p[0], 1.0 - beta1)
     b2 = like(p[0], beta2)
     w2 = like(p[0], 1.0 - beta2)
@@ -563,8 +574,11 @@ def adam_step(p, g, m, v, vmax, lr, beta1, beta2, eps, weight_decay, decoupled, 
 
 
 @jit
-def rmsprop_step(p, g, sq, buf, gavg, lr, alpha, eps, weight_decay, momentum, centered,
+def rmsprop_step(p, g, sq, buf, gavg, step, lr, alpha, eps, weight_decay, momentum, centered,
                  maximize):
+    """RMSprop as PyTorch's single-tensor path computes it; ``step`` (one element: the
+    parameter's step tensor) is incremented here, as PyTorch counts it."""
+    step[0] += 1
     a = like(p[0], alpha)
     w = like(p[0], 1.0 - alpha)
     wd = like(p[0], weight_decay)

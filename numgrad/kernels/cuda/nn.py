@@ -34,6 +34,7 @@ from numba import cuda, float64
 from numgrad.kernels.cpu import nn as cpu_nn
 from numgrad.kernels.cuda import _launch
 from numgrad.kernels.cuda.array import CudaArray, from_any
+from numgrad.kernels.cuda.optim import count_step
 
 _RT = _launch.THREADS  # threads per block of the block reductions (a power of two, >= 32)
 _TILE = 32  # features per block in layer_norm_bwd_params
@@ -751,9 +752,13 @@ def _adam_k(p, po, ps, g, go, gs, m, mo, ms, v, vo, vs, vmax, xo, xs, w1, b2, w2
         p[po + i * ps] = pi - step_size * (mi / denom)
 
 
-def adam_step(p, g, m, v, vmax, lr, beta1, beta2, eps, weight_decay, decoupled, amsgrad,
-              maximize, bias1, bias2_sqrt):
-    """Adam / AdamW as PyTorch's single-tensor path computes it (lerp for m, addcmul for v)."""
+def adam_step(p, g, m, v, vmax, step, lr, beta1, beta2, eps, weight_decay, decoupled, amsgrad,
+              maximize):
+    """Adam / AdamW as PyTorch's single-tensor path computes it (lerp for m, addcmul for v);
+    ``step``: the step count, a host array (``optim.count_step``)."""
+    t = count_step(step)
+    bias1 = 1.0 - beta1 ** t
+    bias2_sqrt = math.sqrt(1.0 - beta2 ** t)
     p = from_any(p)
     dt = p.dtype
     s = _launch.scalar
@@ -791,8 +796,9 @@ def _rmsprop_k(p, po, ps, g, go, gs, sq, qo, qs, buf, bo, bs, gavg, ao, as_, a, 
             p[po + i * ps] = pi - lr * (gi / avg)
 
 
-def rmsprop_step(p, g, sq, buf, gavg, lr, alpha, eps, weight_decay, momentum, centered,
+def rmsprop_step(p, g, sq, buf, gavg, step, lr, alpha, eps, weight_decay, momentum, centered,
                  maximize):
+    count_step(step)
     p = from_any(p)
     dt = p.dtype
     s = _launch.scalar
