@@ -102,7 +102,7 @@ class CompiledFunction:
         else:
             entry = self._cache.get(sig)
             if entry is None:
-                program = shape_free(sig)
+                program = shape_free(sig, reach)
                 n = self._programs.get(program, 0)
                 if not n and len(self._programs) >= RECOMPILE_LIMIT:
                     self._warn(f"hit the recompile limit ({RECOMPILE_LIMIT}); calls with "

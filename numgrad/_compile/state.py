@@ -132,14 +132,18 @@ class Reach:
     """Tensors (in a stable order, each once) and optimizers reachable from a call, and the
     guard (``values``) written while finding them (see the module docstring)."""
 
-    __slots__ = ("tensors", "optimizers", "values", "_seen", "_n")
+    __slots__ = ("tensors", "optimizers", "values", "layouts", "_seen", "_n", "_roots",
+                 "shared")
 
     def __init__(self):
         self.tensors = []
         self.optimizers = []
         self.values = []
+        self.layouts = []  # where in ``values`` each tensor's layout is
         self._seen = {}  # id -> its place in the walk
         self._n = 0
+        self._roots = {}  # id of the memory a tensor's data views -> its number
+        self.shared = False  # whether two tensors view one memory
 
     def add(self, obj):
         self.walk((obj,))
@@ -176,7 +180,8 @@ class Reach:
             if self._n > MAX_ITEMS:
                 raise TooMuchState
             if kind == "tensor":
-                values.append(len(self.tensors))
+                self.layouts.append(len(values))
+                values.append(self._layout(obj))
                 self.tensors.append(obj)
                 g = obj._grad
                 if g is not None:  # a gradient is a plain tensor
@@ -197,6 +202,26 @@ class Reach:
                 self.walk(obj.values())
             else:
                 self._other(obj, cls, kind)
+
+    def _layout(self, t):
+        """What a tensor's data contributes to the signature: shape, strides, dtype, autograd
+        flags, and which memory it views (numbered in order of appearance)."""
+        a = t._data
+        roots = self._roots
+        if a.__class__ is not np.ndarray:
+            return device_key(t, a, roots)  # CUDA data: its layout in its buffer
+        r = id(a) if a.base is None else id(root(a))
+        n = roots.get(r)
+        if n is None:
+            n = roots[r] = len(roots)
+        else:
+            self.shared = True
+        shape = a.shape
+        strides = a.strides
+        if 1 in shape or 0 in shape:  # a size-1 (or empty) dim's stride is never used
+            strides = tuple(0 if n_ < 2 else s for n_, s in zip(shape, strides))
+        return (shape, strides, a.dtype, t._requires_grad, t._grad is None,
+                t._grad_fn is None, n)
 
     def _other(self, obj, cls, kind):
         values = self.values
@@ -233,21 +258,16 @@ def reachable(fn, args, kwargs):
     """The ``Reach`` of calling ``fn(*args, **kwargs)``: the arguments, then what ``fn`` reads
     from its closure and from the globals its code names. Raises ``TooMuchState``."""
     reach = Reach()
-    reach.add(args)
-    if kwargs:
-        reach.add(kwargs)
-    if fn.__class__ is types.FunctionType:
-        _add_function(reach, fn)
-    else:
-        reach.add(fn)
+    reach.walk((args, kwargs, fn) if kwargs else (args, fn))
     return reach
 
 
 def _add_function(reach, fn):
     values = reach.values
     seen = reach._seen
-    if id(fn) in seen:
-        values.append(("ref", seen[id(fn)]))
+    at = seen.get(id(fn))
+    if at is not None:
+        values.append(("ref", at))
         return
     seen[id(fn)] = reach._n
     reach._n += 1
@@ -256,13 +276,16 @@ def _add_function(reach, fn):
         values.append(fn)
         return
     values.append(code)
-    if fn.__module__ and fn.__module__.partition(".")[0] in _LIBRARIES:
+    info = _CODES.get(id(code))
+    if info is None or info[0] is not code:
+        info = _CODES[id(code)] = (code, _library(fn.__module__), _global_names(code))
+    if info[1]:
         return  # numgrad's own functions (and the libraries') keep no state of the program's
-    add = reach.add
+    walk = reach.walk
     if fn.__defaults__:
-        add(fn.__defaults__)
+        walk(fn.__defaults__)
     if fn.__kwdefaults__:
-        add(fn.__kwdefaults__)
+        walk((fn.__kwdefaults__,))
     closure = fn.__closure__
     if closure:
         for cell in closure:
@@ -271,38 +294,39 @@ def _add_function(reach, fn):
             except ValueError:  # an empty cell
                 values.append(None)
                 continue
-            add(v)
-    names = _NAMES.get(code)
-    if names is None:
-        names = _NAMES[code] = _global_names(code)
+            walk((v,))
+    names = info[2]
     if names:
         g = fn.__globals__
-        attrs = code.co_names
+        plain = []
         for name in names:
             v = g.get(name, _MISSING)
-            if v is _MISSING:
-                values.append(_MISSING)
-            elif v.__class__ is types.ModuleType:
+            cls = v.__class__
+            if cls is types.ModuleType:
                 if _user_module(v):  # a program's settings module: the names the code reads
                     values.append(v.__name__)
-                    for a in attrs:
-                        w = getattr(v, a, _MISSING)
-                        if w is not _MISSING and w.__class__ is not types.ModuleType:
-                            add(w)
-            elif v.__class__ is type:
+                    walk(w for w in (getattr(v, a, _MISSING) for a in code.co_names)
+                         if w is not _MISSING and w.__class__ is not types.ModuleType)
+            elif cls is type:
                 values.append(v)
                 if _user_class(v, objects=False):  # class attributes the code may read
-                    for a in attrs:
-                        w = vars(v).get(a, _MISSING)
-                        if w is not _MISSING and _kind(w.__class__) in _CLASS_KINDS:
-                            add(w)
+                    d = vars(v)
+                    walk(w for w in (d.get(a, _MISSING) for a in code.co_names)
+                         if w is not _MISSING and _kind(w.__class__) in _CLASS_KINDS)
+            elif v is _MISSING:
+                values.append(_MISSING)
             else:
-                add(v)
+                plain.append(v)
+        walk(plain)
 
 
+def _library(module):
+    return bool(module) and module.partition(".")[0] in _LIBRARIES
+
+
+_CODES = {}  # id(code) -> (code, whether a library's, the global names it loads)
 _MISSING = object()
 _CLASS_KINDS = _PLAIN_KINDS | {"seq", "map", "tensor"}
-_NAMES = {}
 
 
 def _global_names(code):
@@ -324,38 +348,22 @@ def _globals():
 
 def signature(reach):
     """What a trace of this call is specialised to; equal signatures replay the same tape:
-    (process state, each tensor's layout, where tensors sharing memory start, the guard)."""
-    layouts = []
-    roots = {}
-    shared = False
-    append = layouts.append
-    for t in reach.tensors:
-        a = t._data
-        if a.__class__ is not np.ndarray:
-            append(device_key(t, a, roots))  # CUDA data: its layout in its buffer
-            continue
-        r = id(a) if a.base is None else id(root(a))
-        n = roots.get(r)
-        if n is None:
-            n = roots[r] = len(roots)
-        else:
-            shared = True
-        shape = a.shape
-        strides = a.strides
-        if 1 in shape or 0 in shape:  # a size-1 (or empty) dim's stride is never used
-            strides = tuple(0 if n_ < 2 else s for n_, s in zip(shape, strides))
-        append((shape, strides, a.dtype, t._requires_grad, t._grad is None,
-                t._grad_fn is None, n))
+    (process state, the guard with each tensor's layout, where tensors sharing memory
+    start)."""
     starts = ()
-    if shared:  # tensors that share memory: where each one starts, relative to the first
+    if reach.shared:  # tensors that share memory: where each one starts, relative to the first
         first = {}
         starts = tuple(address(a) - first.setdefault(id(root(a)), address(a))
                        for a in (t._data for t in reach.tensors) if a.__class__ is np.ndarray)
-    return (_globals(), tuple(layouts), starts, tuple(reach.values))
+    return (_globals(), tuple(reach.values), starts)
 
 
-def shape_free(sig):
+def shape_free(sig, reach):
     """``sig`` without the tensors' sizes: signatures that differ only in sizes (a sequence
     growing by one token per call) are variants of one program."""
-    return (sig[0], tuple(p if p[0] == "cuda" else (len(p[0]),) + p[2:] for p in sig[1]),
-            sig[3])
+    values = list(sig[1])
+    for at in reach.layouts:
+        p = values[at]
+        if p[0] != "cuda":
+            values[at] = (len(p[0]),) + p[2:]
+    return (sig[0], tuple(values))
