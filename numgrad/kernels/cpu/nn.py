@@ -11,7 +11,9 @@ import numpy as np
 from numba import prange
 
 from numgrad.kernels._jit import inline, jit, serial_and_parallel, specialize
+from numgrad.kernels.cpu._fastmath import ffma
 from numgrad.kernels.cpu._scalar import like
+from numgrad.kernels.cpu.optim import lerp_, maximum_, root_
 
 PARALLEL_MIN = 1 << 16  # elements of work below which the serial variant is faster
 
@@ -539,19 +541,19 @@ def sgd_step(p, g, buf, lr, weight_decay, momentum, dampening, nesterov, maximiz
 @jit
 def adam_step(p, g, m, v, vmax, step, lr, beta1, beta2, eps, weight_decay, decoupled, amsgrad,
               maximize):
-    """Adam / AdamW as PyTorch's single-tensor path computes it (lerp for m, addcmul for v).
-    ``step`` (one element: the parameter's step tensor) is incremented here, in its dtype, and
-    the bias corrections are computed from the new count in float64, as PyTorch does in
-    Python, so a compiled step that replays this call counts on."""
+    """Adam / AdamW as PyTorch's single-tensor path computes it, rounding for rounding (see
+    ``optim``'s docstring): step += 1; bias1 = 1 - beta1^t, bias2 = 1 - beta2^t and the step
+    size lr / bias1 in float64; m.lerp_(g, 1 - beta1); v.mul_(beta2).addcmul_(g, g,
+    value=1 - beta2); p.addcdiv_(m, sqrt(v) / bias2^0.5 + eps, value=-step_size)."""
     step[0] += 1
     t = float(step[0])
     bias1 = 1.0 - beta1 ** t
-    bias2_sqrt = math.sqrt(1.0 - beta2 ** t)
+    bias2_sqrt = root_(1.0 - beta2 ** t, t)
     w1 = like(p[0], 1.0 - beta1)
     b2 = like(p[0], beta2)
     w2 = like(p[0], 1.0 - beta2)
     wd = like(p[0], weight_decay)
-    step_size = like(p[0], lr / bias1)
+    neg_step_size = like(p[0], -(lr / bias1))
     bc2 = like(p[0], bias2_sqrt)
     eps_ = like(p[0], eps)
     decay = like(p[0], 1.0 - lr * weight_decay)
@@ -561,42 +563,48 @@ def adam_step(p, g, m, v, vmax, step, lr, beta1, beta2, eps, weight_decay, decou
             if decoupled:
                 p[i] = p[i] * decay
             else:
-                gi = gi + wd * p[i]
-        m[i] = m[i] + w1 * (gi - m[i])
-        v[i] = v[i] * b2 + w2 * gi * gi
+                gi = ffma(p[i], wd, gi)  # grad.add(param, alpha=weight_decay)
+        mi = lerp_(m[i], gi, w1)
+        m[i] = mi
+        vi = ffma(w2 * gi, gi, v[i] * b2)
+        v[i] = vi
         if amsgrad:
-            if v[i] > vmax[i]:
-                vmax[i] = v[i]
-            denom = math.sqrt(vmax[i]) / bc2 + eps_
-        else:
-            denom = math.sqrt(v[i]) / bc2 + eps_
-        p[i] = p[i] - step_size * (m[i] / denom)
+            vi = maximum_(vmax[i], vi)
+            vmax[i] = vi
+        denom = math.sqrt(vi) / bc2 + eps_
+        p[i] = p[i] + (neg_step_size * mi) / denom
 
 
 @jit
 def rmsprop_step(p, g, sq, buf, gavg, step, lr, alpha, eps, weight_decay, momentum, centered,
                  maximize):
-    """RMSprop as PyTorch's single-tensor path computes it; ``step`` (one element: the
-    parameter's step tensor) is incremented here, as PyTorch counts it."""
+    """RMSprop as PyTorch's single-tensor path computes it, rounding for rounding (see
+    ``optim``'s docstring): step += 1; sq.mul_(alpha).addcmul_(g, g, value=1 - alpha);
+    centered: gavg.lerp_(g, 1 - alpha), avg = sqrt(sq.addcmul(gavg, gavg, value=-1)), else
+    sqrt(sq); avg += eps; momentum: buf.mul_(momentum).addcdiv_(g, avg), p.add_(buf,
+    alpha=-lr); else p.addcdiv_(g, avg, value=-lr)."""
     step[0] += 1
     a = like(p[0], alpha)
     w = like(p[0], 1.0 - alpha)
     wd = like(p[0], weight_decay)
     mom = like(p[0], momentum)
-    lr_ = like(p[0], lr)
+    neg_lr = like(p[0], -lr)
     eps_ = like(p[0], eps)
     for i in range(p.size):
         gi = -g[i] if maximize else g[i]
         if weight_decay != 0:
-            gi = gi + wd * p[i]
-        sq[i] = sq[i] * a + w * gi * gi
+            gi = ffma(p[i], wd, gi)  # grad.add(param, alpha=weight_decay)
+        si = ffma(w * gi, gi, sq[i] * a)
+        sq[i] = si
         if centered:
-            gavg[i] = gavg[i] + w * (gi - gavg[i])
-            avg = math.sqrt(sq[i] - gavg[i] * gavg[i]) + eps_
+            ga = lerp_(gavg[i], gi, w)
+            gavg[i] = ga
+            avg = math.sqrt(ffma(-ga, ga, si)) + eps_
         else:
-            avg = math.sqrt(sq[i]) + eps_
+            avg = math.sqrt(si) + eps_
         if momentum > 0:
-            buf[i] = buf[i] * mom + gi / avg
-            p[i] = p[i] - lr_ * buf[i]
+            b = buf[i] * mom + gi / avg
+            buf[i] = b
+            p[i] = ffma(b, neg_lr, p[i])
         else:
-            p[i] = p[i] - lr_ * (gi / avg)
+            p[i] = p[i] + (neg_lr * gi) / avg

@@ -724,8 +724,8 @@ def sgd_step(p, g, buf, lr, weight_decay, momentum, dampening, nesterov, maximiz
 
 
 @_launch.jit
-def _adam_k(p, po, ps, g, go, gs, m, mo, ms, v, vo, vs, vmax, xo, xs, w1, b2, w2, wd, step_size,
-            bc2, eps, decay, has_wd, decoupled, amsgrad, maximize, n):
+def _adam_k(p, po, ps, g, go, gs, m, mo, ms, v, vo, vs, vmax, xo, xs, w1, w1m1, small, b2, w2, wd,
+            neg_step_size, bc2, eps, decay, has_wd, decoupled, amsgrad, maximize, n):
     for i in range(cuda.grid(1), n, cuda.gridsize(1)):
         gi = g[go + i * gs]
         if maximize:
@@ -735,74 +735,81 @@ def _adam_k(p, po, ps, g, go, gs, m, mo, ms, v, vo, vs, vmax, xo, xs, w1, b2, w2
             if decoupled:
                 pi = pi * decay
             else:
-                gi = gi + wd * pi
+                gi = cuda.fma(pi, wd, gi)
         mi = m[mo + i * ms]
-        mi = mi + w1 * (gi - mi)
+        d = gi - mi
+        mi = cuda.fma(w1, d, mi) if small else cuda.fma(w1m1, d, gi)
         m[mo + i * ms] = mi
-        vi = v[vo + i * vs] * b2 + w2 * gi * gi
+        vi = cuda.fma(w2 * gi, gi, v[vo + i * vs] * b2)
         v[vo + i * vs] = vi
         if amsgrad:
             vm = vmax[xo + i * xs]
-            if vi > vm:
+            if vi != vi or vm != vm:
+                vm = vm + vi
+            elif vi > vm:
                 vm = vi
-                vmax[xo + i * xs] = vm
-            denom = math.sqrt(vm) / bc2 + eps
-        else:
-            denom = math.sqrt(vi) / bc2 + eps
-        p[po + i * ps] = pi - step_size * (mi / denom)
+            vmax[xo + i * xs] = vm
+            vi = vm
+        denom = math.sqrt(vi) / bc2 + eps
+        p[po + i * ps] = pi + (neg_step_size * mi) / denom
 
 
 def adam_step(p, g, m, v, vmax, step, lr, beta1, beta2, eps, weight_decay, decoupled, amsgrad,
               maximize):
-    """Adam / AdamW as PyTorch's single-tensor path computes it (lerp for m, addcmul for v);
-    ``step``: the step count, a host array (``optim.count_step``)."""
+    """Adam / AdamW with the CPU kernel's operations and roundings (fused multiply-adds where
+    it has them); ``step``: the step count, a host array (``optim.count_step``)."""
     t = count_step(step)
     bias1 = 1.0 - beta1 ** t
-    bias2_sqrt = math.sqrt(1.0 - beta2 ** t)
+    bias2_sqrt = (1.0 - beta2 ** t) ** 0.5
     p = from_any(p)
     dt = p.dtype
     s = _launch.scalar
+    w1 = s(dt, 1.0 - beta1)
     _launch.launch(_adam_k, p.size, *_v(p), *_v(g), *_v(m), *_v(v), *_v(vmax),
-                   s(dt, 1.0 - beta1), s(dt, beta2), s(dt, 1.0 - beta2), s(dt, weight_decay),
-                   s(dt, lr / bias1), s(dt, bias2_sqrt), s(dt, eps),
+                   w1, w1 - dt.type(1), bool(abs(w1) < 0.5), s(dt, beta2), s(dt, 1.0 - beta2),
+                   s(dt, weight_decay), s(dt, -(lr / bias1)), s(dt, bias2_sqrt), s(dt, eps),
                    s(dt, 1.0 - lr * weight_decay), weight_decay != 0, bool(decoupled),
                    bool(amsgrad), bool(maximize), p.size)
 
 
 @_launch.jit
-def _rmsprop_k(p, po, ps, g, go, gs, sq, qo, qs, buf, bo, bs, gavg, ao, as_, a, w, wd, mom, lr,
-               eps, has_wd, has_mom, centered, maximize, n):
+def _rmsprop_k(p, po, ps, g, go, gs, sq, qo, qs, buf, bo, bs, gavg, ao, as_, a, w, w_m1, small,
+               wd, mom, neg_lr, eps, has_wd, has_mom, centered, maximize, n):
     for i in range(cuda.grid(1), n, cuda.gridsize(1)):
         gi = g[go + i * gs]
         if maximize:
             gi = -gi
         pi = p[po + i * ps]
         if has_wd:
-            gi = gi + wd * pi
-        si = sq[qo + i * qs] * a + w * gi * gi
+            gi = cuda.fma(pi, wd, gi)
+        si = cuda.fma(w * gi, gi, sq[qo + i * qs] * a)
         sq[qo + i * qs] = si
         if centered:
             ga = gavg[ao + i * as_]
-            ga = ga + w * (gi - ga)
+            d = gi - ga
+            ga = cuda.fma(w, d, ga) if small else cuda.fma(w_m1, d, gi)
             gavg[ao + i * as_] = ga
-            avg = math.sqrt(si - ga * ga) + eps
+            avg = math.sqrt(cuda.fma(-ga, ga, si)) + eps
         else:
             avg = math.sqrt(si) + eps
         if has_mom:
             b = buf[bo + i * bs] * mom + gi / avg
             buf[bo + i * bs] = b
-            p[po + i * ps] = pi - lr * b
+            p[po + i * ps] = cuda.fma(b, neg_lr, pi)
         else:
-            p[po + i * ps] = pi - lr * (gi / avg)
+            p[po + i * ps] = pi + (neg_lr * gi) / avg
 
 
 def rmsprop_step(p, g, sq, buf, gavg, step, lr, alpha, eps, weight_decay, momentum, centered,
                  maximize):
+    """RMSprop with the CPU kernel's operations and roundings; ``step``: the step count, a host
+    array (``optim.count_step``)."""
     count_step(step)
     p = from_any(p)
     dt = p.dtype
     s = _launch.scalar
+    w = s(dt, 1.0 - alpha)
     _launch.launch(_rmsprop_k, p.size, *_v(p), *_v(g), *_v(sq), *_v(buf), *_v(gavg),
-                   s(dt, alpha), s(dt, 1.0 - alpha), s(dt, weight_decay), s(dt, momentum),
-                   s(dt, lr), s(dt, eps), weight_decay != 0, momentum > 0, bool(centered),
-                   bool(maximize), p.size)
+                   s(dt, alpha), w, w - dt.type(1), bool(abs(w) < 0.5), s(dt, weight_decay),
+                   s(dt, momentum), s(dt, -lr), s(dt, eps), weight_decay != 0, momentum > 0,
+                   bool(centered), bool(maximize), p.size)

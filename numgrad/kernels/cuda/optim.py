@@ -1,6 +1,7 @@
 """Fused optimizer updates on the GPU: the twin of ``numgrad.kernels.cpu.optim`` (same names,
 same arguments, over ``CudaArray`` data), one thread per element of a flat parameter and its
-state, with the CPU kernels' formulas (scalars converted to the parameter dtype first).
+state, with the CPU kernels' operations and roundings (scalars converted to the parameter
+dtype first, fused multiply-adds where those have them).
 
 The step count stays a host array beside CUDA parameters (PyTorch keeps ``state["step"]`` on
 the CPU unless ``capturable``): ``count_step`` increments it and derives the step's scalars
@@ -39,8 +40,8 @@ def _adagrad_k(p, po, ps, g, go, gs, sm, so, ss, c, wd, eps, has_wd, maximize, n
             gi = -gi
         pi = p[po + i * ps]
         if has_wd:
-            gi = gi + wd * pi
-        s = sm[so + i * ss] + gi * gi
+            gi = cuda.fma(pi, wd, gi)
+        s = cuda.fma(gi, gi, sm[so + i * ss])
         sm[so + i * ss] = s
         p[po + i * ps] = pi + (c * gi) / (math.sqrt(s) + eps)
 
