@@ -9,8 +9,8 @@ can prove it replays right; a sequence is made to catch one that replays what it
   ``training`` flag, the number of arguments;
 * programs are chains of ops that read those inputs (indexing with a tensor, ``index_select``,
   ``gather``, ``embedding``, masks, ``x[i] = v``, dims and shapes given as tuples, dropout,
-  BatchNorm), in the whole-step form (``backward()`` and an optimizer step inside) and the
-  forward form (the model compiled, its backward outside).
+  BatchNorm), in the whole-step form (``backward()``, ``clip_grad_norm_`` and an SGD, Adam or
+  AdamW step inside) and the forward form (the model compiled, its backward outside).
 """
 
 import warnings
@@ -118,11 +118,22 @@ CHANGES = ("nothing", "x", "index", "index_bad", "mask", "cfg", "attr", "dims", 
            "inplace_param")
 
 
+OPTIMIZERS = ("sgd", "adam", "adamw_clip")
+
+
 @st.composite
 def sequences(draw):
     ops = draw(st.lists(st.sampled_from(OPS), min_size=1, max_size=4))
     changes = ["nothing"] + draw(st.lists(st.sampled_from(CHANGES), min_size=3, max_size=6))
-    return ops, changes, draw(st.integers(0, 2**16))
+    return ops, changes, draw(st.integers(0, 2**16)), draw(st.sampled_from(OPTIMIZERS))
+
+
+def _optimizer(name, params):
+    if name == "sgd":
+        return numgrad.optim.SGD(params, lr=0.1, momentum=0.5)
+    if name == "adam":
+        return numgrad.optim.Adam(params, lr=0.01)
+    return numgrad.optim.AdamW(params, lr=0.01)
 
 
 def _inputs(rng):
@@ -192,11 +203,12 @@ def _args(s):
             numgrad.tensor(s["m"]), s["cfg"], s["dims"])
 
 
-def _check_sequence(ops, changes, seed, form, fuse):
+def _check_sequence(ops, changes, seed, opt_name, form, fuse):
     rng = np.random.default_rng(seed)
     eager, twin = _twins(ops, seed)
-    opt_e = numgrad.optim.SGD(eager.parameters(), lr=0.1)
-    opt_c = numgrad.optim.SGD(twin.parameters(), lr=0.1)
+    opt_e = _optimizer(opt_name, eager.parameters())
+    opt_c = _optimizer(opt_name, twin.parameters())
+    clip = opt_name.endswith("clip")
 
     def step_of(model, opt):
         def step(x, i, m, cfg, dims):
@@ -204,6 +216,8 @@ def _check_sequence(ops, changes, seed, form, fuse):
             out = model(x, i, m, cfg, dims)
             loss = (out * out).mean()
             loss.backward()
+            if clip:
+                nn.utils.clip_grad_norm_(model.parameters(), 0.5)
             opt.step()
             return loss.detach(), out.detach(), x.grad
         return step
@@ -248,16 +262,14 @@ _SETTINGS = dict(deadline=None, derandomize=True, database=None,
 @settings(max_examples=60, **_SETTINGS)
 @given(seq=sequences(), form=st.sampled_from(["step", "fwd"]))
 def test_compiled_programs_equal_eager(seq, form):
-    ops, changes, seed = seq
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        _check_sequence(ops, changes, seed, form, fuse=False)
+        _check_sequence(*seq, form, fuse=False)
 
 
 @settings(max_examples=12, **_SETTINGS)
 @given(seq=sequences(), form=st.sampled_from(["step", "fwd"]))
 def test_fused_compiled_programs_equal_eager(seq, form):
-    ops, changes, seed = seq
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        _check_sequence(ops, changes, seed, form, fuse=True)
+        _check_sequence(*seq, form, fuse=True)

@@ -326,3 +326,39 @@ def test_a_compiled_model_called_from_several_threads_gives_eager_results():
         t.join()
     assert not wrong
     assert replayed(cm)
+
+
+def test_numbers_read_from_numpy_arrays_are_guarded():
+    table = np.array([1.0, 2.0, 3.0], np.float32)
+
+    def f(x):
+        return x * float(table[0])
+
+    c = numgrad.compile(f)
+    for k in range(5):
+        if k == 3:
+            table[0] = 7.0  # in place: the same array, a new value
+        assert _same(c(X), f(X))
+    assert replayed(c)
+
+
+def test_python_random_numbers_and_the_clock_run_eagerly():
+    import random
+    import time
+
+    def f(x):
+        return x * random.random()
+
+    def g(x):
+        return x * (time.monotonic() * 0)
+
+    for fn in (f, g):
+        c = numgrad.compile(fn)
+        for _ in range(4):
+            random.seed(1)
+            want = fn(X)
+            random.seed(1)
+            assert _same(c(X), want)
+        assert not replayed(c)
+        with pytest.raises(numgrad._compile.api.CompileError, match="random|clock"):
+            numgrad.compile(fn, fullgraph=True)(X)

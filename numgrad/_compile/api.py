@@ -92,8 +92,8 @@ class CompiledFunction:
     def _call(self, fn, args, kwargs):
         try:
             reach = reachable(fn, args, kwargs)
-        except TooMuchState:
-            self._warn(f"it reaches more than {MAX_ITEMS} objects to guard")
+        except TooMuchState as exc:
+            self._warn(str(exc) or f"it reaches more than {MAX_ITEMS} objects to guard")
             return fn(*args, **kwargs)
         sig = signature(reach)
         last = self._last
@@ -218,6 +218,9 @@ class CompiledFunction:
         return result
 
     def _warn(self, why):
+        if self._fullgraph:
+            raise CompileError(f"numgrad.compile(fullgraph=True): cannot capture "
+                               f"{_name(self._orig_fn)} as one graph: {why}")
         if not self._warned:
             self._warned = True
             warnings.warn(f"numgrad.compile: {_name(self._orig_fn)} runs eagerly ({why})",

@@ -24,7 +24,9 @@ is data the tape sees made outside its kernels, which no plan replays (``tape.Ta
 
 import dis
 import functools
+import random
 import types
+import zlib
 
 import numpy as np
 
@@ -42,7 +44,8 @@ MAX_ITEMS = 200_000  # a guard larger than this is not worth its cost: the funct
 
 
 class TooMuchState(Exception):
-    """What a compiled function reaches is too large to guard at every call."""
+    """What a compiled function reaches cannot be guarded at every call (too large, or
+    numbers from Python's random module or the clock)."""
 
 
 # class -> how its instances are walked
@@ -57,6 +60,7 @@ def _kind(cls):
         from numgrad.optim.optimizer import Optimizer
         kind = ("tensor" if issubclass(cls, Tensor)
                 else "npscalar" if issubclass(cls, np.generic)
+                else "ndarray" if issubclass(cls, np.ndarray)
                 else "float" if issubclass(cls, float)
                 else "value" if issubclass(cls, _SCALARS)
                 else "module" if issubclass(cls, Module)
@@ -74,14 +78,20 @@ def _kind(cls):
     return kind
 
 
+# numgrad's objects that hold numbers a step reads: walked as a program's own objects
+_WALKED = ("numgrad.optim.lr_scheduler", "numgrad.amp")
+
+
 def _user_class(cls, objects=True):
-    """Whether ``cls`` is a program's own (not a library's or Python's): its instances'
+    """Whether ``cls`` is a program's own (not a library's or Python's), or one of numgrad's
+    helpers holding numbers (a learning-rate scheduler, a gradient scaler): its instances'
     attributes may hold the model, the optimizer, settings."""
     if issubclass(cls, (type, types.ModuleType)):
         return False
     if objects and "__dict__" not in dir(cls):
         return False
-    return (cls.__module__ or "").partition(".")[0] not in _LIBRARIES
+    module = cls.__module__ or ""
+    return module.partition(".")[0] not in _LIBRARIES or module in _WALKED
 
 
 def _user_module(m):
@@ -122,10 +132,16 @@ def _value(v, kind):
     if kind == "slice":
         return (slice, v.start, v.stop, v.step) if all(
             _kind(x.__class__) == "value" for x in (v.start, v.stop, v.step)) else (slice, None)
+    if kind == "ndarray":  # a NumPy array the program reads numbers from: by its content
+        if v.nbytes > MAX_ARRAY_BYTES or v.dtype.hasobject:
+            raise TooMuchState(f"it reaches a NumPy array of {v.nbytes} bytes, whose values "
+                               "cannot be guarded at every call")
+        return (v.__class__, v.shape, v.dtype, zlib.crc32(np.ascontiguousarray(v)))
     return (v.__class__, v)
 
 
-_PLAIN_KINDS = frozenset(("value", "float", "npscalar", "slice"))
+MAX_ARRAY_BYTES = 1 << 20
+_PLAIN_KINDS = frozenset(("value", "float", "npscalar", "slice", "ndarray"))
 
 
 class Reach:
@@ -163,6 +179,9 @@ class Reach:
                 values.append(_value(obj, kind))
                 continue
             if kind == "library":
+                if (cls is types.ModuleType and obj.__name__ in _UNGUARDABLE
+                        or getattr(obj, "__self__", None).__class__ is random.Random):
+                    raise TooMuchState(_UNGUARDED)
                 values.append(cls)
                 continue
             if kind == "function":
@@ -281,6 +300,8 @@ def _add_function(reach, fn):
         info = _CODES[id(code)] = (code, _library(fn.__module__), _global_names(code))
     if info[1]:
         return  # numgrad's own functions (and the libraries') keep no state of the program's
+    if info[2] and _unguardable(fn.__globals__, info[2], code.co_names):
+        raise TooMuchState(_UNGUARDED)
     walk = reach.walk
     if fn.__defaults__:
         walk(fn.__defaults__)
@@ -318,6 +339,24 @@ def _add_function(reach, fn):
             else:
                 plain.append(v)
         walk(plain)
+
+
+_UNGUARDABLE = ("random", "time", "secrets", "numpy.random", "datetime")
+_UNGUARDED = ("it draws numbers from Python's or NumPy's random generators or reads the clock, "
+              "which no guard can see")
+
+
+def _unguardable(g, names, attrs):
+    """Whether code naming the globals ``names`` and attributes ``attrs`` in globals ``g``
+    reaches a module whose values change from call to call on their own."""
+    for name in names:
+        v = g.get(name)
+        if v.__class__ is types.ModuleType and (
+                v.__name__ in _UNGUARDABLE or v.__name__ == "numpy" and "random" in attrs):
+            return True
+        if getattr(v, "__self__", None).__class__ is random.Random:  # from random import ...
+            return True
+    return False
 
 
 def _library(module):
