@@ -247,7 +247,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     bias = input._data
     if beta != 1:
         bias = EW.unary(EW.mul_s, bias, bias.dtype, beta)
-    EW.binary(EW.add, out_arr, bias.astype(out_arr.dtype, copy=False), out_arr.dtype,
+    EW.binary(EW.add, out_arr, A.astype(bias, out_arr.dtype), out_arr.dtype,
               (n, m), out=out_arr)
     out = _wrap(out_arr)
     if with_graph:
@@ -510,7 +510,7 @@ def _conv_forward_columns(x, w, bias, geo):
     if bias is None:
         EW.unary(EW.copy, src, out.dtype, out=out)
     else:
-        EW.binary(EW.add, src, bias.reshape(1, oc, 1).astype(out.dtype, copy=False), out.dtype,
+        EW.binary(EW.add, src, A.astype(bias.reshape(1, oc, 1), out.dtype), out.dtype,
                   out.shape, out=out)
     return out, cols
 
@@ -1212,8 +1212,8 @@ def _batch_norm_ops(x, gamma, beta, eps):
 def _batch_norm_backward_ops(g, x, gamma, mean, invstd, training, node):
     nd = x._data.ndim
     dims = (0,) + tuple(range(2, nd))
-    mu = _channel_view(_wrap(mean.astype(x._data.dtype)), nd)
-    inv = _channel_view(_wrap(invstd.astype(x._data.dtype)), nd)
+    mu = _channel_view(_wrap(A.astype(mean, x._data.dtype)), nd)
+    inv = _channel_view(_wrap(A.astype(invstd, x._data.dtype)), nd)
     xhat = ew.mul(ew.sub(x, mu), inv)
     m = x._data.size // x._data.shape[1]
     gam = _channel_view(gamma, nd) if gamma is not None else 1.0
@@ -1278,15 +1278,14 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             running_mean._bump_version()
             running_var._bump_version()
     else:
-        mean = running_mean._data.reshape(-1).astype(np.float64)
+        mean = A.astype(running_mean._data.reshape(-1), np.float64)
         invstd = A.empty(x, c, np.float64)
         K.inv_std(running_var._data.reshape(-1), float(eps), invstd)
     gam = weight._data.reshape(-1) if weight is not None else A.ones(x, c, x.dtype)
     bet = bias._data.reshape(-1) if bias is not None else A.zeros(x, c, x.dtype)
     out_arr = A.empty(x, x3.shape, x.dtype)
     K.pick(K.batch_norm_apply, K.batch_norm_apply_par, x3.size)(
-        x3, mean, invstd, gam.astype(x.dtype, copy=False), bet.astype(x.dtype, copy=False),
-        out_arr)
+        x3, mean, invstd, A.astype(gam, x.dtype), A.astype(bet, x.dtype), out_arr)
     out = _wrap(out_arr.reshape(x.shape))
     parts = (input, weight, bias)
     if state.enabled and any(t is not None and t._requires_grad for t in parts):
@@ -1404,7 +1403,7 @@ class EmbeddingBackward0(Node):
         if padding_idx is not None:
             keep = np.ones((plan.in_shape[0], 1), g._data.dtype)
             keep[padding_idx] = 0
-            gw = ew.mul(gw, _wrap(A.to_device(keep, g.device)))
+            gw = ew.mul(gw, _wrap(A.to_device(A.constant(keep), g.device)))
         return (gw,)
 
 
@@ -1445,7 +1444,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
             "Expected tensor for argument #1 'indices' to have one of the following scalar "
             f"types: Long, Int; but got {name} instead (while checking arguments for embedding)")
     n = weight._data.shape[0]
-    flat = A.contiguous(idx).reshape(-1).astype(np.int64, copy=False)
+    flat = A.astype(A.contiguous(idx).reshape(-1), np.int64)
     if flat.size and not n:
         raise RuntimeError("index_select(): self indexing axis dim should be positive")
     if flat.size and (NN.on(flat).first_outside(flat, 0, n - 1) >= 0):
@@ -1474,7 +1473,7 @@ class GeluBackward0(Node):
         if state.enabled:
             return _composite_grads(self, lambda a: _gelu_ops(a, approximate), (x,), g)
         kernel = EW.gelu_tanh_bwd if approximate == "tanh" else EW.gelu_bwd
-        return (_wrap(EW.binary(kernel, g._data, x._data.astype(g._data.dtype, copy=False),
+        return (_wrap(EW.binary(kernel, g._data, A.astype(x._data, g._data.dtype),
                                 g._data.dtype, g._data.shape)),)
 
 
@@ -1630,8 +1629,8 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     dt = _dtype.result_type(input, target)
     if not dt.is_floating_point:
         raise NotImplementedError(f"\"mse_cpu\" not implemented for '{dt._legacy}'")
-    el = EW.binary(EW.sqdiff, input._data.astype(dt.np, copy=False),
-                   target._data.astype(dt.np, copy=False), dt.np, shape)
+    el = EW.binary(EW.sqdiff, A.astype(input._data, dt.np),
+                   A.astype(target._data, dt.np), dt.np, shape)
     if reduction == "none":
         out = _wrap(el)
     else:
@@ -1919,7 +1918,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         _inplace_shape(x.shape, w_shape)
     el = EW.binary(EW.bce, x, target._data, x.dtype, x.shape)
     if weight is not None:
-        el = EW.binary(EW.mul, el, weight._data.astype(x.dtype, copy=False), x.dtype, x.shape)
+        el = EW.binary(EW.mul, el, A.astype(weight._data, x.dtype), x.dtype, x.shape)
     out = _reduced(el, reduction)
     if state.enabled and input._requires_grad:
         attach(out, BinaryCrossEntropyBackward0((edge(input), edge(target)),
@@ -1983,15 +1982,15 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     if weight is not None:
         _inplace_shape(x.shape, weight._data.shape)
     dt = tdt.np
-    x = x.astype(dt, copy=False)
+    x = A.astype(x, dt)
     t = target._data
     if pos_weight is None:
         el = EW.binary(EW.bce_logits, x, t, dt, x.shape, 1.0)
     else:
-        el = EW.ternary(EW.bce_logits_pw, x, t, pos_weight._data.astype(dt, copy=False), dt,
+        el = EW.ternary(EW.bce_logits_pw, x, t, A.astype(pos_weight._data, dt), dt,
                         x.shape)
     if weight is not None:
-        el = EW.binary(EW.mul, el, weight._data.astype(dt, copy=False), dt, x.shape)
+        el = EW.binary(EW.mul, el, A.astype(weight._data, dt), dt, x.shape)
     out = _reduced(el, reduction)
     if state.enabled and input._requires_grad:
         attach(out, BinaryCrossEntropyWithLogitsBackward0(
