@@ -5,29 +5,38 @@ ratio = time / PyTorch eager time), and the first-call cost of numgrad.compile (
 before it replays) in fresh processes with a cold and a warm kernel cache.
 
     python benchmarks/compile_report.py [--threads 1] [--torch-compile] [--only NAME ...]
-        [--no-first-calls]
+        [--no-first-calls] [--small]
+
+A numgrad.compile variant that runs eagerly (its "numgrad.compile: ... runs eagerly (...)"
+warning, on any call) is timed as it runs and its reason is printed in the row's last column
+(it may give up only after a few calls: the samples then start with a trace or two); a variant
+that raises is left out of the row ("error") with the exception beside it; "-": no such
+variant (a whole-step compile of generation, jax.jit of a workload with no JAX twin).
 """
 
 import argparse
+import contextlib
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import textwrap
+import traceback
+import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from report import _calibrate, _fmt, _time  # noqa: E402
-from workloads import WORKLOADS, available, build  # noqa: E402
+from workloads import FORWARD_ONLY, MODELS, WORKLOADS, available, build  # noqa: E402
 
 FIRST_CALLS = """
     import sys, time
     sys.path.insert(0, {here!r})
     import numgrad
     from workloads import WORKLOADS
-    run = WORKLOADS[{name!r}]("numgrad")
+    run = WORKLOADS[{name!r}]("numgrad", **{kw!r})
     compiled = numgrad.compile(run)
     t0 = time.perf_counter()
     for _ in range(3):
@@ -36,14 +45,63 @@ FIRST_CALLS = """
 """
 
 
-def first_calls(name, cache):
-    code = textwrap.dedent(FIRST_CALLS.format(here=HERE, name=name))
+def first_calls(name, cache, small=False):
+    kw = {"small": True} if small and name in MODELS else {}
+    code = textwrap.dedent(FIRST_CALLS.format(here=HERE, name=name, kw=kw))
     env = dict(os.environ, NUMGRAD_CACHE_DIR=cache, NUMGRAD_PREBUILT="0")  # compile everything
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                        timeout=900)
     if r.returncode:
         raise RuntimeError(r.stderr)
     return float(r.stdout.strip().splitlines()[-1])
+
+
+class _Notes:
+    """What a row's variants warned or raised, for its notes column: a numgrad.compile
+    variant that runs eagerly says so once, on whichever call it gives up (building, warming
+    up or timing: a plan that fails to verify is traced again, and given up only after
+    several calls). Other warnings are shown as usual, each text once per run."""
+
+    shown = set()
+
+    def __init__(self):
+        self.lines = []
+        self.failed = set()
+
+    @contextlib.contextmanager
+    def watch(self, lib):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield
+        for w in caught:
+            msg = str(w.message)
+            if msg.startswith("numgrad.compile"):
+                self.add(lib, msg.removeprefix("numgrad.compile: "))
+            elif (msg, w.category) not in self.shown:
+                self.shown.add((msg, w.category))
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+    def add(self, lib, text):
+        line = f"{lib}: {text}"
+        if line not in self.lines:
+            self.lines.append(line)
+
+
+def _build(name, lib, small, notes):
+    """``build(name, lib)`` and one more call; None when there is no such variant or it
+    raised (noted beside the row: the other variants still run)."""
+    with notes.watch(lib):
+        try:
+            run = build(name, lib, small=small)
+            if run is not None:
+                run()  # a last one-time cost (a first replay loading code) is not timed,
+                # nor does it set how many calls a sample makes
+        except Exception as exc:
+            traceback.print_exc()
+            notes.failed.add(lib)
+            notes.add(lib, f"error, {type(exc).__name__}: {exc}".splitlines()[0])
+            return None
+    return run
 
 
 def main(argv=None):
@@ -53,6 +111,8 @@ def main(argv=None):
     parser.add_argument("--torch-compile", action="store_true")
     parser.add_argument("--only", nargs="*", default=None)
     parser.add_argument("--no-first-calls", action="store_true")
+    parser.add_argument("--small", action="store_true",
+                        help="the model workloads (rows 8-12) at their reduced sizes")
     parser.add_argument("--torch-first", action="store_true",
                         help="import PyTorch before numgrad (users do both)")
     args = parser.parse_args(argv)
@@ -74,33 +134,40 @@ def main(argv=None):
     order = "PyTorch first" if args.torch_first else "numgrad first"
     print(f"{args.threads} threads, median of {args.rounds} interleaved rounds, {order}")
     header = ["workload"] + libs + [f"{lib} / torch" for lib in libs if lib != "torch"]
+    header.append("notes")
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for name in WORKLOADS:
         if args.only and name not in args.only:
             continue
-        runs = {lib: build(name, lib) for lib in libs}
-        for r in runs.values():  # a last one-time cost (a first replay loading code) is not
-            r()                  # timed, nor does it set how many calls a sample makes
-        numbers = {lib: _calibrate(r) for lib, r in runs.items()}
+        notes = _Notes()
+        runs = {lib: _build(name, lib, args.small, notes) for lib in libs}
+        runs = {lib: r for lib, r in runs.items() if r is not None}
+        numbers = {}
+        for lib, r in runs.items():
+            with notes.watch(lib):
+                numbers[lib] = _calibrate(r)
         samples = {lib: [] for lib in runs}
         for _ in range(args.rounds):
             for lib, run in runs.items():
-                samples[lib].append(_time(run, numbers[lib]))
+                with notes.watch(lib):
+                    samples[lib].append(_time(run, numbers[lib]))
         t = {lib: statistics.median(s) for lib, s in samples.items()}
-        row = [name] + [_fmt(t[lib]) for lib in libs]
-        row += [f"{t[lib] / t['torch']:.3f}" if "torch" in t else "-" for lib in libs
-                if lib != "torch"]
+        row = [name] + [_fmt(t[lib]) if lib in t else "error" if lib in notes.failed else "-"
+                        for lib in libs]
+        row += [f"{t[lib] / t['torch']:.3f}" if lib in t and "torch" in t else "-"
+                for lib in libs if lib != "torch"]
+        row.append("; ".join(notes.lines))
         print("| " + " | ".join(row) + " |", flush=True)
     print()
     if args.no_first_calls:
         return
     cache = tempfile.mkdtemp(prefix="numgrad-compile-cache-")
     for name in WORKLOADS:
-        if args.only and name not in args.only:
+        if args.only and name not in args.only or name in FORWARD_ONLY:
             continue
-        cold = first_calls(name, cache)
-        warm = first_calls(name, cache)
+        cold = first_calls(name, cache, args.small)
+        warm = first_calls(name, cache, args.small)
         print(f"first three calls of numgrad.compile({name}): cold cache {_fmt(cold)}, "
               f"warm cache {_fmt(warm)}")
 

@@ -229,6 +229,163 @@ def cnn_step(lib, batch=64, size=28, device="cpu", channels=(16, 32), forward=No
     return run
 
 
+# 8-12: models (``models.py``) --------------------------------------------------------------
+# Each takes ``small``: the same program at reduced sizes (the CI smoke run, the loss tests).
+GPT_FULL = {"n_layer": 4, "n_head": 4, "n_embd": 128, "block_size": 64}
+GPT_SMALL = {"n_layer": 2, "n_head": 2, "n_embd": 32, "block_size": 16}
+VOCAB = 65
+
+
+def _model(m, make):
+    """``make(m)`` built under ``m.manual_seed(0)``. PyTorch's copy then takes numgrad's
+    initial weights through NumPy: numgrad draws PyTorch's random numbers for the same seed,
+    but its float32 ``normal_`` differs from PyTorch's vectorized one by a few ulp (up to 5e-7
+    on N(0, 1) embeddings), and the two libraries should start from the same weights. The
+    global generator is left where the build left it (both libraries draw the same numbers
+    there: dropout's masks)."""
+    m.manual_seed(0)
+    model = make(m)
+    if m.__name__ == "torch":
+        import numgrad
+        state = numgrad.get_rng_state()
+        numgrad.manual_seed(0)
+        ours = make(numgrad).state_dict()
+        numgrad.set_rng_state(state)
+        with m.no_grad():
+            for k, v in model.state_dict().items():
+                v.copy_(m.from_numpy(np.array(ours[k].numpy())))
+    return model
+
+
+def _tokens(batch, block):
+    """A fixed batch of random token ids: inputs and the next-token targets."""
+    data = _rng().integers(0, VOCAB, (batch, block + 1))
+    return data[:, :-1], data[:, 1:]
+
+
+def _gpt_step(lib, attention, forward, small):
+    if lib not in ("numgrad", "torch"):
+        return None
+    import models
+    m = module(lib)
+    F = m.nn.functional
+    cfg = GPT_SMALL if small else GPT_FULL
+    model = _model(m, lambda m: models.gpt(m, vocab=VOCAB, attention=attention, **cfg))
+    opt = models.gpt_optimizer(m, model)
+    xs, ys = _tokens(4 if small else 16, cfg["block_size"])
+    x, y = m.tensor(xs), m.tensor(ys)
+    net = _forward(forward, model)
+
+    def run():
+        opt.zero_grad(set_to_none=True)
+        logits = net(x)
+        loss = F.cross_entropy(logits.view(-1, logits.size(-1)), y.view(-1))
+        loss.backward()
+        m.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        return loss.detach()
+    return run
+
+
+def gpt_step_sdpa(lib, forward=None, small=False):
+    """A nanoGPT-style training step (4 layers, 4 heads, 128 wide, block 64, batch 16,
+    vocab 65): attention by ``F.scaled_dot_product_attention(is_causal=True)``, AdamW with
+    weight decay on the 2-D weights, gradient norm clipped to 1."""
+    return _gpt_step(lib, "sdpa", forward, small)
+
+
+def gpt_step_manual(lib, forward=None, small=False):
+    """``gpt_step_sdpa`` with the attention written out: scaled ``q @ k^T``, the causal mask
+    (a registered buffer) by ``masked_fill(-inf)``, softmax, ``@ v``."""
+    return _gpt_step(lib, "manual", forward, small)
+
+
+def gpt_generate(lib, forward=None, small=False):
+    """Generate 100 tokens (20 when small) from a 1-token context with the sdpa GPT in eval
+    mode, batch 1, under ``no_grad``: the context cropped to the block size, the last
+    position's logits, softmax, ``multinomial`` from a generator seeded at the start of each
+    call (both libraries draw the same tokens), ``cat``. The model sees a longer sequence at
+    every token up to the block size: a compiled model meets a new shape each time."""
+    if lib not in ("numgrad", "torch"):
+        return None
+    import models
+    m = module(lib)
+    F = m.nn.functional
+    cfg = GPT_SMALL if small else GPT_FULL
+    new_tokens, block = (20 if small else 100), cfg["block_size"]
+    model = _model(m, lambda m: models.gpt(m, vocab=VOCAB, attention="sdpa", **cfg))
+    model.eval()
+    net = _forward(forward, model)
+    start = m.zeros((1, 1), dtype=m.long)
+    g = m.Generator()
+
+    def run():
+        g.manual_seed(1337)
+        idx = start
+        with m.no_grad():
+            for _ in range(new_tokens):
+                context = idx if idx.size(1) <= block else idx[:, -block:]
+                logits = net(context)[:, -1, :]
+                probs = F.softmax(logits, dim=-1)
+                idx = m.cat((idx, m.multinomial(probs, 1, generator=g)), dim=1)
+        return idx
+    return run
+
+
+def lstm_step(lib, forward=None, small=False):
+    """A char-LSTM language-model step: Embedding(65, 64), LSTM(64, 256, 2 layers,
+    batch_first), Linear(256, 65); sequence 64, batch 32, Adam(lr 2e-3)."""
+    if lib not in ("numgrad", "torch"):
+        return None
+    import models
+    m = module(lib)
+    F = m.nn.functional
+    embed, hidden, seq, batch = (16, 32, 16, 4) if small else (64, 256, 64, 32)
+    model = _model(m, lambda m: models.char_lstm(m, vocab=VOCAB, embed=embed, hidden=hidden))
+    opt = m.optim.Adam(model.parameters(), lr=2e-3)
+    xs, ys = _tokens(batch, seq)
+    x, y = m.tensor(xs), m.tensor(ys)
+    net = _forward(forward, model)
+
+    def run():
+        opt.zero_grad()
+        logits = net(x)
+        loss = F.cross_entropy(logits.reshape(-1, VOCAB), y.reshape(-1))
+        loss.backward()
+        opt.step()
+        return loss.detach()
+    return run
+
+
+def encoder_step(lib, forward=None, small=False, dropout=0.1):
+    """A 2-layer ``nn.TransformerEncoder`` (d_model 128, 4 heads, feed-forward 512, dropout
+    0.1, batch_first) on a float input (batch 16, sequence 64), a linear head to 10 classes
+    on the sequence mean, cross-entropy, Adam; train mode, so dropout draws masks from the
+    global generator (seeded once here: both libraries draw the same masks). ``dropout``:
+    its probability (the tests also run it at 0)."""
+    if lib not in ("numgrad", "torch"):
+        return None
+    import models
+    m = module(lib)
+    F = m.nn.functional
+    d_model, nhead, ff, seq, batch = (32, 2, 64, 16, 4) if small else (128, 4, 512, 64, 16)
+    model = _model(m, lambda m: models.encoder_classifier(
+        m, d_model=d_model, nhead=nhead, dim_feedforward=ff, dropout=dropout))
+    model.train()
+    opt = m.optim.Adam(model.parameters())
+    x = m.tensor(_rng().standard_normal((batch, seq, d_model)).astype(np.float32))
+    y = m.tensor(_rng().integers(0, 10, batch))
+    net = _forward(forward, model)
+
+    def run():
+        opt.zero_grad()
+        loss = F.cross_entropy(net(x), y)
+        loss.backward()
+        opt.step()
+        return loss.detach()
+    return run
+
+
 WORKLOADS = {
     "1_seeds_5x5": seeds_5x5,
     "2_seeds_2x2": seeds_2x2,
@@ -237,32 +394,52 @@ WORKLOADS = {
     "5_elementwise_1M": elementwise_1m,
     "6_cross_entropy_1024x1000": cross_entropy_1024x1000,
     "7_cnn_step_28x28_b64": cnn_step,
+    "8_gpt_step_sdpa": gpt_step_sdpa,
+    "9_gpt_step_manual": gpt_step_manual,
+    "10_gpt_generate_100": gpt_generate,
+    "11_lstm_step": lstm_step,
+    "12_encoder_step": encoder_step,
 }
 
 SMALL = ("1_seeds_5x5", "2_seeds_2x2", "3_deep_chain_200x16")
 
+# the model workloads: they take ``small`` (reduced sizes, for CI's smoke run and the tests)
+MODELS = ("8_gpt_step_sdpa", "9_gpt_step_manual", "10_gpt_generate_100", "11_lstm_step",
+          "12_encoder_step")
 
-def build(name, lib):
+# workloads with nothing to compile but a model's forward: no whole-step compiled variant
+FORWARD_ONLY = ("10_gpt_generate_100",)
+
+
+def build(name, lib, small=False):
     """``WORKLOADS[name](lib)``, where ``lib`` may also be "numgrad.compile" or "torch.compile":
     the same step compiled whole and called until it runs compiled (numgrad traces on the first
     call of a signature, checks a replay against the second and replays from the third);
     "numgrad.compile fwd" or "torch.compile fwd": the forward form, the loss function or the
     model compiled and the backward and optimizer step outside; or "jax.jit", the step written
-    for JAX (``jax_workloads.py``)."""
+    for JAX (``jax_workloads.py``). None where ``lib`` has no such variant of the workload (a
+    whole-step compile of a ``FORWARD_ONLY`` one, a workload with no JAX twin). ``small``
+    runs the ``MODELS`` at their reduced sizes."""
+    kw = {"small": True} if small and name in MODELS else {}
     base = COMPILED.get(lib)
     if base is None:
-        return WORKLOADS[name](lib)
+        return WORKLOADS[name](lib, **kw)
     if lib == "jax.jit":
         from jax_workloads import JAX
-        run = JAX[WORKLOADS[name].__name__]()
+        make = JAX.get(WORKLOADS[name].__name__)
+        if make is None:
+            return None
+        run = make()
         run()  # traced and compiled by XLA
         return run
     if lib.endswith(" fwd"):  # the forward form: the loss or model compiled, backward outside
-        run = WORKLOADS[name](base, forward=module(base).compile)
+        run = WORKLOADS[name](base, forward=module(base).compile, **kw)
         for _ in range(3):
             run()
         return run
-    run = WORKLOADS[name](base)
+    if name in FORWARD_ONLY:
+        return None
+    run = WORKLOADS[name](base, **kw)
     if run is None:
         return None
     compiled = module(base).compile(run)
