@@ -204,7 +204,17 @@ class Reach:
                 self.tensors.append(obj)
                 g = obj._grad
                 if g is not None:  # a gradient is a plain tensor
-                    self.walk((g,))
+                    at = seen.get(id(g))
+                    if at is not None:
+                        values.append(("ref", at))
+                    elif g._grad is not None:
+                        self.walk((g,))
+                    else:
+                        seen[id(g)] = self._n
+                        self._n += 1
+                        self.layouts.append(len(values))
+                        values.append(self._layout(g))
+                        self.tensors.append(g)
             elif kind == "module" or kind == "object":
                 values.append(cls)
                 self._attrs(obj)
@@ -300,8 +310,6 @@ def _add_function(reach, fn):
         info = _CODES[id(code)] = (code, _library(fn.__module__), _global_names(code))
     if info[1]:
         return  # numgrad's own functions (and the libraries') keep no state of the program's
-    if info[2] and _unguardable(fn.__globals__, info[2], code.co_names):
-        raise TooMuchState(_UNGUARDED)
     walk = reach.walk
     if fn.__defaults__:
         walk(fn.__defaults__)
@@ -309,13 +317,10 @@ def _add_function(reach, fn):
         walk((fn.__kwdefaults__,))
     closure = fn.__closure__
     if closure:
-        for cell in closure:
-            try:
-                v = cell.cell_contents
-            except ValueError:  # an empty cell
-                values.append(None)
-                continue
-            walk((v,))
+        try:
+            walk([cell.cell_contents for cell in closure])
+        except ValueError:  # an empty cell (a name not assigned yet)
+            walk([_content(cell) for cell in closure])
     names = info[2]
     if names:
         g = fn.__globals__
@@ -324,6 +329,10 @@ def _add_function(reach, fn):
             v = g.get(name, _MISSING)
             cls = v.__class__
             if cls is types.ModuleType:
+                if v.__name__ == "numpy" and "random" in code.co_names:
+                    raise TooMuchState(_UNGUARDED)  # np.random.*: a generator no guard sees
+                if v.__name__ in _UNGUARDABLE:
+                    raise TooMuchState(_UNGUARDED)
                 if _user_module(v):  # a program's settings module: the names the code reads
                     values.append(v.__name__)
                     walk(w for w in (getattr(v, a, _MISSING) for a in code.co_names)
@@ -346,17 +355,11 @@ _UNGUARDED = ("it draws numbers from Python's or NumPy's random generators or re
               "which no guard can see")
 
 
-def _unguardable(g, names, attrs):
-    """Whether code naming the globals ``names`` and attributes ``attrs`` in globals ``g``
-    reaches a module whose values change from call to call on their own."""
-    for name in names:
-        v = g.get(name)
-        if v.__class__ is types.ModuleType and (
-                v.__name__ in _UNGUARDABLE or v.__name__ == "numpy" and "random" in attrs):
-            return True
-        if getattr(v, "__self__", None).__class__ is random.Random:  # from random import ...
-            return True
-    return False
+def _content(cell):
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return _MISSING
 
 
 def _library(module):
