@@ -102,7 +102,7 @@ class Generator:
             if n % 16:
                 tail = self.uniform(16, dtype)
                 RNG.normal16(tail, mean, std)
-                _tape.record(np.copyto, flat[n - 16:], tail)
+                _tape.record(_put, flat[n - 16:], tail)
         elif n:
             if _tape.TAPE is not None:  # the pairs' second values are kept in Python
                 _tape.TAPE.unreplayable("normal draws of fewer than 16 values")
@@ -134,7 +134,7 @@ class Generator:
                 raw = self.raw(out.size)
             tmp = np.empty(out.size, np.int64)
             RNG.randint(raw, tmp, low, span)
-            _tape.record(np.copyto, out.reshape(-1), tmp)
+            _tape.record(_put, out.reshape(-1), tmp)
         return out
 
     def randperm(self, n):
@@ -157,6 +157,14 @@ def _draw(gen, n):
     if n:
         RNG.next_u32(gen._ensure(), out)
     return out
+
+
+def _put(dst, src):
+    """``dst[...] = src`` (NumPy's cast): a copy a compiled trace replays."""
+    dst[...] = src
+
+
+_put.pure = True
 
 
 def _wide(raw):

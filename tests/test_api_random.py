@@ -245,6 +245,21 @@ def test_bernoulli_out_nodes_and_dropout():
     assert res[0][4] == res[1][4]
 
 
+def test_dropout_of_a_transposed_tensor_draws_pytorchs_mask():
+    """PyTorch fills ``empty_like(input)`` (the input's memory layout) in memory order: the
+    mask of a transposed input is drawn along its memory, not along its rows."""
+    x = np.arange(1, 61, dtype=np.float32).reshape(6, 10)
+    res = []
+    for m in (ng, torch):
+        m.manual_seed(3)
+        t = m.tensor(x).t()
+        res.append([m.nn.functional.dropout(t, 0.4).numpy(),
+                    m.nn.functional.dropout(m.tensor(x).reshape(2, 3, 10).permute(2, 0, 1),
+                                            0.5).numpy()])
+    np.testing.assert_array_equal(res[0][0], res[1][0])
+    np.testing.assert_array_equal(res[0][1], res[1][1])
+
+
 @pytest.mark.parametrize("code", [
     "m.bernoulli(m.tensor([0, 1]))", "m.bernoulli(m.tensor([True]))",
     "m.bernoulli(m.tensor([0.5, 1.5]))", "m.bernoulli(m.tensor([0.5, -0.5]))",

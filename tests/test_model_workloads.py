@@ -37,12 +37,9 @@ def test_encoder_step_without_dropout_losses_are_pytorchs():
 
 
 @requires_torch
-@pytest.mark.xfail(strict=True, reason=(
-    "numgrad's dropout draws its mask in the logical order of a permuted input; PyTorch fills "
-    "empty_like(input) (the input's strides) in memory order. nn.MultiheadAttention with "
-    "batch_first returns a transposed tensor, so TransformerEncoderLayer's dropout1 draws "
-    "another mask (same seed, same count of zeros, other places)"))
 def test_encoder_step_losses_are_pytorchs():
+    """With dropout: MultiheadAttention with batch_first returns a transposed tensor, whose
+    dropout mask PyTorch draws in memory order (``empty_like``), as numgrad does."""
     np.testing.assert_allclose(_losses("12_encoder_step", "numgrad"),
                                _losses("12_encoder_step", "torch"), rtol=1e-5)
 

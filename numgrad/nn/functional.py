@@ -1142,10 +1142,15 @@ def dropout(input, p=0.5, training=True, inplace=False):
     if p == 1:
         mask = A.zeros(input._data, input._data.shape, input._data.dtype)
     else:
-        # drawn by the (host) generator: the same masks on every device for one seed
-        mask = default_generator.bernoulli(input._data.shape, 1.0 - p, input._data.dtype)
-        mask = A.to_device(mask, input.device)
+        # drawn by the (host) generator: the same masks on every device for one seed, in the
+        # memory order of ``empty_like(input)`` as PyTorch draws them (a transposed input's
+        # mask is drawn along its memory)
+        from numgrad.ops.sampling import dense_order, laid_out
+        a = input._data
+        mask = default_generator.bernoulli(a.size, 1.0 - p, a.dtype)
         EW.unary(EW.mul_s, mask, mask.dtype, 1.0 / (1.0 - p), out=mask)
+        perm = dense_order(a) if a.__class__ is np.ndarray else list(range(a.ndim))
+        mask = A.to_device(laid_out(mask, a.shape, perm), input.device)
     if inplace:
         return input.mul_(_wrap(mask))
     return ew.mul(input, _wrap(mask))
