@@ -17,9 +17,17 @@ def cuda_array():
     return CudaArray
 
 
+def new(shape, dtype):
+    """``np.empty(shape, dtype)`` for a kernel to write (a compiled trace knows its content
+    means nothing: ``tape.uninit``)."""
+    a = np.empty(shape, dtype)
+    return a if _tape.TAPE is None else _tape.uninit(a)
+
+
 def empty(like, shape, dtype):
     if like.__class__ is ndarray:
-        return np.empty(shape, dtype)
+        a = np.empty(shape, dtype)
+        return a if _tape.TAPE is None else _tape.uninit(a)
     return like.__class__.empty(shape, dtype)
 
 

@@ -6,6 +6,7 @@ import os
 
 import numpy as np
 
+from numgrad import _arrays
 from numgrad._compile import tape as _tape
 from numgrad.kernels import LazyKernels
 
@@ -80,7 +81,7 @@ class Generator:
         if low > high:
             raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                                f"from={low:g} > to={high:g}")
-        out = np.empty(shape, dtype)
+        out = _arrays.new(shape, dtype)
         n = out.size
         wide = out.dtype == np.float64
         raw = self.raw(n * (2 if wide else 1))
@@ -91,7 +92,7 @@ class Generator:
     def normal(self, shape, dtype, mean=0.0, std=1.0):
         if not std >= 0.0:
             raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
-        out = np.empty(shape, dtype)
+        out = _arrays.new(shape, dtype)
         n = out.size
         flat = out.reshape(-1)
         if n >= 16:
@@ -114,7 +115,7 @@ class Generator:
                     self._next_normal = None
                     continue
                 u = self.uniform(2, np.float64)
-                pair = np.empty(2, np.float64)
+                pair = _arrays.new(2, np.float64)
                 RNG.normal_small(u, pair, 0.0, 1.0)
                 vals.append(pair[0])
                 self._next_normal = pair[1]
@@ -122,7 +123,7 @@ class Generator:
         return out
 
     def randint(self, low, high, shape, dtype):
-        out = np.empty(shape, dtype)
+        out = _arrays.new(shape, dtype)
         span = high - low
         if span <= 0:
             raise RuntimeError(
@@ -132,13 +133,13 @@ class Generator:
                 raw = _tape.record(_wide, self.raw(2 * out.size))
             else:
                 raw = self.raw(out.size)
-            tmp = np.empty(out.size, np.int64)
+            tmp = _arrays.new(out.size, np.int64)
             RNG.randint(raw, tmp, low, span)
             _tape.record(_put, out.reshape(-1), tmp)
         return out
 
     def randperm(self, n):
-        out = np.empty(n, np.int64)
+        out = _arrays.new(n, np.int64)
         if n:
             RNG.randperm(self.raw(n - 1), out)
         return out
@@ -146,14 +147,14 @@ class Generator:
     def bernoulli(self, shape, p, dtype):
         if not 0.0 <= p <= 1.0:
             raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p:g}")
-        out = np.empty(shape, dtype)
+        out = _arrays.new(shape, dtype)
         if out.size:
             RNG.bernoulli(self.raw(2 * out.size), out.reshape(-1), p)
         return out
 
 
 def _draw(gen, n):
-    out = np.empty(n, np.uint32)
+    out = _arrays.new(n, np.uint32)
     if n:
         RNG.next_u32(gen._ensure(), out)
     return out

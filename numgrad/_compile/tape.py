@@ -45,10 +45,7 @@ class Tape:
         self.outside = {}
         self._keep = []  # what ``outside`` and ``produced`` name stays alive (ids are reused)
         self.generators = {}  # id -> the random generators recorded draws read (``record_draw``)
-        # id -> array: memory ``np.empty`` gave during the trace, filled with 0xff bytes, so
-        # that an array a call leaves as it found it is known to be either unwritten memory or
-        # an output that holds those bytes, rather than values written outside the tape
-        self.uninit = {}
+        self.uninit = {}  # id -> array: memory allocated for a kernel to write (``uninit``)
 
     def _snapshot(self, args, new):
         for a in args:
@@ -160,28 +157,17 @@ def _canary(r):
     return not (b != 255).any()
 
 
-def _traced_empty(*args, **kwargs):
-    a = _EMPTY[0](*args, **kwargs)
-    _fill_new(a)
-    return a
-
-
-def _traced_empty_like(*args, **kwargs):
-    a = _EMPTY[1](*args, **kwargs)
-    _fill_new(a)
-    return a
-
-
-def _fill_new(a):
+def uninit(a):
+    """Register ``a``, just allocated (``np.empty``) for a kernel to write, as memory whose
+    content means nothing: filled with 0xff bytes during a trace, so that a call leaving it as
+    it was is known to write it or not to read it, never to read values made outside the tape
+    (``numgrad._arrays.new``). Returns ``a``."""
     tape = TAPE
-    if tape is not None and a.nbytes and not a.dtype.hasobject and \
-            threading.get_ident() == tape.thread and (a.flags.c_contiguous or
-                                                      a.flags.f_contiguous):
+    if tape is not None and a.nbytes and threading.get_ident() == tape.thread and (
+            a.flags.c_contiguous or a.flags.f_contiguous):
         a.reshape(-1, order="A").view(np.uint8).fill(255)
         tape.uninit[id(a)] = a
-
-
-_EMPTY = [np.empty, np.empty_like]
+    return a
 
 
 def _digest(r):
@@ -244,7 +230,6 @@ def start():
     _NUMBA_CALL = Dispatcher.__call__
     TAPE = Tape()
     CPUDispatcher.__call__ = _recording_call
-    np.empty, np.empty_like = _traced_empty, _traced_empty_like
     _CUDA[0] = cuda_tape.install(TAPE)
     return TAPE
 
@@ -256,7 +241,6 @@ def stop():
     global TAPE
     from numba.core.registry import CPUDispatcher
     try:
-        np.empty, np.empty_like = _EMPTY
         del CPUDispatcher.__call__
     finally:
         try:

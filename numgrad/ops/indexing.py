@@ -236,7 +236,7 @@ def _plan(x_shape, adv, wrap=True, check=True):
                     f"The shape of the mask {list(a.shape)} at index {bad} does not match the "
                     f"shape of the indexed tensor {list(x_shape)} at index {d + bad}")
             pos = IDX.mask_positions(_arrays.contiguous(a).reshape(-1))
-            multi = np.empty((max(k, 1), pos.size), np.int64)
+            multi = _arrays.new((max(k, 1), pos.size), np.int64)
             if k:
                 IDX.unravel(pos, _arrays.sizes(mshape), multi)
             for j in range(k):
@@ -278,7 +278,7 @@ def _plan(x_shape, adv, wrap=True, check=True):
     plan.n = int(np.prod(pshape[s:s + k], dtype=np.int64))
     plan.inner = int(np.prod(pshape[s + k:], dtype=np.int64))
     plan.out_shape = tuple(pshape[:s]) + tuple(bshape) + tuple(pshape[s + k:])
-    flat = plan.flat = np.empty(m, np.int64)
+    flat = plan.flat = _arrays.new(m, np.int64)
     bad_row, bad_col = IDX.linearize(idx, sizes, flat, wrap)
     # PyTorch checks indices as its kernel reads them: none when no element is read
     plan.bad = None
@@ -397,7 +397,7 @@ def _check_select_kernel(a, size):
     dim 1, with their messages."""
     if size == 0:
         raise RuntimeError("index_select(): self indexing axis dim should be positive")
-    flat = np.empty(a.size, np.int64)
+    flat = _arrays.new(a.size, np.int64)
     _, bad = IDX.linearize(_arrays.host_step(_stack_indices, [a], a.shape),
                            _arrays.sizes([size]),
                            flat, False)
@@ -423,7 +423,7 @@ def nonzero(input, *, as_tuple=False):
         return tuple(t.cuda() for t in r) if as_tuple else r.cuda()
     a = input._data
     pos = IDX.mask_positions(EW.unary(EW.ne_s, a, np.bool_, 0).reshape(-1))
-    multi = np.empty((max(a.ndim, 1), pos.size), np.int64)
+    multi = _arrays.new((max(a.ndim, 1), pos.size), np.int64)
     if a.ndim:
         IDX.unravel(pos, _arrays.sizes(a.shape), multi)
     if as_tuple:

@@ -44,7 +44,7 @@ def broadcast_to_shape(g, shape, scale=1):
     a fresh array, so the engine can hand it to a leaf without copying."""
     gd = g._data
     cpu = gd.__class__ is np.ndarray
-    out_arr = np.empty(shape, gd.dtype) if cpu else _arrays.empty(gd, shape, gd.dtype)
+    out_arr = _arrays.new(shape, gd.dtype) if cpu else _arrays.empty(gd, shape, gd.dtype)
     if gd.ndim == 0 and out_arr.size and cpu:
         # the usual case (sum/mean of everything) on the CPU: a fill
         EW.fill_scaled(gd.reshape(1), out_arr.reshape(-1), float(scale))

@@ -28,6 +28,7 @@ import warnings
 
 import numpy as np
 
+from numgrad import _arrays
 from numgrad._shape import broadcast_shapes
 from numgrad.autograd.grad_mode import no_grad
 from numgrad.autograd.graph import Node
@@ -250,7 +251,7 @@ def flat1(kernel, xd, p=0.0, q=0.0):
     """Unary kernel on C-contiguous data ``xd`` into a new array of its shape and dtype."""
     if xd.__class__ is not _ND:  # CUDA data: the launcher picks the GPU kernels
         return EW.unary(kernel, xd, xd.dtype, p, q)
-    out = np.empty(xd.shape, xd.dtype)
+    out = _arrays.new(xd.shape, xd.dtype)
     n = out.size
     if n:
         (kernel.flat if n < EW.PARALLEL_MIN else kernel.flat_par)(xd.ravel(), out.ravel(), p, q)
@@ -261,7 +262,7 @@ def flat2(kernel, ad, bd, p=0.0, q=0.0):
     """Binary kernel on C-contiguous data of one shape and dtype into a new array."""
     if ad.__class__ is not _ND or bd.__class__ is not _ND:
         return EW.binary(kernel, ad, bd, ad.dtype, ad.shape, p, q)
-    out = np.empty(ad.shape, ad.dtype)
+    out = _arrays.new(ad.shape, ad.dtype)
     n = out.size
     if n:
         (kernel.flat if n < EW.PARALLEL_MIN else kernel.flat_par)(

@@ -112,7 +112,7 @@ def _uniform_count(n, wide):
 def exponential_draws(g, n, dt, lambd=1.0):
     """``n`` exponential variates of rate ``lambd`` in NumPy dtype ``dt``."""
     half = np.dtype(dt).itemsize < 4  # float16/bfloat16: computed in float64, then rounded
-    out = np.empty(n, np.float64 if half else dt)
+    out = _arrays.new(n, np.float64 if half else dt)
     if n:
         SMP.exponential(g.raw(2 * n), out, float(lambd))
     return out.astype(dt) if half else out
@@ -220,7 +220,7 @@ def _bernoulli_tensor_draw(g, p, shape, perm, dt=np.float64):
     pe = np.broadcast_to(pd, shape).transpose(perm)
     flat = np.ascontiguousarray(pe).reshape(-1)
     wide = pd.dtype == np.float64
-    out = np.empty(flat.size, dt)
+    out = _arrays.new(flat.size, dt)
     if out.size:
         SMP.bernoulli_tensor(g.raw(_uniform_count(out.size, wide)), flat, out, wide)
     return laid_out(out, shape, perm)
@@ -330,7 +330,7 @@ def sample_multinomial(input, n, replacement, g):
         a = input.cpu()._data
     rows = a.shape[0] if a.ndim == 2 else 1
     cats = a.shape[-1]
-    res = np.empty((rows, n), np.int64)
+    res = _arrays.new((rows, n), np.int64)
     if not a.size:
         if replacement and not cats and rows:
             raise RuntimeError(_AMINMAX)

@@ -62,8 +62,8 @@ def _run_lines(input, d, m, kernel, *args):
     host = _arrays.host(x)
     is_bool = host.dtype == np.bool_
     x3 = _line_view(host.view(np.uint8) if is_bool else host, d)
-    vals = np.empty((x3.shape[0], m, x3.shape[2]), x3.dtype)
-    idx = np.empty(vals.shape, np.int64)
+    vals = _arrays.new((x3.shape[0], m, x3.shape[2]), x3.dtype)
+    idx = _arrays.new(vals.shape, np.int64)
     if vals.size:
         kernel(x3, vals, idx, *args)
     shape = list(x.shape)
@@ -453,7 +453,7 @@ def _check_bins(bins):
 def _edges(lo, hi, bins, dt):
     """``linspace(lo, hi, bins + 1)`` in dtype ``dt`` with PyTorch's formula (PyTorch's
     vectorized loop can round blocks of 32 or more float32 edges 1 ulp differently)."""
-    e = np.empty(bins + 1, dt)
+    e = _arrays.new(bins + 1, dt)
     SEL.linspace_into(e, dt.type(lo), dt.type(hi), _arrays.constant(np.arange(bins + 1, dtype=dt)))
     return e
 
