@@ -362,3 +362,22 @@ def test_python_random_numbers_and_the_clock_run_eagerly():
         assert not replayed(c)
         with pytest.raises(numgrad._compile.api.CompileError, match="random|clock"):
             numgrad.compile(fn, fullgraph=True)(X)
+
+
+def test_a_trace_on_a_cold_kernel_cache_compiles_its_kernels(tmp_path):
+    """A kernel compiled for the first time in the middle of a trace compiles as it would
+    eagerly (a trace once replaced np.empty, which Numba then failed to type)."""
+    import subprocess
+    import sys
+    code = ("import numgrad, warnings\n"
+            "warnings.simplefilter('error')\n"
+            "f = numgrad.compile(lambda x: (x.exp() * numgrad.tensor([1.0, 2.0])).sum())\n"
+            "x = numgrad.ones(2)\n"
+            "print([f(x).item() for _ in range(3)])\n")
+    env = dict(__import__("os").environ, NUMGRAD_CACHE_DIR=str(tmp_path),
+               NUMGRAD_PREBUILT="0", NUMGRAD_BACKGROUND_COMPILE="0")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    value = float(np.float32(np.e) * 3)
+    assert out.stdout.strip() == str([value] * 3)
