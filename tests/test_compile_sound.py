@@ -303,6 +303,19 @@ def test_a_tensor_made_from_a_numpy_array_inside_the_function_is_not_frozen():
         assert _same(c(X), f(X))
 
 
+def test_host_values_held_where_the_guard_does_not_look_are_not_frozen():
+    import types
+    holder = types.SimpleNamespace(a=np.ones(3, np.float32))  # a library object: not walked
+
+    def f(x):
+        return x + numgrad.from_numpy(holder.a)
+
+    c = numgrad.compile(f)
+    for k in range(5):
+        holder.a = np.full(3, float(max(k, 2)), np.float32)
+        assert _same(c(X), f(X))
+
+
 def test_a_compiled_model_called_from_several_threads_gives_eager_results():
     numgrad.manual_seed(0)
     m = nn.Sequential(nn.Linear(3, 16), nn.Tanh(), nn.Linear(16, 2))

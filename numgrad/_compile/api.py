@@ -189,9 +189,11 @@ class CompiledFunction:
         try:
             if cuda and rec is not None:
                 plan = _forward.CudaForwardPlan(t.calls, split, pre, post, result, rec,
-                                                fuse=entry.fuse)
+                                                fuse=entry.fuse,
+                                                trusted=set(t.constants) | t.produced)
             elif cuda:
-                plan = CudaPlan(t.calls, pre, post, result, detach=t.ran_backward, fuse=entry.fuse)
+                plan = CudaPlan(t.calls, pre, post, result, detach=t.ran_backward, fuse=entry.fuse,
+                                trusted=set(t.constants) | t.produced)
             elif rec is not None:
                 plan = _forward.ForwardPlan(t.calls, split, pre, post, result, t, rec,
                                             fuse=entry.fuse)

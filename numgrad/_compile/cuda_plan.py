@@ -250,12 +250,14 @@ class CudaPlan:
     fresh = ()  # (no fresh buffer starts from traced content: ``api`` retries none)
     fused = None
 
-    def __init__(self, calls, pre, post, result, detach=False, fuse=True):
+    def __init__(self, calls, pre, post, result, detach=False, fuse=True, trusted=None):
         """``calls`` from the tape; ``pre``/``post`` the reachable tensors' (data, grad,
         version) before and after the traced run; ``result`` what the function returned;
         ``detach``: it ran its own backward (a result that requires grad is replayed
         detached); ``fuse``: runs of elementwise launches become one kernel
-        (``cuda_fuse.py``)."""
+        (``cuda_fuse.py``); ``trusted``: ids of the host arrays (other than reachable CPU
+        tensors) a copy to the GPU may replay with their traced content: constants made from
+        Python values, values read from the GPU (checked at each replay)."""
         externals = [d for d, _, _ in pre]
         slots = _Slots(externals)
         steps = []
@@ -266,8 +268,12 @@ class CudaPlan:
             elif cls is Alloc:
                 steps.append([ALLOC, slots.made(event.buf), event.buf.size, event.buf.dtype])
             elif cls is Upload:
-                steps.append([UPLOAD, slots.made(event.buf), event.content,
-                              _host_source(event.source, externals)])
+                source = _host_source(event.source, externals)
+                if source is None and trusted is not None and event.source.size and \
+                        id(root(event.source)) not in trusted:
+                    raise Unplannable("a copy to the GPU read host values computed outside the "
+                                      "recorded work")
+                steps.append([UPLOAD, slots.made(event.buf), event.content, source])
             elif cls is Read:
                 steps.append([READ, slots.locate(event.buf), event.offset, event.shape,
                               event.strides, event.value])

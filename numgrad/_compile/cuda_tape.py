@@ -120,6 +120,8 @@ def _to_host(self):
     value = _inner(_ORIG["to_host"], self)
     if tape is not None:
         tape.calls.append(Read(self, value.copy()))
+        tape.produced.add(id(value))  # host values a replay checks (a guard): not "outside"
+        tape._keep.append(value)
     return value
 
 

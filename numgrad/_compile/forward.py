@@ -316,7 +316,7 @@ class CudaForwardPlan:
     fused = None
     pool = None
 
-    def __init__(self, calls, split, pre, mid, result, rec, fuse=True):
+    def __init__(self, calls, split, pre, mid, result, rec, fuse=True, trusted=None):
         from numgrad.kernels.cuda.array import CudaArray
         n = len(pre)
         mids = [d for d, _, _ in mid]
@@ -330,11 +330,12 @@ class CudaForwardPlan:
         saved = [CudaArray(b, 0, (b.size,), (1,)) for key, b in made.items()
                  if key in read and key not in known]
         ext = [(d, None, 0) for d in mids + saved + rec.gouts]
-        bwd = CudaPlan(calls[split:], ext, ext, tuple(rec.grads), detach=True, fuse=fuse)
+        bwd = CudaPlan(calls[split:], ext, ext, tuple(rec.grads), detach=True, fuse=fuse,
+                       trusted=trusted)
         if any(step[0] is READ for step in bwd.steps):
             raise Unplannable("its backward depends on tensor values")
         self.fwd = CudaPlan(calls[:split], pre, mid, (result, tuple(saved)), detach=True,
-                            fuse=fuse)
+                            fuse=fuse, trusted=trusted)
         self.bwd = bwd
         if self.fwd.fused or bwd.fused:  # a failed verification retries without fusion
             self.fused = (self.fwd.fused or 0) + (bwd.fused or 0)

@@ -570,3 +570,21 @@ def test_forward_form_create_graph_gradients_cannot_be_differentiated_again():
     assert g.grad_fn.name() == "CompiledFunctionBackwardBackward"
     with pytest.raises(RuntimeError, match=DOUBLE_BACKWARD):
         g.sum().backward()
+
+
+def test_a_copy_to_the_gpu_of_host_values_nothing_guards_is_not_replayed():
+    """Host memory the guard does not see (a NumPy array held by a library object) copied to
+    the GPU inside the function: its values are read at every call, never replayed."""
+    import types
+    holder = types.SimpleNamespace(a=np.ones(3, np.float32))
+
+    def f(x):
+        return x + numgrad.from_numpy(holder.a).cuda()
+
+    compiled = numgrad.compile(f)
+    x = _cuda([1.0, 2.0, 3.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for k in range(5):
+            holder.a = np.full(3, float(max(k, 2)), np.float32)
+            assert _bits(compiled(x)) == _bits(f(x))
