@@ -303,17 +303,52 @@ def test_a_tensor_made_from_a_numpy_array_inside_the_function_is_not_frozen():
         assert _same(c(X), f(X))
 
 
-def test_host_values_held_where_the_guard_does_not_look_are_not_frozen():
+def test_settings_objects_of_other_libraries_are_guarded():
+    import argparse
     import types
-    holder = types.SimpleNamespace(a=np.ones(3, np.float32))  # a library object: not walked
+    ns = types.SimpleNamespace(scale=2.0)
+    args = argparse.Namespace(shift=1.0)
+    f = numgrad.compile(lambda x: x * ns.scale + args.shift)
+    for k in range(5):
+        if k == 3:
+            ns.scale, args.shift = 5.0, -1.0
+        assert _same(f(X), X * ns.scale + args.shift)
+    assert replayed(f)
+
+    class Slotted:
+        __slots__ = ("scale",)
+
+    slotted = Slotted()
+    slotted.scale = 2.0
+    h = numgrad.compile(lambda x: x * slotted.scale)
+    for k in range(5):
+        if k == 3:
+            slotted.scale = 3.0
+        assert _same(h(X), X * slotted.scale)
+    assert replayed(h)
+    rng = np.random.default_rng(0)
+    g = numgrad.compile(lambda x: x * float(rng.random()))
+    for _ in range(3):
+        g(X)
+    assert not replayed(g)
+
+
+def test_host_values_held_where_the_guard_does_not_look_are_not_frozen():
+    """A memoryview is one of Python's objects, not walked: the array viewing it is memory no
+    recorded call wrote, so the trace refuses to replay it."""
+    state = {"view": memoryview(np.ones(3, np.float32))}
 
     def f(x):
-        return x + numgrad.from_numpy(holder.a)
+        return x + numgrad.from_numpy(np.asarray(state["view"]))
 
     c = numgrad.compile(f)
-    for k in range(5):
-        holder.a = np.full(3, float(max(k, 2)), np.float32)
-        assert _same(c(X), f(X))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for k in range(5):
+            state["view"] = memoryview(np.full(3, float(max(k, 2)), np.float32))
+            assert _same(c(X), f(X))
+    assert not replayed(c)
+    assert any("read values computed outside" in str(w.message) for w in caught)
 
 
 def test_a_compiled_model_called_from_several_threads_gives_eager_results():

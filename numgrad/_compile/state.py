@@ -71,7 +71,8 @@ def _kind(cls):
                 else "method" if cls is types.MethodType
                 else "function" if cls is types.FunctionType
                 else "partial" if issubclass(cls, functools.partial)
-                else "object" if _user_class(cls)
+                else "unguardable" if issubclass(cls, _GENERATORS)
+                else "object" if _walked_class(cls)
                 else "callable" if _user_class(cls, objects=False) and callable(cls)
                 else "library")
         _KINDS[cls] = kind
@@ -92,6 +93,39 @@ def _user_class(cls, objects=True):
         return False
     module = cls.__module__ or ""
     return module.partition(".")[0] not in _LIBRARIES or module in _WALKED
+
+
+# objects whose attributes are not the program's state: numgrad's internals (a generator's
+# draws are recorded steps, nodes and kernels hold no program values) and Python's machinery
+_NOT_WALKED = ("numgrad._compile", "numgrad.kernels", "numgrad.autograd", "numgrad.random",
+               "numba", "builtins", "typing", "abc", "enum", "threading", "weakref",
+               "contextlib", "warnings", "logging", "io", "_io", "importlib")
+
+
+def _walked_class(cls):
+    """Whether instances of ``cls`` have their attributes walked: the program's objects and
+    other libraries' (a number a step reads from one is guarded), not numgrad's internals or
+    Python's machinery."""
+    if issubclass(cls, (type, types.ModuleType)) or not ("__dict__" in dir(cls) or
+                                                         _slots(cls)):
+        return False
+    module = cls.__module__ or ""
+    return not any(module == m or module.startswith(m + ".") for m in _NOT_WALKED)
+
+
+_SLOTS = {}
+
+
+def _slots(cls):
+    """The names of the slots a class without ``__dict__`` declares (its MRO's)."""
+    names = _SLOTS.get(cls)
+    if names is None:
+        names = []
+        for klass in cls.__mro__:
+            slots = vars(klass).get("__slots__", ())
+            names += [slots] if isinstance(slots, str) else list(slots)
+        names = _SLOTS[cls] = tuple(n for n in dict.fromkeys(names) if n != "__weakref__")
+    return names
 
 
 def _user_module(m):
@@ -180,10 +214,12 @@ class Reach:
                 continue
             if kind == "library":
                 if (cls is types.ModuleType and obj.__name__ in _UNGUARDABLE
-                        or getattr(obj, "__self__", None).__class__ is random.Random):
+                        or isinstance(getattr(obj, "__self__", None), _GENERATORS)):
                     raise TooMuchState(_UNGUARDED)
                 values.append(cls)
                 continue
+            if kind == "unguardable":
+                raise TooMuchState(_UNGUARDED)
             if kind == "function":
                 _add_function(self, obj)
                 continue
@@ -272,10 +308,12 @@ class Reach:
                 _add_function(self, f)
 
     def _attrs(self, obj):
-        d = obj.__dict__
+        cls = obj.__class__
+        d = getattr(obj, "__dict__", None)
+        if d is None:
+            d = {k: getattr(obj, k, _MISSING) for k in _slots(cls)}
         self.values.append(tuple(d))
         self.walk(d.values())
-        cls = obj.__class__
         names, functions = _class_parts(cls)
         if names:
             self.walk(getattr(cls, k, None) for k in names if k not in d)
@@ -351,6 +389,7 @@ def _add_function(reach, fn):
 
 
 _UNGUARDABLE = ("random", "time", "secrets", "numpy.random", "datetime")
+_GENERATORS = (random.Random, np.random.Generator, np.random.RandomState)
 _UNGUARDED = ("it draws numbers from Python's or NumPy's random generators or reads the clock, "
               "which no guard can see")
 
