@@ -429,3 +429,26 @@ def test_a_trace_on_a_cold_kernel_cache_compiles_its_kernels(tmp_path):
     assert out.returncode == 0, out.stderr
     value = float(np.float32(np.e) * 3)
     assert out.stdout.strip() == str([value] * 3)
+
+
+def test_numbers_in_deques_arrays_and_byte_buffers_are_guarded():
+    import array
+    import collections
+    dq = collections.deque([1.0, 2.0])
+    ar = array.array("f", [3.0])
+    ba = bytearray(b"\x01")
+    mv = memoryview(np.ones(2, np.float32))
+
+    def f(x):
+        return x * dq[-1] + ar[0] + ba[0] + float(np.asarray(mv)[0])
+
+    c = numgrad.compile(f)
+    for k in range(7):
+        if k == 3:
+            dq.append(5.0)
+            ar[0] = 4.0
+        if k == 5:
+            ba[0] = 7
+            np.asarray(mv)[0] = 9.0
+        assert _same(c(X), f(X))
+    assert replayed(c)

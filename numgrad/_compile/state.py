@@ -22,6 +22,8 @@ NumPy, numgrad itself) are not walked: a tensor made from a NumPy array inside t
 is data the tape sees made outside its kernels, which no plan replays (``tape.Tape.outside``).
 """
 
+import array
+import collections
 import dis
 import functools
 import random
@@ -60,12 +62,12 @@ def _kind(cls):
         from numgrad.optim.optimizer import Optimizer
         kind = ("tensor" if issubclass(cls, Tensor)
                 else "npscalar" if issubclass(cls, np.generic)
-                else "ndarray" if issubclass(cls, np.ndarray)
+                else "ndarray" if issubclass(cls, (np.ndarray, bytearray, memoryview))
                 else "float" if issubclass(cls, float)
                 else "value" if issubclass(cls, _SCALARS)
                 else "module" if issubclass(cls, Module)
                 else "optimizer" if issubclass(cls, Optimizer)
-                else "seq" if issubclass(cls, (list, tuple))
+                else "seq" if issubclass(cls, (list, tuple, collections.deque, array.array))
                 else "map" if issubclass(cls, dict)
                 else "set" if issubclass(cls, (set, frozenset))
                 else "method" if cls is types.MethodType
@@ -167,6 +169,8 @@ def _value(v, kind):
         return (slice, v.start, v.stop, v.step) if all(
             _kind(x.__class__) == "value" for x in (v.start, v.stop, v.step)) else (slice, None)
     if kind == "ndarray":  # a NumPy array the program reads numbers from: by its content
+        if v.__class__ is not np.ndarray:  # a bytearray or memoryview: its bytes
+            v = np.frombuffer(v, np.uint8) if v.__class__ is bytearray else np.asarray(v)
         if v.nbytes > MAX_ARRAY_BYTES or v.dtype.hasobject:
             raise TooMuchState(f"it reaches a NumPy array of {v.nbytes} bytes, whose values "
                                "cannot be guarded at every call")
