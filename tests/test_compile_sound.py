@@ -452,3 +452,22 @@ def test_numbers_in_deques_arrays_and_byte_buffers_are_guarded():
             np.asarray(mv)[0] = 9.0
         assert _same(c(X), f(X))
     assert replayed(c)
+
+
+def test_builtin_functions_ufuncs_and_modules_reached_are_compared_by_identity():
+    import math
+    cfg = {"f": math.exp, "g": np.exp, "lib": numgrad.nn.functional}
+
+    def f(x):
+        return cfg["lib"].relu(x - 1) * cfg["f"](1.0) + float(cfg["g"](0.5))
+
+    c = numgrad.compile(f)
+    for k in range(7):
+        if k == 3:
+            cfg["f"] = math.log1p
+        if k == 4:
+            cfg["g"] = np.log1p
+        if k == 5:
+            cfg["lib"] = numgrad  # numgrad.relu: the same values, another module
+        assert _same(c(X), f(X))
+    assert replayed(c)

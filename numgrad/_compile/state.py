@@ -45,6 +45,23 @@ _LIBRARIES = ("numgrad", "numpy", "numba", "builtins", "torch", "jax", "collecti
 MAX_ITEMS = 200_000  # a guard larger than this is not worth its cost: the function runs eagerly
 
 
+class Same:
+    """An object the guard compares by identity (a module, a builtin function, a ufunc, an
+    object it does not look into): equal only to itself, and kept alive with the signature,
+    so its id cannot be reused."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __eq__(self, other):
+        return other.__class__ is Same and other.obj is self.obj
+
+    def __hash__(self):
+        return id(self.obj)
+
+
 class TooMuchState(Exception):
     """What a compiled function reaches cannot be guarded at every call (too large, or
     numbers from Python's random module or the clock)."""
@@ -220,7 +237,7 @@ class Reach:
                 if (cls is types.ModuleType and obj.__name__ in _UNGUARDABLE
                         or isinstance(getattr(obj, "__self__", None), _GENERATORS)):
                     raise TooMuchState(_UNGUARDED)
-                values.append(cls)
+                values.append(Same(obj))  # a module, a builtin function, a ufunc: by identity
                 continue
             if kind == "unguardable":
                 raise TooMuchState(_UNGUARDED)
@@ -375,8 +392,8 @@ def _add_function(reach, fn):
                     raise TooMuchState(_UNGUARDED)  # np.random.*: a generator no guard sees
                 if v.__name__ in _UNGUARDABLE:
                     raise TooMuchState(_UNGUARDED)
+                values.append(Same(v))
                 if _user_module(v):  # a program's settings module: the names the code reads
-                    values.append(v.__name__)
                     walk(w for w in (getattr(v, a, _MISSING) for a in code.co_names)
                          if w is not _MISSING and w.__class__ is not types.ModuleType)
             elif cls is type:
