@@ -50,6 +50,10 @@ LAYERS = [
     ("lstm_proj_2layers_bidir", lambda m: m.LSTM(4, 5, 2, bidirectional=True, proj_size=2),
      (5, 2, 4), None),
     ("lstm_dropout_eval", lambda m: m.LSTM(4, 5, 2, dropout=0.5).eval(), (6, 3, 4), None),
+    ("lstm_odd_sizes_2layers_bidir_batch_first",
+     lambda m: m.LSTM(13, 33, 2, batch_first=True, bidirectional=True), (7, 9, 13),
+     [(4, 7, 33), (4, 7, 33)]),
+    ("lstm_one_step", lambda m: m.LSTM(4, 5), (1, 3, 4), [(1, 3, 5), (1, 3, 5)]),
     ("gru", lambda m: m.GRU(4, 5), (6, 3, 4), None),
     ("gru_hx_2layers", lambda m: m.GRU(4, 5, 2), (6, 3, 4), [(2, 3, 5)]),
     ("gru_bidir_batch_first", lambda m: m.GRU(4, 5, 2, batch_first=True, bidirectional=True),
@@ -291,6 +295,9 @@ def _functional(mod, names, x, hx, params):
 
 @pytest.mark.parametrize("make,n_states", [
     (lambda: nn.LSTM(2, 3, bidirectional=True, proj_size=2), 2),
+    (lambda: nn.LSTM(2, 3, bidirectional=True), 2),
+    (lambda: nn.LSTM(2, 3, num_layers=2, batch_first=True), 2),
+    (lambda: nn.LSTM(2, 3, bias=False), 2),
     (lambda: nn.GRU(2, 3, num_layers=2, batch_first=True), 1),
     (lambda: nn.RNN(2, 3, num_layers=2), 1),
     (lambda: nn.LSTMCell(2, 3), 2),
@@ -487,6 +494,73 @@ def test_errors_match_pytorch(code):
 def test_packed_sequence_is_refused_clearly():
     with pytest.raises(TypeError, match="PackedSequence"):
         nn.LSTM(2, 3)((ng.randn(4, 2), ng.tensor([2, 2])))
+
+
+# ---- the LSTM layer node (kernels in numgrad.kernels.cpu.rnn) -------------------------------
+
+
+def _lstm_grads(mod, x, hx, weights):
+    """Outputs, states and the gradients of the input, states and parameters."""
+    mod.zero_grad()
+    ins = [t.detach().requires_grad_() for t in (x, *hx)]
+    out, (h, c) = mod(ins[0], tuple(ins[1:]))
+    loss = sum((o * w).sum() for o, w in zip((out, h, c), weights))
+    loss.backward()
+    return [t.detach().numpy().copy() for t in (out, h, c)] + \
+        [t.grad.numpy().copy() for t in ins] + [p.grad.numpy().copy() for p in mod.parameters()]
+
+
+@pytest.mark.parametrize("batch_first,bidirectional,bias", [
+    (True, False, True), (False, True, True), (True, True, False)])
+def test_lstm_without_blas_calls_in_kernels_matches(monkeypatch, batch_first, bidirectional,
+                                                    bias):
+    """Where BLAS cannot be called from compiled code, the layer runs as a Python loop over
+    the steps (NumPy's products, one kernel per step): the same numbers (float64)."""
+    from numgrad.kernels.cpu import _blas
+    ng.manual_seed(0)
+    mod = nn.LSTM(5, 6, 2, bias=bias, batch_first=batch_first,
+                  bidirectional=bidirectional).double()
+    rng = np.random.default_rng(0)
+    shape = (3, 4, 5) if batch_first else (4, 3, 5)
+    dirs = 2 if bidirectional else 1
+    x = ng.tensor(rng.standard_normal(shape))
+    hx = [ng.tensor(rng.standard_normal((2 * dirs, 3, 6))) for _ in range(2)]
+    weights = [ng.tensor(rng.standard_normal(s)) for s in
+               (shape[:2] + (6 * dirs,), (2 * dirs, 3, 6), (2 * dirs, 3, 6))]
+    fused = _lstm_grads(mod, x, hx, weights)
+    monkeypatch.setattr(_blas, "AVAILABLE", False)
+    looped = _lstm_grads(mod, x, hx, weights)
+    assert len(fused) == len(looped) == 6 + len(list(mod.parameters()))
+    for k, (a, b) in enumerate(zip(fused, looped)):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13, err_msg=str(k))
+
+
+def test_lstm_backward_twice_with_retain_graph():
+    """The saved activations survive a backward that retains the graph."""
+    ng.manual_seed(0)
+    mod = nn.LSTM(3, 4, 2, batch_first=True)
+    x = ng.randn(2, 5, 3, requires_grad=True)
+    out, (h, c) = mod(x)
+    loss = (out * out).sum() + h.sum() + (c * 2).sum()
+    loss.backward(retain_graph=True)
+    first = [x.grad.numpy().copy()] + [p.grad.numpy().copy() for p in mod.parameters()]
+    loss.backward()
+    second = [x.grad.numpy()] + [p.grad.numpy() for p in mod.parameters()]
+    for a, b in zip(first, second):
+        np.testing.assert_allclose(b, 2 * a, rtol=1e-6, atol=1e-7)
+    with pytest.raises(RuntimeError, match="Trying to backward through the graph a second"):
+        loss.backward()
+
+
+def test_lstm_layer_node_name():
+    """One node per layer and direction, named as PyTorch's CPU LSTM layer's."""
+    out, (h, c) = nn.LSTM(3, 4, 2)(ng.randn(5, 2, 3))
+    assert type(out.grad_fn).__name__ == "MkldnnRnnLayerBackward0"
+    assert repr(out.grad_fn).startswith("<MkldnnRnnLayerBackward0 object at 0x")
+    assert type(h.grad_fn).__name__ == "StackBackward0"
+    layers = {fn for fn, _ in h.grad_fn.next_functions}
+    assert len(layers) == 2 and all(type(fn).__name__ == "MkldnnRnnLayerBackward0"
+                                    for fn in layers)
 
 
 def test_long_sequence_backward_reaches_every_step():

@@ -1,7 +1,7 @@
 """A whole training step compiled (forward, cross-entropy, backward, gradient clipping and an
-Adam/AdamW update) on small models with LayerNorm, Linear and GELU: the step replays, a
-replayed call leaves the losses, parameters, gradients and optimizer state of an eager twin
-bit for bit, and the eager run follows PyTorch's from the same weights."""
+Adam/AdamW update) on small models with LayerNorm, Linear and GELU, and on a 2-layer LSTM: the
+step replays, a replayed call leaves the losses, parameters, gradients and optimizer state of
+an eager twin bit for bit, and the eager run follows PyTorch's from the same weights."""
 
 import warnings
 
@@ -45,7 +45,25 @@ def _block(m):
     return Block()
 
 
-MODELS = {"mlp": (_mlp, (16, D_IN)), "block": (_block, (4, 6, D_IN))}
+def _lstm(m):
+    """A 2-layer LSTM (batch first) and a linear head on every step's output."""
+    nn = m.nn
+
+    class Recurrent(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = nn.LSTM(D_IN, D, num_layers=2, batch_first=True)
+            self.head = nn.Linear(D, N_CLASSES)
+
+        def forward(self, x):
+            out, _ = self.lstm(x)
+            return self.head(out).reshape(-1, N_CLASSES)
+
+    return Recurrent()
+
+
+MODELS = {"mlp": (_mlp, (16, D_IN)), "block": (_block, (4, 6, D_IN)),
+          "lstm": (_lstm, (4, 6, D_IN))}
 OPTIMIZERS = {
     "adam": lambda m, ps: m.optim.Adam(ps, lr=1e-2),
     "adamw": lambda m, ps: m.optim.AdamW(ps, lr=1e-2, betas=(0.9, 0.95), weight_decay=0.1),

@@ -23,11 +23,13 @@ def _outputs(y):
 
 @pytest.mark.parametrize("make,shape", [
     (lambda: nn.LSTM(3, 4, 2, bidirectional=True, proj_size=2), (3, 2, 3)),
+    (lambda: nn.LSTM(3, 4, 2, bidirectional=True), (3, 2, 3)),
+    (lambda: nn.LSTM(3, 4, batch_first=True, bias=False), (2, 3, 3)),
     (lambda: nn.GRU(3, 4, 2, batch_first=True), (2, 3, 3)),
     (lambda: nn.RNN(3, 4, nonlinearity="relu"), (3, 3)),
     (lambda: nn.LSTMCell(3, 4), (2, 3)),
     (lambda: nn.GRUCell(3, 4), (2, 3)),
-], ids=["lstm", "gru", "rnn", "lstmcell", "grucell"])
+], ids=["lstm_proj", "lstm", "lstm_batch_first_nobias", "gru", "rnn", "lstmcell", "grucell"])
 def test_recurrent_layer_on_cuda_matches_cpu(make, shape):
     ng.manual_seed(0)
     cpu = make()

@@ -1,0 +1,390 @@
+"""LSTM layers on the CPU: one layer in one direction over the whole sequence in one compiled
+loop, with BLAS called from the loop.
+
+Forward: the input projection of every step is one product, ``x W_ih^T`` (all T*B rows at
+once); then per step the recurrent product ``W_hh h_(t-1)^T`` and one pass over the step's
+rows for the gate math (both biases, sigmoid and tanh of the gates, the cell update,
+``h = o tanh(c)``), which writes the gates' activations over their projections. Backward:
+per step, from the forward's last, one pass for the gates' gradients and one product
+``dgates_t W_hh`` for the gradient reaching ``h_(t-1)``; then each weight gradient is one
+product over all steps (``dgates^T x``, ``dgates^T [h_(t-1)]_t``), the input's one product
+(``dgates W_ih``), and the biases' gradient is summed in the step passes.
+
+The cell formulas (``lstm_cell``, ``lstm_cell_backward``) are written once: the CPU loops
+inline them, ``numgrad.kernels.cuda.rnn`` compiles them as CUDA device functions.
+
+Arrays are flat C-contiguous buffers addressed by row: the rows of step ``t`` of a sequence
+array in the caller's layout (input, projections and their gradients, output, the saved
+``h_(t-1)``) start at element ``t * st * width`` and are ``sb * width`` apart
+(``batch_first``: st = 1, sb = T; time major: st = B, sb = 1), so the products over all
+steps see each as one matrix of T*B rows in the same order; the saved cells and ``tanh(c)``
+are time major, rows ``t * B + b``. Views of flat buffers (``buf[a:b]``) keep the inner loops
+contiguous and free of index wraparound tests, so they vectorize.
+
+Where NumPy's BLAS cannot be called from compiled code (``_blas.AVAILABLE`` False) the same
+step passes run as separate kernels from a Python loop over the steps, beside NumPy's
+products (``forward_loop``, ``backward_loop``); the CUDA backend runs that loop too, with its
+own kernels and products.
+"""
+
+import numpy as np
+
+from numgrad import _arrays as A
+from numgrad.kernels import LIN
+from numgrad.kernels._jit import inline, jit, specialize
+from numgrad.kernels.cpu import _blas
+from numgrad.kernels.cpu._blas import NO_TRANS, ROW_MAJOR, TRANS, dgemm, sgemm
+from numgrad.kernels.cpu._fastmath import ffma, fsigmoid, ftanh
+from numgrad.kernels.cpu._scalar import like
+
+# ---- one cell (one batch row, one hidden unit) ----------------------------------------------
+
+
+def lstm_cell(pi, pf, pg, po, c_prev):
+    """(i, f, g, o, c, tanh(c), h) from the gates' pre-activations and the previous cell:
+    i, f, o = sigmoid, g = tanh, c = f c_prev + i g, h = o tanh(c)."""
+    i = fsigmoid(pi)
+    f = fsigmoid(pf)
+    g = ftanh(pg)
+    o = fsigmoid(po)
+    c = f * c_prev + i * g
+    tc = ftanh(c)
+    return i, f, g, o, c, tc, o * tc
+
+
+cell = inline(lstm_cell)
+
+
+# h = o tanh(c), c = f c_prev + i g: dc_total = dc + dh o (1 - tanh(c)^2), do = dh tanh(c),
+# di = dc_total g, df = dc_total c_prev, dg = dc_total i, dc_prev = dc_total f; then through
+# the activations: sigmoid'(x) = s (1 - s), tanh'(x) = 1 - t^2 (over the saved results)
+def lstm_cell_backward(dh, dc, i, f, g, o, c_prev, tc):
+    """(d pre_i, d pre_f, d pre_g, d pre_o, dc_prev) from the gradients reaching h and c."""
+    one = like(tc, 1.0)
+    dct = dc + dh * o * ffma(-tc, tc, one)
+    return (dct * g * (one - i) * i, dct * c_prev * (one - f) * f, dct * i * ffma(-g, g, one),
+            dh * tc * (one - o) * o, dct * f)
+
+
+cell_backward = inline(lstm_cell_backward)
+
+
+# ---- one step: every row of the batch -------------------------------------------------------
+
+
+def _forward_step(xw, xo, ldx, b_ih, b_hh, r, hp, hpo, ldhp, cp, cpo, cs, tcs, co, out, hprev,
+                  oo, ldo, last, hn, cn, n_b, n):
+    """One step, rows b < n_b: the gates' pre-activations are the projections ``xw`` rows
+    (xo + b ldx) + b_ih + b_hh + ``r`` rows (b 4n: the recurrent product, made from ``hp``
+    rows hpo + b ldhp); the previous cells are ``cp`` rows (cpo + b n). Writes the
+    activations (i, f, g, o) over the projections, c and tanh(c) to ``cs`` and ``tcs``
+    (co + b n), h to ``out`` (oo + b ldo), the h the product read to ``hprev`` (the same
+    rows: the recurrent weight gradient's operand), and on the ``last`` step h and c to
+    ``hn`` and ``cn`` (b n)."""
+    bii, bif, big, bio = b_ih[:n], b_ih[n:2 * n], b_ih[2 * n:3 * n], b_ih[3 * n:4 * n]
+    bhi, bhf, bhg, bho = b_hh[:n], b_hh[n:2 * n], b_hh[2 * n:3 * n], b_hh[3 * n:4 * n]
+    for b in range(n_b):
+        x = xw[xo + b * ldx:xo + b * ldx + 4 * n]
+        rr = r[b * 4 * n:(b + 1) * 4 * n]
+        c0 = cp[cpo + b * n:cpo + (b + 1) * n]
+        c = cs[co + b * n:co + (b + 1) * n]
+        tc = tcs[co + b * n:co + (b + 1) * n]
+        h = out[oo + b * ldo:oo + b * ldo + n]
+        hsrc = hp[hpo + b * ldhp:hpo + b * ldhp + n]
+        hdst = hprev[oo + b * ldo:oo + b * ldo + n]
+        for j in range(n):
+            hdst[j] = hsrc[j]
+        xi, xf, xg, xo4 = x[:n], x[n:2 * n], x[2 * n:3 * n], x[3 * n:]
+        ri, rf, rg, ro = rr[:n], rr[n:2 * n], rr[2 * n:3 * n], rr[3 * n:]
+        for j in range(n):
+            vi, vf, vg, vo, vc, vt, vh = cell(
+                xi[j] + (bii[j] + bhi[j]) + ri[j], xf[j] + (bif[j] + bhf[j]) + rf[j],
+                xg[j] + (big[j] + bhg[j]) + rg[j], xo4[j] + (bio[j] + bho[j]) + ro[j], c0[j])
+            xi[j] = vi
+            xf[j] = vf
+            xg[j] = vg
+            xo4[j] = vo
+            c[j] = vc
+            tc[j] = vt
+            h[j] = vh
+        if last:
+            hl = hn[b * n:(b + 1) * n]
+            cl = cn[b * n:(b + 1) * n]
+            for j in range(n):
+                hl[j] = h[j]
+                cl[j] = c[j]
+
+
+def _backward_step(dout, doo, ldo, dh_in, dc_in, dc, act, go, ldg, tcs, co, cp, cpo, dg, db,
+                   sum_b, n_b, n):
+    """The gates' gradients of one step, rows b < n_b: dh = ``dout`` rows (doo + b ldo) +
+    ``dh_in`` rows (b n: what the later step sent back), the cell's gradient ``dc_in`` (b n);
+    the saved activations ``act`` and the gradients ``dg`` share rows (go + b ldg); ``tcs``
+    (co + b n), previous cells ``cp`` (cpo + b n). Writes ``dg`` and the previous cell's
+    gradient to ``dc`` (b n; may be ``dc_in``); with ``sum_b`` adds the rows of ``dg`` into
+    ``db`` (float64)."""
+    for b in range(n_b):
+        d = dout[doo + b * ldo:doo + b * ldo + n]
+        dhi = dh_in[b * n:(b + 1) * n]
+        dci = dc_in[b * n:(b + 1) * n]
+        dco = dc[b * n:(b + 1) * n]
+        a = act[go + b * ldg:go + b * ldg + 4 * n]
+        tc = tcs[co + b * n:co + (b + 1) * n]
+        c0 = cp[cpo + b * n:cpo + (b + 1) * n]
+        gr = dg[go + b * ldg:go + b * ldg + 4 * n]
+        ai, af, ag, ao4 = a[:n], a[n:2 * n], a[2 * n:3 * n], a[3 * n:]
+        gi, gf, gg, go4 = gr[:n], gr[n:2 * n], gr[2 * n:3 * n], gr[3 * n:]
+        for j in range(n):
+            vi, vf, vg, vo, vc = cell_backward(d[j] + dhi[j], dci[j], ai[j], af[j], ag[j],
+                                               ao4[j], c0[j], tc[j])
+            gi[j] = vi
+            gf[j] = vf
+            gg[j] = vg
+            go4[j] = vo
+            dco[j] = vc
+        if sum_b:
+            for j in range(4 * n):
+                db[j] += gr[j]
+
+
+step_forward = jit(_forward_step)
+step_backward = jit(_backward_step)
+_step_forward = inline(_forward_step)
+_step_backward = inline(_backward_step)
+
+
+# ---- one layer: the loop over the steps, BLAS called from it ---------------------------------
+
+
+def _layer_forward(x, w_ih, b_ih, b_hh, w, h0, c0, xw, out, hprev, cs, tcs, hn, cn, n_t, n_b, n,
+                   n_in, st, sb, reverse):
+    """The projections ``xw`` = x W_ih^T, then the steps in order (``reverse``: from the
+    last): per step the product ``W_hh h^T`` (4n x B: BLAS writes it faster than
+    ``h W_hh^T`` on this shape), its transpose into the step's row layout, then
+    ``_forward_step``."""
+    n4 = 4 * n
+    gemm(ROW_MAJOR, NO_TRANS, TRANS, n_t * n_b, n4, n_in, 1.0, x.ctypes, n_in,  # noqa: F821
+         w_ih.ctypes, n_in, 0.0, xw.ctypes, n4)
+    r = np.empty(n4 * n_b, xw.dtype)
+    rt = np.empty(n_b * n4, xw.dtype)
+    ldx, ldo = sb * n4, sb * n
+    for k in range(n_t):
+        t = n_t - 1 - k if reverse else k
+        tp = t + 1 if reverse else t - 1
+        if k == 0:
+            hp, hpo, ldhp, cp, cpo = h0, 0, n, c0, 0
+        else:
+            hp, hpo, ldhp, cp, cpo = out, tp * st * n, ldo, cs, tp * n_b * n
+        gemm(ROW_MAJOR, NO_TRANS, TRANS, n4, n_b, n, 1.0, w.ctypes, n,  # noqa: F821
+             hp[hpo:].ctypes, ldhp, 0.0, r.ctypes, n_b)
+        for b in range(n_b):
+            row = rt[b * n4:(b + 1) * n4]
+            for j in range(n4):
+                row[j] = r[j * n_b + b]
+        _step_forward(xw, t * st * n4, ldx, b_ih, b_hh, rt, hp, hpo, ldhp, cp, cpo, cs, tcs,
+                      t * n_b * n, out, hprev, t * st * n, ldo, k == n_t - 1, hn, cn, n_b, n)
+
+
+def _layer_backward(dout, dhn, dcn, x, w_ih, w, c0, act, cs, tcs, hprev, dg, dx, dh0, dc0,
+                    dw_ih, dw, db, n_t, n_b, n, n_in, st, sb, reverse, need_x, need_h0,
+                    need_wih, need_w, need_b):
+    """The steps from the forward's last: ``_backward_step``, then the gradient reaching the
+    step's h, ``dgates_t W_hh`` (B x n; after the first step only for ``need_h0``, into
+    ``dh0``); ``dc0`` holds the running cell gradient. Then, as asked, W_hh's gradient
+    ``dg^T hprev``, W_ih's ``dg^T x``, the input's ``dg W_ih`` and the biases' (one array
+    for both)."""
+    n4 = 4 * n
+    rows = n_t * n_b
+    dhr = np.empty(n_b * n, dout.dtype)
+    acc = np.zeros(n4, np.float64)
+    ldo, ldg = sb * n, sb * n4
+    for k in range(n_t):
+        t = k if reverse else n_t - 1 - k
+        tp = t + 1 if reverse else t - 1
+        if k == n_t - 1:
+            cp, cpo = c0, 0
+        else:
+            cp, cpo = cs, tp * n_b * n
+        dh_in = dhn if k == 0 else dhr
+        dc_in = dcn if k == 0 else dc0
+        _step_backward(dout, t * st * n, ldo, dh_in, dc_in, dc0, act, t * st * n4, ldg, tcs,
+                       t * n_b * n, cp, cpo, dg, acc, need_b, n_b, n)
+        if k < n_t - 1:
+            gemm(ROW_MAJOR, NO_TRANS, NO_TRANS, n_b, n, n4, 1.0,  # noqa: F821
+                 dg[t * st * n4:].ctypes, ldg, w.ctypes, n, 0.0, dhr.ctypes, n)
+        elif need_h0:
+            gemm(ROW_MAJOR, NO_TRANS, NO_TRANS, n_b, n, n4, 1.0,  # noqa: F821
+                 dg[t * st * n4:].ctypes, ldg, w.ctypes, n, 0.0, dh0.ctypes, n)
+    if need_w:
+        gemm(ROW_MAJOR, TRANS, NO_TRANS, n4, n, rows, 1.0, dg.ctypes, n4,  # noqa: F821
+             hprev.ctypes, n, 0.0, dw.ctypes, n)
+    if need_wih:
+        gemm(ROW_MAJOR, TRANS, NO_TRANS, n4, n_in, rows, 1.0, dg.ctypes, n4,  # noqa: F821
+             x.ctypes, n_in, 0.0, dw_ih.ctypes, n_in)
+    if need_x:
+        gemm(ROW_MAJOR, NO_TRANS, NO_TRANS, rows, n_in, n4, 1.0, dg.ctypes, n4,  # noqa: F821
+             w_ih.ctypes, n_in, 0.0, dx.ctypes, n_in)
+    if need_b:
+        for j in range(n4):
+            db[j] = acc[j]
+
+
+_LAYER = {np.dtype(np.float32): (specialize(_layer_forward, "f32", gemm=sgemm),
+                                 specialize(_layer_backward, "f32", gemm=sgemm)),
+          np.dtype(np.float64): (specialize(_layer_forward, "f64", gemm=dgemm),
+                                 specialize(_layer_backward, "f64", gemm=dgemm))}
+
+
+# ---- the loop over the steps in Python (no BLAS callable from compiled code; CUDA) ------------
+
+
+def _layout(shape, batch_first):
+    """(steps, batch, st, sb) of a (B, T, .) or (T, B, .) sequence array (see the top)."""
+    if batch_first:
+        return shape[1], shape[0], 1, shape[1]
+    return shape[0], shape[1], shape[1], 1
+
+
+def _flat(a):
+    return a.reshape(-1)
+
+
+def _matrix(a):
+    """A sequence array as the matrix of its T*B rows."""
+    return a.reshape(-1, a.shape[-1])
+
+
+def _steps(a, batch_first):
+    """The (T, B, .) view of a sequence array."""
+    return a.transpose(1, 0, 2) if batch_first else a
+
+
+def forward_loop(step, x, w_ih, b_ih, b_hh, w, h0, c0, xw, out, hprev, cs, tcs, hn, cn,
+                 batch_first, reverse):
+    """``_layer_forward`` as a Python loop over the steps: ``LIN.matmul`` products (NumPy's
+    or the GPU's) and the ``step`` kernel (``step_forward`` or its CUDA twin)."""
+    n_t, n_b, st, sb = _layout(x.shape, batch_first)
+    n = w.shape[1]
+    n4 = 4 * n
+    LIN.matmul(_matrix(x), w_ih.T, _matrix(xw))
+    r = A.empty(x, (n_b, n4), x.dtype)
+    wt, seq = w.T, _steps(out, batch_first)
+    fx, fo, fhp, fr = _flat(xw), _flat(out), _flat(hprev), _flat(r)
+    for k in range(n_t):
+        t = n_t - 1 - k if reverse else k
+        tp = t + 1 if reverse else t - 1
+        if k == 0:
+            h2, hp, hpo, ldhp, cp, cpo = h0, _flat(h0), 0, n, _flat(c0), 0
+        else:
+            h2, hp, hpo, ldhp, cp, cpo = seq[tp], fo, tp * st * n, sb * n, cs, tp * n_b * n
+        LIN.matmul(h2, wt, r)
+        step(fx, t * st * n4, sb * n4, b_ih, b_hh, fr, hp, hpo, ldhp, cp, cpo, cs, tcs,
+             t * n_b * n, fo, fhp, t * st * n, sb * n, k == n_t - 1, _flat(hn), _flat(cn),
+             n_b, n)
+
+
+def backward_loop(step, dout, dhn, dcn, x, w_ih, w, c0, act, cs, tcs, hprev, dg, dx, dh0, dc0,
+                  dw_ih, dw, db, batch_first, reverse, need_x, need_h0, need_wih, need_w,
+                  need_b):
+    """``_layer_backward`` as a Python loop over the steps (as ``forward_loop``); the biases'
+    gradient is the product of a row of ones and the gates' gradients."""
+    n_t, n_b, st, sb = _layout(dout.shape, batch_first)
+    n = w.shape[1]
+    n4 = 4 * n
+    dhr = A.empty(dout, (n_b, n), dout.dtype)
+    unused = A.empty(dout, (n4,), np.dtype(np.float64))  # (the step's sums: not asked)
+    seq = _steps(dg, batch_first)
+    fd, fa, fg, fdc = _flat(dout), _flat(act), _flat(dg), _flat(dc0)
+    for k in range(n_t):
+        t = k if reverse else n_t - 1 - k
+        tp = t + 1 if reverse else t - 1
+        if k == n_t - 1:
+            cp, cpo = _flat(c0), 0
+        else:
+            cp, cpo = cs, tp * n_b * n
+        dh_in = _flat(dhn) if k == 0 else _flat(dhr)
+        dc_in = _flat(dcn) if k == 0 else fdc
+        step(fd, t * st * n, sb * n, dh_in, dc_in, fdc, fa, t * st * n4, sb * n4, tcs,
+             t * n_b * n, cp, cpo, fg, unused, False, n_b, n)
+        if k < n_t - 1:
+            LIN.matmul(seq[t], w, dhr)
+        elif need_h0:
+            LIN.matmul(seq[t], w, dh0)
+    g = _matrix(dg)
+    if need_w:
+        LIN.matmul(g.T, _matrix(hprev), dw)
+    if need_wih:
+        LIN.matmul(g.T, _matrix(x), dw_ih)
+    if need_x:
+        LIN.matmul(g, w_ih, _matrix(dx))
+    if need_b:
+        LIN.matmul(A.ones(dout, (1, n_t * n_b), dout.dtype), g, db.reshape(1, n4))
+
+
+# ---- launchers --------------------------------------------------------------------------------
+
+
+def _c(a):
+    return a if a.flags.c_contiguous else A.contiguous(a)
+
+
+def lstm_forward(x, w_ih, b_ih, b_hh, w_hh, h0, c0, batch_first, reverse):
+    """One LSTM layer in one direction over a whole sequence.
+
+    ``x``: (B, T, in) or (T, B, in); ``w_ih`` (4H, in), ``w_hh`` (4H, H), the biases (4H,)
+    or None; ``h0``, ``c0``: (B, H). Returns (output in x's layout, h_n, c_n, saved), where
+    ``saved`` is what ``lstm_backward`` reads."""
+    x, w_ih, w_hh, h0, c0 = (_c(a) for a in (x, w_ih, w_hh, h0, c0))
+    n_t, n_b, st, sb = _layout(x.shape, batch_first)
+    n, n_in, dt = w_hh.shape[1], x.shape[2], x.dtype
+    if b_ih is None:
+        b_ih = b_hh = A.zeros(x, (4 * n,), dt)
+    b_ih, b_hh = _c(b_ih), _c(b_hh)
+    xw = A.new(x.shape[:2] + (4 * n,), dt)
+    out = A.new(x.shape[:2] + (n,), dt)
+    hprev = A.new(out.shape, dt)
+    cs = A.new((n_t * n_b * n,), dt)
+    tcs = A.new((n_t * n_b * n,), dt)
+    hn = A.new((n_b, n), dt)
+    cn = A.new((n_b, n), dt)
+    layer = _LAYER.get(dt) if _blas.AVAILABLE else None
+    if layer is not None:
+        layer[0](_flat(x), w_ih, b_ih, b_hh, w_hh, _flat(h0), _flat(c0), _flat(xw), _flat(out),
+                 _flat(hprev), cs, tcs, _flat(hn), _flat(cn), n_t, n_b, n, n_in, st, sb,
+                 reverse)
+    else:
+        forward_loop(step_forward, x, w_ih, b_ih, b_hh, w_hh, h0, c0, xw, out, hprev, cs, tcs,
+                     hn, cn, batch_first, reverse)
+    return out, hn, cn, (xw, hprev, cs, tcs)
+
+
+def lstm_backward(dout, dhn, dcn, x, w_ih, w_hh, c0, saved, batch_first, reverse, needs):
+    """Gradients of ``lstm_forward``'s inputs from those of its outputs (``dout`` in the
+    output's shape, ``dhn``, ``dcn``): (dx, dh0, dc0, dW_ih, dW_hh, d bias), each None
+    unless ``needs`` (six flags in that order) asks for it; d bias is both biases'."""
+    dout, dhn, dcn, x, w_ih, w_hh, c0 = (_c(a) for a in (dout, dhn, dcn, x, w_ih, w_hh, c0))
+    act, hprev, cs, tcs = saved
+    n_t, n_b, st, sb = _layout(dout.shape, batch_first)
+    n, n_in, dt = w_hh.shape[1], x.shape[2], dout.dtype
+    need_x, need_h0, _, need_wih, need_w, need_b = (bool(v) for v in needs)
+    dg = A.new(act.shape, dt)
+    dc0 = A.new((n_b, n), dt)
+    dx = A.new(x.shape, dt) if need_x else None
+    dh0 = A.new((n_b, n), dt) if need_h0 else None
+    dw_ih = A.new(w_ih.shape, dt) if need_wih else None
+    dw = A.new(w_hh.shape, dt) if need_w else None
+    db = A.new((4 * n,), dt) if need_b else None
+    layer = _LAYER.get(dt) if _blas.AVAILABLE else None
+    if layer is not None:
+        spare = dc0  # (stands for what is not asked; the kernel leaves it alone)
+        layer[1](_flat(dout), _flat(dhn), _flat(dcn), _flat(x), w_ih, w_hh, _flat(c0),
+                 _flat(act), cs, tcs, _flat(hprev), _flat(dg),
+                 _flat(spare if dx is None else dx), _flat(spare if dh0 is None else dh0),
+                 _flat(dc0), spare if dw_ih is None else dw_ih, spare if dw is None else dw,
+                 _flat(spare if db is None else db), n_t, n_b, n, n_in, st, sb, reverse,
+                 need_x, need_h0, need_wih, need_w, need_b)
+    else:
+        backward_loop(step_backward, dout, dhn, dcn, x, w_ih, w_hh, c0, act, cs, tcs, hprev, dg,
+                      dx, dh0, dc0, dw_ih, dw, db, batch_first, reverse, need_x, need_h0,
+                      need_wih, need_w, need_b)
+    return dx, dh0, dc0, dw_ih, dw, db
