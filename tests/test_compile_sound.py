@@ -471,3 +471,20 @@ def test_builtin_functions_ufuncs_and_modules_reached_are_compared_by_identity()
             cfg["lib"] = numgrad  # numgrad.relu: the same values, another module
         assert _same(c(X), f(X))
     assert replayed(c)
+
+
+def test_class_attributes_read_through_an_instance_are_guarded():
+    class Scaled(nn.Module):
+        scale = 1.5  # set on the class only
+
+        def forward(self, x):
+            return x * self.scale
+
+    m = Scaled()
+    cm = numgrad.compile(m)
+    with numgrad.no_grad():
+        for k in range(6):
+            if k == 3:
+                Scaled.scale = 4.0
+            assert _same(cm(X), m(X))
+    assert replayed(cm)

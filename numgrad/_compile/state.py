@@ -168,8 +168,7 @@ def _class_parts(cls):
                     v = v.__func__
                 if v.__class__ is types.FunctionType:
                     functions.append(v)
-                elif not k.startswith("__") and _kind(v.__class__) in ("value", "seq", "map",
-                                                                       "tensor"):
+                elif not k.startswith("__") and _kind(v.__class__) in _CLASS_KINDS:
                     names.append(k)
         parts = _CLASS_PARTS[cls] = (tuple(dict.fromkeys(names)), tuple(functions))
     return parts
