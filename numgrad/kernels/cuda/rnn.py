@@ -16,18 +16,19 @@ from numgrad.kernels.cuda import _launch
 from numgrad.kernels.cuda.array import CudaArray
 
 
-def _forward_cells(xw, xo, ldx, b_ih, bio, b_hh, bho, r, ro, hp, hpo, ldhp, cp, cpo, cs, cso,
-                   tcs, tco, out, oo, hprev, hvo, ldo, last, hn, hno, cn, cno, n_b, n):
-    for k in range(cuda.grid(1), n_b * n, cuda.gridsize(1)):
-        b = k // n
-        j = k % n
+def _forward_cells(xw, xo, ldx, b_ih, bio, b_hh, bho, r, ro, ldr, gs, hp, hpo, ldhp, cp, cpo, cs,
+                   cso, tcs, tco, out, oo, hprev, hvo, ldo, last, hn, hno, cn, cno, n_rows, j0,
+                   nj, n):
+    for k in range(cuda.grid(1), n_rows * nj, cuda.gridsize(1)):
+        b = k // nj
+        j = j0 + k % nj
         x = xo + b * ldx + j
-        q = ro + b * 4 * n + j
+        q = ro + b * ldr + j - j0
         vi, vf, vg, vo, vc, vt, vh = f(  # noqa: F821
             xw[x] + (b_ih[bio + j] + b_hh[bho + j]) + r[q],
-            xw[x + n] + (b_ih[bio + n + j] + b_hh[bho + n + j]) + r[q + n],
-            xw[x + 2 * n] + (b_ih[bio + 2 * n + j] + b_hh[bho + 2 * n + j]) + r[q + 2 * n],
-            xw[x + 3 * n] + (b_ih[bio + 3 * n + j] + b_hh[bho + 3 * n + j]) + r[q + 3 * n],
+            xw[x + n] + (b_ih[bio + n + j] + b_hh[bho + n + j]) + r[q + gs],
+            xw[x + 2 * n] + (b_ih[bio + 2 * n + j] + b_hh[bho + 2 * n + j]) + r[q + 2 * gs],
+            xw[x + 3 * n] + (b_ih[bio + 3 * n + j] + b_hh[bho + 3 * n + j]) + r[q + 3 * gs],
             cp[cpo + b * n + j])
         xw[x] = vi
         xw[x + n] = vf
@@ -72,14 +73,15 @@ def _kernel(name):
     return k
 
 
-def step_forward(xw, xo, ldx, b_ih, b_hh, r, hp, hpo, ldhp, cp, cpo, cs, tcs, co, out, hprev,
-                 oo, ldo, last, hn, cn, n_b, n):
+def step_forward(xw, xo, ldx, b_ih, b_hh, r, ro, ldr, gs, hp, hpo, ldhp, cp, cpo, cs, tcs, co,
+                 out, hprev, oo, ldo, last, hn, cn, hno, n_rows, j0, nj, n):
     """``numgrad.kernels.cpu.rnn._forward_step`` on the GPU (flat CudaArray views)."""
-    _launch.launch(_kernel("forward"), n_b * n, xw.buf, xw.offset + xo, ldx, b_ih.buf,
-                   b_ih.offset, b_hh.buf, b_hh.offset, r.buf, r.offset, hp.buf, hp.offset + hpo,
-                   ldhp, cp.buf, cp.offset + cpo, cs.buf, cs.offset + co, tcs.buf,
-                   tcs.offset + co, out.buf, out.offset + oo, hprev.buf, hprev.offset + oo, ldo,
-                   bool(last), hn.buf, hn.offset, cn.buf, cn.offset, n_b, n)
+    _launch.launch(_kernel("forward"), n_rows * nj, xw.buf, xw.offset + xo, ldx, b_ih.buf,
+                   b_ih.offset, b_hh.buf, b_hh.offset, r.buf, r.offset + ro, ldr, gs, hp.buf,
+                   hp.offset + hpo, ldhp, cp.buf, cp.offset + cpo, cs.buf, cs.offset + co,
+                   tcs.buf, tcs.offset + co, out.buf, out.offset + oo, hprev.buf,
+                   hprev.offset + oo, ldo, bool(last), hn.buf, hn.offset + hno, cn.buf,
+                   cn.offset + hno, n_rows, j0, nj, n)
 
 
 def step_backward(dout, doo, ldo, dh_in, dc_in, dc, act, go, ldg, tcs, co, cp, cpo, dg, db,

@@ -1,22 +1,21 @@
 """Recurrent layers: ``RNN`` (tanh/relu), ``LSTM`` (with ``proj_size``), ``GRU`` and their
 single-step cells, with PyTorch's signatures, parameter names, initialization and errors.
 
-Per layer and direction the input projection of all time steps is one matrix product
-(``F.linear``, whose backward gives the input's and W_ih's gradients as one product each).
-
-``LSTM`` layers (without ``proj_size``) are then one node per layer and direction,
-``_LSTMLayer``: the recurrence runs in ``numgrad.kernels.<device>.rnn``, per step one
-``h @ W_hh^T`` product and one kernel for the gate math, and backward one kernel and one
-product per step, W_hh's gradient one product over all steps. Its gradients taken with
-``create_graph=True`` come from the composed form below, built again from the node's saved
-inputs, so they can be differentiated again.
+``LSTM`` layers (without ``proj_size``) are one node per layer and direction,
+``_LSTMLayer``, whose forward and backward run in ``numgrad.kernels.<device>.rnn`` (on the
+CPU one compiled loop each): the input projection of all time steps as one matrix product,
+then per step one ``h @ W_hh^T`` product and one pass of gate math; backward one pass and one
+product per step, and each weight gradient and the input's as one product over all steps.
+Its gradients taken with ``create_graph=True`` come from the composed form below, built
+again from the node's saved inputs, so they can be differentiated again.
 
 The other layers, the cells, projected LSTMs and that composed form are numgrad ops
 (``addmm``, ``sigmoid``, ``tanh``, ``mul``, ``stack``...), so every step runs numgrad's
-kernels and the gradients come from their rules: a step adds one ``h @ W_hh^T`` product and
-the gate math to the projection. The projected steps are handed to the loop by ``Unbind``,
-one node for all steps whose backward stacks the step gradients (slicing each step out
-separately would give every step's gradient the size of the whole sequence).
+kernels and the gradients come from their rules. Per layer and direction the input
+projection of all time steps is one matrix product; a step then adds one ``h @ W_hh^T``
+product and the gate math. The projected steps are handed to the loop by ``Unbind``, one node
+for all steps whose backward stacks the step gradients (slicing each step out separately
+would give every step's gradient the size of the whole sequence).
 
 Gates follow PyTorch's layout: LSTM rows (i, f, g, o), GRU rows (r, z, n) with the reset gate
 applied to ``W_hn h + b_hn``. ``PackedSequence`` input is not supported.
