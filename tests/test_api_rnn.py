@@ -552,6 +552,39 @@ def test_lstm_backward_twice_with_retain_graph():
         loss.backward()
 
 
+@requires_torch
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_lstm_strided_input_and_states_frozen_weight_match_pytorch(dtype):
+    """Transposed input and states (copied for the kernels), a frozen weight (no gradient
+    asked), and the output under no_grad equal to the recorded one."""
+    tol = F32 if dtype == "float32" else F64
+    ng.manual_seed(0)
+    ours = nn.LSTM(5, 7, 2, bidirectional=True).to(getattr(ng, dtype))
+    theirs = torch.nn.LSTM(5, 7, 2, bidirectional=True).to(getattr(torch, dtype))
+    _load_into_torch(ours, theirs)
+    for mod in (ours, theirs):
+        mod.weight_ih_l0.requires_grad_(False)
+    rng = np.random.default_rng(0)
+    xa = rng.standard_normal((3, 4, 5)).astype(dtype)
+    ha, ca = (rng.standard_normal((7, 3, 4)).astype(dtype) for _ in range(2))
+    results = []
+    for m, mod in ((ng, ours), (torch, theirs)):
+        x, h, c = (m.tensor(a, requires_grad=True) for a in (xa, ha, ca))
+        xv, hv, cv = x.transpose(0, 1), h.permute(2, 1, 0), c.permute(2, 1, 0)
+        out, (hn, cn) = mod(xv, (hv, cv))
+        (out.sin().sum() + hn.pow(2).sum() + cn[1].sum()).backward()
+        results.append([out, hn, cn, x.grad, h.grad, c.grad] +
+                       [p.grad for p in mod.parameters() if p.requires_grad])
+        if m is ng:
+            assert ours.weight_ih_l0.grad is None
+            with ng.no_grad():
+                again, _ = mod(xv, (hv, cv))
+            assert np.array_equal(again.numpy(), out.detach().numpy())
+    assert len(results[0]) == len(results[1]) == 6 + 15
+    for k, (a, t) in enumerate(zip(*results)):
+        assert_close(a, t, **tol, msg=str(k))
+
+
 def test_lstm_layer_node_name():
     """One node per layer and direction, named as PyTorch's CPU LSTM layer's."""
     out, (h, c) = nn.LSTM(3, 4, 2)(ng.randn(5, 2, 3))
