@@ -8,10 +8,10 @@ from numgrad.kernels.cpu import elementwise as EW
 from numgrad.kernels.cuda import elementwise as CE
 
 UNARY = ["neg", "abs", "sign", "exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "relu",
-         "reciprocal", "floor", "ceil", "trunc", "round", "gelu", "gelu_tanh",
+         "reciprocal", "floor", "ceil", "trunc", "round", "erf", "gelu", "gelu_tanh",
          "isnan", "isfinite", "logical_not"]
 BINARY = ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "lt", "ge",
-          "logical_and", "tanh_bwd", "sigmoid_bwd", "relu_bwd", "abs_bwd", "sqdiff"]
+          "logical_and", "tanh_bwd", "sigmoid_bwd", "relu_bwd", "abs_bwd", "sqdiff", "gelu_bwd"]
 
 
 @pytest.mark.parametrize("name", UNARY)
@@ -32,6 +32,22 @@ def test_binary_broadcast_matches_cpu(name, rng):
     dt = np.bool_ if name in ("eq", "lt", "ge", "logical_and") else np.float32
     assert_close(CE.binary(k, to_cuda(a), to_cuda(b), dt, (2, 3, 4)),
                  EW.binary(k, a, b, dt, (2, 3, 4)))
+
+
+def test_erf_and_gelu_match_cpu_over_a_dense_range():
+    """The GPU computes erf with libdevice's erff (the simulator with libm's), the CPU with
+    its own float32 polynomial: the two agree to an ulp or so, special values exactly."""
+    x = np.concatenate([np.linspace(-6, 6, 2001),
+                        [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40, -1e-40]]).astype(np.float32)
+    g = np.linspace(0.5, 1.5, x.size).astype(np.float32)
+    X = to_cuda(x)
+    assert_close(CE.unary(EW.erf, X, np.float32), EW.unary(EW.erf, x, np.float32),
+                 rtol=3e-7, atol=1e-37)
+    # x (1 + erf(x/sqrt(2))) / 2: an ulp of erf near -1 is 6e-8 of 1 + erf
+    assert_close(CE.unary(EW.gelu, X, np.float32), EW.unary(EW.gelu, x, np.float32),
+                 rtol=3e-7, atol=2e-7)
+    assert_close(CE.binary(EW.gelu_bwd, to_cuda(g), X, np.float32, x.shape),
+                 EW.binary(EW.gelu_bwd, g, x, np.float32, x.shape), rtol=1e-6, atol=1e-7)
 
 
 def test_scalar_parameters_cast_to_input_dtype(rng):

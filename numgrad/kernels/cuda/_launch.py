@@ -4,7 +4,7 @@
   template with scalar device functions bound into its globals (as ``specialize`` does for
   the CPU loops), so one template serves every formula.
 * ``device_fn(formula)``: a CPU scalar formula as a CUDA device function. The fast CPU
-  helpers (``fexp``, ``ftanh``, ``fsigmoid``) become CUDA's libdevice math.
+  helpers (``fexp``, ``ftanh``, ``fsigmoid``, ``ferf``) become CUDA's libdevice math.
 * ``launch(k, n, *args)``: a 1-D grid-stride launch covering ``n`` work items. Under the
   simulator (``NUMBA_ENABLE_CUDASIM=1``) every simulated thread is a Python thread, so the
   grid is one block of 32 threads and the grid-stride loops do the rest.
@@ -164,7 +164,7 @@ dsigmoid = cuda.jit(device=True)(_sigmoid)
 
 def _fma(a, b, c):
     return cuda.fma(a, b, c)  # a * b + c rounded once
-_DEVICE_MATH = {"fexp": math.exp, "ftanh": math.tanh, "fsigmoid": dsigmoid}
+_DEVICE_MATH = {"fexp": math.exp, "ftanh": math.tanh, "fsigmoid": dsigmoid, "ferf": math.erf}
 if SIM:
     _DEVICE_MATH["math"] = _SimMath()
 else:
