@@ -10,6 +10,8 @@ os.environ.setdefault("NUMGRAD_BACKGROUND_COMPILE", "0")
 # Likewise the suite compiles its kernels instead of loading those `pip install` compiled
 # (numgrad/_prebuild.py); tests/test_prebuilt.py tests those.
 os.environ.setdefault("NUMGRAD_PREBUILT", "0")
+# numgrad.compile's generated guards are checked against the full walk at every hit
+os.environ.setdefault("NUMGRAD_CHECK_GUARDS", "1")
 
 import numpy as np  # noqa: E402
 import pytest

@@ -21,12 +21,14 @@ values (``.item()``, ``if t > 0``), random numbers, hooks.
 """
 
 import functools
+import os
 import threading
 import warnings
 
 import numpy as np
 
 from numgrad._compile import forward as _forward
+from numgrad._compile import guard as _guard_module
 from numgrad._compile import tape as _tape
 from numgrad._compile.cuda_plan import CudaPlan, involved
 from numgrad._compile.plan import GuardFailed, Plan, Unplannable
@@ -40,6 +42,7 @@ from numgrad._compile.state import (
 from numgrad._compile.verify import replay, shadow
 from numgrad.tensor import Tensor
 
+CHECK_GUARDS = os.environ.get("NUMGRAD_CHECK_GUARDS") == "1"
 RECOMPILE_LIMIT = 8  # programs traced per compiled function (torch's recompile_limit)
 SIZES_LIMIT = 256  # sizes traced per program (a growing sequence: one plan per length)
 _ATTEMPTS = 3  # traces of one signature that may fail to verify before it stays eager
@@ -50,7 +53,7 @@ class CompileError(RuntimeError):
 
 
 class _Entry:
-    __slots__ = ("plan", "verified", "eager", "failures", "why", "fuse")
+    __slots__ = ("plan", "verified", "eager", "failures", "why", "fuse", "guard")
 
     def __init__(self, fuse):
         self.fuse = fuse  # off after a fused plan failed to verify: the next one is not fused
@@ -59,6 +62,7 @@ class _Entry:
         self.eager = False
         self.failures = 0
         self.why = None
+        self.guard = None  # the signature's generated guard (``guard.py``), once verified
 
 
 class CompiledFunction:
@@ -90,6 +94,18 @@ class CompiledFunction:
             self._lock.release()
 
     def _call(self, fn, args, kwargs):
+        last = self._last
+        if last is not None:
+            fast = last[1].guard
+            if fast:
+                tensors = fast(args, kwargs, fn)
+                if tensors is not None:
+                    if CHECK_GUARDS:
+                        _check_guard(fn, args, kwargs, last[0], tensors)
+                    try:
+                        return last[1].plan.call(tensors)
+                    except GuardFailed:
+                        return fn(*args, **kwargs)
         try:
             reach = reachable(fn, args, kwargs)
         except TooMuchState as exc:
@@ -116,6 +132,8 @@ class CompiledFunction:
                 entry = self._cache[sig] = _Entry(self._fuse)
             self._last = (sig, entry)
         if entry.verified:
+            if entry.guard is None:
+                entry.guard = _guard(args, kwargs, fn, sig)
             try:
                 return entry.plan.call(reach.tensors)
             except GuardFailed:
@@ -227,6 +245,25 @@ class CompiledFunction:
             self._warned = True
             warnings.warn(f"numgrad.compile: {_name(self._orig_fn)} runs eagerly ({why})",
                           stacklevel=4)
+
+
+def _guard(args, kwargs, fn, sig):
+    """The generated guard of a verified signature, or False when it cannot be written (the
+    full walk then guards every call)."""
+    try:
+        return _guard_module.build(args, kwargs, fn, sig)
+    except Exception:
+        return False
+
+
+def _check_guard(fn, args, kwargs, sig, tensors):
+    """NUMGRAD_CHECK_GUARDS=1 (the test suite): a generated guard's hit must be the full
+    walk's verdict."""
+    reach = reachable(fn, args, kwargs)
+    if signature(reach) != sig or len(reach.tensors) != len(tensors) or any(
+            a is not b for a, b in zip(reach.tensors, tensors)):
+        raise AssertionError("numgrad.compile: a generated guard accepted a call the full "
+                             "walk gives another signature")
 
 
 def _same_draws(a, b):

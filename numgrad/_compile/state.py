@@ -289,24 +289,12 @@ class Reach:
                 self._other(obj, cls, kind)
 
     def _layout(self, t):
-        """What a tensor's data contributes to the signature: shape, strides, dtype, autograd
-        flags, and which memory it views (numbered in order of appearance)."""
-        a = t._data
         roots = self._roots
-        if a.__class__ is not np.ndarray:
-            return device_key(t, a, roots)  # CUDA data: its layout in its buffer
-        r = id(a) if a.base is None else id(root(a))
-        n = roots.get(r)
-        if n is None:
-            n = roots[r] = len(roots)
-        else:
+        n = len(roots)
+        lay = layout(t, roots)
+        if len(roots) == n:
             self.shared = True
-        shape = a.shape
-        strides = a.strides
-        if 1 in shape or 0 in shape:  # a size-1 (or empty) dim's stride is never used
-            strides = tuple(0 if n_ < 2 else s for n_, s in zip(shape, strides))
-        return (shape, strides, a.dtype, t._requires_grad, t._grad is None,
-                t._grad_fn is None, n)
+        return lay
 
     def _other(self, obj, cls, kind):
         values = self.values
@@ -339,6 +327,24 @@ class Reach:
             self.walk(getattr(cls, k, None) for k in names if k not in d)
         for f in functions:  # its methods: what their closures and globals hold
             _add_function(self, f)
+
+
+def layout(t, roots):
+    """What a tensor's data contributes to the signature: shape, strides, dtype, autograd
+    flags, and which memory it views (``roots``: id of the memory -> its number, in order of
+    appearance)."""
+    a = t._data
+    if a.__class__ is not np.ndarray:
+        return device_key(t, a, roots)  # CUDA data: its layout in its buffer
+    r = id(a) if a.base is None else id(root(a))
+    n = roots.get(r)
+    if n is None:
+        n = roots[r] = len(roots)
+    shape = a.shape
+    strides = a.strides
+    if 1 in shape or 0 in shape:  # a size-1 (or empty) dim's stride is never used
+        strides = tuple(0 if n_ < 2 else s for n_, s in zip(shape, strides))
+    return (shape, strides, a.dtype, t._requires_grad, t._grad is None, t._grad_fn is None, n)
 
 
 def reachable(fn, args, kwargs):
