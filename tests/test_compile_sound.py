@@ -488,3 +488,20 @@ def test_class_attributes_read_through_an_instance_are_guarded():
                 Scaled.scale = 4.0
             assert _same(cm(X), m(X))
     assert replayed(cm)
+
+
+def test_a_hook_registered_after_compiling_runs():
+    w = numgrad.ones(3, requires_grad=True)
+    seen = []
+
+    def step(x):
+        w.grad = None
+        (x[0] * w).sum().backward()
+        return w.grad
+
+    c = numgrad.compile(step)
+    for k in range(6):
+        if k == 3:
+            w.register_hook(lambda g: seen.append(1) or g * 2)
+        assert _same(c(X), (X[0] * (2 if k >= 3 else 1)).detach())
+    assert len(seen) == 3

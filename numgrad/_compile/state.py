@@ -334,8 +334,8 @@ def layout(t, roots):
     flags, and which memory it views (``roots``: id of the memory -> its number, in order of
     appearance)."""
     a = t._data
-    if a.__class__ is not np.ndarray:
-        return device_key(t, a, roots)  # CUDA data: its layout in its buffer
+    if a.__class__ is not np.ndarray:  # CUDA data: its layout in its buffer
+        return device_key(t, a, roots) + (t._hooks is None and t._post_acc_hooks is None,)
     r = id(a) if a.base is None else id(root(a))
     n = roots.get(r)
     if n is None:
@@ -344,7 +344,8 @@ def layout(t, roots):
     strides = a.strides
     if 1 in shape or 0 in shape:  # a size-1 (or empty) dim's stride is never used
         strides = tuple(0 if n_ < 2 else s for n_, s in zip(shape, strides))
-    return (shape, strides, a.dtype, t._requires_grad, t._grad is None, t._grad_fn is None, n)
+    return (shape, strides, a.dtype, t._requires_grad, t._grad is None, t._grad_fn is None, n,
+            t._hooks is None and t._post_acc_hooks is None)  # hooks run eagerly
 
 
 def reachable(fn, args, kwargs):
