@@ -35,6 +35,7 @@ import numpy as np
 from numgrad import _dtype, amp
 from numgrad._compile.cuda_plan import device_key
 from numgrad._compile.tape import address, root
+from numgrad._factories import _DEFAULT_DEVICE as _DEVICE
 from numgrad.autograd import grad_mode
 from numgrad.tensor import Tensor
 
@@ -448,10 +449,10 @@ def _global_names(code):
 
 
 def _globals():
-    """Process state every trace depends on: grad mode, default dtype, autocast."""
+    """Process state every trace depends on: grad mode, default dtype and device, autocast."""
     state = grad_mode.state
-    return (state.enabled, bool(state.inference), _dtype._default[0], amp._state["cpu"],
-            amp._state["cuda"])
+    return (state.enabled, bool(state.inference), _dtype._default[0], _DEVICE[0],
+            amp._state["cpu"], amp._state["cuda"])
 
 
 def signature(reach):
