@@ -84,7 +84,7 @@ def _apply(mod, op, h, i, m, cfg, dims):
     if op == "embedding":
         return mod.emb(i.abs() % N) + h.mean(0, keepdim=True)
     if op == "sum_dims":
-        return h.sum(dims).reshape(1, -1).expand(2, D) if dims == (0,) else \
+        return h.sum(dims).reshape(1, -1).expand(2, D) if tuple(dims) == (0,) else \
             h.sum(dims, keepdim=True).expand(rows, D)
     if op == "reshape":
         return h.reshape(-1).reshape(rows, D)
@@ -164,7 +164,7 @@ def _change(state, what, rng):
     elif what == "attr":
         s["scale"] = float(rng.integers(1, 5)) / 2
     elif what == "dims":
-        s["dims"] = [(1,), (0,), (0, 1)][int(rng.integers(0, 3))]
+        s["dims"] = [(1,), (0,), (0, 1), [1], [0, 1]][int(rng.integers(0, 5))]
     elif what == "mode":
         s["training"] = not s["training"]
     elif what == "inplace_param":
