@@ -7,10 +7,20 @@ Python calls and are not seen. Nothing changes while no tape is active: the reco
 ``__call__`` is installed on Numba's dispatcher class only for the length of a trace, and
 removing it restores Numba's own C call slot.
 
+Host work numgrad does on tensor values (index preparation, casts, copies, random draws) is
+recorded too, as a step (``record``, ``record_draw``) a replay runs again. An array a call
+reads must come from the tape's own work: the tape notes which arrays are reachable tensors'
+data (``known``), results of recorded calls (``produced``), constants numgrad made from Python
+values and sizes (``constant``) and memory it allocated for a kernel to write (``uninit``:
+filled with 0xff bytes during a trace). Any other array a call reads before a recorded call
+wrote it (a call that leaves it unchanged, even when run again on copies with that array
+poisoned, reads it) is ``outside``: values computed where the tape could not see, which no
+plan may replay.
+
 What a tape cannot replay is noted instead of recorded, and makes the trace unusable (the
 compiled function then runs eagerly): Python reading tensor values (``item()``, ``bool()``,
-``tolist()``, ...), user hooks and anomaly checks run by the engine. Device work on CUDA
-tensors is recorded on the same tape by ``cuda_tape.py``.
+``tolist()``, ...), seeding a generator, user hooks and anomaly checks run by the engine.
+Device work on CUDA tensors is recorded on the same tape by ``cuda_tape.py``.
 """
 
 import threading
