@@ -1,11 +1,16 @@
 """``numgrad.compile(fn_or_module)``: trace a function's kernels once, replay them after.
 
-A call of the compiled function looks up its signature (``state.signature``). The first call
+A compiled function returns eager's results or runs eagerly (docs/compile.md).
+
+A call of the compiled function looks up its signature (``state.signature``; once a
+signature's plan is verified, its generated guard, ``guard.py``, checks a call first). The
+first call
 with a new signature runs eagerly while a tape records every kernel it launches (the forward,
 ``loss.backward()``, ``opt.step()``, all of it) and a plan is built from the tape. The next
 call with that signature runs eagerly once more, and the plan is replayed beside it on copies
 of the same inputs: only a plan that gives bit-identical results, gradients and state is
-kept. From then on calls replay the plan: the kernels run in the recorded order on the
+kept (the random generators it draws from start the replay from their state before the
+call). From then on calls replay the plan: the kernels run in the recorded order on the
 current data, and no Tensor, Node or engine walk is made.
 
 A function that returns tensors that still require grad (``loss = f(x)``, ``model(x)``) is
@@ -16,8 +21,9 @@ On CUDA tensors the trace records the numba.cuda launches, device allocations an
 instead (``cuda_plan.py``), in both forms (``forward.CudaForwardPlan``).
 
 A call that cannot be replayed runs eagerly, always with eager's result: Python reading tensor
-values (``.item()``, ``if t > 0``), random numbers, hooks.
-``fullgraph=True`` turns that into an error.
+values (``.item()``, ``if t > 0``), values computed outside the recorded work, hooks, state
+no guard can see (Python's random generators, the clock), past the recompile limits; and a
+call made while another thread replays. ``fullgraph=True`` turns that into an error.
 """
 
 import functools
