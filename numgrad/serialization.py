@@ -1,78 +1,71 @@
-"""``numgrad.save`` / ``numgrad.load``: tensors, state dicts and nested containers in a zip
-of ``.npy`` arrays plus a JSON description.
+"""``numgrad.save`` / ``numgrad.load``: PyTorch's zip checkpoint format.
 
-Loading treats the file as untrusted: nothing is unpickled, every size is checked against
-limits before memory is allocated, arrays stream from the zip into their one final buffer,
-only numgrad's dtypes are accepted, and anything malformed raises one RuntimeError."""
+``save`` writes what ``torch.save`` writes (``archive/data.pkl``, a protocol-2 pickle, plus
+one record ``archive/data/<key>`` per storage, 64-byte aligned): ``torch.load`` reads it,
+``weights_only=True`` included, and views of one tensor keep sharing one storage, with their
+offsets and strides. ``load`` reads those files, ``torch.save``'s, and the files of numgrad
+0.x (a zip of ``.npy`` arrays plus a JSON description, ``format`` = ``numgrad-save-1``).
+
+Loading treats the file as untrusted: nothing is unpickled by Python (an allow-listed reader
+interprets the pickle, ``numgrad/_pickle_reader.py``), every size is checked against limits
+before memory is allocated, storages stream from the zip into their one final buffer, only
+numgrad's dtypes are accepted, and anything malformed raises one RuntimeError."""
 
 import io
 import json
 import math
 import os
 import re
+import struct
 import warnings
 import zipfile
 from collections import OrderedDict
 
 import numpy as np
 
-from numgrad import _arrays, _device, _dtype
-from numgrad._version import __version__
+from numgrad import _arrays, _device, _dtype, _pickle_reader, _pickle_writer
 from numgrad.tensor import Tensor, _wrap
 
-FORMAT = "numgrad-save-1"
-
-
-def _c_order(a):
-    """``a`` in C order (np.ascontiguousarray would turn 0-d arrays into 1-d ones)."""
-    return a if a.flags.c_contiguous else np.array(a, order="C")
-
-
-def _encode(obj, arrays, memo):
-    if isinstance(obj, Tensor):
-        if id(obj) in memo:
-            return {"tensor": memo[id(obj)]}
-        from numgrad.nn.parameter import Parameter
-        k = len(arrays)
-        arrays.append(_c_order(_arrays.host(obj.detach()._data)))
-        memo[id(obj)] = k
-        node = {"tensor": k, "requires_grad": obj.requires_grad,
-                "parameter": isinstance(obj, Parameter)}
-        if obj.is_cuda:
-            node["device"] = "cuda:0"
-        return node
-    if obj is None or isinstance(obj, (bool, int, float, str)):
-        return {"value": obj}
-    if isinstance(obj, _dtype.dtype):
-        return {"dtype": obj.name}
-    if isinstance(obj, dict):
-        return {"dict": [[_encode(k, arrays, memo), _encode(v, arrays, memo)]
-                         for k, v in obj.items()],
-                "ordered": isinstance(obj, OrderedDict)}
-    if isinstance(obj, (list, tuple)):
-        return {"list" if isinstance(obj, list) else "tuple":
-                [_encode(v, arrays, memo) for v in obj]}
-    if isinstance(obj, np.ndarray):
-        k = len(arrays)
-        arrays.append(_c_order(obj))
-        return {"ndarray": k}
-    if isinstance(obj, (np.integer, np.floating, np.bool_)):
-        return {"value": obj.item()}
-    raise TypeError(f"numgrad.save cannot store objects of type {type(obj).__name__} (tensors, "
-                    "numbers, strings, None, dtypes, lists, tuples and dicts are supported)")
+FORMAT = "numgrad-save-1"  # the format numgrad 0.x wrote; load still reads it
 
 
 def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True):
-    """Write ``obj`` to a path or binary file object."""
-    arrays = []
-    tree = _encode(obj, arrays, {})
-    with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED) as z:
-        z.writestr("format", FORMAT)
-        z.writestr("data.json", json.dumps({"version": __version__, "tree": tree}))
-        for k, a in enumerate(arrays):
-            buf = io.BytesIO()
-            np.save(buf, a, allow_pickle=False)
-            z.writestr(f"arrays/{k}.npy", buf.getvalue())
+    """Write ``obj`` to a path or binary file object in PyTorch's zip format."""
+    storages = _pickle_writer.Storages()
+    _pickle_writer.collect(obj, storages)
+    pkl = _pickle_writer.Writer(storages).dump(obj)
+    with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as z:
+        _write_record(z, "archive/data.pkl", pkl)
+        _write_record(z, "archive/.format_version", b"1")
+        _write_record(z, "archive/.storage_alignment", b"64")
+        _write_record(z, "archive/byteorder", b"little")
+        for s in storages.all:
+            _write_record(z, f"archive/data/{s.key}", s.host())
+        _write_record(z, "archive/version", b"3\n")
+
+
+_ALIGN = 64
+_PAD_FIELD = 0x6E67  # an extra field of zeros that puts each record's data on _ALIGN bytes
+
+
+def _write_record(z, name, data):
+    """One stored member whose data starts at a multiple of 64 bytes (so a storage can be
+    memory-mapped, as PyTorch's writer does)."""
+    if isinstance(data, np.ndarray):
+        data = data.reshape(-1).view(np.uint8)
+    nbytes = len(data) if isinstance(data, bytes) else data.nbytes
+    info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+    info.compress_type = zipfile.ZIP_STORED
+    info.file_size = nbytes
+    zip64 = nbytes * 1.05 > zipfile.ZIP64_LIMIT  # zipfile's own rule: a 20-byte field more
+    start = z.start_dir + 30 + len(name.encode()) + (20 if zip64 else 0)
+    pad = -start % _ALIGN
+    if pad:
+        pad += _ALIGN if pad < 4 else 0
+        info.extra = struct.pack("<HH", _PAD_FIELD, pad - 4) + bytes(pad - 4)
+    with z.open(info, "w", force_zip64=zip64) as fh:
+        for i in range(0, nbytes, 64 << 20):  # a memoryview per 64 MiB: no copy
+            fh.write(memoryview(data)[i:i + (64 << 20)])
 
 
 # --------------------------------------------------------------------------- load's limits
@@ -88,6 +81,7 @@ _RATIO_FLOOR = 16 << 20
 # beyond the arrays themselves.
 _CHUNK = 1 << 20
 _ARRAY_MEMBER = re.compile(r"arrays/(0|[1-9][0-9]*)\.npy")
+_TORCH_MEMBER = re.compile(r"[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)?")
 _DEVICE_TAG = re.compile(r"cpu|cuda(:[0-9]{1,4})?")
 # Each kind of node in the JSON tree and the optional fields it may carry.
 _NODE_FIELDS = {"tensor": {"requires_grad", "parameter", "device"}, "ndarray": set(),
@@ -143,15 +137,35 @@ def _check_sizes(info, archive_size, limits):
                        f"ratio over max_ratio={limits.max_ratio}", "max_ratio")
 
 
-def _members(z, archive_size, limits):
+def _is_legacy(z):
+    """Whether the zip is numgrad 0.x's format (else it is PyTorch's)."""
+    return any(n in ("format", "data.json") or n.startswith("arrays/") for n in z.namelist())
+
+
+def _legacy_name(name):
+    if name not in ("format", "data.json") and not _ARRAY_MEMBER.fullmatch(name):
+        _bad(f"unexpected member {name!r}")
+
+
+def _torch_prefix(z):
+    """The one folder PyTorch's format keeps every record in (``archive/``), checked."""
+    names = z.namelist()
+    prefix = names[0].partition("/")[0] + "/" if names else ""
+    for name in names:
+        if not name.startswith(prefix) or not _TORCH_MEMBER.fullmatch(name[len(prefix):]):
+            _bad(f"unexpected member {name!r} (PyTorch's format keeps every record in one "
+                 "folder)")
+    return prefix
+
+
+def _members(z, archive_size, limits, check_name):
     """The zip's members by name, after checking each one's kind and sizes and the total."""
     members = {}
     for info in z.infolist():
         name = info.filename
         if name in members:
             _bad(f"two members are named {name!r}")
-        if name not in ("format", "data.json") and not _ARRAY_MEMBER.fullmatch(name):
-            _bad(f"unexpected member {name!r}")
+        check_name(name)
         if info.flag_bits & 1:
             _bad(f"{name} is encrypted")
         if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
@@ -335,11 +349,14 @@ def _check_key(node, refs, members, limits, depth):
 
 
 def _read(fh, limits):
-    """The checked JSON tree and the arrays it uses by index: everything that reads the file."""
+    """Everything that reads the file: ``("legacy", (tree, arrays))`` for numgrad 0.x's
+    format, ``("torch", (object, reader))`` for PyTorch's."""
     fh.seek(0, io.SEEK_END)
     archive_size = fh.tell()
     with zipfile.ZipFile(fh) as z:
-        members = _members(z, archive_size, limits)
+        if not _is_legacy(z):
+            return "torch", _read_torch(z, archive_size, limits)
+        members = _members(z, archive_size, limits, _legacy_name)
         tree = _read_tree(z, members, limits)
         refs = {}
         _check_node(tree, refs, members, limits)
@@ -348,7 +365,45 @@ def _read(fh, limits):
             arrays[k] = _read_array(z, members[f"arrays/{k}.npy"], limits)
             if refs[k] and arrays[k].dtype.kind != "f":
                 _bad(f"arrays/{k}.npy is {arrays[k].dtype} but its tensor requires grad")
-    return tree, arrays
+    return "legacy", (tree, arrays)
+
+
+def _read_torch(z, archive_size, limits):
+    prefix = _torch_prefix(z)
+    members = _members(z, archive_size, limits, lambda name: None)
+    order = members.get(prefix + "byteorder")
+    if order is not None and _read_member(z, members, prefix + "byteorder", 16) != b"little":
+        _bad("the storages are big-endian (numgrad reads little-endian ones)")
+    pkl = _read_member(z, members, prefix + "data.pkl", limits.max_json_bytes,
+                       "max_json_bytes")
+
+    def open_storage(key, d, numel):
+        name = f"{prefix}data/{key}"
+        info = members.get(name)
+        if info is None:
+            _bad(f"the record {name!r} is missing")
+        nbytes = numel * d.itemsize
+        if nbytes > limits.max_bytes:
+            raise _Refused(f"{name} declares {numel} elements of {d.name}, {_mib(nbytes)} "
+                           f"(max_bytes is {_mib(limits.max_bytes)})", "max_bytes")
+        if info.file_size != nbytes:
+            _bad(f"{name} holds {info.file_size} bytes for {numel} elements of {d.name}")
+        a = np.empty(numel, d.np)
+        with z.open(info) as fh:
+            _fill(fh, a, name)
+            if fh.read(1):  # also where the zip reader checks the CRC
+                _bad(f"{name} holds more than its data")
+        if d is _dtype.bool_:
+            _pickle_reader.clamp_bools(a)
+        return a
+
+    reader = _pickle_reader.Reader(pkl, limits.max_depth)
+    try:
+        obj = reader.load()
+    except _pickle_reader.DepthError as e:
+        raise _Refused(str(e), "max_depth") from None
+    reader.attach(open_storage)
+    return obj, reader
 
 
 # --------------------------------------------------------------------------- building objects
@@ -388,6 +443,29 @@ def _call_map_location(fn, a, saved):
         raise TypeError(f"map_location returned a {type(out).__name__}; it must return a "
                         "tensor or None")
     return out._data
+
+
+def _place_storages(reader, place):
+    """Put each storage where ``map_location`` says and rebuild its tensors on it."""
+    for ref in reader.storages.values():
+        placed = place(ref.array, ref.location)
+        if placed is not ref.array:
+            if placed.ndim != 1 or placed.size != ref.numel:
+                raise RuntimeError(f"map_location returned a tensor of shape {placed.shape} "
+                                   f"for a storage of {ref.numel} elements")
+            if placed.__class__ is np.ndarray:
+                placed = np.ascontiguousarray(placed)
+            else:
+                placed = placed.contiguous()
+        ref.placed = placed
+    for rec in reader.records:
+        placed = rec.storage.placed
+        if placed is rec.storage.array:
+            continue
+        data = _pickle_reader.view(placed, rec.offset, rec.shape, rec.strides,
+                                   placed.dtype.itemsize)
+        for t in rec.tensors:
+            t._data = data
 
 
 def _build_tensor(node, arrays, memo, place):
@@ -458,7 +536,8 @@ def _read_checked(fh, name, limits):
     # RecursionError, MemoryError, tokenize.TokenError, ...), and no caller code runs in
     # _read, so whatever it raises means the file is malformed (it stays the __cause__).
     except Exception as e:
-        detail = str(e) if isinstance(e, _Malformed) else f"{type(e).__name__}: {e}"
+        plain = isinstance(e, (_Malformed, _pickle_reader.Malformed))
+        detail = str(e) if plain else f"{type(e).__name__}: {e}"
         raise RuntimeError(f"{name} is not a valid numgrad file, or it is truncated or "
                            f"corrupted ({detail})") from e
 
@@ -499,7 +578,12 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     if isinstance(f, (str, os.PathLike)):
         name = os.fspath(f)
         with open(f, "rb") as fh:
-            tree, arrays = _read_checked(fh, name, limits)
+            kind, read = _read_checked(fh, name, limits)
     else:
-        tree, arrays = _read_checked(f, getattr(f, "name", "<file>"), limits)
-    return _build(tree, arrays, {}, place)
+        kind, read = _read_checked(f, getattr(f, "name", "<file>"), limits)
+    if kind == "legacy":
+        tree, arrays = read
+        return _build(tree, arrays, {}, place)
+    obj, reader = read
+    _place_storages(reader, place)
+    return obj
