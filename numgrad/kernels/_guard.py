@@ -50,20 +50,35 @@ def check_operands(ins, out_shape):
 
 
 def internal_overlap(shape, strides):
-    """Whether a destination has two elements at one address: a zero stride on a dim of size
-    above 1 (PyTorch's test; other overlaps, e.g. from as_strided, it calls too hard too).
-    An empty array has no elements to share (NumPy gives it zero strides)."""
+    """Whether a destination may have two elements at one address: a zero stride on a dim of
+    size above 1 (PyTorch's test), or windows that share elements (``Tensor.unfold`` with
+    ``step < size``: each dim's stride, taken from the smallest, must step past everything
+    the smaller ones span; PyTorch calls those too hard to check and writes them in an order
+    of its own, so numgrad refuses them rather than give other numbers). An empty array has
+    no elements to share (NumPy gives it zero strides)."""
     if 0 in shape:
         return False
-    for n, s in zip(shape, strides):
-        if s == 0 and n > 1:
+    span = 0
+    for n, s in zip(reversed(shape), reversed(strides)):  # the common case: C order
+        if n > 1:
+            if s <= span:
+                break
+            span += s * (n - 1)
+    else:
+        return False
+    span = 0
+    for s, n in sorted((abs(s), n) for n, s in zip(shape, strides) if n > 1):
+        if s <= span:
             return True
+        span += s * (n - 1)
     return False
 
 
 def check_writable(arr):
     """A destination written in place holds each element once."""
-    if 0 in arr.strides and internal_overlap(arr.shape, arr.strides):
+    flags = arr.flags
+    if not (flags.c_contiguous or flags.f_contiguous) and internal_overlap(arr.shape,
+                                                                           arr.strides):
         raise RuntimeError(OVERLAP)
 
 

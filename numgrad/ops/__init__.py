@@ -19,6 +19,7 @@ from numgrad.ops import (  # noqa: F401  (they declare their ops)
     selection,
     statistics,
     unary,
+    windows,
 )
 from numgrad.ops import elementwise as ew
 from numgrad.ops import indexing as ix

@@ -1,0 +1,134 @@
+"""Pieces of PyTorch's API that users reached for and numgrad lacked: ``Tensor.unfold``,
+``round(decimals=)``, ``cdist``, the other ``F.interpolate`` modes, ``EmbeddingBag``'s
+``padding_idx`` and the nuclear norm. Each against PyTorch: values, gradients (and float64
+finite differences), node names and errors (class and message)."""
+
+import warnings
+
+import numpy as np
+import pytest
+from conftest import assert_close, finite_difference, requires_torch, to_numpy, torch
+
+import numgrad as ng
+
+pytestmark = requires_torch
+
+
+def _pair(a, requires_grad=True):
+    return (ng.tensor(a, requires_grad=requires_grad),
+            torch.tensor(a, requires_grad=requires_grad))
+
+
+def _error(fn, *args, **kwargs):
+    """(class, message) of what ``fn`` raises, or None."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fn(*args, **kwargs)
+    except Exception as e:  # noqa: BLE001 - compared between the libraries
+        return type(e).__name__, str(e)
+    return None
+
+
+def _same_error(call):
+    """``call(m)`` raises the same class and message under numgrad and PyTorch."""
+    theirs = _error(call, torch)
+    assert theirs is not None
+    assert _error(call, ng) == theirs
+
+
+def _weighted_backward(out, out_t, seed=1):
+    w = np.random.default_rng(seed).uniform(0.5, 1.5, size=tuple(out_t.shape))
+    (out * ng.tensor(w, dtype=out.dtype)).sum().backward()
+    (out_t * torch.tensor(w, dtype=out_t.dtype)).sum().backward()
+    return w
+
+
+# ========================================================================================
+# Tensor.unfold
+# ========================================================================================
+
+UNFOLD_ARGS = [((3, 5, 4), (1, 2, 1)), ((3, 5, 4), (1, 3, 2)), ((3, 5, 4), (-1, 1, 3)),
+               ((3, 5, 4), (0, 3, 1)), ((3, 5, 4), (1, 0, 1)), ((3, 5, 4), (2, 4, 5)),
+               ((7,), (0, 2, 3)), ((0, 3), (1, 2, 1)), ((0, 3), (0, 0, 1)), ((), (0, 1, 1)),
+               ((), (-1, 0, 2))]
+
+
+@pytest.mark.parametrize("shape,args", UNFOLD_ARGS, ids=[str(a) for a in UNFOLD_ARGS])
+def test_unfold_matches_pytorch(shape, args):
+    a = np.random.default_rng(0).standard_normal(shape)
+    x, xt = _pair(a)
+    y, yt = x.unfold(*args), xt.unfold(*args)
+    assert y.shape == yt.shape and y.stride() == yt.stride()
+    assert np.array_equal(to_numpy(y), to_numpy(yt))
+    assert type(y.grad_fn).__name__ == type(yt.grad_fn).__name__ == "UnfoldBackward0"
+    node, node_t = y.grad_fn, yt.grad_fn
+    for name in ("_saved_dimension", "_saved_self_sym_sizes", "_saved_size", "_saved_step"):
+        ours, theirs = getattr(node, name), getattr(node_t, name)
+        if name == "_saved_dimension":  # PyTorch shows a negative dim as unsigned
+            ours, theirs = ours % 2**64, theirs % 2**64
+        assert ours == theirs, name
+    w = _weighted_backward(y, yt)
+    assert_close(x.grad, xt.grad, rtol=1e-12, atol=1e-12)
+    if a.size and y.numel():
+        fd = finite_difference(lambda v: np.asarray(torch.tensor(v).unfold(*args)), [a], 0, w)
+        assert_close(x.grad, fd, rtol=1e-6, atol=1e-7)
+
+
+def test_unfold_is_a_view_sharing_storage():
+    x = ng.arange(8.0)
+    y = x.unfold(0, 3, 2)
+    assert y._base is x
+    x[4] = 100.0
+    assert y[1, 2].item() == 100.0 and y[2, 0].item() == 100.0
+    z = x.unfold(0, 2, 2)  # windows that do not overlap: writes go through to the base
+    z.mul_(2)
+    assert x.tolist() == [0.0, 2.0, 4.0, 6.0, 200.0, 10.0, 12.0, 14.0]
+
+
+def test_unfold_float32_and_integers_match_pytorch():
+    a = np.arange(24).reshape(2, 12)
+    for dt in ("float32", "int64", "int32", "uint8", "bool"):
+        x, xt = ng.tensor(a.astype(dt)), torch.tensor(a.astype(dt))
+        y, yt = x.unfold(1, 5, 3), xt.unfold(1, 5, 3)
+        assert str(y.dtype) == str(yt.dtype)
+        assert np.array_equal(to_numpy(y), to_numpy(yt))
+
+
+def test_unfold_double_backward_matches_pytorch():
+    a = np.random.default_rng(2).standard_normal((2, 6))
+    x, xt = _pair(a)
+    gy = np.random.default_rng(3).standard_normal((2, 2, 4))
+    g, gt = _pair(gy)
+    (gx,) = ng.autograd.grad(x.unfold(1, 4, 2), x, g, create_graph=True)
+    (gxt,) = torch.autograd.grad(xt.unfold(1, 4, 2), xt, gt, create_graph=True)
+    assert type(gx.grad_fn).__name__ == type(gxt.grad_fn).__name__ == "UnfoldBackwardBackward0"
+    assert (gx.grad_fn._saved_dim, gx.grad_fn._saved_size, gx.grad_fn._saved_step) == (
+        gxt.grad_fn._saved_dim, gxt.grad_fn._saved_size, gxt.grad_fn._saved_step)
+    assert_close(gx, gxt, rtol=1e-12, atol=1e-12)
+    _weighted_backward(gx, gxt, seed=4)
+    assert_close(g.grad, gt.grad, rtol=1e-12, atol=1e-12)
+    assert ng.autograd.gradcheck(lambda v: v.unfold(1, 4, 2), (x,))
+    assert ng.autograd.gradgradcheck(lambda v: v.unfold(1, 3, 1), (x,))
+
+
+@pytest.mark.parametrize("call", [
+    "x.unfold(1, 4, 1)", "x.unfold(1, 2, 0)", "x.unfold(1, -1, 1)", "x.unfold(1, 2, -1)",
+    "x.unfold(2, 1, 1)", "x.unfold(-3, 1, 1)", "x.unfold(1, 2.0, 1)", "x.unfold(1.0, 2, 1)",
+    "x.unfold(1, 2, None)", "s.unfold(0, 2, 1)", "s.unfold(1, 1, 1)",
+    "m.zeros(0, 3).unfold(0, 1, 1)",
+])
+def test_unfold_errors_match_pytorch(call):
+    def run(m):
+        x = m.zeros(2, 3)
+        s = m.tensor(3.0)
+        return eval(call, {"m": m, "x": x, "s": s})
+    _same_error(run)
+
+
+def test_in_place_write_into_overlapping_windows_is_refused():
+    """PyTorch writes overlapping windows in an order of its own (``mul_`` and ``add_`` give
+    different kinds of answers); numgrad refuses rather than differ."""
+    x = ng.arange(4.0, requires_grad=True).clone()
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        x.unfold(0, 2, 1).mul_(2)
