@@ -15,6 +15,7 @@ import numpy as np
 from numgrad import _arrays as A
 from numgrad._shape import Size
 from numgrad.autograd.graph import Node
+from numgrad.nn import _pad_checks
 from numgrad.nn import functional as F
 from numgrad.ops import elementwise as ew
 from numgrad.ops import linalg as la
@@ -651,6 +652,18 @@ def _node(name):
 _PAD_NODES = {(mode, k): _node(f"{label}Pad{k}DBackward0")
               for mode, label in (("reflect", "Reflection"), ("replicate", "Replication"))
               for k in (1, 2, 3)}
+class _EmptyPadBackward(Node):
+    """A reflect/replicate pad whose output is empty; ``_saved`` holds the input's shape."""
+
+    __slots__ = ()
+
+    # an empty output reads no input element: dx = 0
+    def _backward(self, g):
+        return (_wrap(A.zeros(g._data, self._saved[0], g._data.dtype)),)
+
+
+_EMPTY_PAD_NODES = {key: type(cls.__name__, (_EmptyPadBackward,), {"__slots__": ()})
+                    for key, cls in _PAD_NODES.items()}
 _UPSAMPLE_NODES = {key: _node(name) for key, name in (
     (("nearest", 1), "UpsampleNearest1DBackward0"), (("nearest", 2), "UpsampleNearest2DBackward0"),
     (("linear", 1), "UpsampleLinear1DBackward0"),
@@ -670,49 +683,18 @@ def _pad_index(mode, n, lo, hi):
     return np.clip(j, 0, n - 1)
 
 
-def _pad_checks(mode, shape, widths):
-    nd, k = len(shape), len(widths) // 2
-    if not (1 <= k <= 3 and nd in (k + 1, k + 2)):
-        raise NotImplementedError(f"Padding size {len(widths)} is not supported for {nd}D input "
-                                  "tensor.")
-    batched = nd == k + 2
-    for d in range(nd - k):
-        if d == 0 and batched and shape[0] == 0:
-            continue
-        if shape[d] == 0:
-            raise RuntimeError(f"Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly "
-                               f"0 batch size and other non-zero dimensions for input, but got: "
-                               f"{list(shape)}")
-    sizes = []
-    for i in range(k):
-        d = nd - 1 - i
-        lo, hi = widths[2 * i], widths[2 * i + 1]
-        if mode == "reflect" and (lo >= shape[d] or hi >= shape[d]):
-            raise RuntimeError(
-                f"Argument #4: Padding size should be less than the corresponding input "
-                f"dimension, but got: padding ({lo}, {hi}) at dimension {d} of input "
-                f"{list(shape)}")
-        sizes.append(shape[d] + lo + hi)
-    if min(sizes) < 0:
-        out_shape = list(shape[:nd - k]) + sizes[::-1]
-        raise RuntimeError(f"Trying to create tensor with negative dimension {min(sizes)}: "
-                           f"{out_shape}")
+def _pad_empty(input, out_shape, node_cls):
+    out = _wrap(A.zeros(input._data, out_shape, input._data.dtype))
+    if state.enabled and input._requires_grad:
+        attach(out, node_cls((edge(input),), (input._data.shape,)))
+    return out
 
 
-def _pad_circular(input, widths):
+def _pad_circular(input, widths, out_shape):
     """PyTorch's circular padding: the centre copied in, then each padded dim's two borders
-    copied from the opposite side of the output (``CopySlices``)."""
+    copied from the opposite side of the output (``CopySlices``); ``out_shape`` is checked."""
     shape = input._data.shape
     nd, k = len(shape), len(widths) // 2
-    out_shape = list(shape)
-    for i in range(k):
-        d = nd - 1 - i
-        lo, hi = widths[2 * i], widths[2 * i + 1]
-        if lo > shape[d] or hi > shape[d]:
-            raise RuntimeError("Padding value causes wrapping around more than once.")
-        out_shape[d] += lo + hi
-        if out_shape[d] <= 0:
-            raise RuntimeError("Negative padding value is resulting in an empty dimension")
     out = _wrap(A.zeros(input._data, tuple(out_shape), input._data.dtype))
     dst = [slice(None)] * nd
     src = [slice(None)] * nd
@@ -743,7 +725,8 @@ def _pad_circular(input, widths):
 def pad(input, pad, mode="constant", value=None):
     """Pad the last len(pad)/2 dims: ``'constant'`` (``ConstantPadNdBackward0``), ``'reflect'``
     (``ReflectionPad{1,2,3}DBackward0``), ``'replicate'`` (``ReplicationPad{1,2,3}DBackward0``)
-    or ``'circular'``; negative widths crop."""
+    or ``'circular'``; negative widths crop. Every size is checked (``_pad_checks``) before a
+    kernel runs."""
     if mode not in ("reflect", "replicate", "circular"):
         return _pad_constant(input, pad, mode, value)
     F._tensor_arg("pad", "input", 1, input)
@@ -751,6 +734,7 @@ def pad(input, pad, mode="constant", value=None):
         raise TypeError(f"pad(): argument 'pad' (position 2) must be tuple of ints, not "
                         f"{type(pad).__name__}")
     widths = F._int_list(pad, "pad", "pad", 2)
+    _pad_checks.check_widths(widths)
     if value is not None:
         F._float_arg(value, "pad", "value", 4)
     if len(widths) % 2:
@@ -763,14 +747,14 @@ def pad(input, pad, mode="constant", value=None):
     if value is not None and value != 0:
         raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument")
     shape = input._data.shape
+    out_shape = _pad_checks.mode_shape(mode, shape, widths)
     if mode == "circular":
-        k = len(widths) // 2
-        if not (1 <= k <= 3 and nd in (k + 1, k + 2)):
-            raise NotImplementedError(f"Padding size {len(widths)} is not supported for {nd}D "
-                                      "input tensor.")
-        return _pad_circular(input, widths)
-    _pad_checks(mode, shape, widths)
+        return _pad_circular(input, widths, out_shape)
+    if input._data.dtype == np.bool_:
+        raise F._not_implemented(_pad_checks.kernel_name(mode, widths), input)
     k = len(widths) // 2
+    if 0 in out_shape:  # nothing to gather (and no index arrays the size of a huge padded dim)
+        return _pad_empty(input, tuple(out_shape), _EMPTY_PAD_NODES[mode, k])
     maps = []
     for i in range(k):
         d = nd - 1 - i

@@ -15,6 +15,7 @@ from numgrad import _arrays as A
 from numgrad import _dtype
 from numgrad._shape import Size, broadcast_shapes
 from numgrad.autograd.graph import Node
+from numgrad.nn import _pad_checks
 from numgrad.ops import elementwise as ew
 from numgrad.ops import indexing as ix
 from numgrad.ops import linalg as la
@@ -833,6 +834,7 @@ def pad(input, pad, mode="constant", value=None):
         raise TypeError(f"pad(): argument 'pad' (position 2) must be tuple of ints, not "
                         f"{type(pad).__name__}")
     widths = _int_list(pad, "pad", "pad", 2)
+    _pad_checks.check_widths(widths)
     value = 0.0 if value is None else _float_arg(value, "pad", "value", 4)
     if mode not in ("constant", "reflect", "replicate", "circular"):
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
@@ -845,14 +847,7 @@ def pad(input, pad, mode="constant", value=None):
                            f"dimension {nd}")
     if mode != "constant":
         raise NotImplementedError(f"pad mode '{mode}' is not supported by numgrad")
-    shape = input._data.shape
-    for i in range(len(widths) // 2):  # PyTorch narrows the negative sides first
-        size = shape[nd - 1 - i]
-        for w in widths[2 * i:2 * i + 2]:
-            if w < 0:
-                size += w
-                if size < 0:
-                    raise RuntimeError("narrow(): length must be non-negative.")
+    _pad_checks.constant_shape(input._data.shape, widths)
     return _constant_pad(input, widths, value)
 
 
