@@ -258,6 +258,8 @@ CASES = [
     ("diag_embed", lambda m, a: m.diag_embed(a, -1),
      lambda a: np.stack([np.diag(r, -1) for r in a]), [U(2, 3)]),
     ("trace", lambda m, a: a.trace(), np.trace, [U(3, 4)]),
+    ("round_decimals", lambda m, a: m.round(a, decimals=2), lambda a: np.round(a * 100) / 100,
+     [U(3, 4)]),
     ("unfold", lambda m, a: a.unfold(1, 3, 2),
      lambda a: np.lib.stride_tricks.sliding_window_view(a, 3, 1)[:, ::2], [U(2, 7, 3)]),
     ("prod", lambda m, a: a.prod(), np.prod, [POS(3, 4)]),

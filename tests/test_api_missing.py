@@ -132,3 +132,87 @@ def test_in_place_write_into_overlapping_windows_is_refused():
     x = ng.arange(4.0, requires_grad=True).clone()
     with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
         x.unfold(0, 2, 1).mul_(2)
+
+
+# ========================================================================================
+# round(decimals=)
+# ========================================================================================
+
+ROUND_VALUES = [1.2345, -2.5, 0.125, 2.675, -0.0, 0.5, 1.5, 1e30, -1e-30, 123456.789, np.inf,
+                -np.inf, np.nan, 1e308, 5e-324, 0.05, -0.15, 1.005, 2.5e-8]
+
+
+def _bits(t):
+    a = to_numpy(t)
+    return a.view(np.uint32 if a.dtype == np.float32 else np.uint64)
+
+
+def _same_bits(ours, theirs):
+    a, b = to_numpy(ours), to_numpy(theirs)
+    nan = np.isnan(a) & np.isnan(b)
+    assert np.array_equal(np.where(nan, 0, _bits(ours)), np.where(nan, 0, _bits(theirs)))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("decimals", [None, 0, 1, 2, 3, 7, -1, -2, -30, 15, 39, 308, 400, -400])
+def test_round_decimals_matches_pytorch_bit_for_bit(dtype, decimals):
+    with np.errstate(over="ignore"):
+        a = np.array(ROUND_VALUES, dtype=dtype)
+    kw = {} if decimals is None else {"decimals": decimals}
+    x, xt = _pair(a)
+    y, yt = ng.round(x, **kw), torch.round(xt, **kw)
+    _same_bits(y, yt)
+    assert type(y.grad_fn).__name__ == type(yt.grad_fn).__name__
+    _same_bits(x.round(**kw), xt.round(**kw))
+    _same_bits(ng.round(x.detach(), **kw, out=ng.empty(0, dtype=x.dtype)),
+               torch.round(xt.detach(), **kw, out=torch.empty(0, dtype=xt.dtype)))
+    xi, xit = x.detach().clone(), xt.detach().clone()
+    xi.round_(**kw)
+    xit.round_(**kw)
+    _same_bits(xi, xit)
+    y.sum().backward()
+    yt.sum().backward()
+    _same_bits(x.grad, xt.grad)
+
+
+def test_round_decimals_holds_for_random_values():
+    hypothesis = pytest.importorskip("hypothesis")
+    st = hypothesis.strategies
+    hnp = pytest.importorskip("hypothesis.extra.numpy")
+
+    @hypothesis.settings(max_examples=60, deadline=None)
+    @hypothesis.given(st.sampled_from(["float32", "float64"]), st.integers(-12, 20),
+                      st.data())
+    def prop(dtype, decimals, data):
+        width = 32 if dtype == "float32" else 64
+        a = data.draw(hnp.arrays(dtype, st.integers(1, 12),
+                                 elements=st.floats(width=width, allow_nan=False)))
+        _same_bits(ng.round(ng.tensor(a), decimals=decimals),
+                   torch.round(torch.tensor(a), decimals=decimals))
+    prop()
+
+
+def test_round_decimals_gradient_is_zero_and_finite_differences_agree():
+    a = np.random.default_rng(5).uniform(-3, 3, (3, 4))
+    x, xt = _pair(a)
+    w = _weighted_backward(ng.round(x, decimals=1), torch.round(xt, decimals=1))
+    assert_close(x.grad, xt.grad, rtol=0, atol=0)
+    fd = finite_difference(lambda v: np.round(v * 10) / 10, [a], 0, w)
+    assert_close(x.grad, fd, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("call", [
+    "x.round(2)", "m.round(x, 1)", "m.round(x, decimals=1.5)", "x.round(decimals=1.5)",
+    "x.round(decimals=True)", "x.round(decimals=None)", "m.round(x, decimals=None)",
+    "x.detach().round_(decimals=1.5)", "x.detach().round_(1)", "m.round(x, decimals=2**70)",
+    "m.round(m.tensor([1, 2]), decimals=0)", "m.round(m.tensor([1, 2]), decimals=1)",
+    "m.round(m.tensor([True]), decimals=1)",
+    "m.round(x, decimals=1, out=m.empty(2, dtype=m.int64))",
+    "m.round(x.detach(), out=m.empty(2, dtype=m.float64))", "m.floor(x.detach(), out=m.empty(2, "
+    "dtype=m.float64))", "m.trunc(m.tensor([1]), out=m.empty(1))",
+])
+def test_round_decimals_errors_match_pytorch(call):
+    def run(m):
+        x = m.tensor([1.25, -2.5], requires_grad=True)
+        return eval(call, {"m": m, "x": x})
+    _same_error(run)

@@ -9,6 +9,7 @@ gradients back to them. Each op is registered (``declare``) beside its definitio
 makes it a ``numgrad`` function and a Tensor method.
 """
 
+import operator
 import warnings
 
 import numpy as np
@@ -29,10 +30,11 @@ from numgrad.ops._util import (
     float_type,
     is_scalar,
     meta_for,
+    needs_grad,
     scalar_value,
     state,
 )
-from numgrad.ops.registry import declare, make_node, write_out
+from numgrad.ops.registry import REGISTRY, declare, inplace_of, make_node, write_out
 from numgrad.ops.registry import flat1 as _flat1
 from numgrad.ops.registry import flat2 as _flat2
 
@@ -583,12 +585,23 @@ def _div_rounded(a, b, mode):
     return _division(a, b, mode, lambda edges, saved: DivBackward2(edges))
 
 
+def _check_out_dtype(input, out):
+    """The rounding ops write only into an ``out`` of the input's dtype, as PyTorch's."""
+    if (isinstance(input, Tensor) and isinstance(out, Tensor) and out.dtype is not input.dtype
+            and not needs_grad(input, out)):  # write_out refuses those first
+        raise RuntimeError(f"Found dtype {dtype_of(out)._legacy} but expected "
+                           f"{dtype_of(input)._legacy}")
+
+
 def _rounding(name):
     # d/dx floor(x) = d/dx ceil(x) = d/dx trunc(x) = d/dx round(x) = 0 (almost everywhere)
     node_cls = make_node(name.capitalize() + "Backward0", ("self",),
                          {"self": lambda grad: mul(grad, 0)}, ())
 
-    def op(input):
+    def op(input, *, out=None):
+        if out is not None:
+            _check_out_dtype(input, out)
+            return write_out(op, out, input)
         _check_tensor(input, name)
         dt = dtype_of(input)
         if dt._kind != 2:
@@ -600,14 +613,104 @@ def _rounding(name):
             attach(out, node_cls((edge(input),), ()))
         return out
     op.__name__ = op.__qualname__ = name
-    return declare(name, nodes=(node_cls.__name__,), variants=(
-        "function", "method", "inplace"))(op)
+    return op, node_cls
 
 
-floor = _rounding("floor")
-ceil = _rounding("ceil")
-trunc = _rounding("trunc")
-round = _rounding("round")  # noqa: A001
+floor, _ = _rounding("floor")
+ceil, _ = _rounding("ceil")
+trunc, _ = _rounding("trunc")
+_round_plain, _ = _rounding("round")
+for _fn in (floor, ceil, trunc):
+    declare(_fn.__name__, nodes=(_fn.__name__.capitalize() + "Backward0",),
+            variants=("function", "method", "inplace"))(_fn)
+
+# d/dx round(x, decimals) = 0 (almost everywhere)
+RoundBackward1 = make_node("RoundBackward1", ("self",), {"self": lambda grad: mul(grad, 0)}, ())
+
+_ROUND_SIGNATURES = ("\n * (Tensor input, *, Tensor out = None)\n"
+                     " * (Tensor input, *, int decimals, Tensor out = None)\n")
+
+
+def _round_decimals(input, decimals):
+    dt = dtype_of(input)
+    if dt._kind != 2:
+        raise _not_implemented("round_vml_cpu" if decimals == 0 else "round_cpu", dt)
+    if decimals == 0:
+        r = _unary(EW.round, input, dt)
+    else:  # PyTorch's 10^|d| (a double, then in x's type) and its order of operations
+        with np.errstate(over="ignore"):
+            ten_pow = float(np.power(np.float64(10.0), -decimals if decimals < 0 else decimals))
+        r = _unary(EW.round_decimals, input, dt, ten_pow, 1.0 if decimals < 0 else 0.0)
+    out = _wrap(r)
+    if state.enabled and input._requires_grad:
+        attach(out, RoundBackward1((edge(input),), ()))
+    return out
+
+
+def _round_arguments_error(args, kwargs):
+    got = ", ".join(["Tensor"] + [type(a).__name__ for a in args]
+                    + [f"{k}={type(v).__name__}" for k, v in kwargs.items()])
+    return TypeError(f"round() received an invalid combination of arguments - got ({got}), but "
+                     "expected one of:" + _ROUND_SIGNATURES)
+
+
+_NO_DECIMALS = object()
+
+
+def _decimals_value(decimals):
+    """``decimals`` as an int, or None where PyTorch does not take it as one."""
+    if decimals.__class__ is bool or isinstance(decimals, float) or decimals is None:
+        return None
+    try:
+        v = operator.index(decimals)
+    except TypeError:
+        return None
+    if not -2**63 <= v < 2**63:
+        raise ValueError("Overflow when unpacking long long")
+    return v
+
+
+@declare("round", nodes=("RoundBackward0", "RoundBackward1"),
+         variants=("function", "method", "inplace"))
+def round(input, *args, decimals=_NO_DECIMALS, out=None):  # noqa: A001
+    """Round half to even; with ``decimals``, to that many decimal places (negative: tens,
+    hundreds, ...) as PyTorch computes it: rint(x * 10^d) / 10^d (``RoundBackward1``)."""
+    d = None if decimals is _NO_DECIMALS else _decimals_value(decimals)
+    if args or (decimals is not _NO_DECIMALS and d is None):
+        kwargs = {} if decimals is _NO_DECIMALS else {"decimals": decimals}
+        if out is not None:
+            kwargs["out"] = out
+        raise _round_arguments_error(args, kwargs)
+    if out is not None:
+        _check_out_dtype(input, out)
+        return write_out(round, out, input, decimals=decimals)
+    if d is None:
+        return _round_plain(input)
+    _check_tensor(input, "round")
+    return _round_decimals(input, d)
+
+
+def _round_method(name):
+    def method(self, *args, decimals=_NO_DECIMALS):
+        from numgrad.ops.inplace import apply_
+        if args:
+            raise TypeError(f"{name}() takes from 1 to 0 positional arguments but {len(args)} "
+                            "were given")
+        if decimals is _NO_DECIMALS:
+            return round(self) if name == "round" else apply_(self, _round_plain)
+        d = _decimals_value(decimals)
+        if d is None:
+            raise TypeError(f"{name}(): argument 'decimals' must be int, not "
+                            f"{type(decimals).__name__}")
+        if name == "round":
+            return round(self, decimals=d)
+        return apply_(self, lambda x: round(x, decimals=d))
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
+REGISTRY["round"].method = _round_method("round")
+inplace_of("round")(_round_method("round_"))
 
 
 def _number_first(v, other):

@@ -17,6 +17,7 @@ import numpy as np
 from numba import prange, types
 from numba.extending import overload
 
+from numgrad import _arrays
 from numgrad.kernels import EW
 from numgrad.kernels._guard import check_operands
 from numgrad.kernels._jit import inline, jit, serial_twin, specialize
@@ -416,6 +417,15 @@ def trunc(x, p, q):
 @unary_kernel
 def round(x, p, q):  # noqa: A001
     return frint(x)  # half to even, as PyTorch rounds
+
+
+@unary_kernel
+def round_decimals(x, p, q):
+    """``round(x, decimals=d)`` as PyTorch computes it: rint(x * p) / p with p = 10^d in x's
+    type, or for negative d (``q`` = 1) rint(x / p) * p with p = 10^-d."""
+    if q != 0:
+        return frint(x / p) * p
+    return frint(x * p) / p
 
 
 @unary_kernel
@@ -923,7 +933,7 @@ def unary(k, x, dtype, p=0.0, q=0.0, out=None):
     if x.__class__ is not _ND or (out is not None and out.__class__ is not _ND):
         return EW.cuda().unary(k, x, dtype, p, q, out)
     if out is None:
-        out = np.empty(x.shape, dtype)
+        out = _arrays.new(x.shape, dtype)
     if out.size:
         if x.flags.c_contiguous and out.flags.c_contiguous and x.shape == out.shape:
             (k.flat if out.size < PARALLEL_MIN else k.flat_par)(x.ravel(), out.ravel(), p, q)
@@ -938,7 +948,7 @@ def binary(k, a, b, dtype, shape, p=0.0, q=0.0, out=None):
             or (out is not None and out.__class__ is not _ND)):
         return EW.cuda().binary(k, a, b, dtype, shape, p, q, out)
     if out is None:
-        out = np.empty(shape, dtype)
+        out = _arrays.new(shape, dtype)
     if out.size:
         if (a.shape == shape and b.shape == shape and out.shape == shape
                 and a.flags.c_contiguous and b.flags.c_contiguous and out.flags.c_contiguous):
@@ -955,7 +965,7 @@ def ternary(k, a, b, c, dtype, shape, p=0.0, q=0.0, out=None):
             or (out is not None and out.__class__ is not _ND)):
         return EW.cuda().ternary(k, a, b, c, dtype, shape, p, q, out)
     if out is None:
-        out = np.empty(shape, dtype)
+        out = _arrays.new(shape, dtype)
     if out.size:
         if (a.shape == shape and b.shape == shape and c.shape == shape and out.shape == shape
                 and a.flags.c_contiguous and b.flags.c_contiguous and c.flags.c_contiguous
