@@ -225,7 +225,7 @@ class Reader:
 
     def _make_tuple(self, items):
         t = tuple(items)
-        depth = 1 + max((self.tuple_depth.get(id(v), 0) for v in t if type(v) is tuple),
+        depth = 1 + max((self.tuple_depth.get(id(v), 1) for v in t if type(v) is tuple),
                         default=0)
         if depth > self.max_depth:
             raise DepthError(f"more than max_depth={self.max_depth} containers are nested")
@@ -508,17 +508,21 @@ def _resolve(module, name):
 
 
 _CONTAINERS = (list, tuple, dict, set)
+_INTERNAL = (_Name, _StorageType, _NpDtype, _NpArray, StorageRef)
 
 
 def _children(obj):
     if isinstance(obj, dict):
-        return [*obj.keys(), *obj.values()]
+        extra = list(vars(obj).values()) if type(obj) is OrderedDict else []
+        return [*obj.keys(), *obj.values(), *extra]
     return obj
 
 
 def _check_nesting(root, limit):
     """Refuse containers nested more than ``limit`` deep (the longest chain; a container
-    that holds itself counts once)."""
+    that holds itself counts once), and the reader's own intermediate objects anywhere."""
+    if type(root) in _INTERNAL:
+        _bad(f"data.pkl returns a {type(root).__name__}, not an object")
     depth = {}
     on_path = set()
     stack = [(root, False)]
@@ -535,4 +539,8 @@ def _check_nesting(root, limit):
         elif isinstance(obj, _CONTAINERS) and k not in depth and k not in on_path:
             on_path.add(k)
             stack.append((obj, True))
-            stack.extend((c, False) for c in _children(obj) if isinstance(c, _CONTAINERS))
+            for c in _children(obj):
+                if isinstance(c, _CONTAINERS):
+                    stack.append((c, False))
+                elif type(c) in _INTERNAL:
+                    _bad(f"data.pkl returns a {type(c).__name__} inside a container")
