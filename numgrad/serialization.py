@@ -545,9 +545,14 @@ def _read_checked(fh, name, limits):
 def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None,
          max_bytes=MAX_BYTES, max_ratio=MAX_RATIO, max_json_bytes=MAX_JSON_BYTES,
          max_depth=MAX_DEPTH, **pickle_load_args):
-    """Read what ``save`` wrote, treating the file as untrusted.
+    """Read what ``save`` or ``torch.save`` wrote (or numgrad 0.x's files), treating the file
+    as untrusted.
 
-    Nothing is unpickled, so a file cannot run code. Each array is read from its zip member
+    Nothing is unpickled by Python, so a file cannot run code: ``data.pkl`` is interpreted
+    by an allow-listed reader that builds only what ``torch.load(weights_only=True)``
+    builds (tensors, parameters, dtypes, ``torch.Size``, devices, containers, numbers,
+    strings, bytes, NumPy arrays). Tensors that shared a storage when saved share one after
+    the load, with their offsets and strides. Each storage is read from its zip member
     straight into its final buffer (no second copy), after its sizes are checked against
     these limits (raise one if you trust a file that needs more; ``math.inf`` lifts it):
 
@@ -556,18 +561,21 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     - ``max_ratio`` (100): uncompressed / compressed size of each member and of the whole
       file (sizes up to 16 MiB are exempt); a stored member must be in the file whole, and
       an array's .npy header must describe exactly the bytes its member holds;
-    - ``max_json_bytes`` (16 MiB): the JSON description of the object tree;
+    - ``max_json_bytes`` (16 MiB): the pickle (``data.pkl``), or the JSON description of
+      numgrad 0.x's files;
     - ``max_depth`` (100): containers nested in containers.
 
-    Arrays must be of numgrad's dtypes (float32, float64, int64, int32, int16, int8, uint8,
-    bool) in native byte order. A file over a limit, damaged, truncated or malformed in any
-    way raises RuntimeError naming the problem (the underlying error is its ``__cause__``);
-    a missing file raises FileNotFoundError.
+    Storages and arrays must be of numgrad's dtypes (float32, float64, float16, bfloat16,
+    int64, int32, int16, int8, uint8, bool) in little-endian byte order; each tensor's
+    offset, size and strides must lie inside its storage. A file over a limit, damaged,
+    truncated or malformed in any way raises RuntimeError naming the problem (the
+    underlying error is its ``__cause__``); a missing file raises FileNotFoundError.
 
     ``map_location`` is PyTorch's: None (where each tensor was saved), a device or a str
     (everything there), a dict from saved location tag (``'cpu'``, ``'cuda:0'``) to target,
     or a callable ``(storage, location)`` returning the placed tensor, or None for the
-    default (``storage`` is the tensor loaded on the CPU). ``weights_only`` and
+    default (``storage`` is the storage's elements as a 1-D tensor on the CPU; it is called
+    once per storage, and the tensors on it are views of what it returns). ``weights_only`` and
     ``pickle_module`` follow PyTorch's argument rules; numgrad never unpickles whatever they
     say. ``mmap=True`` needs a path, as in PyTorch, but arrays are still read into memory.
     """
