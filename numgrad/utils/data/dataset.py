@@ -1,17 +1,53 @@
-"""``numgrad.utils.data.dataset``: Dataset, TensorDataset, ConcatDataset, Subset and
-random_split."""
+"""``numgrad.utils.data.dataset``: Dataset, IterableDataset, TensorDataset, ConcatDataset,
+ChainDataset, Subset and random_split."""
+
+from typing import Generic, TypeVar
 
 import numpy as np
 
 from numgrad.random import default_generator
 
+T_co = TypeVar("T_co", covariant=True)
 
-class Dataset:
+
+class Dataset(Generic[T_co]):
+    """A map-style data set: samples by index (``__getitem__``), usually with ``__len__``."""
+
     def __getitem__(self, index):
         raise NotImplementedError("Subclasses of Dataset should implement __getitem__.")
 
     def __add__(self, other):
         return ConcatDataset([self, other])
+
+
+class IterableDataset(Dataset[T_co]):
+    """A stream of samples (``__iter__``). With ``num_workers > 0`` every worker iterates its
+    own copy; ``get_worker_info()`` inside ``__iter__`` tells a copy which share to yield."""
+
+    def __add__(self, other):
+        return ChainDataset([self, other])
+
+
+class ChainDataset(IterableDataset):
+    """The samples of several IterableDatasets, one after the other."""
+
+    def __init__(self, datasets):
+        super().__init__()
+        self.datasets = datasets
+
+    def __iter__(self):
+        for d in self.datasets:
+            if not isinstance(d, IterableDataset):
+                raise AssertionError("ChainDataset only supports IterableDataset")
+            yield from d
+
+    def __len__(self):
+        total = 0
+        for d in self.datasets:
+            if not isinstance(d, IterableDataset):
+                raise AssertionError("ChainDataset only supports IterableDataset")
+            total += len(d)
+        return total
 
 
 class TensorDataset(Dataset):
@@ -34,6 +70,9 @@ class ConcatDataset(Dataset):
         self.datasets = list(datasets)
         if not self.datasets:
             raise AssertionError("datasets should not be an empty iterable")
+        for d in self.datasets:
+            if isinstance(d, IterableDataset):
+                raise AssertionError("ConcatDataset does not support IterableDataset")
         self.cumulative_sizes = list(np.cumsum([len(d) for d in self.datasets]))
 
     def __len__(self):
