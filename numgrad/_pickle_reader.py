@@ -225,8 +225,10 @@ class Reader:
 
     def _make_tuple(self, items):
         t = tuple(items)
-        depth = 1 + max((self.tuple_depth.get(id(v), 1) for v in t if type(v) is tuple),
-                        default=0)
+        depth = 1
+        for v in t:
+            if type(v) is tuple:
+                depth = max(depth, 1 + self.tuple_depth.get(id(v), 1))
         if depth > self.max_depth:
             raise DepthError(f"more than max_depth={self.max_depth} containers are nested")
         if depth > 1:

@@ -68,10 +68,13 @@ class Storage:
         return np.lib.stride_tricks.as_strided(a, (n,), (d.itemsize,), writeable=False)
 
 
-def _root(a):
-    """The array that owns the allocation ``a`` views (its bases, as far as they go)."""
+def _owner(a):
+    """What owns the memory ``a`` views: the first array of its chain of bases, or the
+    buffer (bytes, mmap) under it."""
     while True:
         base = a.base
+        if base is None:
+            return a
         if isinstance(base, np.ndarray):
             a = base
             continue
@@ -79,7 +82,7 @@ def _root(a):
         if isinstance(inner, np.ndarray):
             a = inner
             continue
-        return a
+        return base
 
 
 def _plan_host(a):
@@ -90,7 +93,7 @@ def _plan_host(a):
         return None
     ptr = a.__array_interface__["data"][0]
     end = ptr + item * (1 + sum((n - 1) * (s // item) for n, s in zip(a.shape, a.strides)))
-    return (id(_root(a)), a.dtype, ptr % item), ptr, end, tuple(s // item for s in a.strides)
+    return (id(_owner(a)), a.dtype, ptr % item), ptr, end, tuple(s // item for s in a.strides)
 
 
 def _plan_cuda(a):

@@ -86,6 +86,14 @@ def test_negative_strides_and_odd_byte_views_are_stored_as_copies():
     assert out.tolist() == [5, 4, 3, 2, 1, 0] and out.stride() == (1,)
 
 
+def test_tensors_on_one_foreign_buffer_share_a_storage():
+    raw = np.frombuffer(bytearray(64), dtype=np.float32)  # its base is a bytearray
+    a, b = ng.from_numpy(raw[:6]), ng.from_numpy(raw[4:10])
+    out = _round_trip({"a": a, "b": b})
+    out["b"][0] = 7
+    assert out["a"].tolist() == [0, 0, 0, 0, 7, 0]
+
+
 def test_torch_size_devices_dtypes_and_plain_values_keep_their_types():
     obj = {"size": ng.Size([2, 3]), "empty_size": ng.Size([]), "dtype": ng.bfloat16,
            "device": ng.device("cpu"), "cuda": ng.device("cuda", 0), "set": {1, "a", (2, 3)},
