@@ -40,8 +40,8 @@ def storage_name(d):
 
 
 class Storage:
-    """One storage to write: ``key`` names its record, ``array`` is its elements (1-D,
-    C-contiguous, on the host once ``host()`` ran)."""
+    """One storage to write: ``key`` names its record; its elements are the span
+    ``lo:hi`` of one allocation, read through ``source`` (``host()`` returns them)."""
 
     __slots__ = ("key", "dtype", "location", "lo", "hi", "source", "is_cuda")
 
@@ -109,7 +109,7 @@ class Storages:
     def __init__(self):
         self.by_alloc = {}
         self.all = []
-        self.views = {}  # id(tensor) -> (storage, offset placeholder info, strides)
+        self.views = {}  # id(tensor) -> (storage, its first byte/element, strides)
         self.keep = []  # the arrays planned, alive until written
 
     def _new(self, d, location, is_cuda):

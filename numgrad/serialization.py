@@ -81,7 +81,7 @@ _RATIO_FLOOR = 16 << 20
 # beyond the arrays themselves.
 _CHUNK = 1 << 20
 _ARRAY_MEMBER = re.compile(r"arrays/(0|[1-9][0-9]*)\.npy")
-_TORCH_MEMBER = re.compile(r"[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)?")
+_TORCH_MEMBER = re.compile(r"[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*")
 _DEVICE_TAG = re.compile(r"cpu|cuda(:[0-9]{1,4})?")
 # Each kind of node in the JSON tree and the optional fields it may carry.
 _NODE_FIELDS = {"tensor": {"requires_grad", "parameter", "device"}, "ndarray": set(),
