@@ -10,6 +10,7 @@ import collections
 import gc
 import math
 import multiprocessing
+import os
 import re
 import warnings
 
@@ -271,7 +272,7 @@ def test_loader_attributes_match_pytorch():
 
 @requires_torch
 def test_worker_count_warning_matches_pytorch():
-    n = len(ng.utils.data.dataloader.os.sched_getaffinity(0)) + 1
+    n = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()) + 1
     messages = []
     for m in (ng, torch):
         with warnings.catch_warnings(record=True) as caught:
@@ -279,6 +280,19 @@ def test_worker_count_warning_matches_pytorch():
             m.utils.data.DataLoader(list(range(4)), num_workers=n)
         messages.append([str(w.message) for w in caught if "worker processes" in str(w.message)])
     assert messages[0] == messages[1] and len(messages[0]) == 1
+
+
+@requires_torch
+@many_workers
+# PyTorch's iterator, failing in __init__, then fails again in its own __del__
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+@pytest.mark.parametrize("kwargs", [dict(timeout=1), dict(num_workers=1, prefetch_factor=0)])
+def test_iterator_assertions_match_pytorch(kwargs):
+    """A timeout without workers, no prefetching with them: PyTorch's AssertionError when
+    the pass starts (not a pass that silently yields nothing)."""
+    out = [outcome(lambda m: next(iter(m.utils.data.DataLoader([1, 2], **kwargs))), m)
+           for m in (ng, torch)]
+    assert out[0] == out[1] and out[0][0] == "AssertionError"
 
 
 def test_get_worker_info_is_none_in_the_main_process():
@@ -357,6 +371,8 @@ def test_workers_match_pytorch_order_seeds_and_init():
                                          num_workers=2, worker_init_fn=H.record_init,
                                          persistent_workers=True)
         epochs = [[canon(b) for b in loader] for _ in range(2)]
+        broken = [canon(next(iter(loader)))]  # an epoch left after one batch
+        epochs.append(broken + [canon(b) for b in loader])  # then a whole one
         results.append((epochs, len(loader)))
         if m is ng:
             workers = list(loader._iterator._workers)
@@ -364,8 +380,8 @@ def test_workers_match_pytorch_order_seeds_and_init():
             gc.collect()
             _assert_exited(workers)
     assert results[0] == results[1]
-    (first, second), n = results[0]
-    assert n == 4 and len(first) == 4
+    (first, second, third), n = results[0]
+    assert n == 4 and len(first) == 4 and len(third) == 5
     assert first != second  # each epoch reshuffles
     got = [i for b in first for i in dict(b[1])["index"][3]]
     assert sorted(got) == list(range(10))

@@ -263,6 +263,8 @@ class _BaseIter:
 class _SingleProcessIter(_BaseIter):
     def __init__(self, loader):
         super().__init__(loader)
+        if self._timeout != 0:  # PyTorch's own check: a timeout needs workers
+            raise AssertionError("_SingleProcessDataLoaderIter requires timeout == 0")
         self._fetcher = create_fetcher(self._dataset_kind, self._dataset,
                                        self._auto_collation, self._collate_fn, self._drop_last)
 

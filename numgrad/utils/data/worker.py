@@ -139,7 +139,10 @@ def worker_loop(kind, dataset, index_queue, result_queue, done_event, auto_colla
     import numgrad
     global _worker_info
     try:
-        numgrad.set_num_threads(1)  # as PyTorch: workers run side by side on the cores
+        try:  # as PyTorch: the workers run side by side on the cores
+            numgrad.set_num_threads(1)
+        except (ValueError, RuntimeError):  # no threading layer: nothing runs in parallel
+            pass
         seed = _seed(base_seed, worker_id)
         _worker_info = WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed,
                                   dataset=dataset)

@@ -72,9 +72,13 @@ class MultiProcessingIter(_BaseIter):
         super().__init__(loader)
         self._prefetch_factor = loader.prefetch_factor
         self._in_order = loader.in_order
+        if self._prefetch_factor <= 0:  # no task would ever be sent: an empty pass
+            raise AssertionError("prefetch_factor must be greater than 0 for "
+                                 "MultiProcessingDataLoaderIter")
         self._shutdown = False
         self._workers = []
         self._index_queues = []
+        self._workers_status = []  # whether each worker still takes tasks
         ctx = loader.multiprocessing_context or default_context()
         self._result_queue = ctx.Queue()
         self._done_event = ctx.Event()
@@ -99,6 +103,7 @@ class MultiProcessingIter(_BaseIter):
                 raise
             self._index_queues.append(index_queue)
             self._workers.append(w)
+            self._workers_status.append(True)
         self._reset(loader, first=True)
 
     # passes ---------------------------------------------------------------------------
