@@ -216,3 +216,99 @@ def test_round_decimals_errors_match_pytorch(call):
         x = m.tensor([1.25, -2.5], requires_grad=True)
         return eval(call, {"m": m, "x": x})
     _same_error(run)
+
+
+# ========================================================================================
+# cdist
+# ========================================================================================
+
+CDIST_SHAPES = [((3, 5), (4, 5)), ((2, 3, 5), (4, 5)), ((2, 1, 3, 4), (3, 6, 4)),
+                ((30, 3), (4, 3)), ((2, 30, 3), (4, 3)), ((1, 3, 2), (26, 2)), ((0, 3), (2, 3)),
+                ((3, 0), (2, 0)), ((2, 0, 3), (4, 3))]
+CDIST_P = [0.0, 1.0, 2.0, float("inf"), 3.0, 1.5, 0.5]
+
+
+def _graph(node, depth=0, out=None):
+    out = [] if out is None else out
+    if node is not None:
+        out.append((depth, type(node).__name__))
+        for child, _ in node.next_functions:
+            _graph(child, depth + 1, out)
+    return out
+
+
+@pytest.mark.parametrize("s1,s2", CDIST_SHAPES, ids=[f"{a}-{b}" for a, b in CDIST_SHAPES])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_cdist_matches_pytorch(s1, s2, dtype):
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal(s1).astype(dtype), rng.standard_normal(s2).astype(dtype)
+    if a.size and b.size:
+        a.reshape(-1)[0] = b.reshape(-1)[0]  # a coordinate equal (no point on another)
+    tol = {"rtol": 1e-10, "atol": 1e-12} if dtype == "float64" else {"rtol": 2e-5, "atol": 2e-5}
+    for p in CDIST_P:
+        (x, xt), (y, yt) = _pair(a), _pair(b)
+        out, out_t = ng.cdist(x, y, p), torch.cdist(xt, yt, p)
+        assert out.shape == out_t.shape and str(out.dtype) == str(out_t.dtype)
+        assert_close(out, out_t, **tol, msg=f"p={p}")
+        assert _graph(out.grad_fn)[:2] == _graph(out_t.grad_fn)[:2], p
+        _weighted_backward(out, out_t)
+        assert_close(x.grad, xt.grad, **tol, msg=f"p={p}")
+        assert_close(y.grad, yt.grad, **tol, msg=f"p={p}")
+
+
+@pytest.mark.parametrize("p", CDIST_P[1:])
+def test_cdist_gradients_agree_with_finite_differences(p):
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((2, 3, 4)), rng.standard_normal((5, 4))
+    x, y = ng.tensor(a, requires_grad=True), ng.tensor(b, requires_grad=True)
+    out = ng.cdist(x, y, p)
+    w = rng.uniform(0.5, 1.5, out.shape)
+    (out * ng.tensor(w)).sum().backward()
+
+    def ref(a, b):
+        d = np.abs(a[..., :, None, :] - b[None, None])
+        if p == float("inf"):
+            return d.max(-1)
+        return (d ** p).sum(-1) ** (1 / p)
+    for i, t in enumerate((x, y)):
+        assert_close(t.grad, finite_difference(ref, [a, b], i, w), rtol=1e-6, atol=1e-7)
+    assert ng.autograd.gradgradcheck(lambda u, v: ng.cdist(u, v, p), (x, y))
+
+
+def test_cdist_compute_modes_and_pytorchs_threshold():
+    rng = np.random.default_rng(2)
+    for r1, r2, mode, node in [
+            (25, 25, "use_mm_for_euclid_dist_if_necessary", "CdistBackward0"),
+            (26, 3, "use_mm_for_euclid_dist_if_necessary", "ViewBackward0"),
+            (3, 26, "donot_use_mm_for_euclid_dist", "CdistBackward0"),
+            (3, 4, "use_mm_for_euclid_dist", "ViewBackward0")]:
+        a, b = rng.standard_normal((2, r1, 3)), rng.standard_normal((r2, 3))
+        (x, xt), (y, yt) = _pair(a), _pair(b)
+        out, out_t = ng.cdist(x, y, compute_mode=mode), torch.cdist(xt, yt, compute_mode=mode)
+        assert type(out.grad_fn).__name__ == type(out_t.grad_fn).__name__ == node
+        assert [n for _, n in _graph(out.grad_fn)][:2] == [n for _, n in _graph(out_t.grad_fn)][:2]
+        assert_close(out, out_t, rtol=1e-9, atol=1e-9)
+        _weighted_backward(out, out_t)
+        assert_close(x.grad, xt.grad, rtol=1e-8, atol=1e-9)
+        assert_close(y.grad, yt.grad, rtol=1e-8, atol=1e-9)
+    # a point with itself: distance 0, gradient 0 on both paths
+    for mode in ("use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist"):
+        x = ng.tensor([[1.0, 2.0]], requires_grad=True)
+        ng.cdist(x, x.detach(), compute_mode=mode).sum().backward()
+        assert x.grad.tolist() == [[0.0, 0.0]]
+
+
+@pytest.mark.parametrize("call", [
+    "m.cdist(a[0], b)", "m.cdist(a, b[0])", "m.cdist(a, b[:, :1])", "m.cdist(a, b, -1.0)",
+    "m.cdist(a.long(), b)", "m.cdist(a, b.long())", "m.cdist(a, b.float())",
+    "m.cdist(a.float(), b)", "m.cdist(a, b, compute_mode='x')", "m.cdist(a, b, compute_mode=None)",
+    "m.cdist(a, b, p='2')", "m.cdist(a.expand(2, 3, 2), b.expand(3, 4, 2))",
+    "m.cdist(a.float(), b.expand(30, 2), compute_mode='use_mm_for_euclid_dist')",
+    "m.cdist(a.tolist(), b)",
+])
+def test_cdist_errors_match_pytorch(call):
+    def run(m):
+        a = m.ones(3, 2, dtype=m.float64)
+        b = m.zeros(4, 2, dtype=m.float64)
+        return eval(call, {"m": m, "a": a, "b": b})
+    _same_error(run)
