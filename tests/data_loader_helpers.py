@@ -19,6 +19,11 @@ def record_init(worker_id):
     _INIT["worker"] = worker_id
 
 
+def failing_init(worker_id):
+    """A worker_init_fn that fails."""
+    raise KeyError(f"no config for worker {worker_id}")
+
+
 class Probe:
     """Sample ``i`` says where and with which random state it was made."""
 

@@ -433,6 +433,21 @@ def test_worker_error_is_reraised_like_pytorch():
 
 
 @requires_torch
+def test_worker_init_fn_error_is_reraised_like_pytorch():
+    out = []
+    for m in (ng, torch):
+        loader = m.utils.data.DataLoader(H.Faulty(2, bad=-1), num_workers=1,
+                                         worker_init_fn=H.failing_init)
+        with pytest.raises(KeyError) as err:
+            next(iter(loader))
+        lines = str(err.value).splitlines()
+        out.append((lines[:2], lines[-1]))
+    assert out[0] == out[1]
+    assert out[0][0][0] == "Caught KeyError in DataLoader worker process 0."
+    assert out[0][1] == "KeyError: 'no config for worker 0'"
+
+
+@requires_torch
 @many_workers
 def test_iterable_dataset_workers_shard_like_pytorch(monkeypatch):
     """PyTorch's documented example: each worker iterates its own copy and takes its share

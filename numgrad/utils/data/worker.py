@@ -11,6 +11,7 @@ import multiprocessing
 import pickle
 import queue
 import random
+import sys
 import traceback
 from dataclasses import dataclass
 from multiprocessing.reduction import ForkingPickler
@@ -121,7 +122,6 @@ def _where(worker_id):
 
 def _send(result_queue, task, data, worker_id):
     """Put ``(task, data)`` on the result queue, pickled here (see the module docstring)."""
-    import sys
     try:
         payload = ForkingPickler.dumps((task, data))
     except Exception:
@@ -134,10 +134,17 @@ def worker_loop(kind, dataset, index_queue, result_queue, done_event, auto_colla
                 collate_fn, drop_last, base_seed, init_fn, worker_id, num_workers):
     """The body of worker ``worker_id``: serve index tasks until told to stop (None) or the
     main process is gone."""
-    import sys
-
     import numgrad
     global _worker_info
+
+    def new_fetcher():
+        """The fetcher of a new pass, or the error that making it raised (every task of the
+        pass reports it)."""
+        try:
+            return create_fetcher(kind, dataset, auto_collation, collate_fn, drop_last)
+        except Exception:
+            return ExceptionWrapper(sys.exc_info(), _where(worker_id))
+
     try:
         try:  # as PyTorch: the workers run side by side on the cores
             numgrad.set_num_threads(1)
@@ -146,14 +153,13 @@ def worker_loop(kind, dataset, index_queue, result_queue, done_event, auto_colla
         seed = _seed(base_seed, worker_id)
         _worker_info = WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed,
                                   dataset=dataset)
-        init_error = None
-        fetcher = None
+        init_error = None  # worker_init_fn's: every task of this worker reports it
         try:
             if init_fn is not None:
                 init_fn(worker_id)
-            fetcher = create_fetcher(kind, dataset, auto_collation, collate_fn, drop_last)
         except Exception:
             init_error = ExceptionWrapper(sys.exc_info(), _where(worker_id))
+        fetcher = new_fetcher() if init_error is None else None
         ended = False
         parent = multiprocessing.parent_process()
         while parent is None or parent.is_alive():
@@ -166,17 +172,13 @@ def worker_loop(kind, dataset, index_queue, result_queue, done_event, auto_colla
             if isinstance(task, _ResumeIteration):
                 _send(result_queue, task, None, worker_id)
                 ended = False
-                try:
-                    fetcher = create_fetcher(kind, dataset, auto_collation, collate_fn,
-                                             drop_last)
-                except Exception:
-                    init_error = ExceptionWrapper(sys.exc_info(), _where(worker_id))
+                fetcher = new_fetcher() if init_error is None else None
                 continue
             if done_event.is_set() or ended:
                 continue
             number, index = task
-            if init_error is not None:  # every task of this worker reports it
-                data = init_error
+            if init_error is not None or isinstance(fetcher, ExceptionWrapper):
+                data = init_error or fetcher
             else:
                 try:
                     data = fetcher.fetch(index)
