@@ -103,8 +103,9 @@ class Tape:
         """Whether the call ``impl(*args)`` writes ``r`` (an argument's buffer whose content
         it left as it was: the output of a kernel that wrote the bytes the memory held, or an
         input). Run again on copies of its arrays, ``r``'s copy holding other values that are
-        safe to read as indices (zeros, or NaN for floats, or the negation of a mask); only
-        calls known to have no other effect (Numba kernels, ``PURE`` functions) are rerun."""
+        safe to read as indices (zeros, or -1 for an all-zero one, NaN for floats, the negation
+        of a mask); only calls known to have no other effect (Numba kernels, ``PURE``
+        functions) are rerun."""
         from numba.core.registry import CPUDispatcher
         if fn.__class__ is not CPUDispatcher and not getattr(fn, "pure", False) and \
                 fn not in PURE:
@@ -115,6 +116,8 @@ class Tape:
             poison = ~r
         elif r.dtype.kind in "iu" and r.any():
             poison = np.zeros_like(r)
+        elif r.dtype.kind == "i":  # all zeros: -1 still reads in bounds (wraps to the end)
+            poison = np.full_like(r, -1)
         else:
             return False
         copies = {id(r): poison}
