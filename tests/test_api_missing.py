@@ -312,3 +312,62 @@ def test_cdist_errors_match_pytorch(call):
         b = m.zeros(4, 2, dtype=m.float64)
         return eval(call, {"m": m, "a": a, "b": b})
     _same_error(run)
+
+
+# ========================================================================================
+# F.interpolate: nearest-exact, area
+# ========================================================================================
+
+RESIZES = [{"size": 4}, {"scale_factor": 1.7}, {"scale_factor": 0.6}, {"scale_factor": 2.0},
+           {"scale_factor": 0.5}, {"scale_factor": 2.3, "recompute_scale_factor": True},
+           {"size": 13}]
+
+
+@pytest.mark.parametrize("mode", ["nearest-exact", "area"])
+@pytest.mark.parametrize("shape", [(2, 3, 7), (2, 3, 5, 6), (1, 2, 2, 3)])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_interpolate_nearest_exact_and_area_match_pytorch(mode, shape, dtype):
+    rng = np.random.default_rng(0)
+    tol = {"rtol": 1e-12, "atol": 1e-12} if dtype == "float64" else {"rtol": 1e-6, "atol": 1e-6}
+    for kw in RESIZES:
+        if "size" in kw and len(shape) == 4:
+            kw = {"size": (kw["size"], 3)}
+        a = rng.standard_normal(shape).astype(dtype)
+        x, xt = _pair(a)
+        out = ng.nn.functional.interpolate(x, mode=mode, **kw)
+        out_t = torch.nn.functional.interpolate(xt, mode=mode, **kw)
+        assert out.shape == out_t.shape
+        assert_close(out, out_t, **tol, msg=str(kw))
+        if mode == "nearest-exact":  # area is numgrad's adaptive_avg_pool (its own nodes)
+            assert type(out.grad_fn).__name__ == type(out_t.grad_fn).__name__
+        w = _weighted_backward(out, out_t)
+        assert_close(x.grad, xt.grad, **tol, msg=str(kw))
+        if dtype == "float64" and mode == "area":
+            fd = finite_difference(lambda v, kw=kw: np.asarray(torch.nn.functional.interpolate(
+                torch.tensor(v), mode=mode, **kw)), [a], 0, w)
+            assert_close(x.grad, fd, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("call", [
+    "F.interpolate(x, size=3, mode='nearest-exact', align_corners=True)",
+    "F.interpolate(x, size=3, mode='area', align_corners=False)",
+    "F.interpolate(x.long(), size=3, mode='nearest-exact')",
+    "F.interpolate(x[None].long(), size=3, mode='nearest-exact')",
+    "F.interpolate(x.long(), size=3, mode='area')",
+    "F.interpolate(x, size=3, mode='area', antialias=True)",
+    "F.interpolate(x, size=3, mode='bicubic')",
+    "F.interpolate(x, size=3, mode='nearest-exact', antialias=True)",
+    "F.interpolate(x, size=(3, 3), mode='nearest-exact')",
+])
+def test_interpolate_new_mode_errors_match_pytorch(call):
+    def run(m):
+        return eval(call, {"F": m.nn.functional, "x": m.ones(2, 3, 4)})
+    _same_error(run)
+
+
+def test_interpolate_modes_not_built_yet_say_so():
+    x = ng.ones(1, 2, 4, 4)
+    with pytest.raises(NotImplementedError, match="antialias=True is not supported by numgrad"):
+        ng.nn.functional.interpolate(x, size=2, mode="bilinear", antialias=True)
+    with pytest.raises(NotImplementedError, match="'bicubic' on 4-D input is not supported"):
+        ng.nn.functional.interpolate(x, size=2, mode="bicubic")

@@ -667,7 +667,9 @@ _EMPTY_PAD_NODES = {key: type(cls.__name__, (_EmptyPadBackward,), {"__slots__": 
 _UPSAMPLE_NODES = {key: _node(name) for key, name in (
     (("nearest", 1), "UpsampleNearest1DBackward0"), (("nearest", 2), "UpsampleNearest2DBackward0"),
     (("linear", 1), "UpsampleLinear1DBackward0"),
-    (("bilinear", 2), "UpsampleBilinear2DBackward0"))}
+    (("bilinear", 2), "UpsampleBilinear2DBackward0"),
+    (("nearest-exact", 1), "UpsampleNearestExact1DBackward0"),
+    (("nearest-exact", 2), "UpsampleNearestExact2DBackward0"))}
 
 
 # ========================================================================================
@@ -788,6 +790,13 @@ def _nearest_map(dim, in_size, out_size, scale):
     return _AxisMap(dim, in_size, (idx,))
 
 
+def _nearest_exact_map(dim, in_size, out_size, scale):
+    """PyTorch's nearest-exact source: min(floor((k + 0.5) * scale), in - 1) in float32."""
+    s = _scale(np.float32, in_size, out_size, scale)
+    src = np.floor((np.arange(out_size, dtype=np.float32) + np.float32(0.5)) * s)
+    return _AxisMap(dim, in_size, (np.minimum(src.astype(np.int64), in_size - 1),))
+
+
 def _linear_map(dim, in_size, out_size, scale, align_corners, opmath):
     if align_corners:
         s = opmath(in_size - 1) / opmath(out_size - 1) if out_size > 1 else opmath(0)
@@ -813,8 +822,10 @@ def _as_list(v):
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
     """Resize (N, C, L) or (N, C, H, W) input: ``'nearest'`` (``UpsampleNearest{1,2}D
-    Backward0``), ``'linear'`` (3-D) and ``'bilinear'`` (4-D), with or without
-    ``align_corners``; by ``size`` or ``scale_factor``."""
+    Backward0``), ``'nearest-exact'`` (``UpsampleNearestExact{1,2}DBackward0``), ``'area'``
+    (adaptive average pooling, as PyTorch), ``'linear'`` (3-D) and ``'bilinear'`` (4-D), with
+    or without ``align_corners``; by ``size`` or ``scale_factor``. Not yet: ``'bicubic'``,
+    5-D input, ``antialias=True``."""
     F._tensor_arg("interpolate", "input", 1, input)
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
@@ -858,7 +869,17 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         output_size = [math.floor(float(shape[i + 2]) * scales[i]) for i in range(dim)]
         scales = None
     if antialias:
-        raise NotImplementedError("antialias=True is not supported by numgrad")
+        if not (mode in ("bilinear", "bicubic", "lanczos") and dim == 2):
+            raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos "
+                             "modes and requires a 4-D tensor as input")
+        raise NotImplementedError("interpolate with antialias=True is not supported by numgrad")
+    if mode == "area":  # PyTorch's area mode is adaptive average pooling to the output size
+        if output_size is None:
+            output_size = [math.floor(float(shape[i + 2]) * scales[i]) for i in range(dim)]
+        if dim == 1:
+            return F.adaptive_avg_pool1d(input, output_size)
+        if dim == 2:
+            return F.adaptive_avg_pool2d(input, output_size)
     key = (mode, dim)
     if key not in _UPSAMPLE_NODES:
         if mode == "bilinear" and dim == 1:
@@ -867,7 +888,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             raise NotImplementedError("Got 4D input, but linear mode needs 3D input")
         known = ("nearest", "linear", "bilinear", "bicubic", "trilinear", "area",
                  "nearest-exact")
-        if mode not in known or dim not in (1, 2, 3):
+        if mode not in known or dim not in (1, 2, 3) or (mode == "bicubic" and dim != 2):
             raise NotImplementedError(
                 f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {dim + 2}D) for "
                 f"the modes: {_MODES} (got {mode})")
@@ -884,7 +905,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                            f"({ins}){' and' if dim == 1 else ''} output ({outs})")
     if not dtype_of(input).is_floating_point:
         kernel = {"nearest": f"upsample_nearest{dim}d", "linear": "upsample_linear1d",
-                  "bilinear": "upsample_bilinear2d"}[mode]
+                  "bilinear": "upsample_bilinear2d",
+                  "nearest-exact": ("compute_indices_weights_nearest" if dim == 1
+                                    else "upsample_nearest2d")}[mode]
         raise F._not_implemented(kernel + ("_channels_last" if dim == 2 else ""), input)
     scales = scales or [None] * dim
     opmath = input._data.dtype.type
@@ -893,6 +916,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         d = 2 + i
         if mode == "nearest":
             maps.append(_nearest_map(d, shape[d], output_size[i], scales[i]))
+        elif mode == "nearest-exact":
+            maps.append(_nearest_exact_map(d, shape[d], output_size[i], scales[i]))
         else:
             maps.append(_linear_map(d, shape[d], output_size[i], scales[i], align_corners,
                                     opmath))
