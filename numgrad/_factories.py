@@ -384,11 +384,37 @@ def randint(*args, generator=None, dtype=None, device=None, requires_grad=False,
     return _finish(g.randint(low, high, shape, d.np), requires_grad, device)
 
 
+# PyTorch's C++ names in randperm's overflow message, and each integer dtype's largest value
+_RANDPERM_INT = {"Byte": ("uint8_t", 255), "Char": ("int8_t", 127), "Short": ("int16_t", 32767),
+                 "Int": ("int", (1 << 31) - 1)}
+_RANDPERM_FLOAT = {"Half": (11, "2049"), "Float": (24, "2^24+1"), "Double": (53, "2^53+1")}
+
+
+def _check_randperm(n, d):
+    """PyTorch's checks: a dtype randperm fills, ``n - 1`` held by it, and (floats) every value
+    below ``n`` exact."""
+    if d._kind == 0:
+        raise NotImplementedError(f'"randperm" not implemented for \'{d._legacy}\'')
+    if d._legacy in _RANDPERM_INT:
+        name, top = _RANDPERM_INT[d._legacy]
+        if n - 1 > top:
+            raise RuntimeError(f"value cannot be converted to type {name} without overflow")
+    if d._legacy in _RANDPERM_FLOAT:
+        digits, shown = _RANDPERM_FLOAT[d._legacy]
+        if n > (1 << digits) + 1:
+            raise RuntimeError(f"n cannot be greater than {shown} for {d._legacy} type.")
+
+
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
     d = _dtype.arg(dtype, "randperm") or _dtype.int64
-    check_size((operator.index(n),))
+    n = operator.index(n)
+    check_size((n,))
+    _check_randperm(n, d)
     g = generator or default_generator
-    return _finish(g.randperm(int(n)).astype(d.np, copy=False), requires_grad, device)
+    out = _finish(g.randperm(n), False, None)
+    if d is not _dtype.int64:
+        out = out.to(d)  # exact: n - 1 fits the dtype (checked above)
+    return _finish(out._data, requires_grad, device)
 
 
 def normal(mean, std, size=None, *, generator=None, dtype=None, device=None):

@@ -1,43 +1,97 @@
 """Random numbers from PyTorch's CPU generator algorithm (MT19937, same seeding, same use of
 the stream), so ``manual_seed(s); rand/randn/randint/randperm`` give PyTorch's numbers
-(``randn`` of float32 may differ in the last bit where PyTorch uses vectorized math)."""
+(``randn`` of float32 may differ in the last bit where PyTorch uses vectorized math).
+
+A generator's state is PyTorch's too (``numgrad._rng_state``): ``get_state`` gives the same
+5056 bytes as PyTorch's, the cached second normal of a Box-Muller pair included, and
+``set_state`` checks a state in full before any kernel reads it. ``Generator()`` starts from
+PyTorch's default seed; the default generator from a random one."""
 
 import os
 
 import numpy as np
 
-from numgrad import _arrays
+from numgrad import _arrays, _device, _rng_state
 from numgrad._compile import tape as _tape
 from numgrad.kernels import LazyKernels
 
 RNG = LazyKernels("random")
 
 
+# PyTorch seeds a new ``Generator()`` with this number (``default_rng_seed_val``); its default
+# generator starts from a random seed
+DEFAULT_SEED = 67280421310721
+_CUDA_GENERATOR = (
+    "Cannot get CUDA generator without ATen_cuda library. PyTorch splits its backend into two "
+    "shared libraries: a CPU library and a CUDA library; this error has occurred because you "
+    "are trying to use some CUDA functionality, but the CUDA library has not been loaded by "
+    "the dynamic linker for some reason.  The CUDA library MUST be loaded, EVEN IF you don't "
+    "directly use any symbols from the CUDA library! One common culprit is a lack of "
+    "-Wl,--no-as-needed in your link arguments; many dynamic linkers will delete dynamic "
+    "library dependencies if you don't depend on any of their symbols.  You can check if this "
+    "has occurred by using ldd on your binary to see if there is a dependency on *_cuda.so "
+    "library.")
+
+
+def _generator_device(device):
+    """``Generator(device=...)``: the CPU, or the GPU when there is one (PyTorch's errors)."""
+    if device is None:
+        return _device.CPU
+    if isinstance(device, str) and device.partition(":")[0] == "meta":
+        raise RuntimeError("META device type not an accelerator.")
+    if isinstance(device, int) and not isinstance(device, bool):
+        if not _device.cuda_available():
+            raise RuntimeError("Cannot access accelerator device when none is available.")
+        return _device.get(device)
+    d = device if isinstance(device, _device.device) else _device.device(device)
+    if d.type == "cuda" and not _device.cuda_available():
+        raise RuntimeError(_CUDA_GENERATOR)
+    return _device.get(d)
+
+
+def _seed_arg(seed):
+    """A seed as PyTorch's ``Generator.manual_seed`` takes it: an int in [-2**63, 2**64),
+    negative ones wrapped to 64 bits."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise RuntimeError(f"manual_seed expected a long, but got {_rng_state._type_name(seed)}")
+    seed = int(seed)
+    if not -(1 << 63) <= seed < (1 << 64):
+        raise ValueError("Overflow when unpacking long long")
+    return seed & ((1 << 64) - 1)
+
+
 class Generator:
-    """A random number generator with its own MT19937 state."""
+    """A random number generator with its own MT19937 state, kept as PyTorch keeps it (the
+    engine, the initial seed and the cached second normal of a pair), so
+    ``get_state``/``set_state`` round-trip every draw and exchange states with PyTorch."""
 
     def __init__(self, device="cpu"):
-        self._state = None
+        self.device = _generator_device(device)
+        self._state = None  # uint32[626]: the words, next, left (seeded on first use)
         self._seed = None
-        self._next_normal = None
-        self.device = device
+        self._next_normal = None  # PyTorch's next_double_normal_sample
+        self._next_float_normal = None  # PyTorch's next_float_normal_sample (kept, unused)
+        self._first_seed = DEFAULT_SEED
 
     def _ensure(self):
         if self._state is None:
-            self.manual_seed(int.from_bytes(os.urandom(8), "little"))
+            self._seed_engine(self._first_seed if self._first_seed is not None
+                              else int.from_bytes(os.urandom(8), "little"))
         return self._state
 
-    def manual_seed(self, seed):
-        if _tape.TAPE is not None:
-            _tape.TAPE.unreplayable("seeding a generator")
-        seed = int(seed)
-        if seed < 0:
-            seed &= (1 << 64) - 1
-        state = np.zeros(625, np.uint32)
+    def _seed_engine(self, seed):
+        state = np.zeros(626, np.uint32)
         RNG.seed(state, seed & 0xFFFFFFFF)
         self._state = state
         self._seed = seed
         self._next_normal = None
+        self._next_float_normal = None
+
+    def manual_seed(self, seed):
+        seed = _seed_arg(seed)
+        if _tape.TAPE is not None:
+            _tape.TAPE.unreplayable("seeding a generator")
+        self._seed_engine(seed)
         return self
 
     def seed(self):
@@ -52,13 +106,20 @@ class Generator:
     def get_state(self):
         from numgrad.tensor import _wrap
         st = self._ensure()
-        return _wrap(st.view(np.uint8).copy())
+        return _wrap(_rng_state.pack(st, self._seed, self._next_normal,
+                                     self._next_float_normal))
 
     def set_state(self, new_state):
+        """Load a state from ``get_state`` (numgrad's or PyTorch's): checked in full first,
+        so a short, mistyped or invalid state raises PyTorch's error and changes nothing."""
+        words, seed, normal, float_normal = _rng_state.unpack(new_state)
         if _tape.TAPE is not None:
             _tape.TAPE.unreplayable("setting a generator's state")
-        self._state = np.ascontiguousarray(new_state._data).view(np.uint32).copy()
-        self._next_normal = None
+        self._state = words
+        self._seed = seed
+        self._next_normal = normal
+        self._next_float_normal = float_normal
+        return self
 
     # draws ------------------------------------------------------------------------------
     def raw(self, n):
@@ -71,10 +132,10 @@ class Generator:
     def _snapshot(self):
         """Everything a draw reads (compile's verification restores it)."""
         return (None if self._state is None else self._state.copy(), self._seed,
-                self._next_normal)
+                self._next_normal, self._next_float_normal)
 
     def _restore(self, snap):
-        state, self._seed, self._next_normal = snap
+        state, self._seed, self._next_normal, self._next_float_normal = snap
         self._state = None if state is None else state.copy()
 
     def uniform(self, shape, dtype, low=0.0, high=1.0):
@@ -105,36 +166,49 @@ class Generator:
                 RNG.normal16(tail, mean, std)
                 _tape.record(_put, flat[n - 16:], tail)
         elif n:
-            if _tape.TAPE is not None:  # the pairs' second values are kept in Python
-                _tape.TAPE.unreplayable("normal draws of fewer than 16 values")
-            # scalar path: pairs of float64 uniforms, the sine half kept for the next value
-            vals = []
-            while len(vals) < n:
-                if self._next_normal is not None:
-                    vals.append(self._next_normal)
-                    self._next_normal = None
-                    continue
-                u = self.uniform(2, np.float64)
-                pair = _arrays.new(2, np.float64)
-                RNG.normal_small(u, pair, 0.0, 1.0)
-                vals.append(pair[0])
-                self._next_normal = pair[1]
-            flat[:] = np.asarray(vals) * std + mean
+            flat[:] = self.normal_serial(n, dtype, mean, std)
         return out
 
-    def randint(self, low, high, shape, dtype):
+    def normal_serial(self, n, dtype, mean=0.0, std=1.0):
+        """``n`` normals as PyTorch's serial kernel draws them (fewer than 16 values, or a
+        tensor that is not contiguous): Box-Muller pairs of float64 uniforms, each pair's
+        second value kept in the generator (and in its state) for the next draw."""
+        if _tape.TAPE is not None:  # the pairs' second values are kept in Python
+            _tape.TAPE.unreplayable("normal draws of fewer than 16 values")
+        z = _arrays.new(n, np.float64)
+        first = 0
+        if n and self._next_normal is not None:
+            z[0] = self._next_normal
+            self._next_normal = None
+            first = 1
+        pairs = (n - first + 1) // 2
+        if pairs:
+            zs = _arrays.new(2 * pairs, np.float64)
+            RNG.normal_pairs(self.uniform(2 * pairs, np.float64), zs)
+            z[first:] = zs[:n - first]
+            if (n - first) % 2:
+                self._next_normal = float(zs[-1])
+        out = _arrays.new(n, dtype)
+        if n:
+            RNG.scale_shift(z, out, float(mean), float(std))
+        return out
+
+    def randint(self, low, high, shape, dtype, wide=None):
+        """``low + r % (high - low)``, r of 64 bits when ``wide`` (by default where the range
+        is 2**28 or more, as PyTorch's ``random_(from, to)``), else of 32 bits."""
         out = _arrays.new(shape, dtype)
         span = high - low
         if span <= 0:
             raise RuntimeError(
                 f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
         if out.size:
-            if span >= 1 << 32:
+            if wide or (wide is None and span >= 1 << 28):
                 raw = _tape.record(_wide, self.raw(2 * out.size))
             else:
                 raw = self.raw(out.size)
             tmp = _arrays.new(out.size, np.int64)
-            RNG.randint(raw, tmp, low, span)
+            # the range as uint64, 0 for the whole 64-bit range (``random_(-2**63, None)``)
+            RNG.randint(raw, tmp, np.int64(low), np.uint64(span & ((1 << 64) - 1)))
             _tape.record(_put, out.reshape(-1), tmp)
         return out
 
@@ -176,11 +250,12 @@ def _wide(raw):
 
 _wide.pure = True
 default_generator = Generator()
+default_generator._first_seed = None  # a random seed on first use, as PyTorch's
 
 
 def manual_seed(seed):
-    """Seed the default generator; returns it, as PyTorch does."""
-    return default_generator.manual_seed(seed)
+    """Seed the default generator; returns it, as PyTorch does (``int(seed)`` first)."""
+    return default_generator.manual_seed(int(seed))
 
 
 def seed():

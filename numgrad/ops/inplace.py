@@ -574,36 +574,39 @@ def masked_fill_(self, mask, value):
 
 
 def _random_(draw):
+    """An in-place random fill: ``draw(generator, data, dtype, *args, **kwargs)`` checks the
+    arguments and returns the host draws laid out like ``data`` (``numgrad._random_fill``)."""
     def method(self, *args, generator=None, **kwargs):
         from numgrad.random import default_generator
         g = generator or default_generator
         check_inplace(self)
-        arr = draw(g, self._data.shape, self._data.dtype, *args, **kwargs)
+        arr = draw(g, self._data, dtype_of(self), *args, **kwargs)
         if self._data.__class__ is not np.ndarray:  # host draws, copied to the GPU first
-            arr = _arrays.cuda_array().from_host(arr)
+            arr = _arrays.cuda_array().from_host(np.ascontiguousarray(arr))
         EW.unary(EW.copy, arr, self._data.dtype, out=self._data)
         self._bump_version()
         return self
     return method
 
 
-uniform_ = inplace_of("uniform")(
-    _random_(lambda g, shape, dt, a=0.0, b=1.0: g.uniform(shape, dt, a, b)))
-normal_ = inplace_of("normal")(
-    _random_(lambda g, shape, dt, mean=0.0, std=1.0: g.normal(shape, dt, mean, std)))
+def _uniform_draw(g, a, dt, a_=0.0, b=1.0, **kwargs):
+    from numgrad import _random_fill
+    return _random_fill.uniform(g, a, dt, kwargs.pop("from", a_), kwargs.pop("to", b))
 
 
-@inplace_of("random")
-def random_(self, low=0, high=None, *, generator=None):
-    from numgrad.random import default_generator
-    if high is None:
-        low, high = 0, low
-    g = generator or default_generator
-    check_inplace(self)
-    EW.unary(EW.copy, g.randint(low, high, self._data.shape, np.int64), self._data.dtype,
-             out=self._data)
-    self._bump_version()
-    return self
+def _normal_draw(g, a, dt, mean=0.0, std=1.0):
+    from numgrad import _random_fill
+    return _random_fill.normal(g, a, dt, mean, std)
+
+
+def _random_draw(g, a, dt, *args, **kwargs):
+    from numgrad import _random_fill
+    return _random_fill.random(g, a, dt, args, kwargs)
+
+
+uniform_ = inplace_of("uniform")(_random_(_uniform_draw))
+normal_ = inplace_of("normal")(_random_(_normal_draw))
+random_ = inplace_of("random")(_random_(_random_draw))
 
 
 # Python's in-place operators and item assignment (the named in-place methods come from the

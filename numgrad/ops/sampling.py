@@ -80,21 +80,36 @@ def _not_implemented(kernel, t):
 
 
 def stride_order(a):
-    """Axes from the largest stride to the smallest (ties keep their order): a serial kernel
-    writing ``a`` visits its elements in this order."""
-    return sorted(range(a.ndim), key=lambda d: -abs(a.strides[d]))
+    """Axes from outermost to innermost in the order a serial kernel writing ``a`` visits its
+    elements, PyTorch's (TensorIterator's) order: an insertion sort by stride, equal strides
+    putting the smaller size inside, a broadcast (stride 0) axis staying where it is."""
+    shape, strides = a.shape, [abs(s) for s in a.strides]
+    perm = list(range(a.ndim - 1, -1, -1))  # innermost first
+
+    def after(d0, d1):  # 1: d0 goes outside d1, -1: inside, 0: either
+        s0, s1 = strides[d0], strides[d1]
+        if s0 == 0 or s1 == 0:
+            return 0
+        if s0 != s1:
+            return 1 if s0 > s1 else -1
+        return 1 if shape[d0] > shape[d1] else 0
+
+    for i in range(1, a.ndim):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            c = after(perm[d0], perm[d1])
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    return perm[::-1]
 
 
 def dense_order(a):
-    """The axes order of ``empty_like(a)``: ``a``'s own layout when it is dense (a permuted
-    contiguous tensor, such as a transpose), else row-major."""
-    perm = stride_order(a)
-    step = a.itemsize
-    for d in reversed(perm):
-        if a.shape[d] != 1 and a.strides[d] != step:
-            return list(range(a.ndim))
-        step *= a.shape[d]
-    return perm
+    """The axes order of ``empty_like(a)``: ``a``'s own (a dense tensor's strides are kept,
+    and PyTorch infers dense strides in the same order for any other)."""
+    return stride_order(a)
 
 
 def laid_out(flat, shape, perm):
