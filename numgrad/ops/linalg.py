@@ -296,6 +296,14 @@ def matmul(input, other, *, out=None):
 
 @declare(nodes=("MulBackward0",))
 def outer(input, vec2):
+    """Outer product of two 1-D tensors: input[:, None] * vec2[None, :] (``MulBackward0``)."""
+    for pos, (name, t) in enumerate((("input", input), ("vec2", vec2)), 1):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"outer(): argument '{name}' (position {pos}) must be Tensor, not "
+                            f"{type(t).__name__}")
+    for name, t in (("self", input), ("vec2", vec2)):
+        if t._data.ndim != 1:
+            raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {t._data.ndim}-D")
     return ew.mul(sh.unsqueeze(input, 1), sh.unsqueeze(vec2, 0))
 
 

@@ -3,8 +3,9 @@
 (``LinalgCrossBackward0``).
 
 The derivatives of ``prod`` and ``cumprod`` hold where the input has zeros (where ``result /
-x`` does not): they are written with numgrad ops over masks of the zeros, so they are
-differentiable again."""
+x`` does not) and take PyTorch's branches, so NaNs and infs land where PyTorch puts them:
+cumprod's first-order gradient is one line kernel (``cumprod_backward_line``); with
+create_graph both are numgrad ops over the zeros, differentiable again."""
 
 import warnings
 
@@ -49,15 +50,31 @@ def _reverse_cumsum(g, dim):
 
 
 def _cumprod_backward(grad, self, dim, result):
-    """sum_{k >= i} g_k d(out_k)/dx_i: sum_{k >= i} g_k out_k / x_i when no x is 0 (one
-    host read checks, as PyTorch does), else the products written out (see below)."""
-    if self.dim() == 0 or not self.numel():
-        return grad
-    if red.sum(ew.eq(self, 0)).item() == 0:
+    """sum_{k >= i} g_k d(out_k)/dx_i. Without create_graph: PyTorch's O(n) rule around the
+    first zero of each line, in one line kernel (``cumprod_backward_line``: its NaNs and infs
+    where x has zeros, infs or NaNs are PyTorch's). With create_graph, differentiable ops:
+    sum_{k >= i} g_k out_k / x_i when no x is 0 (one host read checks, as PyTorch does), else
+    the products written out (see below)."""
+    if self.dim() == 0 or not self.numel() or self.shape[dim] == 1:
+        g = grad
+    elif not state.enabled:
+        g = _cumprod_backward_lines(grad, self, dim, result)
+    elif red.sum(ew.eq(self, 0)).item() == 0:
         g = ew.div(_reverse_cumsum(ew.mul(grad, result), dim), self)
     else:
         g = _cumprod_backward_with_zeros(grad, self, dim)
     return g if g.dtype is self.dtype else sh.to_dtype(g, self.dtype)
+
+
+def _cumprod_backward_lines(grad, self, dim, result):
+    """The line kernel's gradient, computed in the result's dtype (``dtype=`` may widen it)."""
+    dt = dtype_of(result)
+    xd = lines._line_view(as_type(self, dt), dim)
+    yd = lines._line_view(result._data, dim)
+    gd = lines._line_view(as_type(grad, dt), dim)
+    out = _arrays.empty(xd, xd.shape, dt.np)
+    lines.LINES.on(xd).cumprod_backward_3d(xd, yd, gd, out)
+    return _wrap(out.reshape(self.shape))
 
 
 def _cumprod_backward_with_zeros(grad, self, dim):
@@ -75,7 +92,8 @@ def _cumprod_backward_with_zeros(grad, self, dim):
     return sh.movedim(red.sum(terms, -1), -1, dim)
 
 
-# d/dx_i cumprod(x)_k = prod_{j <= k, j != i} x_j for k >= i (zero-safe, see above)
+# d/dx_i cumprod(x)_k = prod_{j <= k, j != i} x_j for k >= i: sum_{k >= i} g_k out_k / x_i
+# before the first zero (see _cumprod_backward for the rest)
 @op(node="CumprodBackward0", grads={"self": _cumprod_backward}, save=("dim", "result", "self"))
 @respell
 def cumprod(input, dim=None, *, dtype=None, out=None):
@@ -106,12 +124,21 @@ def _exclusive_cumprod(x, d):
 
 
 def _prod_backward(grad, self, result, dim, keepdim):
-    """g * prod_{j != i} x_j, as the products before i times those after i (no division:
-    exact, and differentiable again, where the input has zeros)."""
+    """g * prod_{j != i} x_j, as PyTorch picks it (one host read counts the zeros): without
+    zeros g * result / x (NaN where x is inf or NaN); a product of everything with several
+    zeros (create_graph off) 0; else the products before i times those after i (exact, and
+    differentiable again, where the input has zeros)."""
     nd = self.dim()
-    if not nd or not self.numel():
-        return ew.mul(grad, ew.add(ew.mul(self, 0.0), 1.0)) if not nd else ew.mul(self, 0.0)
+    if not nd:
+        return grad
+    if not self.numel():
+        return ew.mul(self, 0.0)
     g = _keep(grad, nd, dim, keepdim)
+    zeros = red.sum(ew.eq(self, 0)).item()
+    if not zeros:
+        return ew.mul(g, ew.div(_keep(result, nd, dim, keepdim), self))
+    if dim is None and zeros > 1 and not state.enabled:
+        return _wrap(_arrays.zeros(self._data, self._data.shape, self._data.dtype))
     x = sh.reshape(self, (-1,)) if dim is None else self
     d = 0 if dim is None else dim
     others = ew.mul(_exclusive_cumprod(x, d),
@@ -123,7 +150,7 @@ class ProdBackward0(Node):
     __slots__ = ()
     _names_of_saved = ("self", "result")
 
-    # d/dx_i prod(x) = prod_{j != i} x_j
+    # d/dx_i prod(x) = prod_{j != i} x_j (= prod(x) / x_i without zeros)
     def _backward(self, g):
         x, r = self._saved
         return (_prod_backward(g, x, _saved_result(self, r), None, False),)

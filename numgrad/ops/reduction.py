@@ -1,6 +1,8 @@
 """Reductions: sum, mean, max/min (with indices), amax/amin, argmax/argmin, norm,
 logsumexp, and the softmax family (which reduce along a dim inside their kernel)."""
 
+import operator
+
 import numpy as np
 
 from numgrad import _arrays, _dtype
@@ -71,13 +73,50 @@ class SumToSizeBackward(Node):
 SumToSizeBackward.__name__ = SumToSizeBackward.__qualname__ = "SumBackward1"
 
 
+def _size_arg(size, fn):
+    """``f(2, 3)``, ``f((2, 3))``, ``f([2, 3])``: the ints of a ``size`` argument, with the
+    TypeErrors of PyTorch's argument parser."""
+    if not size:
+        raise TypeError(f'{fn}() missing 1 required positional arguments: "size"')
+    first = size[0]
+    if len(size) == 1 and isinstance(first, (tuple, list)):
+        size, seq = tuple(first), True
+    elif len(size) > 1 and (isinstance(first, bool) or not hasattr(first, "__index__")):
+        raise TypeError(f"{fn}() takes 1 positional argument but {len(size)} were given")
+    else:
+        seq = len(size) > 1
+    for i, v in enumerate(size):
+        if not isinstance(v, bool) and hasattr(v, "__index__"):
+            continue
+        name = type(v).__name__
+        if not seq:
+            raise TypeError(f"{fn}(): argument 'size' (position 1) must be tuple of ints, not "
+                            f"{name}")
+        if i == 0:
+            raise TypeError(f"{fn}(): argument 'size' (position 1) must be tuple of ints, but "
+                            f"found element of type {name} at pos 0")
+        raise TypeError(f"{fn}(): argument 'size' failed to unpack the object at pos {i + 1} "
+                        f"with error \"type must be tuple of ints,but got {name}\"")
+    return tuple(operator.index(v) for v in size)
+
+
+def _check_expandable(shape, src):
+    """PyTorch's ``is_expandable_to(shape, src)``: each of ``shape``'s trailing sizes is
+    ``src``'s or 1, and ``shape`` has no more dims."""
+    ok = len(shape) <= len(src) and all(
+        a == b or a == 1 for a, b in zip(reversed(shape), reversed(src)))
+    if not ok:
+        raise RuntimeError(f"size {{{list(shape)}}} is not expandable to size {{{list(src)}}}.")
+
+
 @declare(nodes=("SumBackward1",), variants=("method",))
 def sum_to_size(input, *size):
     """Sum ``input`` down to a shape it broadcasts from (the engine's unbroadcast)."""
-    shape = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
+    shape = _size_arg(size, "sum_to_size")
     src = input._data.shape
     if src == shape:
         return input
+    _check_expandable(shape, src)
     lead, kept = sum_to_axes(src, shape)
     dims = tuple(range(lead)) + kept
     r = RED.sum_dims(input._data, dims, input._data.dtype, _one(input)) if dims else input._data
@@ -392,7 +431,7 @@ def _amax(input, dim, keepdim, largest, node_cls, name):
         for d in dim if isinstance(dim, (tuple, list)) else (dim,):
             w = wrap_dim(d, x.ndim)
             if x.ndim and x.shape[w] == 0:
-                raise IndexError(f"{name}(): Expected reduction dim {w} to have non-zero size.")
+                raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
     dims = wrap_dims(dim, x.ndim)
     if not dims:
         r = x.copy()
@@ -476,27 +515,36 @@ class LinalgVectorNormBackward0(Node):
     __slots__ = ()
     _names_of_saved = ("self", "result", "ord", "dim")
 
-    # d/dx ||x||_p = sgn(x) |x|^(p-1) / ||x||^(p-1)  (p=2: x/||x||; p=inf: ties share; 0 at 0)
+    # d/dx ||x||_p as _vector_norm_grad (p = 0 counts nonzeros: no gradient)
     def _backward(self, g):
         x, result, p, dims, keep_shape = self._saved
+        if p == 0:  # the count of nonzeros: PyTorch defines no gradient (x.grad stays None)
+            return (None,)
         n = wrap_out(self, result)
         if keep_shape is not None:
             from numgrad.ops.shape import reshape
             n = reshape(n, keep_shape)
             g = _keepdim_view(g, keep_shape)
-        if p == 0:
-            return (ew.mul(x, 0),)
-        if p == 1:
-            return (ew.mul(g, ew.sign(x)),)
-        if p == 2:
-            return (ew.where(ew.eq(n, 0), 0.0, ew.mul(x, ew.div(g, n))),)
-        if p in (np.inf, -np.inf):
-            mask = ew.eq(ew.abs(x), n)
-            count = sum(mask, dims, keepdim=True)
-            return (ew.mul(ew.where(mask, ew.div(g, count), 0.0), ew.sign(x)),)
-        ax = ew.abs(x)
-        num = ew.mul(ew.mul(x, ew.pow(ax, p - 2)), g)
-        return (ew.where(ew.eq(n, 0), 0.0, ew.div(num, ew.pow(n, p - 1))),)
+        if x.dtype is g.dtype:
+            return (_vector_norm_grad(g, x, n, p, dims),)
+        # norm(dtype=...): the rule in the result's dtype, the gradient in the input's
+        from numgrad.ops.shape import to_dtype
+        return (to_dtype(_vector_norm_grad(g, to_dtype(x, g.dtype), n, p, dims), x.dtype),)
+
+
+# d/dx ||x||_p = sgn(x) |x|^(p-1) / ||x||^(p-1)  (p=2: x/||x||; p=inf: ties share; 0 at 0)
+def _vector_norm_grad(g, x, n, p, dims):
+    if p == 1:
+        return ew.mul(g, ew.sign(x))
+    if p == 2:
+        return ew.where(ew.eq(n, 0), 0.0, ew.mul(x, ew.div(g, n)))
+    if p in (np.inf, -np.inf):
+        mask = ew.eq(ew.abs(x), n)
+        count = sum(mask, dims, keepdim=True)
+        return ew.mul(ew.where(mask, ew.div(g, count), 0.0), ew.sign(x))
+    ax = ew.abs(x)
+    num = ew.mul(ew.mul(x, ew.pow(ax, p - 2)), g)
+    return ew.where(ew.eq(n, 0), 0.0, ew.div(num, ew.pow(n, p - 1)))
 
 
 def _matrix_norm_dims(input, p, dim):
@@ -537,6 +585,20 @@ def _check_norm_identity(x, p, dim):
                 "does not have an identity")
 
 
+def _norm_dtype(input, dtype):
+    """``norm(dtype=...)``: PyTorch's checks, then the input's data in that dtype (the norm
+    and its gradient are computed there; the gradient comes back in the input's dtype)."""
+    dt, in_dt = _dtype.get(dtype), dtype_of(input)
+    if dt._kind != 2:
+        raise RuntimeError(
+            f"linalg.vector_norm: dtype should be floating point or complex, but got {dt._legacy}")
+    if _dtype.promote_types(in_dt, dt) is not dt:
+        raise RuntimeError(
+            f"linalg.vector_norm: the dtype of the input ({in_dt._legacy}) should be convertible "
+            f"without narrowing to the specified dtype ({dt._legacy})")
+    return as_type(input, dt)
+
+
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     """Vector p-norm over all elements or ``dim`` (``LinalgVectorNormBackward0``)."""
     if isinstance(p, str):
@@ -551,6 +613,8 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         raise RuntimeError(
             "linalg.vector_norm: Expected a floating point or complex tensor as input. "
             f"Got {dtype_of(input)._legacy}")
+    if dtype is not None:
+        x = _norm_dtype(input, dtype)
     if x.size == 0 and (p < 0 or p == np.inf):
         _check_norm_identity(x, p, dim)
     all_dims = _is_all(dim)

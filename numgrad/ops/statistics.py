@@ -63,13 +63,29 @@ def _keep(grad, x, dims, keepdim):
 
 
 def _var_backward(grad, self, dim, correction, keepdim):
-    dims = dim if dim is not None else tuple(range(self.dim()))
+    every = tuple(range(self.dim()))
+    dims = every if dim is None or not dim else dim
     n = 1
     for d in dims:
         n *= self.shape[d]
-    d = n - correction
+    mean = ew.div(red.sum(self, dims, keepdim=True), n if n else math.nan)
+    dev = ew.sub(self, mean)
+    if dim is None or self.dim() == 0:
+        d = n - correction
+        if d > 0:
+            return ew.mul(ew.mul(_keep(grad, self, dims, keepdim), dev), 2.0 / d)
+        # no degrees of freedom (PyTorch's rule for a reduction over everything): 2 / d is
+        # infinite, so the gradient is grad * inf, NaN where x equals the mean
+        g = _keep(grad, self, dims, keepdim)
+        return ew.where(ew.eq(self, mean), ew.mul(g, math.nan), ew.mul(g, math.inf))
+    # over listed dims PyTorch scales by 2 / (rnumel - correction) with rnumel the product of
+    # the listed sizes (1 for an empty list), whatever its sign (2 / 0 = inf)
+    rnumel = 1
+    for d in dim:
+        rnumel *= self.shape[d]
+    d = rnumel - correction
     scale = 2.0 / d if d else math.inf
-    return ew.mul(ew.mul(_keep(grad, self, dims, keepdim), _centered(self, dims, n)), scale)
+    return ew.mul(ew.mul(_keep(grad, self, dim, keepdim), dev), scale)
 
 
 def _std_backward(grad, self, dim, correction, keepdim, result):
@@ -78,8 +94,12 @@ def _std_backward(grad, self, dim, correction, keepdim, result):
     return _var_backward(g, self, dim, correction, keepdim)
 
 
-def _saved_dim(dims, x):
-    return None if len(dims) == x.ndim and dims == tuple(range(x.ndim)) else dims
+def _saved_dim(dim, dims):
+    """The dim the node keeps, as PyTorch's: None when none was given, () for an empty list
+    (the two differ in the backward rule when there are no degrees of freedom)."""
+    if dim is None or isinstance(dim, bool):
+        return None
+    return () if isinstance(dim, (tuple, list)) and not dim else dims
 
 
 # d/dx var(x) = 2 (x - mean(x)) / (N - correction)
@@ -91,7 +111,7 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
     from numgrad.autograd.grad_mode import no_grad
     with no_grad():
         r = _variance(input.detach(), dims, c, keepdim, n)
-    return r._data, {"dim": _saved_dim(dims, input), "correction": c, "keepdim": keepdim}
+    return r._data, {"dim": _saved_dim(dim, dims), "correction": c, "keepdim": keepdim}
 
 
 # d/dx std(x) = (x - mean(x)) / ((N - correction) std(x))
@@ -103,5 +123,5 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=N
     from numgrad.autograd.grad_mode import no_grad
     with no_grad():
         r = un.sqrt(_variance(input.detach(), dims, c, keepdim, n))
-    return r._data, {"dim": _saved_dim(dims, input), "correction": c, "keepdim": keepdim}
+    return r._data, {"dim": _saved_dim(dim, dims), "correction": c, "keepdim": keepdim}
 
