@@ -432,7 +432,8 @@ def multi_head_attention_forward(
         if dropout_p > 0.0:
             w = F.dropout(w, dropout_p)
         out = w.matmul(v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
-        out = F.linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
+        out = F.linear(out, out_proj_weight, out_proj_bias)
+        out = out.reshape(tgt_len, bsz, out.shape[1])  # no -1: the batch may be empty
         w = w.reshape(bsz, num_heads, tgt_len, src_len)
         if average_attn_weights:
             w = w.mean(1)
@@ -448,7 +449,8 @@ def multi_head_attention_forward(
     v = v.reshape(bsz, num_heads, src_len, head_dim)
     out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
     out = out.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
-    out = F.linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
+    out = F.linear(out, out_proj_weight, out_proj_bias)
+    out = out.reshape(tgt_len, bsz, out.shape[1])
     return (out if batched else out.squeeze(1)), None
 
 

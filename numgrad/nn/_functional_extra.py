@@ -107,11 +107,6 @@ def _check_conv(x_shape, w_shape, stride, padding, dilation, groups, bias_shape,
                                    f"dilation, but got {' '.join(parts)}")
         out = tuple((n - 1) * s - 2 * p + d * (k - 1) + op + 1 for n, k, s, p, d, op in zip(
             x_shape[2:], w_shape[2:], stride, padding, dilation, output_padding))
-        if min(out) < 1:
-            raise RuntimeError(
-                f"Given input size per channel: ({' x '.join(map(str, x_shape[2:]))}). "
-                f"Calculated output size per channel: ({' x '.join(map(str, out))}). "
-                "Output size is too small")
         return stride, padding, dilation, output_padding, out
     if x_shape[1] != w_shape[1] * groups:
         raise RuntimeError(
@@ -224,14 +219,19 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     _check_types(input, weight, bias)
     x4 = input._data[:, :, None, :]
     w4 = weight._data[:, :, None, :]
+    if F._check_empty_input(x4.shape) and w4.shape[3] <= 0:  # checked as a 2-D convolution
+        raise RuntimeError("kernel size should be greater than zero, but got kernel_height: 1 "
+                           f"kernel_width: {w4.shape[3]}")
     geo = F._make_geom(x4.shape, w4.shape, (1, w4.shape[3]), (1, stride[0]), (0, padding[0]),
                        (1, dilation[0]), groups, (1, ol))
     n, oc = x4.shape[0], w4.shape[0]
     if x4.size == 0 or w4.size == 0:
-        out = _wrap(A.zeros(x4, (n, oc, ol), x4.dtype))
-        if bias is not None:
-            out = ew.add(out, F._channel_view(bias, 3))
-        res = out
+        oc = oc if x4.shape[1] else 0  # no input channels: none out either (PyTorch's)
+        arr = A.zeros(x4, (n, oc, ol), x4.dtype)
+        if bias is not None and oc:
+            EW.binary(EW.add, arr, A.astype(bias._data.reshape(1, -1, 1), arr.dtype), arr.dtype,
+                      arr.shape, out=arr)
+        res = F._attach_empty_conv(_wrap(arr), input, weight, bias)
     else:
         out_arr, cols = F._conv_forward(x4, w4, bias._data if bias is not None else None, geo)
         res = _wrap(out_arr.reshape(n, oc, ol))
@@ -322,6 +322,30 @@ def _conv_transpose_forward(x, w, bias, geo, out_shape):
     return out
 
 
+def _check_transposed_sizes(x_shape, w_shape, out):
+    """PyTorch's checks of a transposed convolution after its argument checks, on the 4-D
+    shapes (1-D ones carry a unit height): an empty input must have an empty batch, whose
+    output size must not be negative; a kernel runs only on a nonempty kernel and weight and
+    a positive output size."""
+    if not F._check_empty_input(x_shape):
+        shape = (x_shape[0], w_shape[1]) + tuple(out)
+        for i, v in enumerate(shape):
+            if v < 0:
+                raise RuntimeError(f"invalid shape dimension {v} at index {i} of shape "
+                                   f"{list(shape)}")
+        return
+    if min(w_shape[2:]) <= 0:
+        raise RuntimeError("kernel size should be greater than zero, but got kernel_height: "
+                           f"{w_shape[2]} kernel_width: {w_shape[3]}")
+    if 0 in w_shape:
+        raise RuntimeError(f"non-empty 2D or 4D weight tensor expected, but got: {list(w_shape)}")
+    if min(out) < 1:
+        raise RuntimeError(
+            f"Given input size per channel: ({' x '.join(map(str, x_shape[2:]))}). "
+            f"Calculated output size per channel: ({' x '.join(map(str, out))}). "
+            "Output size is too small")
+
+
 def _conv_transpose(fn, dims, input, weight, bias, stride, padding, output_padding, groups,
                     dilation):
     _conv_tensors(fn, input, weight, bias)
@@ -350,6 +374,7 @@ def _conv_transpose(fn, dims, input, weight, bias, stride, padding, output_paddi
         x, w = x[:, :, None, :], w[:, :, None, :]
         stride, padding, dilation = (1,) + stride, (0,) + padding, (1,) + dilation
         out = (1,) + out
+    _check_transposed_sizes(x.shape, w.shape, out)
     n, oc = x.shape[0], w.shape[1] * groups
     geo = F._make_geom((n, oc) + out, w.shape, w.shape[2:], stride, padding, dilation, groups,
                        x.shape[2:])
@@ -357,9 +382,12 @@ def _conv_transpose(fn, dims, input, weight, bias, stride, padding, output_paddi
         arr = A.zeros(x, (n, oc) + out, x.dtype)
         if bias is not None:
             EW.binary(EW.add, arr, bias._data.reshape(1, -1, 1, 1), arr.dtype, arr.shape, out=arr)
-    else:
-        arr = _conv_transpose_forward(x, w, bias._data if bias is not None else None, geo,
-                                      (n, oc) + out)
+        res = F._attach_empty_conv(
+            _wrap(arr.reshape(arr.shape[:2] + arr.shape[3:]) if unit else arr), input, weight,
+            bias)
+        return sh.squeeze(res, 0) if unbatched else res
+    arr = _conv_transpose_forward(x, w, bias._data if bias is not None else None, geo,
+                                  (n, oc) + out)
     res = _wrap(arr.reshape(arr.shape[:2] + arr.shape[3:]) if unit else arr)
     parts = (input, weight, bias)
     if state.enabled and any(t is not None and t._requires_grad for t in parts):
@@ -438,6 +466,23 @@ def _group_norm_ops(x, groups, gamma, beta, eps):
     return y
 
 
+def _nonzero(num_groups):
+    if num_groups == 0:  # PyTorch's group_norm divides by it in Python first
+        raise ZeroDivisionError("integer division or modulo by zero")
+    return num_groups
+
+
+def _verify_group_size(size):
+    """F.group_norm's check of its (N * C / G, G, *spatial) view: one value per group
+    cannot be normalized."""
+    count = size[0]
+    for s in size[2:]:
+        count *= s
+    if count == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size "
+                         f"{size}")
+
+
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
     """Normalize each group of channels of each sample over the group's channels and space,
     then scale and shift per channel (``NativeGroupNormBackward0``)."""
@@ -449,6 +494,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
                            f"{x.ndim}")
     n, c = x.shape[:2]
+    _verify_group_size([n * c // _nonzero(num_groups), num_groups] + list(x.shape[2:]))
     if num_groups <= 0 or c % num_groups:
         raise RuntimeError("Expected number of channels in input to be divisible by num_groups, "
                            f"but got input of shape {list(x.shape)} and num_groups={num_groups}")

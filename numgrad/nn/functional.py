@@ -377,6 +377,49 @@ def _expand_param(v, name, dim):
     return v
 
 
+def _check_empty_input(x_shape):
+    """PyTorch's convolutions take an empty input only through an empty batch or channel
+    dim (they return an empty or bias-filled output without running a kernel). Returns
+    whether the kernel runs (the input is not empty), whose own checks then follow."""
+    if 0 not in x_shape:
+        return True
+    if x_shape[0] and x_shape[1]:
+        raise RuntimeError("Only zero batch or zero channel inputs are supported, but got input "
+                           f"shape: {list(x_shape)}")
+    return False
+
+
+class _EmptyConvolutionBackward(Node):
+    """A convolution whose input or weight is empty: its output is the bias (or zeros), so
+    input and weight get zeros and the bias the sum of the gradient per channel."""
+
+    __slots__ = ()
+    _names_of_saved = ("input", "weight")
+
+    # out = bias (nothing is multiplied): dx = 0, dW = 0, db = sum of g over batch and space
+    def _backward(self, g):
+        x, w, b = self._saved
+        grads = [_wrap(A.zeros(t._data, t._data.shape, t._data.dtype))
+                 if _needs(self, i) else None for i, t in enumerate((x, w, b))]
+        if grads[2] is not None and g._data.shape[1] == b._data.shape[0]:
+            grads[2] = red.sum(g, (0,) + tuple(range(2, g._data.ndim)))
+        return tuple(grads)
+
+
+_EmptyConvolutionBackward.__name__ = "ConvolutionBackward0"
+_EmptyConvolutionBackward.__qualname__ = "ConvolutionBackward0"
+
+
+def _attach_empty_conv(out, input, weight, bias):
+    """``out`` (a fresh tensor) as the result of an empty convolution of these operands."""
+    if state.enabled and any(t is not None and t._requires_grad for t in (input, weight, bias)):
+        out = _wrap(out._data)
+        attach(out, _EmptyConvolutionBackward(
+            tuple(edge(t) if t is not None else NO_EDGE for t in (input, weight, bias)),
+            (input, weight, bias)))
+    return out
+
+
 def _conv_geom(x_shape, w_shape, stride, padding, dilation, groups, bias_shape=None):
     """PyTorch's ``check_shape_forward`` for a 2-D convolution on (already parsed) int
     tuples; the geometry the kernels run."""
@@ -423,7 +466,7 @@ def _conv_geom(x_shape, w_shape, stride, padding, dilation, groups, bias_shape=N
         raise RuntimeError(
             f"Calculated padded input size per channel: ({h + 2 * ph} x {w + 2 * pw}). "
             f"Kernel size: ({eh} x {ew_}). Kernel size can't be greater than actual input size")
-    if kh <= 0 or kw <= 0:
+    if _check_empty_input(x_shape) and (kh <= 0 or kw <= 0):
         raise RuntimeError(f"kernel size should be greater than zero, but got kernel_height: "
                            f"{kh} kernel_width: {kw}")
     out = (_blocks(h, kh, stride[0], ph, dh), _blocks(w, kw, stride[1], pw, dw))
@@ -655,10 +698,13 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         raise RuntimeError(f"expected scalar type {dtype_of(input)._legacy} but found "
                            f"{dtype_of(weight)._legacy}")
     if input._data.size == 0 or weight._data.size == 0:
-        out = _wrap(A.zeros(input._data, (input._data.shape[0], weight._data.shape[0], geo.oh,
-                                          geo.ow), input._data.dtype))
-        if bias is not None:
-            out = ew.add(out, _channel_view(bias, 4))
+        # PyTorch's output for an input of no channels has none either (and no bias)
+        oc = weight._data.shape[0] if input._data.shape[1] else 0
+        arr = A.zeros(input._data, (input._data.shape[0], oc, geo.oh, geo.ow), input._data.dtype)
+        if bias is not None and oc:
+            EW.binary(EW.add, arr, A.astype(bias._data.reshape(1, -1, 1, 1), arr.dtype),
+                      arr.dtype, arr.shape, out=arr)
+        out = _attach_empty_conv(_wrap(arr), input, weight, bias)
         return sh.squeeze(out, 0) if unbatched else out
     out_arr, cols = _conv_forward(input._data, weight._data,
                                   bias._data if bias is not None else None, geo)
