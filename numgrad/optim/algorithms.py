@@ -19,6 +19,7 @@ from numgrad._shape import broadcast_shapes
 from numgrad.autograd.grad_mode import no_grad
 from numgrad.kernels import LazyKernels
 from numgrad.kernels._guard import OVERLAP, internal_overlap
+from numgrad.optim import _hyper
 from numgrad.optim.optimizer import Optimizer, required
 from numgrad.tensor import Tensor, _wrap
 
@@ -26,8 +27,16 @@ NN = LazyKernels("nn")
 OPT = LazyKernels("optim")
 
 
-def _check(value, name, minimum=0.0):
-    if not value >= minimum:
+def _check(value, name):
+    """``if not 0.0 <= value``, as PyTorch's constructors test (NaN fails; a string raises
+    Python's TypeError of that comparison)."""
+    if not 0.0 <= value:
+        raise ValueError(f"Invalid {name}: {value}")
+
+
+def _check_sgd(value, name):
+    """SGD's ``if value < 0.0`` (NaN passes)."""
+    if value < 0.0:
         raise ValueError(f"Invalid {name}: {value}")
 
 
@@ -245,9 +254,9 @@ class SGD(Optimizer):
                  nesterov=False, *, maximize=False, foreach=None, differentiable=False,
                  fused=None):
         if lr is not required:
-            _check(lr, "learning rate")
-        _check(momentum, "momentum value")
-        _check(weight_decay, "weight_decay value")
+            _check_sgd(lr, "learning rate")
+        _check_sgd(momentum, "momentum value")
+        _check_sgd(weight_decay, "weight_decay value")
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening,
                         weight_decay=weight_decay, nesterov=nesterov, maximize=maximize,
                         foreach=foreach, differentiable=differentiable, fused=fused)
@@ -263,13 +272,19 @@ class SGD(Optimizer):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             momentum = group["momentum"]
-            args = (float(group["lr"]), float(group["weight_decay"]), float(momentum),
-                    float(group["dampening"]), bool(group["nesterov"]),
-                    bool(group["maximize"]))
+            flags = (bool(group["nesterov"]), bool(group["maximize"]))
+            replay = not _hyper.plain(group["lr"], group["weight_decay"], momentum,
+                                      group["dampening"])
+            if not replay:
+                args = (float(group["lr"]), float(group["weight_decay"]), float(momentum),
+                        float(group["dampening"])) + flags
             for p in group["params"]:
                 g = p.grad
                 if g is None:
                     continue
+                if replay:  # PyTorch's TypeErrors (its first step reads no momentum)
+                    first_step = momentum != 0 and self.state[p].get("momentum_buffer") is None
+                    args = _hyper.sgd(group, first_step) + flags
                 pd = p._data
                 fast = pd.size != 0 and _fits(g, pd) and pd.flags.c_contiguous
                 first = False
@@ -351,10 +366,15 @@ class Adam(Optimizer):
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
             amsgrad = group["amsgrad"]
-            lr = float(group["lr"])
-            args = (float(beta1), float(beta2), float(group["eps"]),
-                    float(group["weight_decay"]), bool(group["decoupled_weight_decay"]),
-                    bool(amsgrad), bool(group["maximize"]))
+            flags = (bool(group["decoupled_weight_decay"]), bool(amsgrad),
+                     bool(group["maximize"]))
+            if _hyper.plain(group["lr"], beta1, beta2, group["eps"], group["weight_decay"]):
+                lr = float(group["lr"])
+                args = (float(beta1), float(beta2), float(group["eps"]),
+                        float(group["weight_decay"])) + flags
+            elif any(p.grad is not None for p in group["params"]):  # PyTorch's TypeErrors
+                lr, b1, b2, eps, wd = _hyper.adam(group)
+                args = (b1, b2, eps, wd) + flags
             for p in group["params"]:
                 g = p.grad
                 if g is None:
@@ -464,9 +484,13 @@ class RMSprop(Optimizer):
         for group in self.param_groups:
             momentum = group["momentum"]
             centered = group["centered"]
-            args = (float(group["lr"]), float(group["alpha"]), float(group["eps"]),
-                    float(group["weight_decay"]), float(momentum), bool(centered),
-                    bool(group["maximize"]))
+            flags = (bool(centered), bool(group["maximize"]))
+            if _hyper.plain(group["lr"], group["alpha"], group["eps"], group["weight_decay"],
+                            momentum):
+                args = (float(group["lr"]), float(group["alpha"]), float(group["eps"]),
+                        float(group["weight_decay"]), float(momentum)) + flags
+            elif any(p.grad is not None for p in group["params"]):  # PyTorch's TypeErrors
+                args = _hyper.rmsprop(group) + flags
             for p in group["params"]:
                 g = p.grad
                 if g is None:
@@ -579,9 +603,14 @@ class Adagrad(Optimizer):
     def step(self, closure=None):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
-            lr = float(group["lr"])
             lr_decay = group["lr_decay"]
-            args = (float(group["weight_decay"]), float(group["eps"]), bool(group["maximize"]))
+            if _hyper.plain(group["lr"], lr_decay, group["weight_decay"], group["eps"]):
+                lr = float(group["lr"])
+                args = (float(group["weight_decay"]), float(group["eps"]),
+                        bool(group["maximize"]))
+            elif any(p.grad is not None for p in group["params"]):  # PyTorch's TypeErrors
+                lr, lr_decay, wd, eps = _hyper.adagrad(group)
+                args = (wd, eps, bool(group["maximize"]))
             for p in group["params"]:
                 g = p.grad
                 if g is None:
