@@ -122,18 +122,26 @@ def run_process(cmd, env, timeout, log):
         code = proc.wait(timeout=max(timeout, 0.1))
     except subprocess.TimeoutExpired:
         code = None
-        for sig, grace in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, None)):
-            try:
-                os.killpg(proc.pid, sig)
-            except ProcessLookupError:
-                break
-            try:
-                proc.wait(timeout=grace)
-                break
-            except subprocess.TimeoutExpired:
-                continue
-        proc.wait()
+        _kill(proc)
+    except KeyboardInterrupt:  # the phase has its own session: Ctrl-C does not reach it
+        _kill(proc)
+        raise
     return code, time.perf_counter() - start
+
+
+def _kill(proc):
+    """End ``proc`` and everything it started: SIGTERM, then SIGKILL after a grace period."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            proc.wait(timeout=KILL_GRACE_S)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    proc.wait()
 
 
 def read_records(path):
@@ -186,8 +194,15 @@ def run_phase(name, timeout, env, args, out, log):
     offset = log.offset()
     code, _ = run_process(cmd, env, timeout - (time.perf_counter() - start), log)
     phase["seconds"] = time.perf_counter() - start
+    return judge(phase, code, read_records(results),
+                 lambda: log.since(offset).strip().splitlines()[-4:])
+
+
+def judge(phase, code, records, output_tail):
+    """Fill in ``phase`` from its process's exit status (None: killed at its timeout), the
+    records it wrote and, for a crash, the last lines of its output (``output_tail()``)."""
+    name = phase["name"]
     phase["exit"] = code
-    records = read_records(results)
     phase["records"] = records
     checks = {}
     for r in records:  # a test reported twice (call, then teardown) keeps its failure
@@ -203,17 +218,20 @@ def run_phase(name, timeout, env, args, out, log):
                                 else [f + " (all its tests: collection did not finish)"
                                       for f in test_files()])
     failed = [c for c in phase["checks"] if not c["ok"]]
+    started = [r["name"] for r in records if r["kind"] == "start"]
+    # what it was doing when it was stopped or crashed
+    where = f" in {started[-1]}" if started and started[-1] not in checks else ""
     if code is None:
-        phase["status"] = f"timed out after {phase['seconds']:.0f} s"
+        phase["status"] = f"timed out after {phase['seconds']:.0f} s{where}"
     elif name == "tests" and code == 5:
         phase["status"] = "no tests collected"
         phase["not_reached"] = []
     elif failed or (name == "tests" and code == 1):
         phase["status"] = "failed"
     elif code != 0:
-        phase["status"] = f"crashed (exit {code})"
-        tail = log.since(offset).strip().splitlines()[-4:]
-        phase["checks"].append({"name": f"{name} process", "ok": False, "error": "\n".join(tail)})
+        phase["status"] = f"crashed (exit {code}){where}"
+        phase["checks"].append({"name": f"{name} process{where}", "ok": False,
+                                "error": "\n".join(output_tail())})
     else:
         phase["status"] = "passed"
     return phase

@@ -256,12 +256,14 @@ def smoke_checks():
 
 def smoke(out, simulator):
     import numgrad
+    out.write("start", name="the device's name")
     if injected("hang"):
         time.sleep(10 ** 6)  # stands for a kernel that never returns
     out.write("device", name="Numba's CUDA simulator" if simulator else
               numgrad.cuda.get_device_name(),
               capability=None if simulator else numgrad.cuda.get_device_capability())
     for i, (name, check) in enumerate(smoke_checks()):
+        out.write("start", name=name)
         start = time.perf_counter()
         try:
             check()
@@ -324,6 +326,7 @@ def bench(out, simulator):
     reps, target = (1, 0.0) if simulator else (7, 0.05)
     for name in CUDA_WORKLOADS:
         for lib in libs:
+            out.write("start", name=f"bench {name} ({lib})")
             start = time.perf_counter()
             try:
                 if injected("bench") and lib == "numgrad":
@@ -373,6 +376,7 @@ def digits(out, simulator):
         _shrink(example)
         epochs = 1
     for kind in ("mlp", "cnn"):
+        out.write("start", name=f"digits {kind}")
         start = time.perf_counter()
         try:
             _, history = example.train(kind, epochs, quiet=True, device="cuda",

@@ -1,9 +1,10 @@
 """pytest plugin for the test phase of ``gpu_check.py`` (``-p gpu_check_pytest``).
 
 Appends to ``$NUMGRAD_GPU_CHECK_RESULTS``, one JSON line each, the moment it is known: the
-collected test ids, then each test's outcome, duration, first lines of its failure and the
-kernel compile time so far. A run killed at its timeout has therefore said which tests it
-finished and which it did not reach, with no junit file or summary needed.
+collected test ids, then each test's start and its outcome, duration, first lines of its
+failure and the kernel compile time so far. A run killed at its timeout has therefore said
+which tests it finished, which one it was in and which it did not reach, with no junit file or
+summary needed.
 """
 
 import os
@@ -23,6 +24,11 @@ def pytest_configure(config):
 def pytest_collection_finish(session):
     if "out" in _STATE:
         _STATE["out"].write("collected", ids=[item.nodeid for item in session.items])
+
+
+def pytest_runtest_logstart(nodeid, location):
+    if "out" in _STATE:
+        _STATE["out"].write("start", name=nodeid)
 
 
 def _first_lines(report, n=4):
