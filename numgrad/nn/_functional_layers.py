@@ -425,21 +425,40 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             "embedding_bag: per_sample_weights was not None. per_sample_weights is only "
             f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
             "GitHub.")
-    if padding_idx is not None or scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding_bag: padding_idx, scale_grad_by_freq and sparse are "
-                                  "not supported by numgrad")
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding_bag: scale_grad_by_freq and sparse are not "
+                                  "supported by numgrad")
+    rows = weight._data.shape[0]
+    if padding_idx is not None:
+        padding_idx = F._int_arg(padding_idx, "embedding_bag", "padding_idx", 9)
+        if not -rows <= padding_idx < rows:
+            raise RuntimeError(f"padding_idx must be within the number of embeddings, -{rows} "
+                               f"through {rows - 1}, but got {padding_idx}")
+        padding_idx += rows if padding_idx < 0 else 0
     dt = dtype_of(input)
     if dt.is_floating_point or dt.is_complex or str(dt) not in ("torch.int64", "torch.int32"):
         raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the "
                            "following scalar types: Long, Int; but got "
                            f"{input.type()} instead (while checking arguments for embedding_bag)")
     flat, bags = _bag_offsets(input, offsets, include_last_offset)
-    rows = weight._data.shape[0]
+    if per_sample_weights is not None and tuple(per_sample_weights.shape) != tuple(input.shape):
+        raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is "
+                         f"not None, then it must have the same shape as the input "
+                         f"({input.shape})")
     if flat.numel() and (int(flat.min()) < 0 or int(flat.max()) >= rows):
         raise RuntimeError("Expected i < index_size to be true, but got false.  (Could this error "
                            "message be improved?  If so, please report an enhancement request "
                            "to PyTorch.)")
-    emb = F.embedding(flat, weight, max_norm=max_norm, norm_type=norm_type)
+    if max_norm is not None:
+        F._embedding_renorm(weight, A.host(A.contiguous(flat._data).reshape(-1)), max_norm,
+                            norm_type)
+    if weight._data.dtype in (np.float32, np.float64):
+        from numgrad.nn._embedding_bag import embedding_bag_op
+        return embedding_bag_op(flat, weight, bags, mode, per_sample_weights, padding_idx)
+    if padding_idx is not None:
+        raise NotImplementedError("embedding_bag: padding_idx is supported by numgrad for "
+                                  "float32 and float64 weights")
+    emb = F.embedding(flat, weight)
     if per_sample_weights is not None:
         emb = emb * sh.reshape(per_sample_weights, (-1, 1))
     dim = weight._data.shape[1]

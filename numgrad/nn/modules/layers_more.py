@@ -238,10 +238,19 @@ class EmbeddingBag(Module):
         self.mode = mode
         self.sparse = sparse
         self.include_last_offset = include_last_offset
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise AssertionError("padding_idx must be within num_embeddings")
+            if padding_idx < 0:
+                padding_idx += num_embeddings
         self.padding_idx = padding_idx
         if _weight is None:
             self.weight = _param(num_embeddings, embedding_dim, dtype=dtype)
             init.normal_(self.weight)
+            if padding_idx is not None:  # the padding row starts at zero, as PyTorch's
+                from numgrad.autograd.grad_mode import no_grad
+                with no_grad():
+                    self.weight[padding_idx] = 0.0
         else:
             self.weight = Parameter(_weight)
 
