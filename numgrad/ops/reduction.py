@@ -567,8 +567,6 @@ def _matrix_norm_dims(input, p, dim):
     a, b = (wrap_dim(d, x.ndim) for d in dims)
     if a == b:
         raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({a}, {b})")
-    if p == "nuc":
-        raise NotImplementedError("nuclear norm is not supported by numgrad")
     return (a, b)
 
 
@@ -604,6 +602,9 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     if isinstance(p, str):
         if p != "fro" or (isinstance(dim, (tuple, list)) and len(dim) > 2):
             dim = _matrix_norm_dims(input, p, dim)
+        if p == "nuc":
+            from numgrad.ops.nuclear_norm import nuclear_norm
+            return nuclear_norm(input, dim, keepdim, dtype)
         p = 2
     elif p is None:
         p = 2
