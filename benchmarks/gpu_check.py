@@ -332,10 +332,12 @@ def summary_text(args, env, phases, used, budget):
         f" (incomplete: {', '.join(incomplete)})" if incomplete else "")
     device = next((r for p in phases for r in p.get("records", []) if r["kind"] == "device"),
                   None)
+    unknown = ("Numba's CUDA simulator" if args.simulator
+               else "unknown (the smoke test did not report it)")
     lines = [
         f"# numgrad GPU check: {verdict}",
         "",
-        f"device: {device['name'] if device else 'unknown (the smoke test did not report)'}"
+        f"device: {device['name'] if device else unknown}"
         + (f" (compute capability {tuple(device['capability'])})"
            if device and device.get('capability') else "")
         + (", tiny sizes" if args.simulator else ""),
@@ -353,9 +355,9 @@ def summary_text(args, env, phases, used, budget):
         secs = f"{p['seconds']:.1f} s" if "seconds" in p else "-"
         lines.append(f"| {p['name']} | {status} | {n['passed']} | {n['failed']} | "
                      f"{n['skipped']} | {n['not reached']} | {secs} | {_compile_cell(p)} |")
+    lines.append("")
     total = [p["compile"] for p in phases if p.get("compile")]
     if total and not args.simulator:
-        lines.append("")
         lines.append(f"GPU kernel compilation: {sum(c['cuda_s'] for c in total):.1f} s for "
                      f"{sum(c['cuda_n'] for c in total)} kernels (CPU kernels: "
                      f"{sum(c['cpu_s'] for c in total):.1f} s for "
