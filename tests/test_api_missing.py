@@ -1,7 +1,8 @@
 """Pieces of PyTorch's API that users reached for and numgrad lacked: ``Tensor.unfold``,
-``round(decimals=)``, ``cdist``, the other ``F.interpolate`` modes, ``EmbeddingBag``'s
-``padding_idx`` and the nuclear norm. Each against PyTorch: values, gradients (and float64
-finite differences), node names and errors (class and message)."""
+``round(decimals=)``, ``cdist`` and the ``nearest-exact`` and ``area`` modes of
+``F.interpolate`` (``EmbeddingBag``'s ``padding_idx``, bicubic interpolation and the nuclear
+norm have files of their own). Each against PyTorch: values, gradients (and float64 finite
+differences), node names and errors (class and message)."""
 
 import warnings
 
@@ -369,5 +370,3 @@ def test_interpolate_modes_not_built_yet_say_so():
     x = ng.ones(1, 2, 4, 4)
     with pytest.raises(NotImplementedError, match="antialias=True is not supported by numgrad"):
         ng.nn.functional.interpolate(x, size=2, mode="bilinear", antialias=True)
-    with pytest.raises(NotImplementedError, match="'bicubic' on 4-D input is not supported"):
-        ng.nn.functional.interpolate(x, size=2, mode="bicubic")
