@@ -582,9 +582,9 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
 
 
 class _AxisMap:
-    """out[..., k, ...] = sum_j lam_j[k] x[..., idx_j[k], ...] along ``dim`` (one or two
-    terms; no weights means a plain gather). Index arrays live on the host and are copied to a
-    GPU once."""
+    """out[..., k, ...] = sum_j lam_j[k] x[..., idx_j[k], ...] along ``dim`` (one to four
+    terms, summed in order; no weights means a plain gather). Index arrays live on the host
+    and are copied to a GPU once."""
 
     __slots__ = ("dim", "idx", "lam", "size", "_dev")
 
@@ -624,10 +624,11 @@ def _map_forward(arr, m):
     K.gather_axis(x3, idx[0], out)
     if lam is not None:
         other = A.empty(arr, out.shape, arr.dtype)
-        K.gather_axis(x3, idx[1], other)
         EW.binary(EW.mul, out, lam[0].reshape(1, k, 1), out.dtype, out.shape, out=out)
-        EW.binary(EW.mul, other, lam[1].reshape(1, k, 1), out.dtype, out.shape, out=other)
-        EW.binary(EW.add, out, other, out.dtype, out.shape, out=out)
+        for i, w in zip(idx[1:], lam[1:]):
+            K.gather_axis(x3, i, other)
+            EW.binary(EW.mul, other, w.reshape(1, k, 1), out.dtype, out.shape, out=other)
+            EW.binary(EW.add, out, other, out.dtype, out.shape, out=out)
     return out.reshape(out_shape)
 
 
@@ -714,6 +715,7 @@ _UPSAMPLE_NODES = {key: _node(name) for key, name in (
     (("nearest", 1), "UpsampleNearest1DBackward0"), (("nearest", 2), "UpsampleNearest2DBackward0"),
     (("linear", 1), "UpsampleLinear1DBackward0"),
     (("bilinear", 2), "UpsampleBilinear2DBackward0"),
+    (("bicubic", 2), "UpsampleBicubic2DBackward0"),
     (("nearest-exact", 1), "UpsampleNearestExact1DBackward0"),
     (("nearest-exact", 2), "UpsampleNearestExact2DBackward0"))}
 
@@ -858,6 +860,32 @@ def _linear_map(dim, in_size, out_size, scale, align_corners, opmath):
     return _AxisMap(dim, in_size, (i0, i1), (lam0, lam1))
 
 
+def _cubic_map(dim, in_size, out_size, scale, align_corners, opmath):
+    """PyTorch's bicubic taps along one dim: the source x (not clamped at 0), its floor i
+    (at most in - 1) and t = x - i in [0, 1]; weights of Keys' cubic convolution (A = -0.75)
+    at distances 1 + t, t, 1 - t, 2 - t, on the sources i - 1 .. i + 2 clamped to the border."""
+    if align_corners:
+        s = opmath(in_size - 1) / opmath(out_size - 1) if out_size > 1 else opmath(0)
+        src = np.arange(out_size, dtype=opmath) * s
+    else:
+        s = _scale(opmath, in_size, out_size, scale)
+        src = (s * (np.arange(out_size, dtype=opmath) + opmath(0.5)) - opmath(0.5)).astype(opmath)
+    i0 = np.minimum(np.floor(src).astype(np.int64), in_size - 1)
+    t = np.clip(src - i0.astype(opmath), 0, 1).astype(opmath)
+    a, one = opmath(-0.75), opmath(1)
+
+    def near(x):  # |x| <= 1: (A + 2)|x|^3 - (A + 3)|x|^2 + 1
+        return (((a + opmath(2)) * x - (a + opmath(3))) * x * x + one).astype(opmath)
+
+    def far(x):  # 1 < |x| < 2: A|x|^3 - 5A|x|^2 + 8A|x| - 4A
+        return (((a * x - opmath(5) * a) * x + opmath(8) * a) * x - opmath(4) * a).astype(opmath)
+
+    u = (one - t).astype(opmath)
+    lam = (far((t + one).astype(opmath)), near(t), near(u), far((u + one).astype(opmath)))
+    idx = tuple(np.clip(i0 - 1 + j, 0, in_size - 1) for j in range(4))
+    return _AxisMap(dim, in_size, idx, lam)
+
+
 _MODES = "nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact"
 
 
@@ -869,9 +897,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                 recompute_scale_factor=None, antialias=False):
     """Resize (N, C, L) or (N, C, H, W) input: ``'nearest'`` (``UpsampleNearest{1,2}D
     Backward0``), ``'nearest-exact'`` (``UpsampleNearestExact{1,2}DBackward0``), ``'area'``
-    (adaptive average pooling, as PyTorch), ``'linear'`` (3-D) and ``'bilinear'`` (4-D), with
-    or without ``align_corners``; by ``size`` or ``scale_factor``. Not yet: ``'bicubic'``,
-    5-D input, ``antialias=True``."""
+    (adaptive average pooling, as PyTorch), ``'linear'`` (3-D), ``'bilinear'`` and
+    ``'bicubic'`` (4-D, ``UpsampleBicubic2DBackward0``), with or without ``align_corners``; by
+    ``size`` or ``scale_factor``. Not yet: 5-D input, ``antialias=True``."""
     F._tensor_arg("interpolate", "input", 1, input)
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
@@ -950,6 +978,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise RuntimeError("Input and output sizes should be greater than 0, but got input "
                            f"({ins}){' and' if dim == 1 else ''} output ({outs})")
     if not dtype_of(input).is_floating_point:
+        if mode == "bicubic":
+            raise F._not_implemented("compute_indices_weights_cubic", input)
         kernel = {"nearest": f"upsample_nearest{dim}d", "linear": "upsample_linear1d",
                   "bilinear": "upsample_bilinear2d",
                   "nearest-exact": ("compute_indices_weights_nearest" if dim == 1
@@ -964,6 +994,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             maps.append(_nearest_map(d, shape[d], output_size[i], scales[i]))
         elif mode == "nearest-exact":
             maps.append(_nearest_exact_map(d, shape[d], output_size[i], scales[i]))
+        elif mode == "bicubic":
+            maps.append(_cubic_map(d, shape[d], output_size[i], scales[i], align_corners,
+                                   opmath))
         else:
             maps.append(_linear_map(d, shape[d], output_size[i], scales[i], align_corners,
                                     opmath))
