@@ -82,6 +82,36 @@ def test_embedding_on_cuda_matches_cpu():
     _close(gpu.weight.grad, cpu.weight.grad)
 
 
+def test_embedding_bag_on_cuda_matches_cpu():
+    w = ng.tensor(np.random.default_rng(0).standard_normal((6, 4)))
+    psw = ng.tensor(np.random.default_rng(1).standard_normal(8))
+    idx, off = ng.tensor([1, 2, 5, 5, 0, 5, 3, 2]), ng.tensor([0, 2, 3, 5, 5])
+    for mode in ("sum", "mean", "max"):
+        grads = []
+        for dev in ("cpu", "cuda"):
+            wt = w.detach().to(dev).requires_grad_()
+            pt = psw.detach().to(dev).requires_grad_() if mode == "sum" else None
+            y = F.embedding_bag(idx.to(dev), wt, off.to(dev), mode=mode, padding_idx=5,
+                                per_sample_weights=pt)
+            (y ** 2).sum().backward()
+            grads.append((y, wt.grad, None if pt is None else pt.grad))
+        for a, b in zip(grads[1], grads[0]):
+            if b is not None:
+                _close(a, b)
+
+
+def test_bicubic_on_cuda_matches_cpu():
+    x = ng.tensor(np.random.default_rng(2).standard_normal((1, 2, 4, 5)))
+    outs = []
+    for dev in ("cpu", "cuda"):
+        xt = x.detach().to(dev).requires_grad_()
+        y = F.interpolate(xt, size=(7, 3), mode="bicubic")
+        (y ** 2).sum().backward()
+        outs.append((y, xt.grad))
+    _close(outs[1][0], outs[0][0])
+    _close(outs[1][1], outs[0][1])
+
+
 LOSSES = [
     ("mse", lambda x, t: F.mse_loss(x, t), "float"),
     ("l1", lambda x, t: F.l1_loss(x, t, reduction="sum"), "float"),
