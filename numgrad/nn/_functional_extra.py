@@ -977,6 +977,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         outs = ", ".join(f"{a}: {b}" for a, b in zip(names, output_size))
         raise RuntimeError("Input and output sizes should be greater than 0, but got input "
                            f"({ins}){' and' if dim == 1 else ''} output ({outs})")
+    if 0 in shape[1:]:  # only the batch may be empty
+        raise RuntimeError(f"Non-empty {dim + 2}D data tensor expected but got a tensor with "
+                           f"sizes {list(shape)}")
     if not dtype_of(input).is_floating_point:
         if mode == "bicubic":
             raise F._not_implemented("compute_indices_weights_cubic", input)

@@ -11,7 +11,7 @@ from numgrad import _arrays as A
 from numgrad.nn import functional as F
 from numgrad.ops import linalg as la
 from numgrad.ops import shape as sh
-from numgrad.ops._util import dtype_of
+from numgrad.ops._util import _wrap, dtype_of
 
 # ========================================================================================
 # 1-d pooling
@@ -128,8 +128,10 @@ def _adaptive_max(x, oh, ow):
     return sh.reshape(sh.stack(vals, -1), shape), sh.reshape(sh.stack(idxs, -1), shape)
 
 
-def adaptive_max_pool2d(input, output_size, return_indices=False):
-    """Maxima over PyTorch's adaptive windows of (N, C, H, W) or (C, H, W) input."""
+def adaptive_max_pool2d(input, output_size, return_indices=False, _fn="adaptive_max_pool2d",
+                        _shown=None):
+    """Maxima over PyTorch's adaptive windows of (N, C, H, W) or (C, H, W) input; an output
+    size of 0 gives an empty result (``_fn``/``_shown``: the 1-D caller's name and shape)."""
     F._tensor_arg("adaptive_max_pool2d", "input", 1, input)
     size = F._adaptive_size("adaptive_max_pool2d", input, output_size, 2)
     shape = input._data.shape
@@ -138,19 +140,26 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
                            f"{list(shape)}")
     if len(size) != 2:
         raise RuntimeError("adaptive_max_pool2d(): internal error: output_size.size() must be 2")
-    for i in (-2, -1):
-        if shape[i] <= 0:
-            raise RuntimeError("adaptive_max_pool2d(): Expected input to have non-zero size for "
-                               f"non-batch dimensions, but input has sizes {list(shape)} with "
-                               f"dimension {i + len(shape)} being empty")
+    shown = list(shape) if _shown is None else list(_shown)
+    for i in range(1, len(shown)):
+        if shown[i] <= 0:
+            raise RuntimeError(f"{_fn}(): Expected input to have non-zero size for non-batch "
+                               f"dimensions, but input has sizes {shown} with dimension {i} "
+                               "being empty")
     oh, ow = size
-    if oh <= 0 or ow <= 0:
-        raise RuntimeError("adaptive_max_pool2d(): elements of output_size must be greater than "
-                           f"0 but received {{{oh}, {ow}}}")
+    if oh < 0 or ow < 0:
+        out_shape = list(shape[:-2]) + [oh, ow]
+        neg = next(v for v in out_shape if v < 0)
+        raise RuntimeError(f"Trying to create tensor with negative dimension {neg}: {out_shape}")
     F._require_float(input, "adaptive_max_pool2d")
     unbatched = len(shape) == 3
     x = sh.unsqueeze(input, 0) if unbatched else input
-    out, idx = _adaptive_max(x, oh, ow)
+    out_shape = x._data.shape[:2] + (oh, ow)
+    if 0 in out_shape:  # nothing to pool: an empty slice of x
+        out = sh.reshape(x[:, :, :0, :0], out_shape)
+        idx = _wrap(A.zeros(x._data, out_shape, np.int64))
+    else:
+        out, idx = _adaptive_max(x, oh, ow)
     if unbatched:
         out, idx = sh.squeeze(out, 0), sh.squeeze(idx, 0)
     return (out, idx) if return_indices else out
@@ -161,7 +170,8 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
     F._tensor_arg("adaptive_max_pool1d", "input", 1, input)
     _dim_range("adaptive_max_pool1d", input, 2, 3)
     o = _one_int("adaptive_max_pool1d", "output_size", output_size, 2)[0]
-    out, idx = adaptive_max_pool2d(sh.unsqueeze(input, -2), (1, o), True)
+    out, idx = adaptive_max_pool2d(sh.unsqueeze(input, -2), (1, o), True,
+                                   "adaptive_max_pool1d", input._data.shape)
     out, idx = sh.squeeze(out, -2), sh.squeeze(idx, -2)
     return (out, idx) if return_indices else out
 

@@ -28,6 +28,14 @@ def check_widths(widths):
             raise RuntimeError("SymIntArrayRef expected to contain only concrete integers")
 
 
+def _representable(out):
+    """NumPy holds no dim of more than 2**63 bytes, even in an empty array (PyTorch does)."""
+    if max(out, default=0) > (1 << 59):
+        raise RuntimeError(f"numgrad cannot hold a tensor of shape {out}: a dimension over "
+                           "2**59 elements (an empty one included) is beyond NumPy's limit")
+    return out
+
+
 def _dims(shape, widths):
     """(dim, size, lo, hi) of each padded dim, outermost first."""
     nd, k = len(shape), len(widths) // 2
@@ -55,7 +63,7 @@ def constant_shape(shape, widths):
             raise RuntimeError(f"The input size {size}, plus negative padding {lo} and {hi} "
                                f"resulted in a negative output size, which is invalid. Check "
                                f"dimension {d} of your input.")
-    return out
+    return _representable(out)
 
 
 def _circular_shape(shape, widths):
@@ -66,7 +74,7 @@ def _circular_shape(shape, widths):
             raise RuntimeError("Padding value causes wrapping around more than once.")
         if out[d] < 0:
             raise RuntimeError("Negative padding value is resulting in an empty dimension")
-    return out
+    return _representable(out)
 
 
 def _too_small(mode, k, sizes, outs):
@@ -109,7 +117,7 @@ def mode_shape(mode, shape, widths):
         if mode == "reflect" and k == 2:
             raise RuntimeError("numel: integer multiplication overflow")
         raise RuntimeError(f"Trying to create tensor with negative dimension {neg[0]}: {out}")
-    return out
+    return _representable(out)
 
 
 def kernel_name(mode, widths):

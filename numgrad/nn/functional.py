@@ -1156,10 +1156,10 @@ def adaptive_avg_pool2d(input, output_size):
                                f"dimension {i + len(shape)} being empty")
     _require_float(input, "adaptive_avg_pool2d")
     h, w = shape[-2:]
-    if oh and ow and not (h % oh or w % ow):
+    if 0 in shape or not oh or not ow:  # empty: a (differentiable) empty slice of input
+        return sh.reshape(input[..., :0, :0], shape[:-2] + (oh, ow))
+    if not (h % oh or w % ow):
         return avg_pool2d(input, (h // oh, w // ow))
-    if 0 in shape or not oh or not ow:
-        return _wrap(A.zeros(input._data, shape[:-2] + (oh, ow), input._data.dtype))
     mh = _adaptive_matrix(h, oh, input, input._data.dtype)
     mw = _adaptive_matrix(w, ow, input, input._data.dtype)
     return la.matmul(la.matmul(mh, input), sh.t(mw))
@@ -1287,8 +1287,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         if eps <= 0.0:
             raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
         momentum = _float_arg(momentum, "batch_norm", "momentum", 7)
-        if x.ndim < 2:
-            raise _dim_error(1, x.ndim)
+        if x.ndim < 2 and all(t is None or t._data.size == 0
+                              for t in (running_mean, running_var, weight, bias)):
+            raise _dim_error(1, x.ndim)  # (a non-empty stat is named first, below)
     elif eps < 0.0:
         raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
     if x.size == 0:
@@ -1446,7 +1447,7 @@ class EmbeddingBackward0(Node):
         if freq_scale is not None:
             g = ew.mul(g, _wrap(A.to_device(freq_scale.astype(g._data.dtype), g.device)))
         gw = ix._index_scatter(g, plan)
-        if padding_idx is not None:
+        if padding_idx is not None and 0 <= padding_idx < plan.in_shape[0]:
             keep = np.ones((plan.in_shape[0], 1), g._data.dtype)
             keep[padding_idx] = 0
             gw = ew.mul(gw, _wrap(A.to_device(A.constant(keep), g.device)))
@@ -1494,6 +1495,9 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     if flat.size and not n:
         raise RuntimeError("index_select(): self indexing axis dim should be positive")
     if flat.size and (NN.on(flat).first_outside(flat, 0, n - 1) >= 0):
+        if not weight._data.shape[1]:  # PyTorch's path for empty rows words it so
+            bad = int(A.host(flat)[NN.on(flat).first_outside(flat, 0, n - 1)])
+            raise RuntimeError(f"INDICES element is out of DATA bounds, id={bad} axis_dim={n}")
         raise IndexError("index out of range in self")
     if max_norm is not None:
         _embedding_renorm(weight, A.host(flat), max_norm, norm_type)
@@ -1742,7 +1746,9 @@ def _classes_last(input, target):
     if x._data.ndim > 2:
         perm = (0,) + tuple(range(2, x._data.ndim)) + (1,)
         spatial = tuple(x._data.shape[2:])
-        xc = sh.reshape(sh.permute(x, perm), (-1, x._data.shape[1]))
+        rows = math.prod(x._data.shape) // x._data.shape[1] if x._data.shape[1] else \
+            math.prod((x._data.shape[0],) + spatial)  # no -1: C may be 0
+        xc = sh.reshape(sh.permute(x, perm), (rows, x._data.shape[1]))
         return xc, target._data.reshape(-1), (x._data.shape[0],) + spatial, perm
     return x, target._data, (x._data.shape[0],), None
 

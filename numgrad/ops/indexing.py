@@ -522,6 +522,11 @@ def gather(input, dim, index, *, sparse_grad=False):
     d = wrap_dim(dim, x.ndim)
     if idx.ndim != x.ndim:
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    if idx.size == 0:  # PyTorch checks no sizes against an empty index: nothing to read
+        r = _wrap(_arrays.empty(x, index._data.shape, x.dtype))
+        if state.enabled and input._requires_grad:
+            attach(r, GatherBackward0((edge(input),), (index, d, input._data.shape)))
+        return r
     for i, s in enumerate(idx.shape):
         if i != d and s > x.shape[i]:
             raise RuntimeError(
@@ -586,6 +591,8 @@ def _check_scatter(x, idx, d, src):
         raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
     if idx.ndim != len(s):
         raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
+    if idx.size == 0:  # PyTorch checks no sizes against an empty index
+        return
     if any(n > s[i] or (i != d and n > x.shape[i]) for i, n in enumerate(idx.shape)):
         raise RuntimeError(
             f"Expected index {list(idx.shape)} to be no larger than self {list(x.shape)} apart "
@@ -601,6 +608,11 @@ def scatter_add(input, dim, index, src):
     d = wrap_dim(dim, x1.ndim)
     _check_scatter(x1, idx, d, src)
     out_arr = EW.unary(EW.copy, x1, x.dtype)
+    if idx.size == 0:  # nothing added (and idx may be larger than self: no views of it)
+        r = _wrap(out_arr.reshape(x.shape))
+        if state.enabled and (input._requires_grad or src._requires_grad):
+            attach(r, ScatterAddBackward0((edge(input), edge(src)), (index, d, src._data.shape)))
+        return r
     xs, outer, inner = _dim_views(out_arr, idx, d)
     o3 = xs.reshape(outer, x1.shape[d], inner)
     sd = src._data.reshape(1) if src._data.ndim == 0 else src._data

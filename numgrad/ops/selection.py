@@ -146,7 +146,7 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     _check_nonempty_dim(input, d, "kthvalue")
     x = input._data
     n = x.shape[d] if x.ndim else 1
-    if x.size and not 1 <= k <= n:
+    if not 1 <= k <= n:  # checked on an empty tensor too, as PyTorch does
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
     vals, idx = _run_lines(input, d, 1, SEL.kthvalue_3d, int(k))
     vals, idx = _reduced(vals, d, keepdim), _reduced(idx, d, keepdim)
