@@ -165,7 +165,11 @@ def _conform(node, outs):
             continue
         shape, dtype = m
         if g._data.shape != shape:
-            g = g.sum_to_size(shape)
+            lead = len(shape) - g._data.ndim  # leading 1s a node's gradient may leave out
+            if lead > 0 and all(n == 1 for n in shape[:lead]):
+                g = g.sum_to_size(shape[lead:]).reshape(shape)
+            else:
+                g = g.sum_to_size(shape)
         if g.dtype is not dtype:
             g = g.to(dtype)
         outs[i] = g
