@@ -97,8 +97,17 @@ def _from_python(data, requested=None):
     except ValueError:
         err = _ragged_error(data)
         raise (err or ValueError("could not convert the data to a tensor")) from None
+    if arr.dtype in (object, np.uint64) and requested is not None and \
+            requested.np.kind == "f" and _numbers_only(data):
+        try:  # ints beyond int64 stored as floats, as PyTorch does for a float dtype
+            arr = np.array(data, dtype=np.float64)
+        except (TypeError, ValueError, OverflowError):
+            pass
     if arr.dtype == object or arr.dtype.kind in "USV" or arr.dtype == np.uint64:
         _python_data_error(arr, data)
+    if arr.dtype.kind == "f" and (requested is None or requested.np.kind in "iub") and \
+            _int_overflow(data, requested is None):
+        raise ValueError("Overflow when unpacking long long")
     if requested is not None:
         _check_range(arr, requested, requested.np.name)
         arr = _astype(arr, requested.np)
@@ -107,6 +116,34 @@ def _from_python(data, requested=None):
     elif arr.dtype.kind == "c":
         raise TypeError("complex tensors are not supported by numgrad")
     return arr
+
+
+def _numbers_only(data):
+    stack = [data]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, (list, tuple)):
+            stack.extend(v)
+        elif not isinstance(v, (int, float, np.number)):
+            return False
+    return True
+
+
+def _int_overflow(data, inferred):
+    """Whether nested Python ``data`` (which NumPy made floats) holds an int outside int64
+    that PyTorch would unpack as one: always when an integer dtype was requested, and when
+    the dtype is inferred only if no float makes the result floating."""
+    big, floats = False, False
+    stack = [data]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, (list, tuple)):
+            stack.extend(v)
+        elif isinstance(v, (float, np.floating)):
+            floats = True
+        elif isinstance(v, int) and not -2**63 <= v < 2**63:
+            big = True
+    return big and not (inferred and floats)
 
 
 def _python_data_error(arr, data):

@@ -331,3 +331,32 @@ def test_logsumexp_of_empty_rows_is_minus_inf():
     out = ng.logsumexp(ng.zeros(0, 2), [])
     assert out.shape == () and out.item() == -np.inf
     np.testing.assert_array_equal(ng.zeros(2, 0).logsumexp(1).numpy(), [-np.inf, -np.inf])
+
+
+@pytest.mark.parametrize("data, dtype", [
+    ([1, 2**63], None), ([1, 2**63], "int64"), ([1, -2**63 - 1], None), ([[1, 2**70]], None),
+    ([True, 2**63], None), ([2**63 - 1], None), ([1.5, 2**63], None), ([1, 2**64], "float32"),
+    ([1, 2**63], "float64")])
+def test_python_ints_beyond_int64(data, dtype):
+    """An int outside int64 in Python data raises PyTorch's overflow error unless the tensor
+    is floating (a float in the data, or a float dtype); it used to wrap or become a float."""
+    def run(lib):
+        return lib.tensor(data, dtype=getattr(lib, dtype) if dtype else None)
+    flat = [v for row in data for v in (row if isinstance(row, list) else [row])]
+    floating = dtype in ("float32", "float64") or any(isinstance(v, float) for v in flat)
+    if not floating and any(not -2**63 <= v < 2**63 for v in flat):
+        with pytest.raises(ValueError, match="Overflow when unpacking long long"):
+            run(ng)
+    elif floating:
+        np.testing.assert_array_equal(run(ng).numpy(), np.array(data, dtype=np.float64).astype(
+            np.float32 if dtype != "float64" else np.float64))
+    if torch is not None:
+        try:
+            expected = run(torch)
+        except ValueError:
+            with pytest.raises(ValueError, match="Overflow when unpacking long long"):
+                run(ng)
+        else:
+            got = run(ng)
+            assert str(got.dtype) == str(expected.dtype)
+            np.testing.assert_array_equal(got.numpy(), expected.numpy())
