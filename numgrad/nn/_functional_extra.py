@@ -582,7 +582,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
 
 
 class _AxisMap:
-    """out[..., k, ...] = sum_j lam_j[k] x[..., idx_j[k], ...] along ``dim`` (one to four
+    """out[..., k, ...] = sum_j lam_j[k] x[..., idx_j[k], ...] along ``dim`` (any number of
     terms, summed in order; no weights means a plain gather). Index arrays live on the host
     and are copied to a GPU once."""
 
@@ -717,7 +717,9 @@ _UPSAMPLE_NODES = {key: _node(name) for key, name in (
     (("bilinear", 2), "UpsampleBilinear2DBackward0"),
     (("bicubic", 2), "UpsampleBicubic2DBackward0"),
     (("nearest-exact", 1), "UpsampleNearestExact1DBackward0"),
-    (("nearest-exact", 2), "UpsampleNearestExact2DBackward0"))}
+    (("nearest-exact", 2), "UpsampleNearestExact2DBackward0"),
+    (("bilinear-aa", 2), "UpsampleBilinear2DAaBackward0"),
+    (("bicubic-aa", 2), "UpsampleBicubic2DAaBackward0"))}
 
 
 # ========================================================================================
@@ -886,6 +888,56 @@ def _cubic_map(dim, in_size, out_size, scale, align_corners, opmath):
     return _AxisMap(dim, in_size, idx, lam)
 
 
+def _aa_filter(mode, x, opmath):
+    """PIL's filters on |x|: the triangle max(1 - |x|, 0) ('bilinear'); Keys' cubic with
+    A = -0.5 ('bicubic'): (A + 2)|x|^3 - (A + 3)|x|^2 + 1 below 1, A|x|^3 - 5A|x|^2 + 8A|x| - 4A
+    below 2, else 0."""
+    x = np.abs(x)
+    one, zero = opmath(1), opmath(0)
+    if mode == "bilinear":
+        return np.where(x < one, one - x, zero).astype(opmath)
+    a = opmath(-0.5)
+    near = ((a + opmath(2)) * x - (a + opmath(3))) * x * x + one
+    far = ((a * x - opmath(5) * a) * x + opmath(8) * a) * x - opmath(4) * a
+    return np.where(x < one, near, np.where(x < opmath(2), far, zero)).astype(opmath)
+
+
+def _aa_map(mode, dim, in_size, out_size, scale, align_corners, opmath):
+    """PyTorch's antialiased taps along one dim (as PIL): the filter is widened by the scale s
+    when downsampling (support = taps/2 * max(s, 1)); output k reads the sources
+    [xmin, xmax) around the centre c = s (k + 0.5), with xmin = max(trunc(c - support + 0.5),
+    0) and xmax = min(trunc(c + support + 0.5), in), weighted by filter((j - c + 0.5) / max(s,
+    1)) normalised to sum 1 (float arithmetic as PyTorch's: the centre and weights in the
+    input's dtype). Every output gets the same number of terms, padded with zero weights."""
+    if align_corners:
+        s = opmath(in_size - 1) / opmath(out_size - 1) if out_size > 1 else opmath(0)
+    else:
+        s = _scale(opmath, in_size, out_size, scale)
+    s = opmath(s)
+    half = 1.0 if mode == "bilinear" else 2.0
+    support = opmath(half * float(s)) if s >= 1 else opmath(half)
+    invscale = opmath(1.0 / float(s)) if s >= 1 else opmath(1)
+    taps = int(math.ceil(float(support))) * 2 + 1
+    center = (float(s) * (np.arange(out_size, dtype=np.float64) + 0.5)).astype(opmath)
+    xmin = np.maximum(((center - support).astype(np.float64) + 0.5).astype(np.int64), 0)
+    xmax = np.minimum(((center + support).astype(np.float64) + 0.5).astype(np.int64), in_size)
+    xsize = xmax - xmin
+    idx, lam = [], []
+    total = np.zeros(out_size, dtype=opmath)
+    for j in range(taps):
+        pos = xmin + j
+        arg = (((pos.astype(opmath) - center).astype(opmath).astype(np.float64) + 0.5)
+               * float(invscale)).astype(opmath)
+        w = np.where(j < xsize, _aa_filter(mode, arg, opmath), opmath(0)).astype(opmath)
+        total = (total + w).astype(opmath)
+        idx.append(np.minimum(pos, in_size - 1))
+        lam.append(w)
+    nz = total != 0
+    safe = np.where(nz, total, opmath(1)).astype(opmath)
+    lam = tuple(np.where(nz, w / safe, w).astype(opmath) for w in lam)
+    return _AxisMap(dim, in_size, tuple(idx), lam)
+
+
 _MODES = "nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact"
 
 
@@ -899,7 +951,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     Backward0``), ``'nearest-exact'`` (``UpsampleNearestExact{1,2}DBackward0``), ``'area'``
     (adaptive average pooling, as PyTorch), ``'linear'`` (3-D), ``'bilinear'`` and
     ``'bicubic'`` (4-D, ``UpsampleBicubic2DBackward0``), with or without ``align_corners``; by
-    ``size`` or ``scale_factor``. Not yet: 5-D input, ``antialias=True``."""
+    ``size`` or ``scale_factor``; ``antialias=True`` with ``'bilinear'`` or ``'bicubic'``
+    (``Upsample{Bilinear,Bicubic}2DAaBackward0``, PIL's widened filters). Not yet: 5-D input,
+    ``'lanczos'``."""
     F._tensor_arg("interpolate", "input", 1, input)
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
@@ -946,7 +1000,12 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         if not (mode in ("bilinear", "bicubic", "lanczos") and dim == 2):
             raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos "
                              "modes and requires a 4-D tensor as input")
-        raise NotImplementedError("interpolate with antialias=True is not supported by numgrad")
+    if mode == "lanczos" and dim == 2:
+        if align_corners:
+            raise ValueError("Lanczos mode does not support align_corners=True")
+        if not antialias:
+            raise ValueError("Lanczos mode requires antialias=True")
+        raise NotImplementedError("interpolate mode 'lanczos' is not supported by numgrad")
     if mode == "area":  # PyTorch's area mode is adaptive average pooling to the output size
         if output_size is None:
             output_size = [math.floor(float(shape[i + 2]) * scales[i]) for i in range(dim)]
@@ -954,7 +1013,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             return F.adaptive_avg_pool1d(input, output_size)
         if dim == 2:
             return F.adaptive_avg_pool2d(input, output_size)
-    key = (mode, dim)
+    key = (mode + "-aa" if antialias else mode, dim)
     if key not in _UPSAMPLE_NODES:
         if mode == "bilinear" and dim == 1:
             raise NotImplementedError("Got 3D input, but bilinear mode needs 4D input")
@@ -980,6 +1039,11 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if 0 in shape[1:]:  # only the batch may be empty
         raise RuntimeError(f"Non-empty {dim + 2}D data tensor expected but got a tensor with "
                            f"sizes {list(shape)}")
+    if antialias and input._data.dtype not in (np.float32, np.float64):
+        if input._data.dtype == np.uint8:
+            raise NotImplementedError("interpolate with antialias=True on uint8 input is not "
+                                      "supported by numgrad")
+        raise F._not_implemented("compute_index_ranges_weights", input)
     if not dtype_of(input).is_floating_point:
         if mode == "bicubic":
             raise F._not_implemented("compute_indices_weights_cubic", input)
@@ -993,7 +1057,11 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     maps = []
     for i in reversed(range(dim)):  # the last dim first: PyTorch's order of the blends
         d = 2 + i
-        if mode == "nearest":
+        if antialias:
+            if output_size[i] != shape[d]:  # PyTorch leaves a dim of unchanged size as it is
+                maps.append(_aa_map(mode, d, shape[d], output_size[i], scales[i],
+                                    align_corners, opmath))
+        elif mode == "nearest":
             maps.append(_nearest_map(d, shape[d], output_size[i], scales[i]))
         elif mode == "nearest-exact":
             maps.append(_nearest_exact_map(d, shape[d], output_size[i], scales[i]))
