@@ -163,3 +163,20 @@ def test_antialias_random_sizes(h, w, oh, ow, mode, align_corners):
         ty = _two_passes(a, mode, oh, align_corners)
     assert_close(y.detach(), ty.detach(), rtol=1e-12, atol=1e-12)
     assert_close(gx, tgx, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+def test_antialias_non_finite_input_matches_pytorch(mode):
+    # the zero-weight padding terms add exactly 0: inf and nan spread as in PyTorch's windows
+    a = np.random.default_rng(5).standard_normal((1, 2, 9, 10))
+    a[0, 0, 4, 4], a[0, 1, 2, 7] = np.inf, np.nan
+    for size in ((4, 4), (3, 7), (13, 12)):
+        x, tx = ng.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+        y = ng.nn.functional.interpolate(x, size=size, mode=mode, antialias=True)
+        ty = torch.nn.functional.interpolate(tx, size=size, mode=mode, antialias=True)
+        assert_close(y.detach(), ty.detach(), rtol=1e-12, atol=1e-12)
+        g = np.ones(tuple(ty.shape))
+        g[0, 0, 1, 1] = np.inf
+        y.backward(ng.tensor(g))
+        ty.backward(torch.tensor(g))
+        assert_close(x.grad, tx.grad, rtol=1e-12, atol=1e-12)

@@ -583,28 +583,41 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
 
 class _AxisMap:
     """out[..., k, ...] = sum_j lam_j[k] x[..., idx_j[k], ...] along ``dim`` (any number of
-    terms, summed in order; no weights means a plain gather). Index arrays live on the host
-    and are copied to a GPU once."""
+    terms, summed in order; no weights means a plain gather). ``live``: per term, None or a
+    mask of the outputs that read it (elsewhere the term is padding with weight 0 and adds
+    exactly 0, even for an inf or nan source). Index arrays live on the host and are copied
+    to a GPU once."""
 
-    __slots__ = ("dim", "idx", "lam", "size", "_dev")
+    __slots__ = ("dim", "idx", "lam", "live", "size", "_dev")
 
-    def __init__(self, dim, size, idx, lam=None):
+    def __init__(self, dim, size, idx, lam=None, live=None):
         # made from sizes and scales alone: a compiled trace may keep them
         self.dim, self.size = dim, size
         self.idx = tuple(A.constant(i) for i in idx)
         self.lam = lam and tuple(A.constant(v) for v in lam)
+        self.live = tuple(None if m is None else A.constant(m) for m in live or (None,) * len(idx))
         self._dev = None
 
     def on(self, arr):
-        """(indices, weights) on ``arr``'s device and in its dtype."""
+        """(indices, weights, live masks) on ``arr``'s device, the weights in its dtype."""
         if arr.__class__ is np.ndarray:
             return self.idx, self.lam and tuple(A.constant(v.astype(arr.dtype, copy=False))
-                                                for v in self.lam)
+                                                for v in self.lam), self.live
         if self._dev is None:
             cls = arr.__class__
             self._dev = (tuple(cls.from_host(i) for i in self.idx),
-                         self.lam and tuple(cls.from_host(v) for v in self.lam))
+                         self.lam and tuple(cls.from_host(v) for v in self.lam),
+                         tuple(None if m is None else cls.from_host(m) for m in self.live))
         return self._dev
+
+
+def _drop_padding(t, w, m):
+    """t where the term is live, else its weight there (0): padding adds nothing."""
+    if m is None:
+        return t
+    k = w.shape[0]
+    return EW.ternary(EW.where, m.reshape(1, k, 1), t, w.reshape(1, k, 1), t.dtype, t.shape,
+                      out=t)
 
 
 def _split(shape, d):
@@ -614,7 +627,7 @@ def _split(shape, d):
 def _map_forward(arr, m):
     outer, n, inner = _split(arr.shape, m.dim)
     x3 = A.contiguous(arr).reshape(outer, n, inner)
-    idx, lam = m.on(arr)
+    idx, lam, live = m.on(arr)
     k = m.idx[0].size
     out_shape = arr.shape[:m.dim] + (k,) + arr.shape[m.dim + 1:]
     out = A.empty(arr, (outer, k, inner), arr.dtype)
@@ -625,10 +638,11 @@ def _map_forward(arr, m):
     if lam is not None:
         other = A.empty(arr, out.shape, arr.dtype)
         EW.binary(EW.mul, out, lam[0].reshape(1, k, 1), out.dtype, out.shape, out=out)
-        for i, w in zip(idx[1:], lam[1:]):
+        _drop_padding(out, lam[0], live[0])
+        for i, w, v in zip(idx[1:], lam[1:], live[1:]):
             K.gather_axis(x3, i, other)
             EW.binary(EW.mul, other, w.reshape(1, k, 1), out.dtype, out.shape, out=other)
-            EW.binary(EW.add, out, other, out.dtype, out.shape, out=out)
+            EW.binary(EW.add, out, _drop_padding(other, w, v), out.dtype, out.shape, out=out)
     return out.reshape(out_shape)
 
 
@@ -639,14 +653,14 @@ def _map_adjoint(arr, m):
     out_shape = arr.shape[:m.dim] + (m.size,) + arr.shape[m.dim + 1:]
     if g3.size == 0:
         return out.reshape(out_shape)
-    idx, lam = m.on(arr)
+    idx, lam, live = m.on(arr)
     K = IDX.on(arr)
     if lam is None:
         K.scatter_add_axis(g3, idx[0], out)
     else:
-        for i, w in zip(idx, lam):
-            K.scatter_add_axis(EW.binary(EW.mul, g3, w.reshape(1, k, 1), g3.dtype, g3.shape),
-                               i, out)
+        for i, w, v in zip(idx, lam, live):
+            t = EW.binary(EW.mul, g3, w.reshape(1, k, 1), g3.dtype, g3.shape)
+            K.scatter_add_axis(_drop_padding(t, w, v), i, out)
     return out.reshape(out_shape)
 
 
@@ -922,7 +936,7 @@ def _aa_map(mode, dim, in_size, out_size, scale, align_corners, opmath):
     xmin = np.maximum(((center - support).astype(np.float64) + 0.5).astype(np.int64), 0)
     xmax = np.minimum(((center + support).astype(np.float64) + 0.5).astype(np.int64), in_size)
     xsize = xmax - xmin
-    idx, lam = [], []
+    idx, lam, live = [], [], []
     total = np.zeros(out_size, dtype=opmath)
     for j in range(taps):
         pos = xmin + j
@@ -932,10 +946,11 @@ def _aa_map(mode, dim, in_size, out_size, scale, align_corners, opmath):
         total = (total + w).astype(opmath)
         idx.append(np.minimum(pos, in_size - 1))
         lam.append(w)
+        live.append(None if (j < xsize).all() else j < xsize)
     nz = total != 0
     safe = np.where(nz, total, opmath(1)).astype(opmath)
     lam = tuple(np.where(nz, w / safe, w).astype(opmath) for w in lam)
-    return _AxisMap(dim, in_size, tuple(idx), lam)
+    return _AxisMap(dim, in_size, tuple(idx), lam, live)
 
 
 _MODES = "nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact"

@@ -112,6 +112,22 @@ def test_bicubic_on_cuda_matches_cpu():
     _close(outs[1][1], outs[0][1])
 
 
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+def test_antialias_on_cuda_matches_cpu(mode):
+    a = np.random.default_rng(2).standard_normal((1, 2, 9, 7))
+    a[0, 1, 3, 2] = np.inf  # the padding terms must add nothing (no nan) on both devices
+    outs = []
+    for dev in ("cpu", "cuda"):
+        xt = ng.tensor(a).to(dev).requires_grad_()
+        y = F.interpolate(xt, size=(4, 10), mode=mode, antialias=True)
+        y.backward(ng.ones_like(y))  # y holds +-inf: its sum would be nan
+        outs.append((y, xt.grad))
+    _close(outs[1][0], outs[0][0])
+    _close(outs[1][1], outs[0][1])
+    assert np.isnan(outs[1][0].detach().cpu().numpy()).sum() == 0
+
+
 LOSSES = [
     ("mse", lambda x, t: F.mse_loss(x, t), "float"),
     ("l1", lambda x, t: F.l1_loss(x, t, reduction="sum"), "float"),
