@@ -86,6 +86,7 @@ class CompileTimer:
         event.register("numba:compile", _CpuListener())
         if config.ENABLE_CUDASIM:
             return self
+        import numgrad.kernels.cuda  # noqa: F401 - before numba.cuda (its NumPy 2.5 shim)
         try:
             from numba.cuda.dispatcher import CUDADispatcher
         except ImportError:  # no numba-cuda: nothing compiles for a GPU

@@ -14,6 +14,7 @@ def _backend():
         return "simulator"
     if os.environ.get("NUMGRAD_SKIP_GPU"):
         return None
+    import numgrad.kernels.cuda  # noqa: F401 - before numba.cuda (its NumPy 2.5 shim)
     try:
         from numba import cuda
         return "gpu" if cuda.is_available() else None
