@@ -423,9 +423,13 @@ def round(x, p, q):  # noqa: A001
 def round_decimals(x, p, q):
     """``round(x, decimals=d)`` as PyTorch computes it: rint(x * p) / p with p = 10^d in x's
     type, or for negative d (``q`` = 1) rint(x / p) * p with p = 10^-d."""
-    if q != 0:
-        return frint(x / p) * p
-    return frint(x * p) / p
+    v = x / p if q != 0 else x * p
+    # rint by arithmetic (NumPy's rint has no GPU lowering): in float64, |v| + 2^52 - 2^52
+    # rounds half to even for |v| < 2^52 (larger floats are integers), the sign put back
+    a = math.fabs(float(v))
+    if a < 4503599627370496.0:
+        v = like(v, math.copysign((a + 4503599627370496.0) - 4503599627370496.0, float(v)))
+    return v * p if q != 0 else v / p
 
 
 @unary_kernel
