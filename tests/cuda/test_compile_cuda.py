@@ -313,7 +313,8 @@ def test_forward_form_mlp_loss_replays_bit_for_bit():
     batches = _batches(6, seed=3)
     want, _, _ = _forward_train(False, batches)
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # no "runs eagerly" fallback
+        warnings.filterwarnings("error", message="numgrad.compile")  # no eager fallback (a
+        # GPU adds warnings of its own: low occupancy at these sizes)
         got, compiled, eager_runs = _forward_train(True, batches)
     # the first call is traced, the second verifies the plan beside eager: then 4 replays
     assert eager_runs == 2

@@ -19,8 +19,10 @@ def _cuda(a, **kw):
 
 
 def _name(kernel):
-    """A launched kernel's Python name (a GPU dispatcher keeps its function as ``py_func``)."""
-    return getattr(getattr(kernel, "py_func", kernel), "__name__", None)
+    """A launched kernel's Python name: a GPU dispatcher keeps its function as ``py_func``,
+    the simulator's kernel as ``fn``."""
+    fn = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None)
+    return getattr(fn, "__name__", None)
 
 
 def _plans(compiled):
@@ -95,7 +97,7 @@ def test_intermediate_read_later_is_written():
     plan, = _plans(compiled)
     assert plan.launches < plan.unfused_launches
     fused = [s[1] for s in plan.steps if s[0] is cuda_plan.LAUNCH
-             and getattr(s[1], "fn", None) and _name(s[1].fn) == "kernel"]
+             and _name(s[1]) == "kernel"]
     assert fused
 
 
