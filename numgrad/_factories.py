@@ -132,18 +132,22 @@ def _numbers_only(data):
 def _int_overflow(data, inferred):
     """Whether nested Python ``data`` (which NumPy made floats) holds an int outside int64
     that PyTorch would unpack as one: always when an integer dtype was requested, and when
-    the dtype is inferred only if no float makes the result floating."""
-    big, floats = False, False
+    the dtype is inferred only if no float makes the result floating (the walk stops at the
+    first float then, so float data costs little)."""
+    big = False
     stack = [data]
     while stack:
         v = stack.pop()
         if isinstance(v, (list, tuple)):
             stack.extend(v)
         elif isinstance(v, (float, np.floating)):
-            floats = True
+            if inferred:
+                return False
         elif isinstance(v, int) and not -2**63 <= v < 2**63:
+            if not inferred:
+                return True
             big = True
-    return big and not (inferred and floats)
+    return big
 
 
 def _python_data_error(arr, data):
