@@ -85,3 +85,16 @@ def assert_close(actual, expected, rtol=1e-5, atol=1e-6, msg=""):
 # one is present, otherwise on Numba's CUDA simulator, which must be chosen before Numba is
 # imported.
 collect_ignore = ["cuda"]
+
+
+def raised(fn, *args, **kwargs):
+    """(class name, message) of what ``fn(*args, **kwargs)`` raises (warnings silenced), or
+    None: what tests compare between numgrad and PyTorch."""
+    import warnings
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fn(*args, **kwargs)
+    except Exception as e:  # noqa: BLE001 - compared between the libraries
+        return type(e).__name__, str(e)
+    return None

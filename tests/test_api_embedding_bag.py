@@ -3,27 +3,15 @@ of the sum, mean and max and of each bag's count, ``per_sample_weights`` (sum mo
 ``include_last_offset`` and the 2-D input form. Against PyTorch: values, gradients of the
 weight and the per-sample weights (and float64 finite differences), node names, errors."""
 
-import warnings
-
 import numpy as np
 import pytest
-from conftest import assert_close, finite_difference, requires_torch, to_numpy, torch
+from conftest import assert_close, finite_difference, raised, requires_torch, to_numpy, torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import numgrad as ng
 
 pytestmark = requires_torch
-
-
-def _error(fn, *args, **kwargs):
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            fn(*args, **kwargs)
-    except Exception as e:  # noqa: BLE001 - compared between the libraries
-        return type(e).__name__, str(e)
-    return None
 
 
 def _run(lib, w, idx, offsets, mode, padding_idx, psw, last, g):
@@ -109,9 +97,9 @@ def test_padding_idx_errors(padding_idx):
     def call(lib):
         return lib.nn.functional.embedding_bag(lib.tensor(IDX), lib.tensor(W), lib.tensor(OFF),
                                                padding_idx=padding_idx)
-    expected = _error(call, torch)
+    expected = raised(call, torch)
     assert expected is not None
-    assert _error(call, ng) == expected
+    assert raised(call, ng) == expected
 
 
 def test_other_errors():
@@ -124,17 +112,17 @@ def test_other_errors():
         return lib.nn.functional.embedding_bag(lib.tensor(IDX), lib.tensor(W), lib.tensor(OFF),
                                                mode="sum", per_sample_weights=lib.ones(3))
     for fn in (psw_mean, psw_shape):
-        expected = _error(fn, torch)
-        assert expected is not None and _error(fn, ng) == expected
+        expected = raised(fn, torch)
+        assert expected is not None and raised(fn, ng) == expected
 
 
 @pytest.mark.parametrize("padding_idx", [3, -1, -4, 4, -5])
 def test_module_padding_idx(padding_idx):
     def make(lib):
         return lib.nn.EmbeddingBag(4, 4, padding_idx=padding_idx, mode="sum")
-    expected = _error(make, torch)
+    expected = raised(make, torch)
     if expected is not None:
-        assert _error(make, ng) == expected
+        assert raised(make, ng) == expected
         return
     m, tm = make(ng), make(torch)
     assert m.padding_idx == tm.padding_idx and repr(m) == repr(tm)

@@ -3,27 +3,15 @@ with the source taps clamped to the border, with and without ``align_corners``, 
 or ``scale_factor``. Against PyTorch: values (float32 and float64), gradients (and float64
 finite differences), node names and errors."""
 
-import warnings
-
 import numpy as np
 import pytest
-from conftest import assert_close, finite_difference, requires_torch, to_numpy, torch
+from conftest import assert_close, finite_difference, raised, requires_torch, to_numpy, torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import numgrad as ng
 
 pytestmark = requires_torch
-
-
-def _error(fn):
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            fn()
-    except Exception as e:  # noqa: BLE001 - compared between the libraries
-        return type(e).__name__, str(e)
-    return None
 
 
 def _both(a, kw, seed=0):
@@ -87,12 +75,12 @@ def test_bicubic_default_align_corners_and_one_pixel():
 def test_bicubic_errors_match_pytorch(call):
     def run(m):
         return lambda: eval(call, {"F": m.nn.functional, "x": m.ones(2, 3, 4, 4)})
-    expected = _error(run(torch))
+    expected = raised(run(torch))
     if call.startswith("F.interpolate(x, size=3,"):  # valid (antialias: test_api_interpolate_aa)
-        assert expected is None and _error(run(ng)) is None
+        assert expected is None and raised(run(ng)) is None
         return
     assert expected is not None
-    assert _error(run(ng)) == expected
+    assert raised(run(ng)) == expected
 
 
 @settings(max_examples=20, deadline=None)

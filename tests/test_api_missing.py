@@ -4,11 +4,9 @@
 norm have files of their own). Each against PyTorch: values, gradients (and float64 finite
 differences), node names and errors (class and message)."""
 
-import warnings
-
 import numpy as np
 import pytest
-from conftest import assert_close, finite_difference, requires_torch, to_numpy, torch
+from conftest import assert_close, finite_difference, raised, requires_torch, to_numpy, torch
 
 import numgrad as ng
 
@@ -20,22 +18,11 @@ def _pair(a, requires_grad=True):
             torch.tensor(a, requires_grad=requires_grad))
 
 
-def _error(fn, *args, **kwargs):
-    """(class, message) of what ``fn`` raises, or None."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            fn(*args, **kwargs)
-    except Exception as e:  # noqa: BLE001 - compared between the libraries
-        return type(e).__name__, str(e)
-    return None
-
-
-def _same_error(call):
+def _sameraised(call):
     """``call(m)`` raises the same class and message under numgrad and PyTorch."""
-    theirs = _error(call, torch)
+    theirs = raised(call, torch)
     assert theirs is not None
-    assert _error(call, ng) == theirs
+    assert raised(call, ng) == theirs
 
 
 def _weighted_backward(out, out_t, seed=1):
@@ -124,7 +111,7 @@ def test_unfold_errors_match_pytorch(call):
         x = m.zeros(2, 3)
         s = m.tensor(3.0)
         return eval(call, {"m": m, "x": x, "s": s})
-    _same_error(run)
+    _sameraised(run)
 
 
 def test_in_place_write_into_overlapping_windows_is_refused():
@@ -216,7 +203,7 @@ def test_round_decimals_errors_match_pytorch(call):
     def run(m):
         x = m.tensor([1.25, -2.5], requires_grad=True)
         return eval(call, {"m": m, "x": x})
-    _same_error(run)
+    _sameraised(run)
 
 
 # ========================================================================================
@@ -312,7 +299,7 @@ def test_cdist_errors_match_pytorch(call):
         a = m.ones(3, 2, dtype=m.float64)
         b = m.zeros(4, 2, dtype=m.float64)
         return eval(call, {"m": m, "a": a, "b": b})
-    _same_error(run)
+    _sameraised(run)
 
 
 # ========================================================================================
@@ -363,7 +350,7 @@ def test_interpolate_nearest_exact_and_area_match_pytorch(mode, shape, dtype):
 def test_interpolate_new_mode_errors_match_pytorch(call):
     def run(m):
         return eval(call, {"F": m.nn.functional, "x": m.ones(2, 3, 4)})
-    _same_error(run)
+    _sameraised(run)
 
 
 def test_interpolate_modes_not_built_yet_say_so():
