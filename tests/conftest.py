@@ -98,3 +98,15 @@ def raised(fn, *args, **kwargs):
     except Exception as e:  # noqa: BLE001 - compared between the libraries
         return type(e).__name__, str(e)
     return None
+
+
+def run_on_simulator(script, timeout=600):
+    """Run Python ``script`` from the repository root in a fresh process on Numba's CUDA
+    simulator; it must print "ok" last."""
+    import subprocess
+    import sys
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    r = subprocess.run([sys.executable, "-c", script], cwd=root, env=env,
+                       capture_output=True, text=True, timeout=timeout)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-3000:]

@@ -5,11 +5,8 @@ hypothesis fuzzing), and PyTorch's ``map_location`` / ``weights_only`` / ``mmap`
 import io
 import json
 import math
-import os
 import pickle
 import struct
-import subprocess
-import sys
 import tokenize
 import tracemalloc
 import zipfile
@@ -18,7 +15,7 @@ from contextlib import contextmanager
 
 import numpy as np
 import pytest
-from conftest import requires_torch, torch
+from conftest import requires_torch, run_on_simulator, torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -699,11 +696,7 @@ print("ok")
 
 
 def test_map_location_with_cuda_on_the_simulator():
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    r = subprocess.run([sys.executable, "-c", CUDA_SCRIPT], cwd=root, env=env,
-                       capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-3000:]
+    run_on_simulator(CUDA_SCRIPT)
 
 
 # --------------------------------------------------------------------------- weights_only, mmap

@@ -12,7 +12,7 @@ from collections import Counter, OrderedDict
 
 import numpy as np
 import pytest
-from conftest import requires_torch, torch
+from conftest import requires_torch, run_on_simulator, torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -653,11 +653,4 @@ print("ok")
 
 
 def test_cuda_views_share_their_storage_on_the_simulator():
-    import os
-    import subprocess
-    import sys
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    r = subprocess.run([sys.executable, "-c", CUDA_SCRIPT], cwd=root, env=env,
-                       capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-3000:]
+    run_on_simulator(CUDA_SCRIPT)
