@@ -119,14 +119,7 @@ def _from_python(data, requested=None):
 
 
 def _numbers_only(data):
-    stack = [data]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, (list, tuple)):
-            stack.extend(v)
-        elif not isinstance(v, (int, float, np.number)):
-            return False
-    return True
+    return all(isinstance(v, (int, float, np.number)) for v in _leaves(data))
 
 
 def _int_overflow(data, inferred):
@@ -135,12 +128,8 @@ def _int_overflow(data, inferred):
     the dtype is inferred only if no float makes the result floating (the walk stops at the
     first float then, so float data costs little)."""
     big = False
-    stack = [data]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, (list, tuple)):
-            stack.extend(v)
-        elif isinstance(v, (float, np.floating)):
+    for v in _leaves(data):
+        if isinstance(v, (float, np.floating)):
             if inferred:
                 return False
         elif isinstance(v, int) and not -2**63 <= v < 2**63:
@@ -148,6 +137,19 @@ def _int_overflow(data, inferred):
                 return True
             big = True
     return big
+
+
+def _leaves(data):
+    """The non-sequence items of nested lists and tuples, in order, without copying them."""
+    iters = [iter((data,))]
+    while iters:
+        for v in iters[-1]:
+            if isinstance(v, (list, tuple)):
+                iters.append(iter(v))
+                break
+            yield v
+        else:
+            iters.pop()
 
 
 def _python_data_error(arr, data):
