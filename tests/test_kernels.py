@@ -333,3 +333,21 @@ def test_set_num_threads_also_sets_the_blas_threads():
     if blas == "-1":
         pytest.skip("NumPy is not linked to its own OpenBLAS here")
     assert (blas, ours) == ("1", "1")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_inner_dimension_one_products_match_numpy_and_keep_nan(dtype):
+    # the batch-1 weight gradient (k == 1) takes np.dot's BLAS call, not np.matmul's loop
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((37, 1)).astype(dtype)
+    b = rng.standard_normal((1, 53)).astype(dtype)
+    a[3, 0], b[0, 5] = np.inf, 0.0
+    ta = ng.tensor(a.T.copy(), requires_grad=True)
+    out = ta.t() @ ng.tensor(b)
+    with np.errstate(invalid="ignore"):
+        want = a * b
+    np.testing.assert_array_equal(out.detach().numpy(), want)
+    assert np.isnan(out.detach().numpy()[3, 5])
+    g = rng.standard_normal((37, 53)).astype(dtype)
+    out.backward(ng.tensor(g))
+    np.testing.assert_allclose(ta.grad.numpy(), (g @ b.T).T, rtol=1e-5)
