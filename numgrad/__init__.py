@@ -55,6 +55,7 @@ from numgrad.autograd.grad_mode import (
 from numgrad._printing import set_printoptions
 from numgrad._finfo import finfo, iinfo
 from numgrad.serialization import load, save
+from numgrad._dlpack import from_dlpack
 from numgrad._compile.api import compile  # noqa: A001  (PyTorch's name)
 from numgrad import cuda, nn, optim, utils, viz  # noqa: E402  (after the namespace they build on)
 from numgrad import accelerator, testing  # noqa: E402

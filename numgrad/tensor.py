@@ -176,6 +176,14 @@ class Tensor(metaclass=_TensorMeta):
     def is_cuda(self):
         return self._data.__class__ is not np.ndarray
 
+    def __dlpack__(self, *, stream=-1, max_version=None, dl_device=None, copy=None):
+        from numgrad import _dlpack
+        return _dlpack.dlpack(self, stream, max_version, dl_device, copy)
+
+    def __dlpack_device__(self):
+        from numgrad import _dlpack
+        return _dlpack.dlpack_device(self)
+
     @property
     def __cuda_array_interface__(self):
         a = self._data

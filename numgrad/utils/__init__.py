@@ -1,5 +1,5 @@
 """``numgrad.utils``: data loading."""
 
-from numgrad.utils import data  # noqa: F401
+from numgrad.utils import data, dlpack  # noqa: F401
 
-__all__ = ["data"]
+__all__ = ["data", "dlpack"]
