@@ -503,7 +503,7 @@ def histc(input, bins=100, min=0, max=0, *, out=None):  # noqa: A002
 
 
 @declare(variants=("function",))
-def histogram(input, bins, *, range=None, weight=None, density=False, out=None):  # noqa: A002
+def histogram(input, bins=100, *, range=None, weight=None, density=False, out=None):  # noqa: A002
     """(hist, bin_edges): counts (or summed ``weight``) of the values in ``bins`` equal bins
     over ``range`` (default: the data's range), or in the bins between the edges of a tensor
     ``bins``; ``density`` divides by the total and the bin widths."""

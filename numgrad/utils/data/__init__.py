@@ -16,9 +16,16 @@ from numgrad.utils.data.dataset import (
     TensorDataset,
     random_split,
 )
-from numgrad.utils.data.sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
+from numgrad.utils.data.sampler import (
+    BatchSampler,
+    RandomSampler,
+    Sampler,
+    SequentialSampler,
+    SubsetRandomSampler,
+    WeightedRandomSampler,
+)
 
 __all__ = ["BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset",
            "IterableDataset", "RandomSampler", "Sampler", "SequentialSampler", "Subset",
-           "TensorDataset", "default_collate", "default_convert", "get_worker_info",
-           "random_split"]
+           "SubsetRandomSampler", "TensorDataset", "WeightedRandomSampler", "default_collate",
+           "default_convert", "get_worker_info", "random_split"]
