@@ -87,6 +87,8 @@ from numgrad.nn.modules.rnn import (
 )
 from numgrad.nn.modules.transformer import (
     MultiheadAttention,
+    Transformer,
+    TransformerDecoder,
     TransformerDecoderLayer,
     TransformerEncoder,
     TransformerEncoderLayer,
