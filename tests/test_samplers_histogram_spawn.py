@@ -2,11 +2,11 @@
 multiprocessing.spawn against PyTorch."""
 
 import os
-import time
 
 import numpy as np
 import pytest
 from conftest import raised, requires_torch, torch
+from spawn_helpers import rank_writes_or_raises
 
 import numgrad
 
@@ -47,27 +47,14 @@ def test_histogram_default_bins_with_density():
     np.testing.assert_allclose(ours[1].numpy(), theirs[1].numpy(), rtol=1e-6, atol=1e-6)
 
 
-def _child(i, folder):
-    """Rank 0 writes a numgrad sum to a file; rank 1 waits for it, then raises."""
-    path = os.path.join(folder, f"rank{i}")
-    if i == 0:
-        with open(path + ".tmp", "w") as fh:
-            fh.write(str(float(numgrad.tensor([1.0, 2.5]).sum())))
-        os.replace(path + ".tmp", path)
-        return
-    deadline = time.monotonic() + 60
-    while not os.path.exists(os.path.join(folder, "rank0")) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    raise ValueError(f"boom in rank {i}")
-
-
 def test_spawn_runs_each_rank_and_reports_a_childs_exception(tmp_path):
     mp = numgrad.multiprocessing
     assert mp.Queue is not None and mp.get_context is not None  # the stdlib's names
     with pytest.raises(mp.ProcessRaisedException) as info:
-        mp.spawn(_child, args=(str(tmp_path),), nprocs=2)
+        mp.spawn(rank_writes_or_raises, args=(str(tmp_path),), nprocs=2)
     assert info.value.error_index == 1
     text = str(info.value)
     assert text.startswith("\n\n-- Process 1 terminated with the following error:\nTraceback")
     assert text.endswith("ValueError: boom in rank 1\n")
-    assert (tmp_path / "rank0").read_text() == "3.5"
+    assert (tmp_path / "rank0").read_text().startswith("rank 0 of pid ")
+    assert info.value.pid not in (None, os.getpid())
