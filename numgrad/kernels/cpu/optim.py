@@ -63,3 +63,128 @@ def adagrad_step(p, g, state_sum, step, lr, lr_decay, weight_decay, eps, maximiz
         s = ffma(gi, gi, state_sum[i])  # state_sum.addcmul_(grad, grad, value=1)
         state_sum[i] = s
         p[i] = p[i] + (c * gi) / (math.sqrt(s) + eps_)  # param.addcdiv_(grad, std, value=-clr)
+
+
+@jit
+def adamax_step(p, g, m, u, step, lr, beta1, beta2, eps, weight_decay, maximize):
+    """Adamax: m.lerp_(g, 1 - beta1); u = max(u beta2, |g| + eps) (NaN-propagating);
+    p.addcdiv_(m, u, value=-lr / (1 - beta1^t)), g with weight decay (L2) folded in."""
+    step[0] += 1
+    t = float(step[0])
+    c = like(p[0], -(lr / (1.0 - beta1 ** t)))
+    w1 = like(p[0], 1.0 - beta1)
+    b2 = like(p[0], beta2)
+    wd = like(p[0], weight_decay)
+    eps_ = like(p[0], eps)
+    for i in range(p.size):
+        gi = -g[i] if maximize else g[i]
+        if weight_decay != 0:
+            gi = ffma(p[i], wd, gi)  # grad.add(param, alpha=weight_decay)
+        mi = lerp_(m[i], gi, w1)
+        m[i] = mi
+        ui = maximum_(u[i] * b2, abs(gi) + eps_)
+        u[i] = ui
+        p[i] = p[i] + (c * mi) / ui
+
+
+@jit
+def nadam_step(p, g, m, v, step, mu_product, lr, beta1, beta2, eps, weight_decay,
+               momentum_decay, decoupled, maximize):
+    """NAdam: mu_t = beta1 (1 - 0.96^(t psi) / 2); mu_product *= mu_t (in its dtype); m, v as
+    Adam's; denom = sqrt(v / (1 - beta2^t)) + eps; p += c1 g / denom + c2 m / denom with
+    c1 = -lr (1 - mu_t) / (1 - mu_product), c2 = -lr mu_{t+1} / (1 - mu_product mu_{t+1})."""
+    step[0] += 1
+    t = float(step[0])
+    bias2 = 1.0 - beta2 ** t
+    mu = beta1 * (1.0 - 0.5 * (0.96 ** (t * momentum_decay)))
+    mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((t + 1.0) * momentum_decay)))
+    mu_product[0] = mu_product[0] * like(mu_product[0], mu)
+    prod = float(mu_product[0])
+    c1 = like(p[0], -lr * (1.0 - mu) / (1.0 - prod))
+    c2 = like(p[0], (-lr * mu_next) / (1.0 - prod * mu_next))
+    bc2 = like(p[0], bias2)
+    w1 = like(p[0], 1.0 - beta1)
+    b2 = like(p[0], beta2)
+    w2 = like(p[0], 1.0 - beta2)
+    wd = like(p[0], weight_decay)
+    eps_ = like(p[0], eps)
+    decay = like(p[0], 1.0 - lr * weight_decay)
+    for i in range(p.size):
+        gi = -g[i] if maximize else g[i]
+        if weight_decay != 0:
+            if decoupled:
+                p[i] = p[i] * decay
+            else:
+                gi = ffma(p[i], wd, gi)
+        mi = lerp_(m[i], gi, w1)
+        m[i] = mi
+        vi = ffma(w2 * gi, gi, v[i] * b2)
+        v[i] = vi
+        denom = math.sqrt(vi / bc2) + eps_
+        pi = p[i] + (c1 * gi) / denom
+        p[i] = pi + (c2 * mi) / denom
+
+
+@jit
+def radam_step(p, g, m, v, step, lr, beta1, beta2, eps, weight_decay, decoupled, maximize):
+    """RAdam: m, v as Adam's; with rho_inf = 2 / (1 - beta2) - 1 and
+    rho_t = rho_inf - 2 t beta2^t / (1 - beta2^t): p -= (m / bias1) lr (sqrt(bias2) / (sqrt(v)
+    + eps)) r_t when rho_t > 5 (r_t the rectification term), else p -= (m / bias1) lr."""
+    step[0] += 1
+    t = float(step[0])
+    bias1 = 1.0 - beta1 ** t
+    bias2 = 1.0 - beta2 ** t
+    rho_inf = 2.0 / (1.0 - beta2) - 1.0
+    rho_t = rho_inf - 2.0 * t * (beta2 ** t) / bias2
+    rectify = rho_t > 5.0
+    rect = 0.0
+    if rectify:
+        rect = root_((rho_t - 4.0) * (rho_t - 2.0) * rho_inf
+                     / ((rho_inf - 4.0) * (rho_inf - 2.0) * rho_t), t)
+    rect_ = like(p[0], rect)
+    num = like(p[0], root_(bias2, t))
+    bc1 = like(p[0], bias1)
+    lr_ = like(p[0], lr)
+    one = like(p[0], 1.0)
+    w1 = like(p[0], 1.0 - beta1)
+    b2 = like(p[0], beta2)
+    w2 = like(p[0], 1.0 - beta2)
+    wd = like(p[0], weight_decay)
+    eps_ = like(p[0], eps)
+    decay = like(p[0], 1.0 - lr * weight_decay)
+    for i in range(p.size):
+        gi = -g[i] if maximize else g[i]
+        if weight_decay != 0:
+            if decoupled:
+                p[i] = p[i] * decay
+            else:
+                gi = ffma(p[i], wd, gi)
+        mi = lerp_(m[i], gi, w1)
+        m[i] = mi
+        vi = ffma(w2 * gi, gi, v[i] * b2)
+        v[i] = vi
+        x = (mi / bc1) * lr_
+        if rectify:
+            x = (x * ((one / (math.sqrt(vi) + eps_)) * num)) * rect_  # float / t: reciprocal
+        p[i] = p[i] - x
+
+
+@jit
+def adadelta_step(p, g, sq, acc, step, lr, rho, eps, weight_decay, maximize):
+    """Adadelta: sq.mul_(rho).addcmul_(g, g, value=1 - rho); d = sqrt(acc + eps) /
+    sqrt(sq + eps) g; acc.mul_(rho).addcmul_(d, d, value=1 - rho); p.add_(d, alpha=-lr)."""
+    step[0] += 1
+    r = like(p[0], rho)
+    w = like(p[0], 1.0 - rho)
+    wd = like(p[0], weight_decay)
+    eps_ = like(p[0], eps)
+    neg_lr = like(p[0], -lr)
+    for i in range(p.size):
+        gi = -g[i] if maximize else g[i]
+        if weight_decay != 0:
+            gi = ffma(p[i], wd, gi)
+        s = ffma(w * gi, gi, sq[i] * r)
+        sq[i] = s
+        d = (math.sqrt(acc[i] + eps_) / math.sqrt(s + eps_)) * gi
+        acc[i] = ffma(w * d, d, acc[i] * r)
+        p[i] = ffma(d, neg_lr, p[i])
