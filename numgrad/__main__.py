@@ -101,13 +101,13 @@ def tutorial(out_dir):
 
 
 def draw_graph(z, params, out_dir):
-    """Render the graph to SVG when Graphviz is installed, else write its DOT source."""
+    """Render the graph to PNG (Graphviz's dot, else matplotlib's drawing), else its DOT text."""
     from numgrad.viz import make_dot
     dot = make_dot(z, params=params)
     os.makedirs(out_dir, exist_ok=True)
     base = os.path.join(out_dir, "z_graph")
     try:
-        return os.path.abspath(dot.render(base, format="svg"))
+        return os.path.abspath(dot.render(base, format="png"))
     except RuntimeError as e:
         path = os.path.abspath(dot.save(base + ".dot"))
         return f"{path} (DOT source; {e})"

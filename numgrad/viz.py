@@ -3,10 +3,10 @@
 ``make_dot(output, params=None)`` returns a ``Digraph`` whose ``source`` is Graphviz DOT:
 the output tensor (green), one box per node (``MulBackward0`` ...), leaf tensors in place of
 their ``AccumulateGrad`` (blue, named from ``params``), optionally the tensors each node
-saved (orange). ``render()``/``save()`` write SVG/PNG/PDF through the optional ``graphviz``
+saved (orange). ``render()``/``pipe()`` write SVG/PNG/PDF through the optional ``graphviz``
 Python package and the Graphviz ``dot`` program (``pip install "numgrad[viz]"`` and, e.g.,
-``apt install graphviz``); without them the DOT text is still available and ``save`` can
-write it to a ``.dot`` file.
+``apt install graphviz``); without them, a layered layout drawn by matplotlib
+(``numgrad/_graph_layout.py``) gives the picture; ``save`` writes the DOT text.
 """
 
 import shutil
@@ -33,14 +33,18 @@ class Digraph:
 
     def __init__(self):
         self._lines = []
+        self._nodes = {}  # name -> (label, attrs), for the drawing without Graphviz
+        self._edges = []
 
     def node(self, name, label, **attrs):
         extra = "".join(f" {k}={v}" for k, v in attrs.items())
         self._lines.append(f"\t{name} [label={_quote(label)}{extra}]")
+        self._nodes[str(name)] = (str(label), attrs)
 
     def edge(self, a, b, **attrs):
         extra = " [" + " ".join(f"{k}={v}" for k, v in attrs.items()) + "]" if attrs else ""
         self._lines.append(f"\t{a} -> {b}{extra}")
+        self._edges.append((str(a), str(b), attrs))
 
     @property
     def source(self):
@@ -57,12 +61,41 @@ class Digraph:
             return None
 
     def pipe(self, format="svg"):
-        return _graphviz().Source(self.source).pipe(format=format)
+        """The picture's bytes: Graphviz's where ``dot`` is installed, else matplotlib's."""
+        graphviz = _graphviz_or_none()
+        if graphviz is None:
+            return self._draw(format)
+        return graphviz.Source(self.source).pipe(format=format)
 
     def render(self, filename="graph", format="svg", cleanup=True, view=False):
         """Write ``filename.<format>`` (keeping the DOT file unless ``cleanup``)."""
-        return _graphviz().Source(self.source).render(filename, format=format, cleanup=cleanup,
-                                                      view=view)
+        graphviz = _graphviz_or_none()
+        if graphviz is not None:
+            return graphviz.Source(self.source).render(filename, format=format,
+                                                       cleanup=cleanup, view=view)
+        picture = self._draw(format)  # without dot: matplotlib's drawing (view is ignored)
+        filename = str(filename)
+        if not cleanup:
+            self.save(filename)
+        path = f"{filename}.{format}"
+        with open(path, "wb") as fh:
+            fh.write(picture)
+        return path
+
+    def _draw(self, format):
+        from numgrad import _graph_layout
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            _graphviz()  # neither Graphviz nor matplotlib: raises the message naming both
+            raise
+        import matplotlib.figure
+        formats = matplotlib.figure.Figure().canvas.get_supported_filetypes()
+        if format not in formats:
+            raise ValueError(
+                f"without Graphviz's dot program the graph is drawn by matplotlib, which "
+                f"writes {', '.join(sorted(formats))}, not {format!r}")
+        return _graph_layout.draw(self._nodes, self._edges, format=format)
 
     def save(self, filename="graph.dot"):
         with open(filename, "w") as fh:
@@ -70,19 +103,30 @@ class Digraph:
         return filename
 
 
+def _graphviz_or_none():
+    """The graphviz package where it and ``dot`` are installed, else None."""
+    try:
+        import graphviz
+    except ImportError:
+        return None
+    return graphviz if shutil.which("dot") is not None else None
+
+
 def _graphviz():
     try:
         import graphviz
     except ImportError:
         raise RuntimeError(
-            "rendering the graph needs the graphviz Python package and the Graphviz 'dot' "
-            "program: pip install \"numgrad[viz]\" (or pip install graphviz) and install "
-            "Graphviz (e.g. apt install graphviz). Digraph.source has the DOT text meanwhile."
+            "rendering the graph needs matplotlib (pip install matplotlib), or the graphviz "
+            "Python package and the Graphviz 'dot' program: pip install \"numgrad[viz]\" (or "
+            "pip install graphviz) and install Graphviz (e.g. apt install graphviz). "
+            "Digraph.source has the DOT text meanwhile."
         ) from None
     if shutil.which("dot") is None:
         raise RuntimeError(
-            "rendering the graph needs the Graphviz 'dot' program on PATH (e.g. apt install "
-            "graphviz, brew install graphviz). Digraph.source has the DOT text meanwhile.")
+            "rendering the graph needs matplotlib (pip install matplotlib), or the Graphviz "
+            "'dot' program on PATH (e.g. apt install graphviz, brew install graphviz). "
+            "Digraph.source has the DOT text meanwhile.")
     return graphviz
 
 

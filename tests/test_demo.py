@@ -16,4 +16,4 @@ def test_demo_runs_and_prints_tutorial_results(tmp_path):
     assert "grad_fn=<MulConstantBackward>" in out
     line = next(ln for ln in out.splitlines() if ln.startswith("picture of this graph: "))
     path = line.split(": ", 1)[1].split(" (")[0]
-    assert path.startswith(str(tmp_path)) and open(path).read()
+    assert path.startswith(str(tmp_path)) and open(path, "rb").read()
