@@ -60,6 +60,7 @@ from numgrad._compile.api import compile  # noqa: A001  (PyTorch's name)
 from numgrad import cuda, nn, optim, utils, viz  # noqa: E402  (after the namespace they build on)
 from numgrad import accelerator, testing  # noqa: E402
 from numgrad import multiprocessing  # noqa: E402
+from numgrad import onnx  # noqa: E402  (light: the onnx package loads in export())
 from numgrad import func  # noqa: E402
 from numgrad.func import vmap  # noqa: E402
 from numgrad._tensortype import CPU_TYPES as _CPU_TYPES

@@ -1,0 +1,752 @@
+"""The table from recorded numgrad ops to ONNX nodes.
+
+Each entry ``TABLE[name](g, call)`` appends the nodes computing ``call``'s result to the
+graph ``g`` (``_graph.Graph``) and returns the name of the value holding it (a list for ops
+that return several tensors). Shapes a node needs are taken from the traced tensors; where a
+size may be one of ``dynamic_axes`` (a reshape's target, an expand's sizes) the node copies
+it from its input instead (a reshape's 0, an expand's 1).
+"""
+
+import inspect
+import math
+
+import numpy as np
+
+from numgrad.onnx._graph import np_dtype
+from numgrad.onnx.errors import UnsupportedOperatorError
+
+TABLE = {}
+INT64_MAX = np.iinfo(np.int64).max
+
+
+def converts(*names):
+    def deco(f):
+        for n in names:
+            TABLE[n] = f
+        return f
+    return deco
+
+
+def unsupported(g, c, detail=None, since=None):
+    return UnsupportedOperatorError(f"aten::{c.name}", g.opset, since, detail)
+
+
+_SIGNATURES = {}
+
+
+def bound(c):
+    """``c``'s arguments by parameter name, defaults applied."""
+    sig = _SIGNATURES.get(c.fn)
+    if sig is None:
+        sig = _SIGNATURES[c.fn] = inspect.signature(c.fn)
+    ba = sig.bind(*c.args, **c.kwargs)
+    ba.apply_defaults()
+    return ba.arguments
+
+
+def first(c):
+    return c.args[0] if c.args else next(iter(c.kwargs.values()))
+
+
+def sizes(v):
+    """``*shape`` arguments: one sequence or several ints."""
+    if len(v) == 1 and not isinstance(v[0], int):
+        v = v[0]
+    return [int(s) for s in v]
+
+
+def dims(v, n):
+    return [int(d) % n if n else 0 for d in (v if isinstance(v, (tuple, list)) else [v])]
+
+
+def tup(v, k):
+    return [int(x) for x in v] if isinstance(v, (tuple, list)) else [int(v)] * k
+
+
+def out_dtype(c):
+    r = c.result
+    return np_dtype(r[0] if isinstance(r, (tuple, list)) else r)
+
+
+# ---------------------------------------------------------------------------------------
+# elementwise
+# ---------------------------------------------------------------------------------------
+
+UNARY = {"relu": "Relu", "tanh": "Tanh", "sigmoid": "Sigmoid", "exp": "Exp", "log": "Log",
+         "sqrt": "Sqrt", "neg": "Neg", "abs": "Abs", "erf": "Erf", "reciprocal": "Reciprocal",
+         "sin": "Sin", "cos": "Cos", "floor": "Floor", "ceil": "Ceil", "sign": "Sign",
+         "logical_not": "Not", "bitwise_not": "Not"}
+
+
+def _unary(g, c):
+    dt = out_dtype(c)
+    return g.node(UNARY[c.name.rstrip("_")], [g.value(first(c), dt)])
+
+
+for _n in UNARY:
+    TABLE[_n] = _unary
+
+
+@converts("rsqrt")
+def _rsqrt(g, c):
+    return g.node("Reciprocal", [g.node("Sqrt", [g.value(first(c), out_dtype(c))])])
+
+
+@converts("silu")
+def _silu(g, c):
+    x = g.value(first(c), out_dtype(c))
+    return g.node("Mul", [x, g.node("Sigmoid", [x])])
+
+
+@converts("leaky_relu")
+def _leaky_relu(g, c):
+    a = bound(c)
+    return g.node("LeakyRelu", [g.tensor(a["input"])], alpha=float(a["negative_slope"]))
+
+
+@converts("softplus")
+def _softplus(g, c):
+    a = bound(c)
+    if float(a.get("beta", 1)) != 1:
+        raise unsupported(g, c, "beta other than 1")
+    return g.node("Softplus", [g.tensor(a["input"])])
+
+
+@converts("gelu")
+def _gelu(g, c):
+    a = bound(c)
+    x, approximate = g.tensor(a["input"]), a["approximate"]
+    if g.opset >= 20:
+        return g.node("Gelu", [x], approximate=approximate)
+    dt = out_dtype(c)
+    if approximate == "tanh":  # x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+        cube = g.node("Mul", [g.node("Mul", [x, x]), x])
+        inner = g.node("Add", [x, g.node("Mul", [cube, g.const(0.044715, dt)])])
+        t = g.node("Tanh", [g.node("Mul", [inner, g.const(math.sqrt(2 / math.pi), dt)])])
+    else:  # x/2 (1 + erf(x / sqrt 2))
+        t = g.node("Erf", [g.node("Div", [x, g.const(math.sqrt(2.0), dt)])])
+    half = g.node("Mul", [x, g.const(0.5, dt)])
+    return g.node("Mul", [half, g.node("Add", [t, g.const(1.0, dt)])])
+
+
+BINARY = {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "pow": "Pow",
+          "maximum": "Max", "minimum": "Min", "eq": "Equal", "lt": "Less", "gt": "Greater",
+          "le": "LessOrEqual", "ge": "GreaterOrEqual", "logical_and": "And",
+          "logical_or": "Or", "bitwise_and": "And", "bitwise_or": "Or", "ne": "Equal"}
+COMPARE = {"eq", "ne", "lt", "gt", "le", "ge"}
+
+
+def _binary(g, c):
+    from numgrad.tensor import Tensor
+    name = c.name.rstrip("_")
+    x, y = c.args[0], c.args[1] if len(c.args) > 1 else c.kwargs["other"]
+    if c.swapped:
+        x, y = y, x
+    if c.kwargs.get("rounding_mode") is not None:
+        raise unsupported(g, c, "rounding_mode")
+    if name in COMPARE or name in ("logical_and", "logical_or"):
+        ts = [v for v in (x, y) if isinstance(v, Tensor)]
+        dt = np.result_type(*[np_dtype(t) for t in ts])
+    else:
+        dt = out_dtype(c)
+    if name == "pow" and not isinstance(y, Tensor):
+        yv = g.const(y, dtype=dt)
+    else:
+        yv = g.value(y, dt)
+    alpha = c.kwargs.get("alpha", c.args[2] if len(c.args) > 2 and not c.swapped else 1)
+    if alpha != 1:
+        yv = g.node("Mul", [yv, g.const(alpha, dt)])
+    out = g.node(BINARY[name], [g.value(x, dt), yv])
+    return g.node("Not", [out]) if name == "ne" else out
+
+
+for _n in BINARY:
+    TABLE[_n] = _binary
+
+
+@converts("rsub")
+def _rsub(g, c):
+    a = bound(c)
+    dt = out_dtype(c)
+    y = g.value(a["other"], dt)
+    if a.get("alpha", 1) != 1:
+        y = g.node("Mul", [y, g.const(a["alpha"], dt)])
+    return g.node("Sub", [y, g.value(a["input"], dt)])
+
+
+@converts("where")
+def _where(g, c):
+    cond, x, y = (list(c.args) + [c.kwargs.get(k) for k in ("input", "other")])[:3]
+    dt = out_dtype(c)
+    return g.node("Where", [g.value(cond, np.bool_), g.value(x, dt), g.value(y, dt)])
+
+
+@converts("masked_fill")
+def _masked_fill(g, c):
+    x, mask, value = (list(c.args) + [c.kwargs.get("mask"), c.kwargs.get("value")])[:3]
+    dt = out_dtype(c)
+    return g.node("Where", [g.value(mask, np.bool_), g.value(value, dt), g.tensor(x)])
+
+
+@converts("matmul", "mm", "bmm")
+def _matmul(g, c):
+    x, y = c.args[0], c.args[1] if len(c.args) > 1 else c.kwargs["other"]
+    if c.swapped:
+        x, y = y, x
+    return g.node("MatMul", [g.tensor(x), g.tensor(y)])
+
+
+@converts("linear")
+def _linear(g, c):
+    a = bound(c)
+    x, w, b = a["input"], a["weight"], a["bias"]
+    if x.dim() == 2 and w.dim() == 2:
+        return g.node("Gemm", [g.tensor(x), g.tensor(w)] + ([g.tensor(b)] if b is not None
+                                                            else []), transB=1)
+    y = g.node("MatMul", [g.tensor(x), g.node("Transpose", [g.tensor(w)])])
+    return y if b is None else g.node("Add", [y, g.tensor(b)])
+
+
+@converts("addmm")
+def _addmm(g, c):
+    a = bound(c)
+    return g.node("Gemm", [g.tensor(a["mat1"]), g.tensor(a["mat2"]), g.tensor(a["input"])],
+                  alpha=float(a.get("alpha", 1)), beta=float(a.get("beta", 1)))
+
+
+# ---------------------------------------------------------------------------------------
+# layers
+# ---------------------------------------------------------------------------------------
+
+
+@converts("conv1d", "conv2d")
+def _conv(g, c):
+    a = bound(c)
+    x, w, b = a["input"], a["weight"], a["bias"]
+    k = w.dim() - 2
+    ks = list(w.shape[2:])
+    dil = tup(a["dilation"], k)
+    pad = a["padding"]
+    if pad == "valid":
+        pads = [0] * (2 * k)
+    elif pad == "same":
+        total = [d * (s - 1) for d, s in zip(dil, ks)]
+        pads = [t // 2 for t in total] + [t - t // 2 for t in total]
+    else:
+        p = tup(pad, k)
+        pads = p + p
+    ins = [g.tensor(x), g.tensor(w)] + ([g.tensor(b)] if b is not None else [])
+    return g.node("Conv", ins, kernel_shape=ks, strides=tup(a["stride"], k), pads=pads,
+                  dilations=dil, group=int(a["groups"]))
+
+
+def _pool_args(a, k):
+    ks = tup(a["kernel_size"], k)
+    stride = a["stride"]
+    st = ks if stride is None or (isinstance(stride, (tuple, list)) and not stride) \
+        else tup(stride, k)
+    p = tup(a["padding"], k)
+    return ks, st, p + p
+
+
+@converts("max_pool1d", "max_pool2d")
+def _max_pool(g, c):
+    a = bound(c)
+    if a.get("return_indices"):
+        raise unsupported(g, c, "return_indices=True")
+    k = 1 if c.name == "max_pool1d" else 2
+    ks, st, pads = _pool_args(a, k)
+    return g.node("MaxPool", [g.tensor(a["input"])], kernel_shape=ks, strides=st, pads=pads,
+                  dilations=tup(a["dilation"], k), ceil_mode=int(bool(a["ceil_mode"])))
+
+
+@converts("avg_pool1d", "avg_pool2d")
+def _avg_pool(g, c):
+    a = bound(c)
+    if a.get("divisor_override") is not None:
+        raise unsupported(g, c, "divisor_override")
+    k = 1 if c.name == "avg_pool1d" else 2
+    ks, st, pads = _pool_args(a, k)
+    return g.node("AveragePool", [g.tensor(a["input"])], kernel_shape=ks, strides=st,
+                  pads=pads, ceil_mode=int(bool(a["ceil_mode"])),
+                  count_include_pad=int(bool(a["count_include_pad"])))
+
+
+@converts("adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d",
+          "adaptive_max_pool2d")
+def _adaptive_pool(g, c):
+    a = bound(c)
+    if a.get("return_indices"):
+        raise unsupported(g, c, "return_indices=True")
+    x = a["input"]
+    k = 1 if c.name.endswith("1d") else 2
+    have = list(x.shape[-k:])
+    want = [h if o is None else int(o) for o, h in zip(tup(a["output_size"], k)
+                                                      if a["output_size"] is not None
+                                                      else [None] * k, have)] \
+        if isinstance(a["output_size"], (tuple, list)) else [int(a["output_size"])] * k
+    is_max = "max" in c.name
+    if x.dim() == k + 1:
+        raise unsupported(g, c, "unbatched input")
+    if all(o == 1 for o in want):
+        return g.node("GlobalMaxPool" if is_max else "GlobalAveragePool", [g.tensor(x)])
+    if any(o == 0 or h % o for o, h in zip(want, have)):
+        raise unsupported(g, c, f"output size {want} that does not divide the input size {have}")
+    ks = [h // o for o, h in zip(want, have)]
+    return g.node("MaxPool" if is_max else "AveragePool", [g.tensor(x)], kernel_shape=ks,
+                  strides=ks)
+
+
+@converts("batch_norm")
+def _batch_norm(g, c):
+    a = bound(c)
+    if a["training"] or a["running_mean"] is None:
+        raise unsupported(g, c, "batch statistics (training mode); call model.eval() or use "
+                          "training=TrainingMode.EVAL")
+    x = a["input"]
+    dt, n = np_dtype(x), x.shape[1]
+    w = g.tensor(a["weight"]) if a["weight"] is not None else g.const(np.ones(n, dt))
+    b = g.tensor(a["bias"]) if a["bias"] is not None else g.const(np.zeros(n, dt))
+    return g.node("BatchNormalization", [g.tensor(x), w, b, g.tensor(a["running_mean"]),
+                                         g.tensor(a["running_var"])], epsilon=float(a["eps"]))
+
+
+@converts("layer_norm")
+def _layer_norm(g, c):
+    a = bound(c)
+    if g.opset < 17:
+        raise unsupported(g, c, since=17)
+    x = a["input"]
+    shape = tup(a["normalized_shape"], 1)
+    dt = np_dtype(x)
+    w = g.tensor(a["weight"]) if a["weight"] is not None else g.const(np.ones(shape, dt))
+    ins = [g.tensor(x), w] + ([g.tensor(a["bias"])] if a["bias"] is not None else [])
+    return g.node("LayerNormalization", ins, axis=-len(shape), epsilon=float(a["eps"]))
+
+
+@converts("softmax", "log_softmax")
+def _softmax(g, c):
+    a = bound(c)
+    x = a["input"]
+    dim = a["dim"]
+    if dim is None:  # PyTorch's implicit choice of dim
+        dim = 0 if x.dim() in (0, 1, 3) else 1
+    xv = g.value(x, out_dtype(c))
+    return g.node("Softmax" if c.name == "softmax" else "LogSoftmax", [xv], axis=int(dim))
+
+
+@converts("dropout", "dropout1d", "dropout2d", "alpha_dropout")
+def _dropout(g, c):
+    a = bound(c)
+    if a["training"] and a["p"] > 0:
+        raise unsupported(g, c, "dropout in training mode; call model.eval() or use "
+                          "training=TrainingMode.EVAL")
+    return g.tensor(a["input"])
+
+
+@converts("embedding")
+def _embedding(g, c):
+    a = bound(c)
+    if a["max_norm"] is not None:
+        raise unsupported(g, c, "max_norm (it renormalizes the weight in place)")
+    return g.node("Gather", [g.tensor(a["weight"]), g.tensor(a["input"])], axis=0)
+
+
+# ---------------------------------------------------------------------------------------
+# shapes
+# ---------------------------------------------------------------------------------------
+
+
+def reshape(g, x, target):
+    """``x`` reshaped to ``target`` (PyTorch's sizes, -1 allowed), copying the sizes of a
+    leading run of dims that keep their size (ONNX's 0) and inferring one other (-1), so the
+    graph holds for other sizes of those dims (a dynamic batch)."""
+    have, t = list(x.shape), list(target)
+    i = 0
+    while i < min(len(have), len(t)) and t[i] == have[i] and t[i] > 0:
+        t[i] = 0
+        i += 1
+    if -1 not in t and i < len(t) and 0 not in target:
+        t[i] = -1
+    return g.node("Reshape", [g.tensor(x), g.ints(t)])
+
+
+@converts("reshape", "view")
+def _reshape(g, c):
+    x, shape = c.args[0], sizes(c.args[1:] or (c.kwargs.get("shape"),))
+    return reshape(g, x, shape)
+
+
+@converts("view_as", "reshape_as", "unflatten")
+def _reshape_result(g, c):
+    return reshape(g, first(c), list(c.result.shape))
+
+
+@converts("flatten")
+def _flatten(g, c):
+    a = bound(c)
+    x = a["input"]
+    n = x.dim()
+    start, end = (int(a["start_dim"]) % n, int(a["end_dim"]) % n) if n else (0, 0)
+    if start == 1 and end == n - 1:
+        return g.node("Flatten", [g.tensor(x)], axis=1)
+    if start == end:
+        return g.tensor(x)
+    return reshape(g, x, list(c.result.shape))
+
+
+@converts("permute")
+def _permute(g, c):
+    x = c.args[0]
+    perm = dims(sizes(c.args[1:] or (c.kwargs["dims"],)), x.dim())
+    return g.node("Transpose", [g.tensor(x)], perm=perm)
+
+
+@converts("transpose", "t", "swapaxes")
+def _transpose(g, c):
+    x = c.args[0]
+    n = x.dim()
+    if n < 2:
+        return g.tensor(x)
+    d0, d1 = (0, 1) if c.name == "t" else dims(
+        [*c.args[1:3], *[c.kwargs[k] for k in ("dim0", "dim1") if k in c.kwargs]], n)
+    perm = list(range(n))
+    perm[d0], perm[d1] = perm[d1], perm[d0]
+    return g.node("Transpose", [g.tensor(x)], perm=perm)
+
+
+@converts("unsqueeze")
+def _unsqueeze(g, c):
+    a = bound(c)
+    return g.node("Unsqueeze", [g.tensor(a["input"]), g.ints([int(a["dim"])])])
+
+
+@converts("squeeze")
+def _squeeze(g, c):
+    a = bound(c)
+    x = a["input"]
+    n = x.dim()
+    d = a["dim"]
+    axes = [i for i in (range(n) if d is None else dims(d, n)) if x.shape[i] == 1]
+    if not axes:
+        return g.tensor(x)
+    return g.node("Squeeze", [g.tensor(x), g.ints(axes)])
+
+
+@converts("contiguous", "clone", "detach")
+def _identity(g, c):
+    return g.tensor(first(c))
+
+
+@converts("to", "float", "double", "half", "long", "int", "bool", "type_as", "type")
+def _cast(g, c):
+    x = first(c)
+    return g.cast(g.tensor(x), x, out_dtype(c))
+
+
+@converts("expand", "expand_as", "broadcast_to")
+def _expand(g, c):
+    x = c.args[0]
+    want = list(c.result.shape)
+    have = [1] * (len(want) - x.dim()) + list(x.shape)
+    shape = [1 if w == h else w for w, h in zip(want, have)]  # 1 keeps the input's size
+    return g.node("Expand", [g.tensor(x), g.ints(shape)])
+
+
+@converts("repeat")
+def _repeat(g, c):
+    x = c.args[0]
+    reps = sizes(c.args[1:] or (c.kwargs["repeats"],))
+    v = g.tensor(x)
+    if len(reps) > x.dim():
+        v = g.node("Unsqueeze", [v, g.ints(range(len(reps) - x.dim()))])
+    return g.node("Tile", [v, g.ints(reps)])
+
+
+@converts("cat", "concat", "concatenate")
+def _cat(g, c):
+    a = bound(c)
+    dt = out_dtype(c)
+    ts = [t for t in a["tensors"] if not (t.dim() == 1 and t.shape[0] == 0)]
+    return g.node("Concat", [g.value(t, dt) for t in ts], axis=int(a["dim"]))
+
+
+@converts("stack")
+def _stack(g, c):
+    a = bound(c)
+    dt = out_dtype(c)
+    d = int(a["dim"])
+    ins = [g.node("Unsqueeze", [g.value(t, dt), g.ints([d])]) for t in a["tensors"]]
+    return g.node("Concat", ins, axis=d)
+
+
+@converts("split", "chunk", "unbind")
+def _split(g, c):
+    x = c.args[0]
+    d = c.kwargs.get("dim", c.args[2] if len(c.args) > 2 else
+                     (c.args[1] if c.name == "unbind" and len(c.args) > 1 else 0))
+    d = int(d) % x.dim()
+    parts = list(c.result)
+    if len(parts) == 1:
+        return [g.tensor(x)]
+    lens = [1] * len(parts) if c.name == "unbind" else [p.shape[d] for p in parts]
+    outs = g.node("Split", [g.tensor(x), g.ints(lens)], n_out=len(parts), axis=d)
+    if c.name == "unbind":
+        outs = [g.node("Squeeze", [o, g.ints([d])]) for o in outs]
+    return outs
+
+
+@converts("narrow")
+def _narrow(g, c):
+    x, d, start, length = (list(c.args) + [None] * 3)[:4]
+    d = int(d) % x.dim()
+    return g.node("Slice", [g.tensor(x), g.ints([start]), g.ints([int(start) + int(length)]),
+                            g.ints([d])])
+
+
+@converts("select")
+def _select(g, c):
+    x, d, i = c.args[:3]
+    return g.node("Gather", [g.tensor(x), g.const(int(i), np.int64)], axis=int(d) % x.dim())
+
+
+@converts("getitem")
+def _getitem(g, c):
+    from numgrad.tensor import Tensor
+    x, idx = c.args
+    idx = list(idx) if isinstance(idx, tuple) else [idx]
+    if any(isinstance(i, (Tensor, list, np.ndarray)) for i in idx):
+        raise unsupported(g, c, "indexing with tensors or lists")
+    n_used = sum(1 for i in idx if i is not None and i is not Ellipsis)
+    v, d = g.tensor(x), 0
+    for i in idx:
+        if i is Ellipsis:
+            d += x.dim() - n_used
+        elif i is None:
+            v = g.node("Unsqueeze", [v, g.ints([d])])
+            d += 1
+        elif isinstance(i, slice):
+            step = 1 if i.step is None else int(i.step)
+            if (i.start, i.stop, step) != (None, None, 1):
+                start = 0 if i.start is None else int(i.start)
+                stop = INT64_MAX if i.stop is None else int(i.stop)
+                v = g.node("Slice", [v, g.ints([start]), g.ints([stop]), g.ints([d]),
+                                     g.ints([step])])
+            d += 1
+        else:
+            v = g.node("Gather", [v, g.const(int(i), np.int64)], axis=d)
+    return v
+
+
+def _reduce(g, c, op):
+    a = bound(c)
+    x = a["input"]
+    dt = out_dtype(c)
+    v = g.value(x, dt)
+    d = a.get("dim")
+    keep = int(bool(a.get("keepdim", False)))
+    axes = list(range(x.dim())) if d is None or (isinstance(d, (tuple, list)) and not d) \
+        else dims(d, x.dim())
+    if not axes:
+        return v
+    if g.opset >= 18 or op == "ReduceSum":
+        return g.node(op, [v, g.ints(axes)], keepdims=keep)
+    return g.node(op, [v], axes=axes, keepdims=keep)
+
+
+@converts("mean")
+def _mean(g, c):
+    return _reduce(g, c, "ReduceMean")
+
+
+@converts("sum")
+def _sum(g, c):
+    return _reduce(g, c, "ReduceSum")
+
+
+@converts("amax")
+def _amax(g, c):
+    return _reduce(g, c, "ReduceMax")
+
+
+@converts("amin")
+def _amin(g, c):
+    return _reduce(g, c, "ReduceMin")
+
+
+@converts("tril", "triu")
+def _tril(g, c):
+    x = c.args[0]
+    k = c.kwargs.get("diagonal", c.args[1] if len(c.args) > 1 else 0)
+    return g.node("Trilu", [g.tensor(x), g.const(int(k), np.int64)],
+                  upper=int(c.name == "triu"))
+
+
+# ---------------------------------------------------------------------------------------
+# attention
+# ---------------------------------------------------------------------------------------
+
+
+def _scores(g, q, k, rank, scale, dt):
+    perm = list(range(rank))
+    perm[-1], perm[-2] = perm[-2], perm[-1]
+    s = g.node("MatMul", [q, g.node("Transpose", [k], perm=perm)])
+    return g.node("Mul", [s, g.const(scale, dt)])
+
+
+def _masked(g, s, mask, is_causal, dt, L, S):
+    if is_causal:
+        bias = np.where(np.tril(np.ones((L, S), bool)), 0, -np.inf).astype(dt)
+        s = g.node("Add", [s, g.const(bias)])
+    if mask is not None:
+        if np_dtype(mask) == np.bool_:
+            m = g.node("Where", [g.tensor(mask), g.const(0.0, dt), g.const(-np.inf, dt)])
+        else:
+            m = g.value(mask, dt)
+        s = g.node("Add", [s, m])
+    return g.node("Softmax", [s], axis=-1)
+
+
+@converts("scaled_dot_product_attention")
+def _sdpa(g, c):
+    a = bound(c)
+    q, k, v = a["query"], a["key"], a["value"]
+    if a["dropout_p"] > 0:
+        raise unsupported(g, c, "dropout_p > 0")
+    if a["enable_gqa"] and q.shape[-3] != k.shape[-3]:
+        raise unsupported(g, c, "grouped-query attention")
+    dt = out_dtype(c)
+    scale = a["scale"] if a["scale"] is not None else 1 / math.sqrt(q.shape[-1])
+    s = _scores(g, g.tensor(q), g.tensor(k), q.dim(), float(scale), dt)
+    w = _masked(g, s, a["attn_mask"], a["is_causal"], dt, q.shape[-2], k.shape[-2])
+    return g.node("MatMul", [w, g.tensor(v)])
+
+
+@converts("multi_head_attention_forward")
+def _mha(g, c):
+    a = bound(c)
+    q, k, v = a["query"], a["key"], a["value"]
+    for what, bad in (("unbatched input", q.dim() != 3),
+                      ("bias_k/bias_v", a["bias_k"] is not None or a["bias_v"] is not None),
+                      ("add_zero_attn", a["add_zero_attn"]),
+                      ("key_padding_mask", a["key_padding_mask"] is not None),
+                      ("static_k/static_v", a["static_k"] is not None
+                       or a["static_v"] is not None),
+                      ("dropout in training mode", a["training"] and a["dropout_p"] > 0),
+                      ("a 3-D attn_mask", a["attn_mask"] is not None
+                       and a["attn_mask"].dim() != 2)):
+        if bad:
+            raise unsupported(g, c, what)
+    dt = out_dtype(c)
+    E, H = q.shape[2], int(a["num_heads"])
+    hd = E // H
+    if a["use_separate_proj_weight"]:
+        ws = [g.tensor(a[f"{n}_proj_weight"]) for n in "qkv"]
+    else:
+        ws = g.node("Split", [g.tensor(a["in_proj_weight"]), g.ints([E, E, E])], n_out=3,
+                    axis=0)
+    bs = g.node("Split", [g.tensor(a["in_proj_bias"]), g.ints([E, E, E])], n_out=3, axis=0) \
+        if a["in_proj_bias"] is not None else [None] * 3
+    heads = []
+    for x, w, b in zip((q, k, v), ws, bs):  # (T, N, E) -> (N H, T, hd)
+        y = g.node("MatMul", [g.tensor(x), g.node("Transpose", [w])])
+        if b is not None:
+            y = g.node("Add", [y, b])
+        y = g.node("Reshape", [y, g.ints([0, -1, hd])])
+        heads.append(g.node("Transpose", [y], perm=[1, 0, 2]))
+    s = _scores(g, heads[0], heads[1], 3, 1 / math.sqrt(hd), dt)
+    is_causal = a["is_causal"] and a["attn_mask"] is None
+    w = _masked(g, s, a["attn_mask"], is_causal, dt, q.shape[0], k.shape[0])
+    o = g.node("Transpose", [g.node("MatMul", [w, heads[2]])], perm=[1, 0, 2])
+    o = g.node("Reshape", [o, g.ints([0, -1, E])])
+    o = g.node("MatMul", [o, g.node("Transpose", [g.tensor(a["out_proj_weight"])])])
+    if a["out_proj_bias"] is not None:
+        o = g.node("Add", [o, g.tensor(a["out_proj_bias"])])
+    if not a["need_weights"]:
+        return [o, None]
+    w = g.node("Reshape", [w, g.ints([-1, H, q.shape[0], k.shape[0]])])
+    if a["average_attn_weights"]:
+        w = g.node("ReduceMean", [w, g.ints([1])], keepdims=0) if g.opset >= 18 else \
+            g.node("ReduceMean", [w], axes=[1], keepdims=0)
+    return [o, w]
+
+
+# ---------------------------------------------------------------------------------------
+# recurrent layers (their ``forward`` is recorded as one op)
+# ---------------------------------------------------------------------------------------
+
+# ONNX's gate order from PyTorch's: LSTM (i, f, g, o) -> (i, o, f, c); GRU (r, z, n) ->
+# (z, r, h)
+_GATE_ORDER = {"LSTM": [0, 3, 1, 2], "GRU": [1, 0, 2], "RNN_TANH": [0], "RNN_RELU": [0]}
+
+
+def _gates(g, w, order, hidden):
+    """Parameter ``w`` (gates stacked along dim 0) with its gates in ONNX's order."""
+    v = g.tensor(w)
+    if order == list(range(len(order))):
+        return v
+    parts = g.node("Split", [v, g.ints([hidden] * len(order))], n_out=len(order), axis=0)
+    return g.node("Concat", [parts[i] for i in order], axis=0)
+
+
+def _stack0(g, values):
+    return g.node("Concat", [g.node("Unsqueeze", [a, g.ints([0])]) for a in values], axis=0)
+
+
+@converts("lstm", "gru", "rnn")
+def _rnn(g, c):
+    from numgrad.tensor import Tensor
+    m, x = c.args[0], c.args[1]
+    hx = c.args[2] if len(c.args) > 2 else c.kwargs.get("hx")
+    if not isinstance(x, Tensor):
+        raise unsupported(g, c, "packed sequences")
+    if x.dim() != 3:
+        raise unsupported(g, c, "unbatched input")
+    if getattr(m, "proj_size", 0):
+        raise unsupported(g, c, "proj_size")
+    if m.training and m.dropout and m.num_layers > 1:
+        raise unsupported(g, c, "dropout between layers in training mode")
+    mode, hidden = m.mode, m.hidden_size
+    nd = 2 if m.bidirectional else 1
+    order = _GATE_ORDER[mode]
+    lstm = mode == "LSTM"
+    v = g.tensor(x)
+    if m.batch_first:
+        v = g.node("Transpose", [v], perm=[1, 0, 2])
+    h0 = c0 = None
+    if hx is not None:
+        h0, c0 = (g.tensor(hx[0]), g.tensor(hx[1])) if lstm else (g.tensor(hx), None)
+    attrs = {"hidden_size": hidden, "direction": "bidirectional" if nd == 2 else "forward"}
+    if mode == "GRU":
+        attrs["linear_before_reset"] = 1  # PyTorch's n = tanh(W x + b + r (U h + b_h))
+    elif mode != "LSTM":
+        attrs["activations"] = ["Tanh" if mode == "RNN_TANH" else "Relu"] * nd
+    hs, cs = [], []
+    for layer in range(m.num_layers):
+        ws, rs, bs = [], [], []
+        for d in range(nd):
+            sfx = f"_l{layer}" + ("_reverse" if d else "")
+            ws.append(_gates(g, getattr(m, "weight_ih" + sfx), order, hidden))
+            rs.append(_gates(g, getattr(m, "weight_hh" + sfx), order, hidden))
+            if m.bias:
+                bs.append(g.node("Concat", [_gates(g, getattr(m, "bias_ih" + sfx), order,
+                                                   hidden),
+                                            _gates(g, getattr(m, "bias_hh" + sfx), order,
+                                                   hidden)], axis=0))
+        ins = [v, _stack0(g, ws), _stack0(g, rs), _stack0(g, bs) if bs else "", ""]
+        for s0 in (h0, c0) if lstm else (h0,):
+            ins.append("" if s0 is None else g.node(
+                "Slice", [s0, g.ints([layer * nd]), g.ints([(layer + 1) * nd]), g.ints([0])]))
+        outs = g.node(mode if mode in ("LSTM", "GRU") else "RNN", ins, n_out=3 if lstm else 2,
+                      **attrs)
+        y = g.node("Transpose", [outs[0]], perm=[0, 2, 1, 3])  # (T, N, dirs, H)
+        v = g.node("Reshape", [y, g.ints([0, 0, -1])])
+        hs.append(outs[1])
+        if lstm:
+            cs.append(outs[2])
+    if m.batch_first:
+        v = g.node("Transpose", [v], perm=[1, 0, 2])
+    h_n = g.node("Concat", hs, axis=0) if len(hs) > 1 else hs[0]
+    if not lstm:
+        return [v, h_n]
+    return [v, h_n, g.node("Concat", cs, axis=0) if len(cs) > 1 else cs[0]]

@@ -1,0 +1,279 @@
+"""numgrad.onnx.export: models exported from numgrad's trace run in onnxruntime with
+numgrad's numbers; the onnx checker accepts them; dynamic axes; clear errors."""
+
+import io
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import numgrad as ng
+import numgrad.nn as nn
+import numgrad.nn.functional as F
+import numgrad.onnx
+from numgrad.onnx import (
+    OnnxExporterError,
+    OnnxExporterWarning,
+    TrainingMode,
+    UnsupportedOperatorError,
+)
+
+
+def _deps():
+    onnx = pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    return onnx, ort
+
+
+def _leaves(x):
+    if isinstance(x, ng.Tensor):
+        return [x]
+    if x is None:
+        return []
+    return [u for v in x for u in _leaves(v)]
+
+
+def export_and_run(model, args, others=(), **kw):
+    """Export ``model`` on ``args``, check the model, run it in onnxruntime on ``args`` and
+    on each of ``others``, and compare with numgrad's outputs; returns the ModelProto."""
+    onnx, ort = _deps()
+    f = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", OnnxExporterWarning)
+        assert ng.onnx.export(model, args, f, **kw) is None
+    proto = onnx.load_from_string(f.getvalue())
+    onnx.checker.check_model(proto, full_check=True)
+    sess = ort.InferenceSession(f.getvalue(), providers=["CPUExecutionProvider"])
+    names = [i.name for i in sess.get_inputs()]
+    for a in (args, *others):
+        feed = {n: t.numpy() for n, t in zip(names, _leaves(a))}
+        got = sess.run(None, feed)
+        with ng.no_grad():
+            want = _leaves(model(*a))
+        assert len(got) == len(want)
+        for w, g in zip(want, got):
+            assert g.shape == tuple(w.shape)
+            np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-5)
+    return proto
+
+
+def test_import_without_onnx_and_export_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "onnx", None)  # as if not installed
+    with pytest.raises(ImportError, match=r"numgrad\[onnx\]"):
+        ng.onnx.export(nn.Linear(2, 2), ng.randn(1, 2), io.BytesIO())
+    assert ng.onnx is numgrad.onnx and not ng.onnx.is_in_onnx_export()
+
+
+def test_mlp_dynamic_batch_and_param_names():
+    ng.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Dropout(0.5), nn.Linear(8, 3),
+                          nn.Tanh(), nn.Linear(3, 2), nn.LogSoftmax(dim=1))
+    ng.onnx.export(model, ng.randn(5, 4), None)  # traced in eval mode by default ...
+    assert model.training  # ... and the mode is restored
+    model.eval()
+    proto = export_and_run(model, (ng.randn(5, 4),), [(ng.randn(2, 4),), (ng.randn(1, 4),)],
+                           input_names=["x"], output_names=["logp"],
+                           dynamic_axes={"x": {0: "batch"}, "logp": [0]})
+    assert {i.name for i in proto.graph.initializer} >= {"0.weight", "0.bias", "5.weight"}
+    dims = [d.dim_param or d.dim_value for d in proto.graph.input[0].type.tensor_type.shape.dim]
+    assert dims == ["batch", 4]
+    out_dim = proto.graph.output[0].type.tensor_type.shape.dim[0].dim_param
+    assert out_dim == "logp_dynamic_axes_1"
+    ops = {n.op_type for n in proto.graph.node}
+    assert "Gemm" in ops and "Dropout" not in ops
+
+
+def test_mlp_export_params_false_and_proto_return():
+    onnx, ort = _deps()
+    model = nn.Sequential(nn.Linear(3, 4), nn.Sigmoid(), nn.Linear(4, 1))
+    x = ng.randn(2, 3)
+    proto = ng.onnx.export(model, x, None, export_params=False, opset_version=14)
+    onnx.checker.check_model(proto)
+    assert not proto.graph.initializer or all(
+        i.name not in dict(model.state_dict()) for i in proto.graph.initializer)
+    sess = ort.InferenceSession(proto.SerializeToString())
+    feed = {"input": x.numpy(), **{k: v.numpy() for k, v in model.state_dict().items()}}
+    np.testing.assert_allclose(sess.run(None, feed)[0], model(x).detach().numpy(), rtol=1e-5,
+                               atol=1e-6)
+
+
+class SmallCNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.bn = nn.BatchNorm2d(4)
+        self.pool = nn.MaxPool2d(2)
+        self.conv2 = nn.Conv2d(4, 6, 3, stride=2, bias=False)
+        self.gap = nn.AdaptiveAvgPool2d(1)
+        self.conv1d = nn.Conv1d(3, 2, 3, padding="same")
+        self.fc = nn.Linear(6, 5)
+
+    def forward(self, x):
+        y = self.pool(F.relu(self.bn(self.conv(x))))
+        y = self.gap(self.conv2(y)).flatten(1)
+        z = self.conv1d(x.mean(dim=2)).sum(dim=(1, 2))
+        side = F.avg_pool2d(x, 2).view(x.shape[0], -1)
+        return F.softmax(self.fc(y), dim=1) + z.unsqueeze(1) * 0.1, side
+
+
+def test_small_cnn_in_eval_mode(tmp_path):
+    ng.manual_seed(1)
+    model = SmallCNN().eval()
+    model.bn.running_mean.uniform_(-1, 1)
+    model.bn.running_var.uniform_(0.5, 2)
+    proto = export_and_run(model, (ng.randn(2, 3, 8, 8),), [(ng.randn(3, 3, 8, 8),)],
+                           input_names=["image"], dynamic_axes={"image": [0]})
+    inits = {i.name for i in proto.graph.initializer}
+    assert {"conv.weight", "bn.running_mean", "bn.running_var", "fc.bias"} <= inits
+    ops = {n.op_type for n in proto.graph.node}
+    assert {"Conv", "BatchNormalization", "MaxPool", "GlobalAveragePool",
+            "AveragePool"} <= ops
+    path = tmp_path / "cnn.onnx"  # a path, as in the examples
+    ng.onnx.export(model, ng.randn(1, 3, 8, 8), str(path))
+    assert path.stat().st_size > 0
+
+
+class AttentionBlock(nn.Module):
+    def __init__(self, vocab=11, d=8, heads=2, t=5):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, d)
+        self.pos = nn.Parameter(ng.randn(t, d))
+        self.ln = nn.LayerNorm(d)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.mha = nn.MultiheadAttention(d, heads, batch_first=True)
+        self.act = nn.GELU()
+        self.heads = heads
+
+    def forward(self, idx):
+        B, T = idx.shape
+        x = self.ln(self.tok(idx) + self.pos[:T])
+        q, k, v = self.qkv(x).split(x.shape[-1], dim=2)
+        q, k, v = (u.view(B, T, self.heads, -1).transpose(1, 2) for u in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        y = y.transpose(1, 2).contiguous().view(B, T, -1)
+        a, w = self.mha(y, x, x)
+        return self.act(a + y)[:, -1, :], w
+
+
+@pytest.mark.parametrize("opset", [17, 20])
+def test_embedding_layernorm_attention_block(opset):
+    ng.manual_seed(2)
+    model = AttentionBlock().eval()
+    idx = ng.randint(0, 11, (2, 5))
+    proto = export_and_run(model, (idx,), [(ng.randint(0, 11, (4, 5)),)],
+                           input_names=["idx"], output_names=["h", "weights"],
+                           dynamic_axes={"idx": {0: "batch"}, "h": {0: "batch"},
+                                         "weights": {0: "batch"}}, opset_version=opset)
+    ops = {n.op_type for n in proto.graph.node}
+    assert {"Gather", "LayerNormalization", "Softmax", "MatMul"} <= ops
+    assert ("Gelu" in ops) == (opset >= 20)
+
+
+def test_lstm_and_gru():
+    ng.manual_seed(3)
+    lstm = nn.LSTM(3, 4, num_layers=2, bidirectional=True, batch_first=True).eval()
+    export_and_run(lstm, (ng.randn(2, 5, 3),), [(ng.randn(3, 5, 3),)],
+                   input_names=["x"], dynamic_axes={"x": [0]})
+    gru = nn.GRU(3, 4, num_layers=2).eval()
+    export_and_run(gru, (ng.randn(5, 2, 3), ng.randn(2, 2, 4)))
+
+
+class WordLM(nn.Module):
+    """The shape of PyTorch's word-language-model example (``RNNModel``)."""
+
+    def __init__(self, ntoken=20):
+        super().__init__()
+        self.drop = nn.Dropout(0.2)
+        self.encoder = nn.Embedding(ntoken, 6)
+        self.rnn = nn.LSTM(6, 5, 2, dropout=0.2)
+        self.decoder = nn.Linear(5, ntoken)
+        self.ntoken = ntoken
+
+    def forward(self, input, hidden):
+        output, hidden = self.rnn(self.drop(self.encoder(input)), hidden)
+        decoded = self.decoder(self.drop(output)).view(-1, self.ntoken)
+        return F.log_softmax(decoded, dim=1), hidden
+
+
+def test_word_language_model():
+    model = WordLM().eval()
+    hidden = (ng.zeros(2, 3, 5), ng.randn(2, 3, 5))
+    proto = export_and_run(model, (ng.randint(0, 20, (7, 3)), hidden))
+    assert [i.name for i in proto.graph.input] == ["input_0", "input_1", "input_2"]
+    assert "rnn.weight_ih_l1" in {i.name for i in proto.graph.initializer}
+
+
+class ShapeOps(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.flat = nn.Flatten()
+        self.act = nn.Sequential(nn.SiLU(), nn.LeakyReLU(0.2), nn.Softplus())
+
+    def forward(self, x):
+        a, b = x.chunk(2, dim=1)
+        y = ng.stack([a, b], dim=0).amax(dim=0)
+        y = ng.where(y > 0, y, y * 0.5).masked_fill(y < -1, 0.0)
+        y = y.narrow(1, 0, 1).expand(2, -1, 3).repeat(1, 1, 2)
+        z = self.act(x.unsqueeze(0).squeeze(0)) - 1.0
+        z = 2.0 / (z.abs() + 1) ** 2 + x[..., 1:].sum(-1, keepdim=True).mean()
+        return self.flat(y), ng.cat([z, -z], 1).permute(1, 0).t(), \
+            (x[:, None, ::2] != 0).float()
+
+
+def test_shape_and_elementwise_ops():
+    export_and_run(ShapeOps(), (ng.randn(3, 4),))
+
+
+def test_unsupported_ops_raise_a_clear_error():
+    _deps()
+
+    class Cumsum(nn.Module):
+        def forward(self, x):
+            return ng.cumsum(x, 0) + x
+
+    with pytest.raises(UnsupportedOperatorError) as e:
+        ng.onnx.export(Cumsum(), ng.randn(3), io.BytesIO())
+    assert str(e.value) == ("Exporting the operator 'aten::cumsum' to ONNX opset version 20 "
+                            "is not supported")
+    with pytest.raises(UnsupportedOperatorError, match="added in version 17"):
+        ng.onnx.export(nn.LayerNorm(4), ng.randn(2, 4), io.BytesIO(), opset_version=16)
+    with pytest.raises(UnsupportedOperatorError, match="aten::dropout.*training mode"):
+        ng.onnx.export(nn.Dropout(), ng.randn(2, 4), io.BytesIO(),
+                       training=TrainingMode.TRAINING)
+    with pytest.raises(ValueError, match="Unsupported ONNX opset version: 9"):
+        ng.onnx.export(nn.ReLU(), ng.randn(2), io.BytesIO(), opset_version=9)
+
+
+def test_untraced_computation_and_python_reads():
+
+    class Double(ng.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    class Custom(nn.Module):
+        def forward(self, x):
+            return Double.apply(x) + 1
+
+    export_and_run(Custom(), (ng.randn(3),))  # traced through the Function's forward
+
+    from numgrad.ops.registry import REGISTRY
+
+    class Hidden(nn.Module):  # an op reached without going through numgrad's namespaces
+        def forward(self, x):
+            return REGISTRY["exp"].fn(x) + 1
+
+    with pytest.raises(OnnxExporterError, match=r"\(ExpBackward0\) .* did not record"):
+        ng.onnx.export(Hidden(), ng.randn(3), io.BytesIO())
+
+    class Branchy(nn.Module):
+        def forward(self, x):
+            return x * 2 if x.sum() > 0 else x * 3
+
+    with pytest.warns(OnnxExporterWarning, match=r"bool\(\)"):
+        ng.onnx.export(Branchy(), ng.ones(3), io.BytesIO())
