@@ -142,18 +142,26 @@ def test_graph_of_a_forward(tmp_path):
     shape = nodes["Sequential/0/weight"].attr["_output_shapes"].list.shape[0]
     assert [d.size for d in shape.dim] == [4, 3]
     assert not x.requires_grad and model[0].weight.grad is None
+    # a function of two inputs returning a tuple, one output an input as it is
+    with SummaryWriter(tmp_path / "fn") as w:
+        w.add_graph(lambda a, idx: (a.exp() * a, idx), (x, ng.tensor([1, 2])))
+    nodes = {n.name: n for n in _read(tmp_path / "fn").Graph().node}
+    assert nodes["lambda/Mul_0"].input == ["lambda/Exp_0", "input/a"]
+    assert nodes["output/output.1"].input == ["input/idx"]
 
 
 def test_writer_options(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     w = SummaryWriter(comment="_lr0.1", filename_suffix=".ng")
     w.add_scalar("x", 1, 0)
+    w.add_scalar("half", ng.tensor(0.5, dtype=ng.bfloat16), 1)  # as float16, as PyTorch
     w.flush()
     w.close()
     w.close()  # twice is fine
     (run,) = os.listdir(tmp_path / "runs")
     assert run.endswith("_lr0.1") and os.uname().nodename in run
     (event_file,) = os.listdir(tmp_path / "runs" / run)
+    assert [e.value for e in _read(tmp_path / "runs" / run).Scalars("half")] == [0.5]
     assert event_file.startswith("events.out.tfevents.") and event_file.endswith(".ng")
     assert w.get_logdir() == os.path.join("runs", run)
     # purge_step: TensorBoard drops the older events at or after it

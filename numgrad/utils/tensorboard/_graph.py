@@ -62,7 +62,11 @@ def graph_def(model, input_to_model=None, verbose=False):
     with numgrad.enable_grad():
         outputs = _flatten(model(*traced))
 
+    from numgrad.nn import Module
     scope = type(model).__name__
+    if not isinstance(model, Module):
+        scope = getattr(model, "__name__", scope)
+    scope = re.sub(r"[^A-Za-z0-9_.\-]", "", scope) or "model"  # TensorBoard's name characters
     nodes = []
     leaf_names = {}  # id(tensor) -> node name
     for name, t in zip(_input_names(model, len(traced)), traced):
@@ -113,7 +117,11 @@ def graph_def(model, input_to_model=None, verbose=False):
         ins = [names[id(n)] for n, _ in fn.next_functions if n is not None]
         nodes.append(NodeDef(name=name, op=op, input=ins))
     for i, t in enumerate(outputs):
-        ins = [names[id(t.grad_fn)]] if t.grad_fn is not None else []
+        if t.grad_fn is not None:
+            ins = [names[id(t.grad_fn)]]
+        else:  # an input or a parameter returned as it is
+            known = {node.name for node in nodes}
+            ins = [leaf_names[id(t)]] if leaf_names.get(id(t)) in known else []
         nodes.append(NodeDef(name=f"output/output.{i}", op="IO Node", input=ins,
                              attr=_shape_attr(t.shape)))
     if verbose:

@@ -20,7 +20,9 @@ def to_numpy(x):
     if np.isscalar(x):
         return np.array([x])
     if isinstance(x, Tensor):
-        return x.detach().cpu().numpy()
+        from numgrad._dtype import bfloat16, float16
+        x = x.detach().cpu()
+        return (x.to(float16) if x.dtype == bfloat16 else x).numpy()  # NumPy has no bfloat16
     raise NotImplementedError(
         f"Got {type(x)}, but numpy array or torch tensor are expected.")
 
