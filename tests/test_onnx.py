@@ -277,3 +277,32 @@ def test_untraced_computation_and_python_reads():
 
     with pytest.warns(OnnxExporterWarning, match=r"bool\(\)"):
         ng.onnx.export(Branchy(), ng.ones(3), io.BytesIO())
+
+
+def test_in_place_ops():
+    class Writes(nn.Module):  # in place on the input and on results: exported
+        def forward(self, x):
+            x += 1
+            y = x * 2
+            y.mul_(3)
+            return F.relu(y, inplace=True)
+
+    export_and_run(Writes(), (ng.randn(2, 3),))
+
+    class Assigns(nn.Module):
+        def forward(self, x):
+            y = x * 1
+            y[0] = 5.0
+            return y
+
+    class ThroughView(nn.Module):  # the graph would miss the write into y through z
+        def forward(self, x):
+            y = x * 1
+            y[:, 0].mul_(2)
+            return y
+
+    _deps()
+    with pytest.raises(UnsupportedOperatorError, match="'aten::setitem'"):
+        ng.onnx.export(Assigns(), ng.randn(2, 3), io.BytesIO())
+    with pytest.raises(UnsupportedOperatorError, match="'aten::mul_'.*shares its memory"):
+        ng.onnx.export(ThroughView(), ng.randn(2, 3), io.BytesIO())

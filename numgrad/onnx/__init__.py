@@ -118,7 +118,7 @@ def _set_mode(model, training):
 
 
 def _trace(model, args, kwargs):
-    """Run the forward once, recording its ops; floating inputs are traced as leaves that
+    """Run the forward once, recording its ops; floating inputs are traced as tensors that
     require grad, so that a tensor the recording missed is recognized by its ``grad_fn``."""
     from numgrad._compile import tape as _tape
     from numgrad.autograd import grad_mode
@@ -130,8 +130,8 @@ def _trace(model, args, kwargs):
     def leaf(a):  # the graph inputs: the tensors of ``args``, in nested tuples and lists too
         if isinstance(a, Tensor):
             t = a.detach()
-            if t.is_floating_point():
-                t.requires_grad_(True)
+            if t.is_floating_point():  # (not a leaf: the forward may write into its input)
+                t = t.requires_grad_(True).clone()
             inputs.append(t)
             return t
         if isinstance(a, (tuple, list)):
@@ -182,12 +182,51 @@ def _needed(calls, outputs):
     keep = []
     for c in reversed(calls):
         res = _flat(c.result, [])
-        if any(id(t) in want for t in res):
+        if c.result is None and c.args and _is_tensor(c.args[0]):
+            res = [c.args[0]]  # ``x[i] = v``: a write into its first argument
+        if any(id(t) in want for t in res) or _in_place(c):  # (a write may reach a view)
             keep.append(c)
             want.difference_update(id(t) for t in res)
             want.update(id(t) for t in _flat([c.args, c.kwargs], []))
     keep.reverse()
     return keep
+
+
+def _is_tensor(x):
+    from numgrad.tensor import Tensor
+    return isinstance(x, Tensor)
+
+
+def _in_place(c):
+    """Whether call ``c`` writes into its first argument."""
+    if not c.args or not _is_tensor(c.args[0]):
+        return False
+    if c.result is not None and c.result is not c.args[0]:
+        return False
+    if c.name.endswith("_") or c.name == "setitem":
+        return True
+    from numgrad.onnx._symbolic import bound
+    try:
+        return bool(bound(c).get("inplace", False))
+    except TypeError:
+        return False
+
+
+def _check_unaliased(g, c):
+    """An in-place op must not change values other tensors of the graph see (through
+    views): the graph would give them the old values."""
+    import numpy as np
+
+    from numgrad._compile.tape import root
+    t = c.args[0]
+    if not isinstance(t._data, np.ndarray):
+        return
+    r = root(t._data)
+    for other in g._keep:
+        if other is not t and isinstance(other._data, np.ndarray) and root(other._data) is r:
+            raise UnsupportedOperatorError(
+                f"aten::{c.name}", g.opset, None,
+                "an in-place op on a tensor that shares its memory with another (a view)")
 
 
 def _default_input_names(model, n):
@@ -250,6 +289,8 @@ def _build(onnx, model, args, inputs, out, calls, opset, export_params, keep_ini
             conv = TABLE.get(c.name[:-1])
         if conv is None:
             raise UnsupportedOperatorError(f"aten::{c.name}", opset)
+        if _in_place(c):
+            _check_unaliased(g, c)
         names = conv(g, c)
         if isinstance(c.result, (tuple, list)):
             for t, n in zip(_slots(c.result, []), names):
