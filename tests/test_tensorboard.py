@@ -46,6 +46,10 @@ def _log_everything(Writer, logdir, tensor):
         w.add_image("hw", rng.random((5, 9)), 0, dataformats="HW")
         w.add_images("batch", tensor(rng.random((10, 1, 4, 3), dtype=np.float32)), 0)
         w.add_text("note", "hello **world**", 3)
+        w.add_pr_curve("pr", tensor(rng.integers(0, 2, 50)), tensor(rng.random(50)), 2,
+                       num_thresholds=9)
+        w.add_pr_curve_raw("pr_raw", *[tensor(rng.random(4)) for _ in range(6)], 5,
+                           num_thresholds=4)
         w.add_hparams({"lr": 0.1, "opt": "sgd", "layers": 2, "nesterov": True}, {"hp/acc": 0.75},
                       run_name="hp")
 
@@ -63,8 +67,9 @@ def _summary_of(acc):
     out["histograms"] = hist
     out["images"] = {t: [(e.step, e.width, e.height) for e in acc.Images(t)]
                      for t in tags["images"]}
-    out["tensors"] = {t: [(e.step, e.tensor_proto.string_val) for e in acc.Tensors(t)]
-                      for t in tags["tensors"]}
+    out["tensors"] = {t: [(e.step, e.tensor_proto.string_val, list(e.tensor_proto.float_val),
+                           [d.size for d in e.tensor_proto.tensor_shape.dim])
+                          for e in acc.Tensors(t)] for t in tags["tensors"]}
     return out
 
 
@@ -88,7 +93,12 @@ def test_written_events_read_back(tmp_path):
     assert s["images"]["chw"] == [(0, 5, 6)] and s["images"]["hwc"] == [(0, 7, 4)]
     assert s["images"]["hw"] == [(0, 9, 5)]
     assert s["images"]["batch"] == [(0, 8 * 3, 2 * 4)]  # 8 per row, 2 rows
-    assert s["tensors"]["note/text_summary"] == [(3, [b"hello **world**"])]
+    assert s["tensors"]["note/text_summary"] == [(3, [b"hello **world**"], [], [1])]
+    (step, _, curve, shape), = s["tensors"]["pr"]
+    tp, fp, tn, fn, precision, recall = np.reshape(curve, shape)
+    assert step == 2 and shape == [6, 9] and fn[0] == 0 and tn[0] == 0
+    assert tp[0] + fp[0] == 50 and recall[0] == 1 and np.all(np.diff(tp) <= 0)
+    assert s["tensors"]["pr_raw"][0][3] == [6, 4]
     # add_scalars: one run per key, each logging the main tag
     for key, value in (("a", 1.5), ("b", -2.0)):
         sub = _read(tmp_path / f"run_{key}")
@@ -206,6 +216,8 @@ def test_errors_match_pytorch(tmp_path):
             want = raised(call, t, torch.tensor)
             assert got[0] == want[0], (got, want)
             assert " ".join(got[1].split()) == " ".join(want[1].split())
+        with pytest.raises(NotImplementedError, match="add_video is not supported"):
+            w.add_video("v", ng.zeros(1, 1, 3, 2, 2))
 
 
 def test_makemore_import_and_light_numgrad():

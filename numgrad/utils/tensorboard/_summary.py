@@ -252,3 +252,33 @@ def hparams(hparam_dict, metric_dict, hparam_domain_discrete=None):
     return (wrap(metadata.EXPERIMENT_TAG, experiment=experiment),
             wrap(metadata.SESSION_START_INFO_TAG, session_start_info=start),
             wrap(metadata.SESSION_END_INFO_TAG, session_end_info=end))
+
+
+def pr_curve_data(labels, predictions, num_thresholds, weights=None):
+    """Rows tp, fp, tn, fn, precision, recall at ``num_thresholds`` thresholds in [0, 1]."""
+    labels = to_numpy(labels).astype(np.float64)
+    predictions = to_numpy(predictions)
+    weights = 1.0 if weights is None else to_numpy(weights)
+    bucket = np.int32(np.floor(predictions * (num_thresholds - 1)))
+    span = (0, num_thresholds - 1)
+    pos, _ = np.histogram(bucket, bins=num_thresholds, range=span, weights=labels * weights)
+    neg, _ = np.histogram(bucket, bins=num_thresholds, range=span,
+                          weights=(1.0 - labels) * weights)
+    # counts at or above each threshold: sums from the right
+    tp = np.cumsum(pos[::-1])[::-1]
+    fp = np.cumsum(neg[::-1])[::-1]
+    tn, fn = fp[0] - fp, tp[0] - tp
+    precision = tp / np.maximum(1e-7, tp + fp)
+    recall = tp / np.maximum(1e-7, tp + fn)
+    return np.stack((tp, fp, tn, fn, precision, recall))
+
+
+def pr_curve(tag, data, num_thresholds):
+    """The pr_curves plugin's summary of a 6 x thresholds array."""
+    from tensorboard.plugins.pr_curve.plugin_data_pb2 import PrCurvePluginData
+    data = np.asarray(data)
+    meta = _plugin("pr_curves", PrCurvePluginData(
+        version=0, num_thresholds=num_thresholds).SerializeToString())
+    shape = TensorShapeProto(dim=[TensorShapeProto.Dim(size=n) for n in data.shape[:2]])
+    proto = TensorProto(dtype="DT_FLOAT", float_val=data.reshape(-1).tolist(), tensor_shape=shape)
+    return Summary(value=[Summary.Value(tag=tag, metadata=meta, tensor=proto)])

@@ -150,8 +150,45 @@ class SummaryWriter:
         """
         self._get_file_writer().add_graph(graph_def(model, input_to_model, verbose))
 
+    def add_pr_curve(self, tag, labels, predictions, global_step=None, num_thresholds=127,
+                     weights=None, walltime=None):
+        """A precision-recall curve of binary ``labels`` and ``predictions`` in [0, 1]."""
+        num_thresholds = min(num_thresholds, 127)  # PyTorch's cap
+        data = _summary.pr_curve_data(labels, predictions, num_thresholds, weights)
+        self._add(_summary.pr_curve(tag, data, num_thresholds), global_step, walltime)
+
+    def add_pr_curve_raw(self, tag, true_positive_counts, false_positive_counts,
+                         true_negative_counts, false_negative_counts, precision, recall,
+                         global_step=None, num_thresholds=127, weights=None, walltime=None):
+        num_thresholds = min(num_thresholds, 127)
+        rows = (true_positive_counts, false_positive_counts, true_negative_counts,
+                false_negative_counts, precision, recall)
+        data = np.stack([_summary.to_numpy(r) for r in rows])
+        self._add(_summary.pr_curve(tag, data, num_thresholds), global_step, walltime)
+
     def add_onnx_graph(self, prototxt):
-        raise NotImplementedError("add_onnx_graph is not supported by numgrad's SummaryWriter")
+        _unsupported("add_onnx_graph")
+
+    def add_image_with_boxes(self, *args, **kwargs):
+        _unsupported("add_image_with_boxes")
+
+    def add_video(self, *args, **kwargs):
+        _unsupported("add_video")
+
+    def add_audio(self, *args, **kwargs):
+        _unsupported("add_audio")
+
+    def add_mesh(self, *args, **kwargs):
+        _unsupported("add_mesh")
+
+    def add_custom_scalars(self, *args, **kwargs):
+        _unsupported("add_custom_scalars")
+
+    def add_custom_scalars_multilinechart(self, *args, **kwargs):
+        _unsupported("add_custom_scalars_multilinechart")
+
+    def add_custom_scalars_marginchart(self, *args, **kwargs):
+        _unsupported("add_custom_scalars_marginchart")
 
     def add_hparams(self, hparam_dict, metric_dict, hparam_domain_discrete=None, run_name=None,
                     global_step=None):
@@ -231,6 +268,12 @@ class SummaryWriter:
 
     def __exit__(self, exc_type, exc_val, exc_tb):
         self.close()
+
+
+def _unsupported(name):
+    raise NotImplementedError(
+        f"SummaryWriter.{name} is not supported by numgrad yet (scalars, histograms, images, "
+        "figures, text, graphs, hparams, embeddings and PR curves are)")
 
 
 def _escape(tag):
