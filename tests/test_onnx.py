@@ -113,17 +113,19 @@ class SmallCNN(nn.Module):
         y = self.pool(F.relu(self.bn(self.conv(x))))
         y = self.gap(self.conv2(y)).flatten(1)
         z = self.conv1d(x.mean(dim=2)).sum(dim=(1, 2))
-        side = F.avg_pool2d(x, 2).view(x.shape[0], -1)
+        side = F.pad(F.avg_pool2d(x, 2), (1, 0, 2, 1), value=0.5).view(x.shape[0], -1)
         return F.softmax(self.fc(y), dim=1) + z.unsqueeze(1) * 0.1, side
 
 
-def test_small_cnn_in_eval_mode(tmp_path):
+@pytest.mark.parametrize("opset", [14, 20])
+def test_small_cnn_in_eval_mode(tmp_path, opset):
     ng.manual_seed(1)
     model = SmallCNN().eval()
     model.bn.running_mean.uniform_(-1, 1)
     model.bn.running_var.uniform_(0.5, 2)
     proto = export_and_run(model, (ng.randn(2, 3, 8, 8),), [(ng.randn(3, 3, 8, 8),)],
-                           input_names=["image"], dynamic_axes={"image": [0]})
+                           input_names=["image"], dynamic_axes={"image": [0]},
+                           opset_version=opset)
     inits = {i.name for i in proto.graph.initializer}
     assert {"conv.weight", "bn.running_mean", "bn.running_var", "fc.bias"} <= inits
     ops = {n.op_type for n in proto.graph.node}
@@ -306,3 +308,25 @@ def test_in_place_ops():
         ng.onnx.export(Assigns(), ng.randn(2, 3), io.BytesIO())
     with pytest.raises(UnsupportedOperatorError, match="'aten::mul_'.*shares its memory"):
         ng.onnx.export(ThroughView(), ng.randn(2, 3), io.BytesIO())
+
+
+def test_the_recording_leaves_numgrad_as_it_was():
+    _deps()
+    spaces = (ng, F, ng.Tensor, nn.MaxPool2d, nn.LSTM, nn.GRU)
+    before = [dict(vars(o)) for o in spaces]
+    relu = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0).activation
+
+    class Fails(nn.Module):
+        def forward(self, x):
+            return F.relu(x) + ng.ones(4)  # a shape error in the middle of the trace
+
+    with pytest.raises(RuntimeError):
+        ng.onnx.export(Fails(), ng.randn(3), io.BytesIO())
+    layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0).eval()
+    ng.onnx.export(nn.Sequential(nn.MaxPool2d(2), nn.Flatten()), ng.randn(1, 1, 4, 4), None)
+    ng.onnx.export(layer, ng.randn(3, 1, 8), None)
+    after = [dict(vars(o)) for o in spaces]
+    for b, a in zip(before, after):
+        assert b.keys() == a.keys()
+        assert all(b[k] is a[k] for k in b)
+    assert layer.activation is relu is F.relu

@@ -324,6 +324,26 @@ def _layer_norm(g, c):
     return g.node("LayerNormalization", ins, axis=-len(shape), epsilon=float(a["eps"]))
 
 
+@converts("pad")
+def _pad(g, c):
+    a = bound(c)
+    x, widths, mode = a["input"], [int(w) for w in a["pad"]], a["mode"]
+    onnx_mode = {"constant": "constant", "reflect": "reflect", "replicate": "edge",
+                 "circular": "wrap"}.get(mode)
+    if onnx_mode is None:
+        raise unsupported(g, c, f"mode '{mode}'")
+    if mode == "circular" and g.opset < 19:
+        raise unsupported(g, c, "mode 'circular'", since=19)
+    n = x.dim()
+    begin, end = [0] * n, [0] * n
+    for i in range(len(widths) // 2):  # PyTorch's pairs start at the last dim
+        begin[n - 1 - i], end[n - 1 - i] = widths[2 * i], widths[2 * i + 1]
+    ins = [g.tensor(x), g.ints(begin + end)]
+    if mode == "constant":
+        ins.append(g.const(0 if a["value"] is None else a["value"], np_dtype(x)))
+    return g.node("Pad", ins, mode=onnx_mode)
+
+
 @converts("softmax", "log_softmax")
 def _softmax(g, c):
     a = bound(c)
