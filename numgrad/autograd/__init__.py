@@ -188,7 +188,7 @@ __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable",
 
 def __getattr__(name):
     # ``torch.autograd.functional`` works right after ``import torch``; so does ours
-    if name == "functional":
+    if name in ("functional", "forward_ad"):
         import importlib
-        return importlib.import_module("numgrad.autograd.functional")
+        return importlib.import_module(f"numgrad.autograd.{name}")
     raise AttributeError(f"module 'numgrad.autograd' has no attribute '{name}'")
