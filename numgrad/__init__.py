@@ -54,6 +54,8 @@ from numgrad.autograd.grad_mode import (
 )
 from numgrad._printing import set_printoptions
 from numgrad._finfo import finfo, iinfo
+from numgrad._memory_format import (channels_last, channels_last_3d, contiguous_format,
+                                     memory_format, preserve_format)
 from numgrad.serialization import load, save
 from numgrad._dlpack import from_dlpack
 from numgrad._compile.api import compile  # noqa: A001  (PyTorch's name)
@@ -89,6 +91,13 @@ def is_tensor(obj):
 
 def is_floating_point(input):
     return input.is_floating_point()
+
+
+def is_complex(input):
+    if not isinstance(input, Tensor):
+        raise TypeError("is_complex(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    return input.is_complex()
 
 
 def numel(input):

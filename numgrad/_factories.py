@@ -9,7 +9,7 @@ import warnings
 
 import numpy as np
 
-from numgrad import _arrays, _device, _dtype, _half
+from numgrad import _arrays, _device, _dtype, _half, _memory_format
 from numgrad._compile import tape as _tape
 from numgrad._shape import check_size, parse_shape
 from numgrad._spellings import NOT_GIVEN, check_int_bounds, factory_size, randint_args
@@ -476,19 +476,27 @@ def _like(fn, input, dtype, requires_grad, device=None, **kw):
               device=device or input.device, **kw)
 
 
+def _laid_out(fn, input, memory_format):
+    """The memory order ``memory_format`` asks of a ``*_like`` result (None: C order)."""
+    return _memory_format.order(memory_format, input._data.shape, fn)
+
+
 def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
                layout=None):
-    return _like(zeros, input, dtype, requires_grad, device)
+    phys = _laid_out("zeros_like", input, memory_format)
+    return _memory_format.uniform_in(_like(zeros, input, dtype, requires_grad, device), phys)
 
 
 def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
               layout=None):
-    return _like(ones, input, dtype, requires_grad, device)
+    phys = _laid_out("ones_like", input, memory_format)
+    return _memory_format.uniform_in(_like(ones, input, dtype, requires_grad, device), phys)
 
 
 def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
                layout=None):
-    return _like(empty, input, dtype, requires_grad, device)
+    phys = _laid_out("empty_like", input, memory_format)
+    return _memory_format.uniform_in(_like(empty, input, dtype, requires_grad, device), phys)
 
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False,

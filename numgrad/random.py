@@ -73,6 +73,9 @@ class Generator:
         self._next_float_normal = None  # PyTorch's next_float_normal_sample (kept, unused)
         self._first_seed = DEFAULT_SEED
 
+    def __repr__(self):
+        return f"<torch._C.Generator object at {id(self):#x}>"  # as PyTorch's prints
+
     def _ensure(self):
         if self._state is None:
             self._seed_engine(self._first_seed if self._first_seed is not None

@@ -230,7 +230,16 @@ class Tensor(metaclass=_TensorMeta):
         return st if dim is None else st[wrap_dim(dim, self._data.ndim)]
 
     def is_contiguous(self, memory_format=None):
-        return self._data.flags.c_contiguous
+        if memory_format is None:
+            return self._data.flags.c_contiguous
+        from numgrad import _memory_format
+        _memory_format.check(memory_format, "is_contiguous")
+        return _memory_format.is_contiguous(self._data, memory_format)
+
+    is_sparse = False  # numgrad tensors are dense (strided)
+
+    def is_complex(self):
+        return False  # no complex dtypes
 
     def data_ptr(self):
         a = self._data

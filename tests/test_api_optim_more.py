@@ -257,3 +257,55 @@ def test_lbfgs_state_dict_round_trip():
     opt.step(closure)
     opt2.step(closure2)
     np.testing.assert_array_equal(_np(x), _np(y))
+
+
+# ----------------------------------------------------------------------------------------
+# what optimizer code touches: memory formats, is_sparse, is_complex; the generator's repr
+# ----------------------------------------------------------------------------------------
+
+
+def test_memory_formats_as_pytorchs():
+    for m in (ng, torch):
+        x = m.arange(120.0).reshape(2, 3, 4, 5)
+        cl = x.contiguous(memory_format=m.channels_last)
+        got = (x.clone(memory_format=m.channels_last).stride(),
+               m.zeros_like(x, memory_format=m.channels_last).stride(),
+               m.empty_like(x, memory_format=m.channels_last).stride(), cl.stride(),
+               cl.is_contiguous(), cl.is_contiguous(memory_format=m.channels_last),
+               cl.clone().stride(), cl.contiguous().stride(), m.equal(cl, x),
+               x.clone(memory_format=m.contiguous_format).stride(),
+               m.zeros_like(x, memory_format=m.preserve_format).stride(),
+               repr(m.channels_last), repr(m.preserve_format), repr(m.contiguous_format),
+               x.is_sparse, x.is_complex(), m.is_complex(x))
+        if m is ng:
+            ours = got
+    assert ours == got
+    w = ng.ones(2, 3, requires_grad=True)
+    out = (w * 2).reshape(1, 2, 3, 1).clone(memory_format=ng.channels_last)
+    out.sum().backward()
+    assert out.grad_fn.name() == "CloneBackward0" and w.grad.tolist() == [[2.0] * 3] * 2
+
+
+MEMORY_ERRORS = [
+    lambda m: m.zeros(2, 3).clone(memory_format=m.channels_last),
+    lambda m: m.zeros(2, 3).contiguous(memory_format=None),
+    lambda m: m.zeros_like(m.zeros(2), memory_format=1),
+    lambda m: m.empty_like(m.zeros(2), memory_format=m.channels_last_3d),
+    lambda m: m.zeros(2).clone(memory_format="channels_last"),
+    lambda m: m.is_complex(3),
+]
+
+
+@pytest.mark.parametrize("case", range(len(MEMORY_ERRORS)))
+def test_memory_format_errors_are_pytorchs(case):
+    ours, theirs = raised(MEMORY_ERRORS[case], ng), raised(MEMORY_ERRORS[case], torch)
+    assert ours == theirs and ours is not None
+
+
+def test_generator_repr_as_pytorchs():
+    import re
+    pattern = r"<torch\._C\.Generator object at 0x[0-9a-f]+>"
+    assert re.fullmatch(pattern, repr(torch.manual_seed(1)))
+    assert re.fullmatch(pattern, repr(ng.manual_seed(1)))
+    g = ng.Generator()
+    assert repr(g) == f"<torch._C.Generator object at {hex(id(g))}>"

@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 
-from numgrad import _arrays, _device, _dtype
+from numgrad import _arrays, _device, _dtype, _memory_format
 from numgrad._shape import infer_size, parse_shape, wrap_dim, wrap_dims
 from numgrad.autograd.graph import Node
 from numgrad.ops._util import EW, Tensor, _wrap, as_type, attach, dtype_of, edge, state
@@ -535,18 +535,27 @@ class ToCopyBackward0(Node):
 @declare(nodes=("CloneBackward0",))
 def clone(input, *, memory_format=None):
     d = input._data
+    phys = _memory_format.order(memory_format, d.shape, "clone")
+    if phys is None and memory_format is not _memory_format.contiguous_format:
+        phys = _memory_format.preserved(d)  # preserve_format keeps a channels-last layout
+    if phys is not None:  # copy in memory order N(D)HWC, seen as NC(D)HW
+        d = d.transpose(phys)
     if d.dtype.itemsize == 2 and d.dtype.kind in "fV":  # float16/bfloat16: copy the bits
-        out = _wrap(EW.unary(EW.copy, d.view(np.uint16), np.uint16).view(d.dtype))
+        a = EW.unary(EW.copy, d.view(np.uint16), np.uint16).view(d.dtype)
     else:
-        out = _wrap(EW.unary(EW.copy, d, d.dtype))
+        a = EW.unary(EW.copy, d, d.dtype)
+    out = _wrap(a if phys is None else a.transpose(_memory_format.inverse(phys)))
     if state.enabled and input._requires_grad:
         attach(out, CloneBackward0((edge(input),)))
     return out
 
 
 @declare(nodes=("CloneBackward0",), variants=("method",))
-def contiguous(input, memory_format=None):
-    return input if input._data.flags.c_contiguous else clone(input)
+def contiguous(input, memory_format=_memory_format.contiguous_format):
+    _memory_format.order(memory_format, input._data.shape, "contiguous", allow_none=False)
+    if _memory_format.is_contiguous(input._data, memory_format):
+        return input
+    return clone(input, memory_format=memory_format)
 
 
 def to_dtype(input, dtype, copy=False):
