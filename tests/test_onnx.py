@@ -223,8 +223,18 @@ class ShapeOps(nn.Module):
             (x[:, None, ::2] != 0).float()
 
 
+def reductions(x):
+    v, i = x.max(dim=1, keepdim=True)
+    w, j = ng.min(x, 0)
+    c = x > 0
+    y = x.where(c, x * 0.1) + ng.where(c, 1.0, x).sum(axis=1, keepdims=True)
+    y = y + x.pow(exponent=2) + ng.mm(x, mat2=x.t()).mean(1, True) + x.clamp(-0.5, 0.5)
+    return v + x.max() + y + ng.maximum(x, x * 2), i, w, j, x.argmax(), x.argmin(1)
+
+
 def test_shape_and_elementwise_ops():
     export_and_run(ShapeOps(), (ng.randn(3, 4),))
+    export_and_run(reductions, (ng.randn(3, 4),), opset_version=17)
 
 
 def test_unsupported_ops_raise_a_clear_error():

@@ -136,10 +136,20 @@ BINARY = {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "pow": "Pow",
 COMPARE = {"eq", "ne", "lt", "gt", "le", "ge"}
 
 
+def _second(c):
+    """A binary op's other operand, by position or by name."""
+    if len(c.args) > 1:
+        return c.args[1]
+    for k in ("other", "exponent", "mat2"):
+        if k in c.kwargs:
+            return c.kwargs[k]
+    raise TypeError(f"{c.name}: no second operand")
+
+
 def _binary(g, c):
     from numgrad.tensor import Tensor
     name = c.name.rstrip("_")
-    x, y = c.args[0], c.args[1] if len(c.args) > 1 else c.kwargs["other"]
+    x, y = c.args[0], _second(c)
     if c.swapped:
         x, y = y, x
     if c.kwargs.get("rounding_mode") is not None:
@@ -176,7 +186,13 @@ def _rsub(g, c):
 
 @converts("where")
 def _where(g, c):
-    cond, x, y = (list(c.args) + [c.kwargs.get(k) for k in ("input", "other")])[:3]
+    a = bound(c)
+    if "self" in a:  # x.where(condition, y)
+        cond, x, y = a["condition"], a["self"], a["y"]
+    else:
+        cond, x, y = a["condition"], a["input"], a["other"]
+    if x is None or y is None:
+        raise unsupported(g, c, "where(condition) with one argument")
     dt = out_dtype(c)
     return g.node("Where", [g.value(cond, np.bool_), g.value(x, dt), g.value(y, dt)])
 
@@ -190,7 +206,7 @@ def _masked_fill(g, c):
 
 @converts("matmul", "mm", "bmm")
 def _matmul(g, c):
-    x, y = c.args[0], c.args[1] if len(c.args) > 1 else c.kwargs["other"]
+    x, y = c.args[0], _second(c)
     if c.swapped:
         x, y = y, x
     return g.node("MatMul", [g.tensor(x), g.tensor(y)])
@@ -563,8 +579,9 @@ def _reduce(g, c, op):
     x = a["input"]
     dt = out_dtype(c)
     v = g.value(x, dt)
-    d = a.get("dim")
-    keep = int(bool(a.get("keepdim", False)))
+    numpy_names = a.get("numpy_names") or {}  # axis=, keepdims=
+    d = numpy_names.get("axis", a.get("dim"))
+    keep = int(bool(numpy_names.get("keepdims", a.get("keepdim", False))))
     axes = list(range(x.dim())) if d is None or (isinstance(d, (tuple, list)) and not d) \
         else dims(d, x.dim())
     if not axes:
@@ -592,6 +609,61 @@ def _amax(g, c):
 @converts("amin")
 def _amin(g, c):
     return _reduce(g, c, "ReduceMin")
+
+
+@converts("max", "min")
+def _max(g, c):
+    from numgrad.tensor import Tensor
+    a = bound(c)
+    x, d = a["input"], a["dim"]
+    if isinstance(d, Tensor):  # max(a, b): elementwise
+        dt = out_dtype(c)
+        return g.node("Max" if c.name == "max" else "Min", [g.value(x, dt), g.value(d, dt)])
+    op = "ReduceMax" if c.name == "max" else "ReduceMin"
+    v = g.tensor(x)
+    if d is None:
+        axes = list(range(x.dim()))
+        if not axes:
+            return v
+        return g.node(op, [v, g.ints(axes)], keepdims=0) if g.opset >= 18 else \
+            g.node(op, [v], axes=axes, keepdims=0)
+    d, keep = int(d) % max(x.dim(), 1), int(bool(a["keepdim"]))
+    if x.dim() == 0:
+        return [v, g.const(0, np.int64)]
+    values = g.node(op, [v, g.ints([d])], keepdims=keep) if g.opset >= 18 else \
+        g.node(op, [v], axes=[d], keepdims=keep)
+    arg = g.node("ArgMax" if c.name == "max" else "ArgMin", [v], axis=d, keepdims=keep)
+    return [values, arg]
+
+
+@converts("argmax", "argmin")
+def _argmax(g, c):
+    a = bound(c)
+    x, d = a["input"], a["dim"]
+    v = g.tensor(x)
+    if d is None:
+        v, d = g.node("Reshape", [v, g.ints([-1])]), 0
+        keep = 0
+    else:
+        d, keep = int(d) % max(x.dim(), 1), int(bool(a["keepdim"]))
+    return g.node("ArgMax" if c.name == "argmax" else "ArgMin", [v], axis=d, keepdims=keep)
+
+
+@converts("clamp", "clamp_min", "clamp_max")
+def _clamp(g, c):
+    from numgrad.tensor import Tensor
+    a = bound(c)
+    dt = out_dtype(c)
+    lo = a.get("min") if c.name != "clamp_max" else None
+    hi = a.get("max") if c.name != "clamp_min" else None
+    v = g.value(a["input"], dt)
+    if isinstance(lo, Tensor) or isinstance(hi, Tensor):
+        for bound_, op in ((lo, "Max"), (hi, "Min")):
+            if bound_ is not None:
+                v = g.node(op, [v, g.value(bound_, dt)])
+        return v
+    return g.node("Clip", [v, "" if lo is None else g.const(lo, dt),
+                           "" if hi is None else g.const(hi, dt)])
 
 
 @converts("tril", "triu")
