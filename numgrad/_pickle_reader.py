@@ -3,19 +3,21 @@
 It interprets the pickle opcodes itself (Python's unpickler is never called) and knows a
 fixed list of names, each mapped to a checked constructor: tensors (``_rebuild_tensor_v2``,
 ``_rebuild_parameter``), storages, dtypes, ``torch.Size``, ``torch.device``, OrderedDict,
-Counter, set, complex, bytes, NumPy arrays and scalars of numgrad's dtypes. Any other name,
-opcode or argument is refused, as ``torch.load(weights_only=True)`` refuses it; nothing in
-the file can name a function to call. Memory is bounded by the pickle's size (every opcode
+Counter, set, complex, bytes, NumPy arrays and scalars of numgrad's dtypes, and the globals
+the user allowed (``numgrad.serialization.add_safe_globals``). Any other name, opcode or
+argument is refused, as ``torch.load(weights_only=True)`` refuses it (a name with PyTorch's
+``pickle.UnpicklingError``); nothing else in the file can name a function to call. Memory is bounded by the pickle's size (every opcode
 makes at most as much as it reads), tuples are limited in nesting as they are made (hashing
 a deep one would exhaust the C stack) and the finished object in container nesting."""
 
+import pickle
 import re
 import struct
 from collections import Counter, OrderedDict
 
 import numpy as np
 
-from numgrad import _device, _dtype
+from numgrad import _device, _dtype, _safe_globals
 from numgrad._pickle_writer import NUMPY_CODES, storage_name
 from numgrad._shape import Size
 
@@ -31,6 +33,10 @@ class Malformed(ValueError):
 
 class DepthError(Malformed):
     """Containers nested deeper than max_depth."""
+
+
+class Refused(pickle.UnpicklingError):
+    """A global or call that ``weights_only`` loads refuse (PyTorch's error class)."""
 
 
 def _bad(message):
@@ -123,9 +129,12 @@ class Reader:
     and ``attach`` then reads the storages they use and puts the tensors on them (so that
     nothing big is allocated before the whole pickle is checked)."""
 
-    def __init__(self, data, max_depth):
+    def __init__(self, data, max_depth, pos=0):
         self.data = data
-        self.pos = 0
+        self.pos = pos
+        self.user = _safe_globals.user_allowed()
+        self.user_ids = {id(v) for v in self.user.values()}
+        self.open_storage = None  # set: storages are read as the pickle names them
         self.max_depth = max_depth
         self.memo = {}
         self.stack = []
@@ -169,7 +178,7 @@ class Reader:
         return self.stack[-1]
 
     # ---------------------------------------------------------------- the loop
-    def load(self):
+    def load(self, to_end=True):
         handlers = {
             0x80: self._proto, 0x2E: None, 0x28: self._mark, 0x7D: lambda: self._push({}),
             0x5D: lambda: self._push([]), 0x29: lambda: self._push(()), 0x74: self._tuple,
@@ -193,7 +202,7 @@ class Reader:
             0x6A: lambda: self._get(struct.unpack("<I", self._read(4))[0]),
             0x95: lambda: self._read(8), 0x63: self._global, 0x52: self._reduce,
             0x62: self._build, 0x51: self._persid, 0x8F: lambda: self._push(set()),
-            0x90: self._additems,
+            0x90: self._additems, 0x81: self._newobj,
         }
         while True:
             op = self._read(1)[0]
@@ -206,7 +215,7 @@ class Reader:
             handler()
         if self.marks or len(self.stack) != 1:
             _bad("data.pkl stops with an unbalanced stack")
-        if self.pos != len(self.data):
+        if to_end and self.pos != len(self.data):
             _bad("data.pkl has bytes after its end")
         result = self.stack[0]
         _check_nesting(result, self.max_depth)
@@ -301,11 +310,49 @@ class Reader:
     # ---------------------------------------------------------------- names
     def _global(self):
         module, name = self._line(), self._line()
-        self._push(_resolve(module, name))
+        self._push(self._resolve(module, name))
+
+    def _resolve(self, module, name):
+        """What a GLOBAL names: a dtype, a storage type, an allowed call or a global the user
+        allowed (``add_safe_globals``); nothing else."""
+        if module == "__builtin__":  # protocol 2 as Python writes it
+            module = "builtins"
+        full = f"{module}.{name}"
+        if module in _safe_globals.BLOCKED_MODULES:
+            raise Refused(f"Trying to load unsupported GLOBAL {full} whose module {module} is "
+                          "blocked.")
+        if full in self.user and not (module == "torch" or module.startswith("torch.")):
+            return self.user[full]
+        try:
+            return _resolve(module, name)
+        except Malformed:
+            if module in ("torch", "torch._utils") or module.partition(".")[0] == "numpy":
+                raise  # PyTorch's own kinds that numgrad has not: the file's problem
+        shown = full[len("builtins."):] if module == "builtins" else full
+        raise Refused(
+            f"Unsupported global: GLOBAL {shown} was not an allowed global by default. Please "
+            f"use `torch.serialization.add_safe_globals([{shown}])` or the "
+            f"`torch.serialization.safe_globals([{shown}])` context manager to allowlist this "
+            "global if you trust this class/function.")
+
+    def _newobj(self):
+        args = self._pop()
+        cls = self._pop()
+        if not isinstance(cls, type) or id(cls) not in self.user_ids:
+            raise Refused("Can only create new object for nn.Parameter or classes allowlisted "
+                          f"via `add_safe_globals` but got {cls}")
+        if type(args) is not tuple:
+            _bad("data.pkl makes an object from arguments that are not a tuple")
+        self._push(cls.__new__(cls, *args))
 
     def _reduce(self):
         args = self._pop()
         func = self._top()
+        if type(func) is not _Name and id(func) in self.user_ids:
+            if type(args) is not tuple:
+                _bad("data.pkl calls a function with arguments that are not a tuple")
+            self.stack[-1] = func(*args)
+            return
         if type(func) is not _Name or func.name not in _CALLS or type(args) is not tuple:
             _bad(f"data.pkl calls {type(func).__name__} objects, not an allowed name")
         self.stack[-1] = getattr(self, _CALLS[func.name])(*args)
@@ -325,6 +372,17 @@ class Reader:
         elif type(inst) is _NpArray and inst.array is None:
             self.stack[-1] = _ndarray(inst, state)
             self._replace(inst, self.stack[-1])
+        elif id(type(inst)) in self.user_ids:  # a class the user allowed: pickle's rule
+            if hasattr(inst, "__setstate__"):
+                inst.__setstate__(state)
+                return
+            slots = None
+            if isinstance(state, tuple) and len(state) == 2:
+                state, slots = state
+            if state:
+                inst.__dict__.update(state)
+            for k, v in (slots or {}).items():
+                setattr(inst, k, v)
         else:
             _bad(f"data.pkl sets the state of a {type(inst).__name__}")
 
@@ -335,7 +393,13 @@ class Reader:
                 self.memo[k] = new
 
     def _persid(self):
-        pid = self._pop()
+        self._push(self.storage_ref(self._pop()))
+
+    def storage_ref(self, pid):
+        """The storage a persistent id names (``('storage', type, key, location, numel)``,
+        and a sixth entry None in the legacy format)."""
+        if type(pid) is tuple and len(pid) == 6 and pid[5] is None:
+            pid = pid[:5]
         if (type(pid) is not tuple or len(pid) != 5 or pid[0] != "storage"
                 or type(pid[1]) is not _StorageType or type(pid[2]) is not str
                 or not _KEY.fullmatch(pid[2]) or type(pid[3]) is not str
@@ -347,13 +411,16 @@ class Reader:
             ref = self.storages[key] = StorageRef(key, kind.dtype, numel, location, None)
         elif (ref.dtype, ref.numel, ref.location) != (kind.dtype, numel, location):
             _bad(f"storage {key} is referenced as two different storages")
-        self._push(ref)
+        if ref.array is None and self.open_storage is not None:
+            ref.array = self.open_storage(key, ref.dtype, numel)
+        return ref
 
     def attach(self, open_storage):
         """Read each storage (``open_storage(key, dtype, numel)`` returns its host elements)
         and put its tensors on it."""
         for ref in self.storages.values():
-            ref.array = open_storage(ref.key, ref.dtype, ref.numel)
+            if ref.array is None:
+                ref.array = open_storage(ref.key, ref.dtype, ref.numel)
         for rec in self.records:
             data = view(rec.storage.array, rec.offset, rec.shape, rec.strides,
                         rec.storage.dtype.itemsize)
@@ -389,6 +456,8 @@ class Reader:
         if requires_grad and not storage.dtype.is_floating_point:
             _bad(f"a tensor of {storage.dtype.name} requires grad")
         t = _wrap(np.empty(0, storage.dtype.np))  # its data comes in ``attach``
+        if storage.array is not None:  # read already (a full unpickler's load)
+            t._data = view(storage.array, offset, shape, strides, storage.dtype.itemsize)
         if requires_grad:
             t.requires_grad_(True)
         record = TensorRecord(t, storage, offset, shape, strides)

@@ -4,16 +4,20 @@
 ``torch._utils._rebuild_tensor_v2(storage, offset, size, stride, requires_grad, hooks)``
 calls and whose storages are persistent ids ``('storage', torch.FloatStorage, key,
 location, numel)``, each storage's bytes in its own zip record. The names are written as
-text, so torch need not be installed; only names that ``torch.load(weights_only=True)``
-allows are written.
+text, so torch need not be installed. Tensors, containers, numbers, dtypes, devices and
+``torch.Size`` use only names that ``torch.load(weights_only=True)`` allows; any other object
+(a whole module) is written as pickle writes it (``__reduce_ex__(2)``), for
+``weights_only=False`` loads.
 
 Storages: tensors whose memory comes from one allocation (views of one base: slices,
 transposes, expands) share one storage, the span of that allocation they cover, so a load
 shares memory as the saved tensors did. A tensor with negative strides, or strides that are
 not whole elements, is stored as a contiguous copy (PyTorch has no such tensors)."""
 
+import copyreg
 import pickle
 import struct
+import types
 from collections import Counter, OrderedDict
 
 import numpy as np
@@ -167,13 +171,15 @@ _EMPTY_HOOKS = _global("collections", "OrderedDict") + b")R"
 
 
 class Writer:
-    """Pickles ``obj`` (protocol 2) with its tensors as storage references."""
+    """Pickles ``obj`` (protocol 2) with its tensors as storage references. With ``plan``,
+    it only walks ``obj`` and plans each tensor's storage (``save`` runs it first)."""
 
-    def __init__(self, storages):
+    def __init__(self, storages, plan=False):
         self.out = bytearray(b"\x80\x02")
         self.memo = {}
         self.keep = []  # what the memo's ids belong to, alive while writing
         self.storages = storages
+        self.plan = plan
 
     def dump(self, obj):
         self.save(obj)
@@ -309,14 +315,57 @@ class Writer:
             self._put(obj)
         elif isinstance(obj, np.ndarray):
             self._ndarray(obj)
+        elif isinstance(obj, (type, types.FunctionType)) or (
+                isinstance(obj, types.BuiltinFunctionType)
+                and isinstance(getattr(obj, "__self__", None), (types.ModuleType, type(None)))):
+            self._global_of(obj)
         else:
-            raise TypeError(f"numgrad.save cannot store objects of type {type(obj).__name__} "
-                            "(tensors, numbers, strings, bytes, None, dtypes, devices, "
-                            "torch.Size, lists, tuples, sets, dicts and NumPy arrays are "
-                            "supported)")
+            self._reduce(obj)
+
+    # ---------------------------------------------------------------- any other object
+    def _global_of(self, obj):
+        """A class or function, by name (as pickle writes it)."""
+        module = getattr(obj, "__module__", None)
+        name = getattr(obj, "__qualname__", None)
+        if module is None or name is None or "<" in name:
+            raise pickle.PicklingError(f"Can't pickle {obj!r}: it is not found by its name")
+        self.out += _global(module, name)
+        self._put(obj)
+
+    def _reduce(self, obj):
+        """An object as its ``__reduce_ex__(2)`` says (what ``torch.save`` does for whole
+        modules and other objects): a class and its state."""
+        reducer = copyreg.dispatch_table.get(type(obj))
+        rv = reducer(obj) if reducer is not None else obj.__reduce_ex__(2)
+        if isinstance(rv, str):  # a module-level singleton
+            self.out += _global(getattr(obj, "__module__", None) or type(obj).__module__, rv)
+            self._put(obj)
+            return
+        func, args, state, items, pairs = (tuple(rv) + (None,) * 5)[:5]
+        if func is copyreg.__newobj__:
+            self.save(args[0])
+            self._tuple_of(args[1:])
+            self.out += b"\x81"
+        else:
+            self.save(func)
+            self._tuple_of(args)
+            self.out += b"R"
+        if self.memo.get(id(obj)) is None:
+            self._put(obj)
+        if items is not None:
+            self._batched(items, b"e")
+        if pairs is not None:
+            self._batched((x for kv in pairs for x in kv), b"u")
+        if state is not None:
+            self.save(state)
+            self.out += b"b"
 
     def _tensor(self, t):
         from numgrad.nn.parameter import Parameter
+        if self.plan:
+            self.storages.add(t)
+            self._put(t)
+            return
         param = isinstance(t, Parameter)
         if param:
             self.out += _global("torch._utils", "_rebuild_parameter")
@@ -363,25 +412,3 @@ class Writer:
         self.save(fortran)
         self._bytes(data)
         self.out += b"tb"
-
-
-def collect(obj, storages):
-    """Plan the storage of every tensor in ``obj`` (the containers save walks)."""
-    stack = [obj]
-    seen = set()
-    while stack:
-        o = stack.pop()
-        if id(o) in seen:
-            continue
-        if isinstance(o, Tensor):
-            seen.add(id(o))
-            storages.add(o)
-        elif isinstance(o, dict):
-            seen.add(id(o))
-            stack.extend(o.keys())
-            stack.extend(o.values())
-            if isinstance(o, OrderedDict):
-                stack.extend(vars(o).values())
-        elif isinstance(o, (list, tuple, set)):
-            seen.add(id(o))
-            stack.extend(o)

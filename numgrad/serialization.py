@@ -3,18 +3,22 @@
 ``save`` writes what ``torch.save`` writes (``archive/data.pkl``, a protocol-2 pickle, plus
 one record ``archive/data/<key>`` per storage, 64-byte aligned): ``torch.load`` reads it,
 ``weights_only=True`` included, and views of one tensor keep sharing one storage, with their
-offsets and strides. ``load`` reads those files, ``torch.save``'s, and the files of numgrad
-0.x (a zip of ``.npy`` arrays plus a JSON description, ``format`` = ``numgrad-save-1``).
+offsets and strides. ``load`` reads those files, ``torch.save``'s (zip or legacy), and the files
+of numgrad 0.x (a zip of ``.npy`` arrays plus a JSON description, ``format`` =
+``numgrad-save-1``). Other objects (whole modules) are written as pickle writes them and load
+only with ``weights_only=False`` (Python's unpickler: trusted files only).
 
-Loading treats the file as untrusted: nothing is unpickled by Python (an allow-listed reader
-interprets the pickle, ``numgrad/_pickle_reader.py``), every size is checked against limits
-before memory is allocated, storages stream from the zip into their one final buffer, only
-numgrad's dtypes are accepted, and anything malformed raises one RuntimeError."""
+Loading with ``weights_only=True`` treats the file as untrusted: nothing is unpickled by
+Python (an allow-listed reader interprets the pickle, ``numgrad/_pickle_reader.py``), every
+size is checked against limits before memory is allocated, storages stream from the file
+into their one final buffer, only numgrad's dtypes are accepted, and anything malformed
+raises one RuntimeError."""
 
 import io
 import json
 import math
 import os
+import pickle
 import re
 import struct
 import warnings
@@ -23,7 +27,22 @@ from collections import OrderedDict
 
 import numpy as np
 
-from numgrad import _arrays, _device, _dtype, _pickle_reader, _pickle_writer
+from numgrad import (
+    _arrays,
+    _device,
+    _dtype,
+    _pickle_reader,
+    _pickle_writer,
+    _safe_globals,
+    _torch_legacy,
+    _unpickle_full,
+)
+from numgrad._safe_globals import (  # noqa: F401
+    add_safe_globals,
+    clear_safe_globals,
+    get_safe_globals,
+    safe_globals,
+)
 from numgrad.tensor import Tensor, _wrap
 
 FORMAT = "numgrad-save-1"  # the format numgrad 0.x wrote; load still reads it
@@ -32,7 +51,7 @@ FORMAT = "numgrad-save-1"  # the format numgrad 0.x wrote; load still reads it
 def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True):
     """Write ``obj`` to a path or binary file object in PyTorch's zip format."""
     storages = _pickle_writer.Storages()
-    _pickle_writer.collect(obj, storages)
+    _pickle_writer.Writer(storages, plan=True).dump(obj)  # plans every tensor's storage
     pkl = _pickle_writer.Writer(storages).dump(obj)
     with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as z:
         _write_record(z, "archive/data.pkl", pkl)
@@ -90,7 +109,7 @@ _NODE_FIELDS = {"tensor": {"requires_grad", "parameter", "device"}, "ndarray": s
 _VALUE_TYPES = (type(None), bool, int, float, str)
 
 
-class _Malformed(ValueError):
+class _Malformed(_pickle_reader.Malformed):
     """A problem load found in the file itself."""
 
 
@@ -348,14 +367,20 @@ def _check_key(node, refs, members, limits, depth):
         _check_node(node, refs, members, limits, depth)
 
 
-def _read(fh, limits):
+def _read(fh, limits, full=None):
     """Everything that reads the file: ``("legacy", (tree, arrays))`` for numgrad 0.x's
-    format, ``("torch", (object, reader))`` for PyTorch's."""
+    format, ``("torch", (object, reader))`` for PyTorch's (zip or legacy). ``full``: the
+    keywords of Python's unpickler, for a ``weights_only=False`` load."""
     fh.seek(0, io.SEEK_END)
     archive_size = fh.tell()
+    fh.seek(0)
+    if _torch_legacy.is_legacy(fh.read(14)):
+        def refuse(message, keyword):
+            raise _Refused(message, keyword)
+        return "torch", _torch_legacy.read(fh, archive_size, limits, full, refuse, _fill)
     with zipfile.ZipFile(fh) as z:
         if not _is_legacy(z):
-            return "torch", _read_torch(z, archive_size, limits)
+            return "torch", _read_torch(z, archive_size, limits, full)
         members = _members(z, archive_size, limits, _legacy_name)
         tree = _read_tree(z, members, limits)
         refs = {}
@@ -368,7 +393,7 @@ def _read(fh, limits):
     return "legacy", (tree, arrays)
 
 
-def _read_torch(z, archive_size, limits):
+def _read_torch(z, archive_size, limits, full):
     prefix = _torch_prefix(z)
     members = _members(z, archive_size, limits, lambda name: None)
     order = members.get(prefix + "byteorder")
@@ -398,6 +423,10 @@ def _read_torch(z, archive_size, limits):
         return a
 
     reader = _pickle_reader.Reader(pkl, limits.max_depth)
+    if full is not None:
+        obj, _ = _unpickle_full.load(pkl, reader, open_storage, **full)
+        reader.attach(open_storage)
+        return obj, reader
     try:
         obj = reader.load()
     except _pickle_reader.DepthError as e:
@@ -523,12 +552,45 @@ def _check_load_args(f, pickle_module, weights_only, mmap, pickle_load_args):
         warnings.warn("pickle_load_args only works if `weights_only=False`.", stacklevel=3)
     if mmap and not isinstance(f, (str, os.PathLike)):
         raise ValueError("f must be a file path in order to use the mmap argument")
+    return weights_only
 
 
-def _read_checked(fh, name, limits):
-    """``_read`` with every problem in the file raised as load's one RuntimeError."""
+# PyTorch's advice when a weights_only load refuses a global (torch/serialization.py).
+UNSAFE_MESSAGE = (
+    "In PyTorch 2.6, we changed the default value of the `weights_only` argument in "
+    "`torch.load` from `False` to `True`. Re-running `torch.load` with `weights_only` set to "
+    "`False` will likely succeed, but it can result in arbitrary code execution. Do it only if "
+    "you got the file from a trusted source.")
+_DOCS_MESSAGE = (
+    "\n\nCheck the documentation of torch.load to learn more about types accepted by default "
+    "with weights_only https://pytorch.org/docs/stable/generated/torch.load.html.")
+
+
+def _weights_only_message(message):
+    """The text of the UnpicklingError a refused ``weights_only`` load raises."""
+    if re.search(r"GLOBAL (\S+) was not an allowed global by default.", message):
+        return ("Weights only load failed. This file can still be loaded, to do so you have two "
+                "options, \033[1mdo those steps only if you trust the source of the "
+                f"checkpoint\033[0m. \n\t(1) {UNSAFE_MESSAGE}\n\t(2) Alternatively, to load "
+                "with `weights_only=True` please check the recommended steps in the following "
+                f"error message.\n\tWeightsUnpickler error: {message}{_DOCS_MESSAGE}")
+    text = f"Weights only load failed. {UNSAFE_MESSAGE}\n"
+    if not re.search(r"whose module (\S+) is blocked", message):
+        text += ("Please file an issue with the following so that we can make "
+                 "`weights_only=True` compatible with your use case: WeightsUnpickler error: ")
+    return f"{text}\n\n{message}{_DOCS_MESSAGE}"
+
+
+def _read_checked(fh, name, limits, full):
+    """``_read`` with every problem in the file raised as load's one RuntimeError (but a
+    global ``weights_only`` refuses is PyTorch's UnpicklingError, and what a
+    ``weights_only=False`` load's own code raises is raised as it is)."""
     try:
-        return _read(fh, limits)
+        return _read(fh, limits, full)
+    except _pickle_reader.Refused:
+        raise
+    except _unpickle_full.CallerError as e:
+        raise e.error from None
     except _Refused as e:
         raise RuntimeError(f"numgrad.load refused {name}: {e}") from e
     # Not a list of types: on crafted bytes zipfile, zlib, json and NumPy's .npy header parser
@@ -545,13 +607,17 @@ def _read_checked(fh, name, limits):
 def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None,
          max_bytes=MAX_BYTES, max_ratio=MAX_RATIO, max_json_bytes=MAX_JSON_BYTES,
          max_depth=MAX_DEPTH, **pickle_load_args):
-    """Read what ``save`` or ``torch.save`` wrote (or numgrad 0.x's files), treating the file
-    as untrusted.
+    """Read what ``save`` or ``torch.save`` wrote (zip or legacy format, or numgrad 0.x's
+    files), treating the file as untrusted unless ``weights_only=False``.
 
-    Nothing is unpickled by Python, so a file cannot run code: ``data.pkl`` is interpreted
-    by an allow-listed reader that builds only what ``torch.load(weights_only=True)``
-    builds (tensors, parameters, dtypes, ``torch.Size``, devices, containers, numbers,
-    strings, bytes, NumPy arrays). Tensors that shared a storage when saved share one after
+    With ``weights_only=True`` (the default, as in PyTorch) nothing is unpickled by Python, so
+    a file cannot run code: the pickle is interpreted by an allow-listed reader that builds
+    only what ``torch.load(weights_only=True)`` builds (tensors, parameters, dtypes,
+    ``torch.Size``, devices, containers, numbers, strings, bytes, NumPy arrays) and what
+    ``numgrad.serialization.add_safe_globals`` allows; any other global raises PyTorch's
+    ``pickle.UnpicklingError``. ``weights_only=False`` (or a ``pickle_module``) loads whole
+    modules and any object with Python's unpickler, which runs the code the file names: for
+    trusted files only. Tensors that shared a storage when saved share one after
     the load, with their offsets and strides. Each storage is read from its zip member
     straight into its final buffer (no second copy), after its sizes are checked against
     these limits (raise one if you trust a file that needs more; ``math.inf`` lifts it):
@@ -576,19 +642,26 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     or a callable ``(storage, location)`` returning the placed tensor, or None for the
     default (``storage`` is the storage's elements as a 1-D tensor on the CPU; it is called
     once per storage, and the tensors on it are views of what it returns). ``weights_only`` and
-    ``pickle_module`` follow PyTorch's argument rules; numgrad never unpickles whatever they
-    say. ``mmap=True`` needs a path, as in PyTorch, but arrays are still read into memory.
+    ``pickle_module`` follow PyTorch's argument rules (``pickle_module`` itself is not used:
+    Python's ``pickle`` unpickles). ``mmap=True`` needs a path, as in PyTorch, but arrays
+    are still read into memory.
     """
-    _check_load_args(f, pickle_module, weights_only, mmap, pickle_load_args)
+    weights_only = _check_load_args(f, pickle_module, weights_only, mmap, pickle_load_args)
+    full = None if weights_only else pickle_load_args
+    if weights_only:
+        _safe_globals.user_allowed()  # PyTorch's errors for malformed entries, before reading
     limits = _Limits(max_bytes=max_bytes, max_ratio=max_ratio, max_json_bytes=max_json_bytes,
                      max_depth=max_depth)
     place = _placer(map_location)
-    if isinstance(f, (str, os.PathLike)):
-        name = os.fspath(f)
-        with open(f, "rb") as fh:
-            kind, read = _read_checked(fh, name, limits)
-    else:
-        kind, read = _read_checked(f, getattr(f, "name", "<file>"), limits)
+    try:
+        if isinstance(f, (str, os.PathLike)):
+            name = os.fspath(f)
+            with open(f, "rb") as fh:
+                kind, read = _read_checked(fh, name, limits, full)
+        else:
+            kind, read = _read_checked(f, getattr(f, "name", "<file>"), limits, full)
+    except _pickle_reader.Refused as e:
+        raise pickle.UnpicklingError(_weights_only_message(str(e))) from None
     if kind == "legacy":
         tree, arrays = read
         return _build(tree, arrays, {}, place)

@@ -211,10 +211,15 @@ def test_records_are_aligned_for_memory_mapping():
             assert start % 64 == 0, info.filename
 
 
-def test_unsupported_objects_are_a_type_error():
-    for bad in [object(), frozenset([1]), np.array(["a"]), np.arange(3, dtype=np.uint16)]:
+def test_unsupported_arrays_are_a_type_error_and_other_objects_need_weights_only_false():
+    for bad in [np.array(["a"]), np.arange(3, dtype=np.uint16)]:
         with pytest.raises(TypeError, match="numgrad.save cannot store"):
             _saved({"x": bad})
+    blob = _saved({"x": frozenset([1]), "o": object()})
+    with pytest.raises(pickle.UnpicklingError, match="GLOBAL frozenset was not an allowed"):
+        ng.load(io.BytesIO(blob))
+    out = ng.load(io.BytesIO(blob), weights_only=False)
+    assert out["x"] == frozenset([1]) and type(out["o"]) is object
 
 
 # --------------------------------------------------------------------------- hypothesis
@@ -437,8 +442,12 @@ def test_what_weights_only_refuses_numgrad_refuses():
     torch.save({"args": argparse.Namespace(lr=0.1)}, buf)
     with pytest.raises(pickle.UnpicklingError):
         torch.load(io.BytesIO(buf.getvalue()), weights_only=True)
-    with pytest.raises(RuntimeError, match="names argparse.Namespace, which numgrad does not"):
+    with pytest.raises(pickle.UnpicklingError) as theirs:
+        torch.load(io.BytesIO(buf.getvalue()), weights_only=True)
+    with pytest.raises(pickle.UnpicklingError) as ours:
         ng.load(io.BytesIO(buf.getvalue()))
+    assert str(ours.value) == str(theirs.value)
+    assert "GLOBAL argparse.Namespace was not an allowed global" in str(ours.value)
 
 
 # --------------------------------------------------------------------------- hostile pickles
@@ -501,14 +510,12 @@ def test_tensors_outside_their_storage_are_refused(kwargs, match):
 
 
 @pytest.mark.parametrize("pkl, match", [
-    (b"cos\nsystem\n(X\x02\x00\x00\x00lstR.", "names os.system"),
-    (b"cbuiltins\neval\n(X\x01\x00\x00\x001tR.", "names builtins.eval"),
     (b"\x80\x02ctorch._utils\n_rebuild_tensor_v2\n.", "returns .* _Name"),
     (b"\x80\x02](ctorch\nFloatStorage\ne.", "returns .* _StorageType"),
     (b"\x80\x02ccollections\nOrderedDict\n(ccollections\nOrderedDict\ntR.",
      "positional argument"),
     (b"\x80\x02cnumpy\nndarray\n)R.", "not an allowed name"),
-    (b"\x80\x02(X\x01\x00\x00\x00a\x81.", r"opcode b'\\x81'"),  # NEWOBJ
+    (b"\x80\x02(X\x01\x00\x00\x00a\x81.", "pops an empty stack"),  # NEWOBJ
     (b"\x80\x02(S'x'\ni.", "opcode"),  # INST
     (b"\x80\x02N}b.", "sets the state of a NoneType"),
     (b"\x80\x02]K\x01K\x02s.", "sets items of something that is not a dict"),
@@ -634,6 +641,8 @@ def test_fuzz_mutated_pickles_raise_only_the_one_error(data):
         _usable(ng.load(io.BytesIO(buf.getvalue())))
     except RuntimeError as e:
         assert "numgrad" in str(e), e
+    except pickle.UnpicklingError as e:  # a mutated name: PyTorch's refusal of globals
+        assert str(e).startswith("Weights only load failed."), e
 
 
 CUDA_SCRIPT = """
