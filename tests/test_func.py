@@ -355,3 +355,22 @@ def test_functional_call_buffers_updated_in_place():
         out = F.functional_call(bn, state, (T.tensor(X4),))
         return out, state, bn.running_mean, int(bn.num_batches_tracked)
     both(run)
+
+
+def test_model_ensembling_recipe():
+    """The torch.func ensembling recipe: stack_module_state + vmap(functional_call)."""
+    def run(T, F):
+        models = [_mlp(T, seed) for seed in range(3)]
+        params, buffers = F.stack_module_state(models)
+        assert params["0.weight"].shape == (3, 5, 3) and params["0.weight"].is_leaf
+        assert params["0.weight"].requires_grad
+
+        def call(p, b, x):
+            return F.functional_call(models[0], (p, b), (x,))
+        out = F.vmap(call, in_dims=(0, 0, None))(params, buffers, T.tensor(X4))
+        out.sum().backward()
+        errs = [raised(F.stack_module_state, []),
+                raised(F.stack_module_state, [models[0], models[1].eval()]),
+                raised(F.stack_module_state, [models[0], T.nn.Linear(3, 5)])]
+        return out, params["2.bias"].grad, errs
+    both(run)

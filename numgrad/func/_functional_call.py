@@ -126,3 +126,31 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
             # leaves the new tensor in the given dict, as PyTorch does
             if name in given and now is not values[name]:
                 given[name] = now
+
+
+def _stacked_leaf(tensors, name):
+    from numgrad import stack
+    flags = {bool(t.requires_grad) for t in tensors}
+    if len(flags) > 1:
+        raise RuntimeError(f"Expected {name} from each model to have the same .requires_grad")
+    out = stack(tensors)
+    return out.detach().requires_grad_() if flags == {True} else out
+
+
+def stack_module_state(models):
+    """``(params, buffers)``: each parameter and buffer of the same-class ``models`` stacked
+    along a new leading dim (for ``vmap`` over an ensemble); stacked parameters are new
+    leaves that require grad."""
+    models = list(models)
+    if not models:
+        raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
+    if len({m.training for m in models}) > 1:
+        raise RuntimeError(
+            "stack_module_state: Expected all models to have the same training/eval mode.")
+    if any(type(m) is not type(models[0]) for m in models):
+        raise RuntimeError("stack_module_state: Expected all models to be of the same class.")
+    all_params = [dict(m.named_parameters()) for m in models]
+    all_buffers = [dict(m.named_buffers()) for m in models]
+    params = {k: _stacked_leaf([p[k] for p in all_params], k) for k in all_params[0]}
+    buffers = {k: _stacked_leaf([b[k] for b in all_buffers], k) for k in all_buffers[0]}
+    return params, buffers
