@@ -4,8 +4,12 @@ from numgrad.nn.modules.conv_extra import (
     Conv1d,
     ConvTranspose1d,
     ConvTranspose2d,
+    LazyBatchNorm1d,
+    LazyBatchNorm2d,
+    LazyBatchNorm3d,
     LazyConv2d,
     LazyLinear,
+    UninitializedBuffer,
     UninitializedParameter,
 )
 from numgrad.nn.modules.layers import (
@@ -14,6 +18,7 @@ from numgrad.nn.modules.layers import (
     AvgPool2d,
     BatchNorm1d,
     BatchNorm2d,
+    BatchNorm3d,
     Conv2d,
     Dropout,
     Embedding,

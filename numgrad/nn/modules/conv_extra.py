@@ -1,11 +1,22 @@
-"""Conv1d, ConvTranspose1d/2d and the lazy layers (LazyLinear, LazyConv2d), with PyTorch's
-arguments, checks, ``repr`` and default initialization (the same numbers for one seed)."""
+"""Conv1d, ConvTranspose1d/2d and the lazy layers (LazyLinear, LazyConv2d,
+LazyBatchNorm1d/2d/3d), with PyTorch's arguments, checks, ``repr`` and default initialization
+(the same numbers for one seed)."""
 
 
+from numgrad import _dtype, _factories
 from numgrad.nn import functional as F
-from numgrad.nn.modules.layers import Conv2d, Linear, _param, reset_conv
+from numgrad.nn.modules.layers import (
+    BatchNorm1d,
+    BatchNorm2d,
+    BatchNorm3d,
+    Conv2d,
+    Linear,
+    _param,
+    reset_conv,
+)
 from numgrad.nn.modules.module import Module
 from numgrad.nn.parameter import Parameter
+from numgrad.tensor import Tensor, _init_like_wrap
 
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
@@ -198,14 +209,40 @@ class UninitializedParameter(Parameter):
 
     def materialize(self, shape, device=None, dtype=None):
         """Become a ``Parameter`` of ``shape`` (uninitialized values), in place."""
-        from numgrad import _factories
         data = _factories.empty(*shape, dtype=dtype)
         self._data = data._data
         self.__class__ = self.cls_to_become
 
 
+class UninitializedBuffer(Tensor):
+    """A buffer whose shape is not known yet (``UninitializedParameter``'s twin for
+    buffers: running statistics of the lazy batch norms)."""
+
+    __slots__ = ()
+    cls_to_become = Tensor
+
+    def __new__(cls, requires_grad=False, device=None, dtype=None, persistent=True):
+        import numpy as np
+        t = object.__new__(cls)
+        _init_like_wrap(t, np.empty((0,), np.float32))
+        return t
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __repr__(self):
+        return "<UninitializedBuffer>"
+
+    shape = UninitializedParameter.shape
+
+    def materialize(self, shape, device=None, dtype=None):
+        """Become a ``Tensor`` of ``shape`` (uninitialized values), in place."""
+        self._data = _factories.empty(*shape, dtype=dtype)._data
+        self.__class__ = self.cls_to_become
+
+
 def _is_lazy(p):
-    return isinstance(p, UninitializedParameter)
+    return isinstance(p, (UninitializedParameter, UninitializedBuffer))
 
 
 class _LazyMixin:
@@ -277,3 +314,62 @@ class LazyConv2d(_LazyMixin, Conv2d):
         if self.bias is not None:
             self.bias.materialize((self.out_channels,))
         Conv2d.reset_parameters(self)
+
+
+class _LazyBatchNorm(_LazyMixin):
+    """A batch norm whose ``num_features`` is read off the first input's dim 1; its first
+    call materializes the weights and running statistics, then the module becomes
+    ``cls_to_become`` (even when it has none to materialize, as PyTorch's)."""
+
+    def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                 device=None, dtype=None, *, bias=True):
+        super().__init__(0, eps, momentum, False, False, dtype=dtype, bias=False)
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        if affine:
+            self.weight = UninitializedParameter()
+            if bias:
+                self.bias = UninitializedParameter()
+        if track_running_stats:
+            self.running_mean = UninitializedBuffer()
+            self.running_var = UninitializedBuffer()
+            self.num_batches_tracked = _factories.tensor(0, dtype=_dtype.int64)
+
+    def has_uninitialized_params(self):
+        return any(_is_lazy(t) for t in (*self._parameters.values(), *self._buffers.values()))
+
+    def _in_size(self):
+        return self.num_features
+
+    def initialize_parameters(self, input, *args, **kwargs):
+        if not self.has_uninitialized_params():
+            return
+        self.num_features = input.shape[1]
+        for name in ("weight", "bias", "running_mean", "running_var"):
+            t = getattr(self, name)
+            if t is not None:
+                t.materialize((self.num_features,))
+        self.reset_parameters()
+
+    def __call__(self, *args, **kwargs):
+        self.initialize_parameters(*args, **kwargs)
+        self.__class__ = self.cls_to_become
+        return self(*args, **kwargs)
+
+
+class LazyBatchNorm1d(_LazyBatchNorm, BatchNorm1d):
+    """``BatchNorm1d`` whose ``num_features`` is read off the first input."""
+
+    cls_to_become = BatchNorm1d
+
+
+class LazyBatchNorm2d(_LazyBatchNorm, BatchNorm2d):
+    """``BatchNorm2d`` whose ``num_features`` is read off the first input."""
+
+    cls_to_become = BatchNorm2d
+
+
+class LazyBatchNorm3d(_LazyBatchNorm, BatchNorm3d):
+    """``BatchNorm3d`` whose ``num_features`` is read off the first input."""
+
+    cls_to_become = BatchNorm3d

@@ -74,3 +74,16 @@ class BCEWithLogitsLoss(_Loss):
         return F.binary_cross_entropy_with_logits(input, target, self.weight,
                                                   reduction=self.reduction,
                                                   pos_weight=self.pos_weight)
+
+
+# ``torch.nn.modules.loss``'s other names, wherever numgrad defines them (see ``_alias``)
+from numgrad.nn.modules._alias import exports  # noqa: E402
+
+_TORCH_NAMES = (
+    "L1Loss", "NLLLoss", "NLLLoss2d", "PoissonNLLLoss", "GaussianNLLLoss", "KLDivLoss",
+    "MSELoss", "BCELoss", "BCEWithLogitsLoss", "HingeEmbeddingLoss", "MultiLabelMarginLoss",
+    "SmoothL1Loss", "HuberLoss", "SoftMarginLoss", "CrossEntropyLoss", "LinearCrossEntropyLoss",
+    "MultiLabelSoftMarginLoss", "CosineEmbeddingLoss", "MarginRankingLoss", "MultiMarginLoss",
+    "TripletMarginLoss", "TripletMarginWithDistanceLoss", "CTCLoss",
+)
+__getattr__, _ = exports(__name__, _TORCH_NAMES)

@@ -17,6 +17,9 @@ from numgrad.nn.modules.layers import Dropout, LayerNorm, Linear
 from numgrad.nn.modules.module import Module, ModuleList
 from numgrad.nn.parameter import Parameter
 
+__all__ = ["Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
+           "TransformerDecoderLayer"]
+
 
 def _empty_param(*shape, dtype=None):
     return Parameter(_factories.empty(*shape, dtype=dtype))
