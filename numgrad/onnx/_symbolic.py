@@ -398,6 +398,9 @@ def reshape(g, x, target):
     leading run of dims that keep their size (ONNX's 0) and inferring one other (-1), so the
     graph holds for other sizes of those dims (a dynamic batch)."""
     have, t = list(x.shape), list(target)
+    if 0 in t:  # an empty result: the sizes as they are (0 is a size, not "copy")
+        t = [int(v) for v in x.reshape(*t).shape] if -1 in t else t
+        return g.node("Reshape", [g.tensor(x), g.ints(t)], allowzero=1)
     i = 0
     while i < min(len(have), len(t)) and t[i] == have[i] and t[i] > 0:
         t[i] = 0
@@ -534,8 +537,10 @@ def _split(g, c):
 
 @converts("narrow")
 def _narrow(g, c):
-    x, d, start, length = (list(c.args) + [None] * 3)[:4]
+    a = bound(c)
+    x, d, start, length = a["input"], a["dim"], a["start"], a["length"]
     d = int(d) % x.dim()
+    start = int(start) % x.shape[d] if int(start) < 0 else int(start)
     return g.node("Slice", [g.tensor(x), g.ints([start]), g.ints([int(start) + int(length)]),
                             g.ints([d])])
 
@@ -686,13 +691,18 @@ def _scores(g, q, k, rank, scale, dt):
     return g.node("Mul", [s, g.const(scale, dt)])
 
 
-def _masked(g, s, mask, is_causal, dt, L, S):
+def _masked(g, s, mask, is_causal, dt, L, S, true_keeps=True):
+    """softmax(s + the mask) over the last dim: a boolean mask keeps the True places
+    (``scaled_dot_product_attention``) or masks them out (``true_keeps=False``:
+    ``MultiheadAttention``); a float mask is added."""
     if is_causal:
         bias = np.where(np.tril(np.ones((L, S), bool)), 0, -np.inf).astype(dt)
         s = g.node("Add", [s, g.const(bias)])
     if mask is not None:
         if np_dtype(mask) == np.bool_:
-            m = g.node("Where", [g.tensor(mask), g.const(0.0, dt), g.const(-np.inf, dt)])
+            keep, drop = g.const(0.0, dt), g.const(-np.inf, dt)
+            m = g.node("Where", [g.tensor(mask)] + ([keep, drop] if true_keeps else
+                                                    [drop, keep]))
         else:
             m = g.value(mask, dt)
         s = g.node("Add", [s, m])
@@ -748,7 +758,7 @@ def _mha(g, c):
         heads.append(g.node("Transpose", [y], perm=[1, 0, 2]))
     s = _scores(g, heads[0], heads[1], 3, 1 / math.sqrt(hd), dt)
     is_causal = a["is_causal"] and a["attn_mask"] is None
-    w = _masked(g, s, a["attn_mask"], is_causal, dt, q.shape[0], k.shape[0])
+    w = _masked(g, s, a["attn_mask"], is_causal, dt, q.shape[0], k.shape[0], False)
     o = g.node("Transpose", [g.node("MatMul", [w, heads[2]])], perm=[1, 0, 2])
     o = g.node("Reshape", [o, g.ints([0, -1, E])])
     o = g.node("MatMul", [o, g.node("Transpose", [g.tensor(a["out_proj_weight"])])])
