@@ -35,6 +35,20 @@ def DISTINCT(*shape):
     return make
 
 
+def _put_along(a, idx, v):
+    out = a.copy()
+    np.put_along_axis(out, idx, v, 1)
+    return out
+
+
+def _add_along(a, idx):
+    out = a.copy()
+    for r, row in enumerate(idx):
+        for j in row:
+            out[r, j] += 1
+    return out
+
+
 def _vectorized(fn):
     return lambda a: np.vectorize(fn, otypes=[np.float64])(a)
 
@@ -195,6 +209,11 @@ CASES = [
      lambda a: a[:, [1, 1, 3]], [U(3, 4)]),
     ("gather", lambda m, a: m.gather(a, 1, m.tensor([[0, 0], [1, 0], [3, 2]])),
      lambda a: np.take_along_axis(a, np.array([[0, 0], [1, 0], [3, 2]]), 1), [U(3, 4)]),
+    ("scatter", lambda m, a: m.scatter(a, 1, m.tensor([[0, 2], [1, 0], [3, 2]]), -1.5),
+     lambda a: _put_along(a, np.array([[0, 2], [1, 0], [3, 2]]), -1.5), [U(3, 4)]),
+    ("scatter_reduce", lambda m, a: a.scatter_reduce(1, m.tensor([[0, 0], [1, 1], [3, 2]]),
+                                                     m.ones(3, 2, dtype=a.dtype), "sum"),
+     lambda a: _add_along(a, np.array([[0, 0], [1, 1], [3, 2]])), [U(3, 4)]),
     # --- ops declared in the registry (numgrad/ops/unary.py, lines.py, statistics.py)
     ("erf", lambda m, a: m.erf(a), _vectorized(math.erf), [U(3, 4, lo=-2, hi=2)]),
     ("erfc", lambda m, a: a.erfc(), _vectorized(math.erfc), [U(3, 4, lo=-2, hi=2)]),

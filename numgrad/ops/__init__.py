@@ -17,6 +17,7 @@ from numgrad.ops import (  # noqa: F401  (they declare their ops)
     reorder,
     repeat,
     sampling,
+    scatter,
     selection,
     statistics,
     unary,

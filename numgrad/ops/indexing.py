@@ -463,14 +463,14 @@ class ScatterAddBackward0(Node):
                 _src_grad(gather(g, dim, index), src_shape) if nb[0] is not None else None)
 
 
-def _src_grad(g, shape):
+def _src_grad(g, shape, node="ScatterAddBackward0"):
     """The gradient of scatter_add's ``src`` (index-shaped) checked against src's shape as
     PyTorch's engine does: summed down to it where src expands to it, else an error."""
     gs = g._data.shape
     if gs == shape:
         return g
     if expand_error(shape, gs) is not None:
-        raise RuntimeError("Function ScatterAddBackward0 returned an invalid gradient at index "
+        raise RuntimeError(f"Function {node} returned an invalid gradient at index "
                            f"1 - got {list(gs)} but expected shape compatible with {list(shape)}")
     return sum_to_size(g, shape)
 

@@ -128,3 +128,51 @@ def scatter_add_dim(src, idx, out):
                     return (o * n_j + j) * n_i + i
                 out[o, v, i] += src[o, j, i]
     return -1
+
+
+@jit
+def scatter_reduce_dim(src, idx, out, count, mode):
+    """out[o, idx[o, j, i], i] combined with src[o, j, i]: ``mode`` 0 replaces, 1 adds, 2
+    multiplies, 3 keeps the max, 4 the min (a NaN wins both). ``count`` (unused by mode 0)
+    counts the values each slot holds: a slot at 0 takes src as it is. Returns the first bad
+    flat position or -1 (earlier rows are already written: callers raise and drop ``out``)."""
+    n_o, n_j, n_i = idx.shape
+    size = out.shape[1]
+    for o in range(n_o):
+        for j in range(n_j):
+            for i in range(n_i):
+                v = idx[o, j, i]
+                if v < 0 or v >= size:
+                    return (o * n_j + j) * n_i + i
+                s = src[o, j, i]
+                if mode == 0:
+                    out[o, v, i] = s
+                    continue
+                a = out[o, v, i]
+                if count[o, v, i] == 0:
+                    out[o, v, i] = s
+                elif mode == 1:
+                    out[o, v, i] = a + s
+                elif mode == 2:
+                    out[o, v, i] = a * s
+                elif mode == 3:
+                    if s > a or s != s:
+                        out[o, v, i] = s
+                elif a == a and s < a or s != s:
+                    out[o, v, i] = s
+                count[o, v, i] += 1
+    return -1
+
+
+@jit
+def divide_by_count(out, count, floor):
+    """out /= count where count > 1 (``floor``: integer floor division), for a scatter mean."""
+    flat = out.reshape(-1) if out.flags.c_contiguous else out.copy().reshape(-1)
+    c = count.reshape(-1)
+    for k in range(flat.size):
+        if c[k] > 1:
+            if floor:
+                flat[k] = flat[k] // c[k]
+            else:
+                flat[k] = flat[k] / c[k]
+    return flat.reshape(out.shape)
