@@ -287,11 +287,28 @@ def matmul(input, other, *, out=None):
         vs, ms = dtype_of(small)._legacy, dtype_of(big)._legacy
         raise RuntimeError(
             f"addmv input tensors must have the same dtype, but got {vs}, {ms}, and {vs}")
+    if da >= 3 and db <= 2 and _should_fold(input, other):
+        return _folded(input, other)
     if da == 1:
         return sh.squeeze(_batched(sh.unsqueeze(input, 0), other), -2)
     if db == 1:
         return sh.squeeze(_batched(input, sh.unsqueeze(other, -1)), -1)
     return _batched(input, other)
+
+
+def _folded(a, b):
+    """An N-D @ 2-D (or 1-D) product folded to one mm (mv), as PyTorch folds it: the batch
+    dims of ``a`` reshaped into its rows, the result an ``UnsafeViewBackward0`` of the mm."""
+    sa = a._data.shape
+    rows = int(np.prod(sa[:-1], dtype=np.int64))
+    a2 = sh.reshape(a, rows, sa[-1])
+    r = mm(a2, b) if b._data.ndim == 2 else mv(a2, b)
+    shape = sa[:-1] + b._data.shape[1:]
+    out = _wrap(r._data.reshape(shape))
+    if state.enabled and r._requires_grad:
+        # d/dr unsafe_view(r, s) = g viewed as r's shape
+        attach(out, sh.UnsafeViewBackward0((edge(r),), (r._data.shape,)))
+    return out
 
 
 @declare(nodes=("MulBackward0",))
