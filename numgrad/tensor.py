@@ -592,6 +592,14 @@ class Tensor(metaclass=_TensorMeta):
             raise TypeError("dtype must be a type, str, or dtype object")
         return self.to(dtype)
 
+    def new(self, *args, **kwargs):
+        from numgrad._tensor_new import new
+        return new(self, *args, **kwargs)
+
+    def resize_(self, *sizes, memory_format=None):
+        from numgrad._tensor_new import resize_
+        return resize_(self, *sizes, memory_format=memory_format)
+
     def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
         from numgrad._factories import tensor
         return tensor(data, dtype=dtype or self.dtype, device=device or self.device,
