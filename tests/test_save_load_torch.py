@@ -221,3 +221,40 @@ def test_legacy_files_cut_flipped_or_huge_give_the_one_error(legacy_blob):
         ng.load(io.BytesIO(huge))
     with pytest.raises(RuntimeError, match="max_bytes"):
         ng.load(io.BytesIO(legacy_blob), max_bytes=16)
+
+
+def _legacy_file(numel, header_numel, data):
+    """A legacy-format file of one float32 tensor of ``numel`` elements, written by hand."""
+    def long(v):
+        b = pickle.encode_long(v)
+        return b"\x8a" + bytes([len(b)]) + b
+    main = (b"\x80\x02ctorch._utils\n_rebuild_tensor_v2\n((X\x07\x00\x00\x00storagectorch\n"
+            b"FloatStorage\nX\x01\x00\x00\x000X\x03\x00\x00\x00cpu" + long(numel)
+            + b"NtQK\x00K\x02\x85K\x01\x85\x89ccollections\nOrderedDict\n)RtR.")
+    head = b"".join(pickle.dumps(v, protocol=2) for v in [
+        0x1950A86A20F9469CFC6C, 1001, {"protocol_version": 1001, "little_endian": True}])
+    return head + main + pickle.dumps(["0"], protocol=2) + np.int64(header_numel).tobytes() \
+        + data
+
+
+def test_legacy_storages_are_checked_before_allocation():
+    assert ng.load(io.BytesIO(_legacy_file(2, 2, bytes(8)))).tolist() == [0, 0]
+    with pytest.raises(RuntimeError, match=r"max_bytes"):
+        ng.load(io.BytesIO(_legacy_file(10**12, 10**12, bytes(8))))
+    with pytest.raises(RuntimeError, match="declares 4000 bytes but the file has 8 left"):
+        ng.load(io.BytesIO(_legacy_file(1000, 1000, bytes(8))))
+    with pytest.raises(RuntimeError, match="reaches element 1 of a storage of 1"):
+        ng.load(io.BytesIO(_legacy_file(1, 1, bytes(4))))
+
+
+@requires_torch
+def test_whole_torch_modules_load_as_numgrad_modules():
+    theirs = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for zipped in [True, False]:
+        blob = _saved(theirs, torch.save, _use_new_zipfile_serialization=zipped)
+        ours = ng.load(io.BytesIO(blob), weights_only=False)
+        assert type(ours) is ng.nn.Sequential and type(ours[0]) is ng.nn.Linear
+        np.testing.assert_allclose(ours(ng.from_numpy(x)).detach().numpy(),
+                                   theirs(torch.from_numpy(x)).detach().numpy(), rtol=1e-5,
+                                   atol=1e-6)
