@@ -1,10 +1,11 @@
 """DLPack: ``Tensor.__dlpack__``/``__dlpack_device__``, ``numgrad.from_dlpack`` and
 ``numgrad.utils.dlpack`` share memory with NumPy and PyTorch on the CPU, both ways, with
-PyTorch's errors for tensors that require grad and for streams on the CPU."""
+PyTorch's errors for tensors that require grad and for streams on the CPU; CUDA tensors share
+through ``__cuda_array_interface__`` (checked on the simulator)."""
 
 import numpy as np
 import pytest
-from conftest import raised, requires_torch, torch
+from conftest import raised, requires_torch, run_on_simulator, torch
 
 import numgrad as ng
 
@@ -102,3 +103,23 @@ def test_errors_are_pytorchs(kwargs):
         torch.ones(2, requires_grad=True).__dlpack__, **kwargs)
     assert raised(ng.ones(2).__dlpack__, **kwargs) == raised(torch.ones(2).__dlpack__, **kwargs)
     assert raised(ng.from_dlpack, [1, 2]) == raised(torch.from_dlpack, [1, 2])
+
+
+CUDA_SCRIPT = """
+import numgrad as ng
+t = ng.arange(4., device="cuda")
+assert t.__dlpack_device__() == (2, 0), t.__dlpack_device__()
+try:
+    t.__dlpack__()
+    raise AssertionError("exported")
+except BufferError as e:
+    assert "__cuda_array_interface__" in str(e)
+u = ng.from_dlpack(t)
+u[0] = 7
+assert u.is_cuda and t.tolist() == [7, 1, 2, 3]
+print("ok")
+"""
+
+
+def test_cuda_tensors_share_through_the_array_interface_on_the_simulator():
+    run_on_simulator(CUDA_SCRIPT)
