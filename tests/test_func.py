@@ -6,6 +6,8 @@ gradients recipe on a tiny MLP, and PyTorch's errors."""
 import numpy as np
 import pytest
 from conftest import raised
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import numgrad as ng
 
@@ -374,3 +376,22 @@ def test_model_ensembling_recipe():
                 raised(F.stack_module_state, [models[0], T.nn.Linear(3, 5)])]
         return out, params["2.bias"].grad, errs
     both(run)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(1, 4), st.integers(1, 3), st.integers(0, 2**31 - 1))
+def test_jvp_vjp_and_jacobian_agree(n, m, seed):
+    """<u, J v> = <J^T u, v> = u^T (jacrev J) v for any sizes and values."""
+    rng = np.random.default_rng(seed)
+    w = ng.tensor(rng.standard_normal((m, n)))
+    x, v, u = (ng.tensor(rng.standard_normal(k)) for k in (n, n, m))
+
+    def f(x):
+        return (w @ x.tanh()).exp() * x.sum()
+    F = ng.func
+    _, jv = F.jvp(f, (x,), (v,))
+    _, vjp_fn = F.vjp(f, x)
+    (ju,) = vjp_fn(u)
+    jac = F.jacrev(f)(x).numpy()
+    np.testing.assert_allclose(jv.numpy(), jac @ v.numpy(), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(ju.numpy(), u.numpy() @ jac, rtol=1e-9, atol=1e-12)

@@ -99,7 +99,7 @@ def unpack_dual(tensor, *, level=None):
     from numgrad.func._transforms import forward_products
     duals = [d for d, _, _ in lv.duals.values()]
     tangents = [t for _, _, t in lv.duals.values()]
-    keep = lv.lifter.reaches_outer([tensor])
+    keep = lv.lifter.reaches_outer([tensor]) or any(t.requires_grad for t in tangents)
     with enable_grad():
         try:
             (t,) = forward_products([tensor], duals, tangents, keep)

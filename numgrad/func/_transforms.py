@@ -191,8 +191,7 @@ def _grad_and_value(func, argnums, has_aux, args, kwargs):
                 f"{output.dim()} dims. Maybe you wanted to use the vjp or jacrev APIs instead?")
         flat, spec = flatten(diff)
         keep = level.reaches_outer([output])
-        from numgrad import ones_like
-        grads = _grads([output], flat, [ones_like(output)], keep, retain_graph=keep)
+        grads = _grads([output], flat, [None], keep, retain_graph=keep)  # implicit 1
         if has_aux:
             aux = _aux_out(aux, keep)
         if not keep:
@@ -390,8 +389,9 @@ def _jacobian_of(o, inputs, keep):
     import numgrad
     n = o.numel()
     if n == 0 or not o.requires_grad:
-        return [numgrad.zeros(tuple(o.shape) + tuple(x.shape), dtype=x.dtype) for x in inputs]
-    basis = numgrad.eye(n, dtype=o.dtype)
+        return [numgrad.zeros(tuple(o.shape) + tuple(x.shape), dtype=x.dtype, device=x.device)
+                for x in inputs]
+    basis = numgrad.eye(n, dtype=o.dtype, device=o.device)
     rows = [_grads([o], inputs, [basis[k].reshape(o.shape)], keep) for k in range(n)]
     return [numgrad.stack([r[i] for r in rows]).reshape(tuple(o.shape) + tuple(x.shape))
             for i, x in enumerate(inputs)]
