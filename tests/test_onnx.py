@@ -255,6 +255,8 @@ def test_unsupported_ops_raise_a_clear_error():
     with pytest.raises(UnsupportedOperatorError, match="aten::dropout.*training mode"):
         ng.onnx.export(nn.Dropout(), ng.randn(2, 4), io.BytesIO(),
                        training=TrainingMode.TRAINING)
+    with pytest.raises(UnsupportedOperatorError, match="'aten::getitem'.*tensors or lists"):
+        ng.onnx.export(lambda x: x[[0, 2]], ng.randn(3, 2), io.BytesIO())  # not x[0, 2]
     with pytest.raises(ValueError, match="Unsupported ONNX opset version: 9"):
         ng.onnx.export(nn.ReLU(), ng.randn(2), io.BytesIO(), opset_version=9)
 

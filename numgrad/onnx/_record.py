@@ -69,7 +69,7 @@ class Recorder:
                 out = fn(*args, **kwargs)
             finally:
                 rec.depth -= 1
-            args = tuple(tuple(a) if isinstance(a, list) else a for a in args)
+            args = tuple(list(a) if isinstance(a, list) else a for a in args)  # (a copy)
             rec.calls.append(Call(name, fn, args, kwargs, out, swapped))
             return out
 
