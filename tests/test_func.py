@@ -259,7 +259,9 @@ def test_vmap_in_dims_out_dims_pytrees():
             {"a": T.tensor(X4[:2]), "b": [T.tensor(M.T.copy())]})
         r4 = F.vmap(F.vmap(lambda a, b: a * b))(T.tensor(X4), T.tensor(X4))
         r5 = F.vmap(lambda x, s: x * s, in_dims=(0, None))(T.tensor(A), 3.0)
-        return r1, r2, r3, r4, r5
+        r6 = F.vmap(lambda x, c: (x + c, c * 2), in_dims=(0, None), out_dims=(0, None))(
+            T.tensor(X4), T.tensor(A))
+        return r1, r2, r3, r4, r5, r6
     both(run)
 
 
@@ -280,7 +282,8 @@ def test_vmap_errors():
                 raised(F.vmap, f, randomness="sometimes"),
                 raised(F.vmap, f, chunk_size=0),
                 raised(F.vmap(lambda a: 2.0), x),
-                raised(F.vmap(lambda a: (a, a), out_dims=(0, 0, 0)), x)]
+                raised(F.vmap(lambda a: (a, a), out_dims=(0, 0, 0)), x),
+                raised(F.vmap(lambda a: a * 2, out_dims=None), x)]
     r = [cases(T, F) for T, F in LIBS]
     assert r[0] == r[1]
     assert all(c is not None for c in r[0])

@@ -120,6 +120,11 @@ def _run(func, in_dims, out_dims, randomness, args, kwargs):
     for j, d in enumerate(odims):
         first = results[0][j]
         if d is None:
+            # an unbatched output must be the same for every element (else PyTorch's error)
+            if isinstance(first, Tensor) and not all(
+                    r[j] is first or numgrad.equal(r[j], first) for r in results[1:]):
+                raise ValueError(f"vmap({name}, ...): `{name}` can not return a BatchedTensor "
+                                 "when out_dim is None")
             flat_out.append(first)
             continue
         if not isinstance(first, Tensor):
