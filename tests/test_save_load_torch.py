@@ -258,3 +258,41 @@ def test_whole_torch_modules_load_as_numgrad_modules():
         np.testing.assert_allclose(ours(ng.from_numpy(x)).detach().numpy(),
                                    theirs(torch.from_numpy(x)).detach().numpy(), rtol=1e-5,
                                    atol=1e-6)
+
+
+MODULES = [("Linear", (3, 2)), ("Conv2d", (2, 3, 3)), ("ConvTranspose1d", (2, 3, 2)),
+           ("BatchNorm2d", (3,)), ("LayerNorm", (4,)), ("GroupNorm", (2, 4)),
+           ("Embedding", (5, 3)), ("LSTM", (3, 4, 2)), ("GRU", (3, 4)),
+           ("MultiheadAttention", (4, 2)), ("Conv1d", (2, 3, 3))]
+
+
+@requires_torch
+@pytest.mark.parametrize("name, args", MODULES, ids=[m[0] for m in MODULES])
+def test_module_state_dicts_both_ways(name, args):
+    ours, theirs = getattr(ng.nn, name)(*args), getattr(torch.nn, name)(*args)
+    theirs.load_state_dict(torch.load(io.BytesIO(_saved(ours.state_dict())), weights_only=True))
+    for key, t in theirs.state_dict().items():
+        assert _torch_values(t) == _values(ours.state_dict()[key]), key
+    theirs = getattr(torch.nn, name)(*args)
+    ours.load_state_dict(ng.load(io.BytesIO(_saved(theirs.state_dict(), torch.save))))
+    for key, t in ours.state_dict().items():
+        assert _values(t) == _torch_values(theirs.state_dict()[key]), key
+
+
+@requires_torch
+@pytest.mark.parametrize("name, kwargs", [("SGD", {"lr": 0.1, "momentum": 0.9}),
+                                          ("AdamW", {"lr": 0.1}), ("RMSprop", {"lr": 0.1})])
+def test_optimizer_state_dicts_both_ways(name, kwargs):
+    theirs = torch.nn.Linear(2, 2)
+    topt = getattr(torch.optim, name)(theirs.parameters(), **kwargs)
+    theirs(torch.ones(1, 2)).sum().backward()
+    topt.step()
+    ours = ng.nn.Linear(2, 2)
+    ours.load_state_dict(ng.load(io.BytesIO(_saved(theirs.state_dict(), torch.save))))
+    opt = getattr(ng.optim, name)(ours.parameters(), **kwargs)
+    opt.load_state_dict(ng.load(io.BytesIO(_saved(topt.state_dict(), torch.save))))
+    back = torch.load(io.BytesIO(_saved(opt.state_dict())), weights_only=True)
+    assert back["param_groups"] == topt.state_dict()["param_groups"]
+    for k, state in topt.state_dict()["state"].items():
+        for key, v in state.items():
+            assert _torch_values(back["state"][k][key]) == _torch_values(v), key
