@@ -244,3 +244,31 @@ def test_mvn_gradients_match_finite_differences():
     assert numgrad.autograd.gradcheck(
         f, (numgrad.tensor(LOC, dtype=numgrad.float64, requires_grad=True),
             half.requires_grad_(True)))
+
+
+SIMULATED = """
+import numgrad as ng
+D = ng.distributions
+def run(dev):
+    ng.manual_seed(0)
+    loc = ng.zeros(3, device=dev, requires_grad=True)
+    n = D.Normal(loc, ng.ones(3, device=dev))
+    x = n.rsample((2,))
+    n.log_prob(x).sum().backward()
+    c = D.Categorical(logits=ng.tensor([0.1, 0.2, 0.3], device=dev))
+    b = D.Bernoulli(ng.full((2, 3), 0.4, device=dev))
+    t = ng.zeros(2, 3, device=dev)
+    m = D.MultivariateNormal(ng.zeros(2, device=dev), 2 * ng.eye(2, device=dev))
+    out = [x, loc.grad, c.sample((4,)), b.sample(), t.bernoulli_(b.probs), t.exponential_(),
+           m.log_prob(m.sample())]
+    assert all(str(o.device) == dev for o in out), [o.device for o in out]
+    return [o.detach().cpu().tolist() for o in out]
+assert run("cuda:0") == run("cpu")
+print("ok")
+"""
+
+
+def test_distributions_and_bernoulli_on_cuda_draw_the_cpus_numbers():
+    from conftest import run_on_simulator
+
+    run_on_simulator(SIMULATED)

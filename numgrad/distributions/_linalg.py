@@ -43,7 +43,7 @@ def _pivots(a):
 def _assemble(low, like):
     """The lower-triangular matrix with the given entries (zeros above the diagonal)."""
     n = len(low)
-    zero = numgrad.zeros(like.shape[:-2], dtype=like.dtype)
+    zero = numgrad.zeros(like.shape[:-2], dtype=like.dtype, device=like.device)
     rows = [numgrad.stack([low[i][j] if j <= i else zero for j in range(n)], -1)
             for i in range(n)]
     return numgrad.stack(rows, -2)
@@ -53,7 +53,7 @@ def cholesky_succeeds(a):
     """Bool tensor of ``a``'s batch shape: whether each matrix has a Cholesky factor."""
     with numgrad.no_grad():
         _, pivots = _pivots(a.detach())
-        ok = numgrad.ones(a.shape[:-2], dtype=numgrad.bool)
+        ok = numgrad.ones(a.shape[:-2], dtype=numgrad.bool, device=a.device)
         for d in pivots:
             ok = ok & (d > 0)
     return ok
@@ -76,7 +76,7 @@ def cholesky(a):
         a = 0.5 * (a + a.mT)
     low, pivots = _pivots(a)
     with numgrad.no_grad():
-        bad = np.stack([np.asarray(~(d.detach() > 0).numpy()).reshape(-1) for d in pivots], -1)
+        bad = np.stack([(~(d.detach() > 0)).cpu().numpy().reshape(-1) for d in pivots], -1)
     if bad.any():
         batch, order = (int(v) for v in np.argwhere(bad)[0])
         where = f"(Batch element {batch}): " if a.dim() > 2 else ""
@@ -105,6 +105,6 @@ def solve_lower(low, b):
 def inverse_lower(low):
     """L^-1 of lower-triangular L: column k solves L x = e_k."""
     n = low.shape[-1]
-    eye = numgrad.eye(n, dtype=low.dtype)
+    eye = numgrad.eye(n, dtype=low.dtype, device=low.device)
     columns = [solve_lower(low, eye[k]) for k in range(n)]
     return numgrad.stack(columns, -1)

@@ -96,6 +96,6 @@ class Bernoulli(Distribution):
         return _bce_with_logits(self.logits, self.probs)
 
     def enumerate_support(self, expand=True):
-        values = numgrad.arange(2, dtype=self._param.dtype)
+        values = numgrad.arange(2, dtype=self._param.dtype, device=self._param.device)
         values = values.view((-1,) + (1,) * len(self._batch_shape))
         return values.expand((-1,) + tuple(self._batch_shape)) if expand else values

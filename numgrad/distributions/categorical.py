@@ -67,7 +67,8 @@ class Categorical(Distribution):
 
     @property
     def mean(self):
-        return numgrad.full(self._extended_shape(), math.nan, dtype=self.probs.dtype)
+        return numgrad.full(self._extended_shape(), math.nan, dtype=self.probs.dtype,
+                            device=self.probs.device)
 
     @property
     def mode(self):
@@ -75,7 +76,8 @@ class Categorical(Distribution):
 
     @property
     def variance(self):
-        return numgrad.full(self._extended_shape(), math.nan, dtype=self.probs.dtype)
+        return numgrad.full(self._extended_shape(), math.nan, dtype=self.probs.dtype,
+                            device=self.probs.device)
 
     def sample(self, sample_shape=_EMPTY):
         if not isinstance(sample_shape, Size):
@@ -99,7 +101,7 @@ class Categorical(Distribution):
         return -(logits * self.probs).sum(-1)
 
     def enumerate_support(self, expand=True):
-        values = numgrad.arange(self._num_events, dtype=numgrad.long)
+        values = numgrad.arange(self._num_events, dtype=numgrad.long, device=self._param.device)
         values = values.view((-1,) + (1,) * len(self._batch_shape))
         return values.expand((-1,) + tuple(self._batch_shape)) if expand else values
 
@@ -167,6 +169,6 @@ class OneHotCategorical(Distribution):
 
     def enumerate_support(self, expand=True):
         n = self.event_shape[0]
-        values = numgrad.eye(n, dtype=self._param.dtype)
+        values = numgrad.eye(n, dtype=self._param.dtype, device=self._param.device)
         values = values.view((n,) + (1,) * len(self.batch_shape) + (n,))
         return values.expand((n,) + tuple(self.batch_shape) + (n,)) if expand else values

@@ -217,7 +217,7 @@ class _Square(Constraint):
 
     def check(self, value):
         return numgrad.full(value.shape[:-2], value.shape[-2] == value.shape[-1],
-                            dtype=numgrad.bool)
+                            dtype=numgrad.bool, device=value.device)
 
 
 class _Symmetric(_Square):

@@ -107,7 +107,7 @@ class MultivariateNormal(Distribution):
     # x = loc + L eps
     def rsample(self, sample_shape=_EMPTY):
         shape = self._extended_shape(sample_shape)
-        eps = standard_normal(shape, self.loc.dtype)
+        eps = standard_normal(shape, self.loc.dtype, self.loc.device)
         return self.loc + numgrad.matmul(self._unbroadcasted_scale_tril,
                                          eps.unsqueeze(-1)).squeeze(-1)
 

@@ -57,7 +57,7 @@ class Normal(Distribution):
     # x = loc + eps * scale: d/dloc = 1, d/dscale = eps
     def rsample(self, sample_shape=_EMPTY):
         shape = self._extended_shape(sample_shape)
-        eps = standard_normal(shape, self.loc.dtype)
+        eps = standard_normal(shape, self.loc.dtype, self.loc.device)
         return self.loc + eps * self.scale
 
     def log_prob(self, value):

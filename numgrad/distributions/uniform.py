@@ -59,7 +59,7 @@ class Uniform(Distribution):
     # x = low + u (high - low): d/dlow = 1 - u, d/dhigh = u
     def rsample(self, sample_shape=_EMPTY):
         shape = self._extended_shape(sample_shape)
-        u = numgrad.rand(shape, dtype=self.low.dtype)
+        u = numgrad.rand(shape, dtype=self.low.dtype, device=self.low.device)
         return self.low + u * (self.high - self.low)
 
     def log_prob(self, value):

@@ -26,9 +26,9 @@ def broadcast_all(*values):
     return tuple(t if tuple(t.shape) == tuple(shape) else t.expand(shape) for t in tensors)
 
 
-def standard_normal(shape, dtype):
+def standard_normal(shape, dtype, device=None):
     """N(0, 1) draws, filled as PyTorch fills ``empty(shape).normal_()``."""
-    return numgrad.empty(shape, dtype=dtype).normal_()
+    return numgrad.empty(shape, dtype=dtype, device=device).normal_()
 
 
 def logits_to_probs(logits, is_binary=False):

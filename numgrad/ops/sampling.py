@@ -22,7 +22,7 @@ Samples are not differentiable: as in PyTorch the nodes give zero gradients
 
 import numpy as np
 
-from numgrad import _arrays, _dtype
+from numgrad import _arrays, _device, _dtype
 from numgrad._shape import broadcast_shapes, check_size, parse_shape
 from numgrad._spellings import FACTORY, bind, bool_arg, int_arg, invalid_combination, type_name
 from numgrad.autograd.graph import Node
@@ -183,11 +183,14 @@ def _record(out, node_cls, inputs):
 def _fill_(self, draw, node_cls, extra=()):
     """``self`` filled in place with ``draw(self)`` (an array of self's shape), recording
     ``node_cls`` over ``self`` (and the tensors in ``extra``) as PyTorch does."""
+    def drawn(t):  # host draws, moved to t's device
+        return _arrays.to_device(draw(t), _device.of(t._data))
+
     def op(src, *args):
-        return _record(_wrap(draw(self)), node_cls, (src, *args))
+        return _record(_wrap(drawn(self)), node_cls, (src, *args))
 
     def raw(t, *args):
-        EW.unary(EW.copy, draw(t), t._data.dtype, out=t._data)
+        EW.unary(EW.copy, drawn(t), t._data.dtype, out=t._data)
 
     return apply_(self, op, *extra, raw=raw)
 
@@ -227,7 +230,7 @@ def exponential_(self, *args, generator=None, **kwargs):
 def _bernoulli_tensor_draw(g, p, shape, perm, dt=np.float64):
     """0/1 draws (NumPy dtype ``dt``) of ``shape`` against probabilities ``p`` (broadcast to
     ``shape``), visited in axes order ``perm``."""
-    pd = p._data
+    pd = _arrays.host(p._data)  # drawn on the host, as every numgrad random tensor is
     if pd.dtype.kind != "f":
         raise _not_implemented("bernoulli_tensor_cpu_p_", p)
     if not SMP.all_between(np.ascontiguousarray(pd).reshape(-1), 0.0, 1.0):
@@ -272,7 +275,8 @@ def _bernoulli(fname, input, p, generator, positions_of_p=None):
     a = input._data
     perm = list(range(a.ndim))  # the result is row-major whatever input's layout
     if p is None:
-        out = _wrap(_bernoulli_tensor_draw(g, input, a.shape, perm, a.dtype))
+        drawn = _bernoulli_tensor_draw(g, input, a.shape, perm, a.dtype)
+        out = _wrap(_arrays.to_device(drawn, _device.of(a)))
         return _record(out, BernoulliBackward0, (input,))
     if isinstance(p, Tensor):
         raise invalid_combination(fname, (input, p), {}, (
