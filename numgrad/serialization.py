@@ -653,6 +653,14 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     limits = _Limits(max_bytes=max_bytes, max_ratio=max_ratio, max_json_bytes=max_json_bytes,
                      max_depth=max_depth)
     place = _placer(map_location)
+    if mmap:
+        with open(f, "rb") as fh:
+            if _torch_legacy.is_legacy(fh.read(14)):
+                f_name = f"{f}, " if isinstance(f, str) else ""
+                raise RuntimeError(
+                    "mmap can only be used with files saved with "
+                    f"`torch.save({f_name}_use_new_zipfile_serialization=True), please "
+                    "torch.save your checkpoint with this option in order to use mmap.")
     try:
         if isinstance(f, (str, os.PathLike)):
             name = os.fspath(f)

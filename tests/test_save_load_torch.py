@@ -223,6 +223,13 @@ def test_legacy_files_cut_flipped_or_huge_give_the_one_error(legacy_blob):
         ng.load(io.BytesIO(legacy_blob), max_bytes=16)
 
 
+def test_legacy_files_refuse_mmap_as_pytorch_does(legacy_blob, tmp_path):
+    path = tmp_path / "legacy.pt"
+    path.write_bytes(legacy_blob)
+    for f in [path, str(path)]:
+        assert raised(ng.load, f, mmap=True) == raised(torch.load, f, mmap=True)
+
+
 def _legacy_file(numel, header_numel, data):
     """A legacy-format file of one float32 tensor of ``numel`` elements, written by hand."""
     def long(v):

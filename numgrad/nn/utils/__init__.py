@@ -1,6 +1,13 @@
 """``numgrad.nn.utils``: gradient clipping."""
 
 from numgrad.nn.utils.clip_grad import clip_grad_norm_, clip_grad_value_
-from numgrad.nn.utils import stateless  # noqa: E402,F401  (nn.utils.stateless)
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_"]
+
+
+def __getattr__(name):
+    # ``torch.nn.utils.stateless`` works right after ``import torch``; so does ours
+    if name == "stateless":
+        import importlib
+        return importlib.import_module("numgrad.nn.utils.stateless")
+    raise AttributeError(f"module 'numgrad.nn.utils' has no attribute '{name}'")
