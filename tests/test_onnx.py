@@ -233,7 +233,19 @@ def reductions(x):
     return v + x.max() + y + ng.maximum(x, x * 2), i, w, j, x.argmax(), x.argmin(1)
 
 
+def casts_and_likes(x, i):
+    y = x.detach() * 2 + ng.zeros_like(x) + ng.full_like(x, 0.5) + ng.tensor([1.0, 2.0, 3.0])
+    ng.relu_(y)
+    z = (i.byte().short() + ng.ones_like(i)).cpu()
+    return y + ng.as_tensor(x), z, x.type(ng.float64)
+
+
 def test_shape_and_elementwise_ops():
+    export_and_run(casts_and_likes, (ng.randn(2, 3), ng.randint(0, 5, (2, 3))),
+                   [(ng.randn(4, 3), ng.randint(0, 5, (4, 3)))], input_names=["x", "i"],
+                   dynamic_axes={"x": [0], "i": [0]})
+    with pytest.raises(UnsupportedOperatorError, match="'aten::rand_like'"):
+        ng.onnx.export(lambda x: x + ng.rand_like(x), ng.randn(2), io.BytesIO())
     export_and_run(ShapeOps(), (ng.randn(3, 4),))
     export_and_run(reductions, (ng.randn(3, 4),), opset_version=17)
     export_and_run(lambda x: (x.narrow(1, -2, 2), x[:, :0].reshape(0, 2)), (ng.randn(2, 5),))

@@ -32,7 +32,14 @@ METHODS = ("float", "double", "half", "long", "int", "bool", "contiguous", "clon
            "log_softmax", "relu", "relu_", "sigmoid", "tanh", "exp", "sqrt", "mean", "sum",
            "flatten", "unflatten", "expand", "expand_as", "repeat", "chunk", "split",
            "transpose", "permute", "t", "unsqueeze", "squeeze", "matmul", "add", "sub", "mul",
-           "div", "pow", "neg", "abs", "log", "rsqrt", "gelu", "narrow", "select")
+           "div", "pow", "neg", "abs", "log", "rsqrt", "gelu", "narrow", "select", "byte",
+           "char", "short", "bfloat16", "type", "cpu", "cuda", "detach", "detach_", "copy_",
+           "fill_", "zero_", "exponential_", "normal_", "uniform_", "random_", "resize_",
+           "new_tensor")
+# numgrad.* functions that are not declared ops: results that may carry the inputs' values
+# or sizes
+FUNCTIONS = ("detach", "zeros_like", "ones_like", "full_like", "empty_like", "rand_like",
+             "randn_like", "randint_like", "tensor", "as_tensor", "asarray")
 # functional helpers that are not ops
 _NOT_OPS = {"Tensor", "Node", "Size", "LazyKernels", "attach", "edge", "meta_for", "dtype_of",
             "broadcast_shapes"}
@@ -107,6 +114,11 @@ class Recorder:
                     names.setdefault(attr, attr)
             for attr, name in names.items():
                 self._patch(numgrad, attr, name)
+            for attr in list(vars(numgrad)):  # the in-place forms: numgrad.relu_(x)
+                if attr.endswith("_") and not attr.startswith("_") and attr[:-1] in names:
+                    self._patch(numgrad, attr, names[attr[:-1]] + "_")
+            for attr in FUNCTIONS:
+                self._patch(numgrad, attr, attr)
             for attr, name in list(names.items()) + [(m, m) for m in METHODS]:
                 if attr in vars(Tensor) or hasattr(Tensor, attr):
                     self._patch(Tensor, attr, name)

@@ -472,15 +472,41 @@ def _squeeze(g, c):
     return g.node("Squeeze", [g.tensor(x), g.ints(axes)])
 
 
-@converts("contiguous", "clone", "detach")
+@converts("contiguous", "clone", "detach", "cpu", "cuda")
 def _identity(g, c):
     return g.tensor(first(c))
 
 
-@converts("to", "float", "double", "half", "long", "int", "bool", "type_as", "type")
+@converts("to", "float", "double", "half", "long", "int", "bool", "type_as", "type", "byte",
+          "char", "short", "bfloat16")
 def _cast(g, c):
     x = first(c)
-    return g.cast(g.tensor(x), x, out_dtype(c))
+    try:
+        dt = out_dtype(c)
+    except TypeError:
+        raise unsupported(g, c, f"dtype {c.result.dtype}") from None
+    return g.cast(g.tensor(x), x, dt)
+
+
+@converts("tensor", "as_tensor", "asarray", "new_tensor")
+def _tensor(g, c):
+    from numgrad.onnx._graph import array_of
+    from numgrad.tensor import Tensor
+    data = c.args[1] if c.name == "new_tensor" else first(c)
+    if isinstance(data, Tensor):  # a copy (or the tensor itself) in the result's dtype
+        return g.cast(g.tensor(data), data, out_dtype(c))
+    return g.const(array_of(c.result))  # made from Python values
+
+
+@converts("zeros_like", "ones_like", "full_like", "empty_like")
+def _like(g, c):
+    a = bound(c)
+    value = {"zeros_like": 0, "ones_like": 1, "empty_like": 0}.get(c.name)
+    if value is None:
+        value = a["fill_value"]
+    dt = out_dtype(c)
+    fill = g.onnx.numpy_helper.from_array(np.asarray([value], dtype=dt), "value")
+    return g.node("ConstantOfShape", [g.node("Shape", [g.tensor(first(c))])], value=fill)
 
 
 @converts("expand", "expand_as", "broadcast_to")
