@@ -398,3 +398,13 @@ def test_jvp_vjp_and_jacobian_agree(n, m, seed):
     jac = F.jacrev(f)(x).numpy()
     np.testing.assert_allclose(jv.numpy(), jac @ v.numpy(), rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(ju.numpy(), u.numpy() @ jac, rtol=1e-9, atol=1e-12)
+
+
+def test_nn_utils_stateless_functional_call_warns_and_delegates():
+    def run(T, F):
+        m = _mlp(T)
+        w = {"2.bias": T.tensor(B[:2])}
+        with pytest.warns(FutureWarning, match="drop-in replacement") as rec:
+            out = T.nn.utils.stateless.functional_call(m, w, (T.tensor(A),))
+        return out, str(rec[0].message)
+    both(run)
