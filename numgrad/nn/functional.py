@@ -2086,6 +2086,7 @@ from numgrad.nn._functional_extra import (  # noqa: E402,F401,I001  (conv/norm/r
     conv1d, conv_transpose1d, conv_transpose2d, group_norm, instance_norm, interpolate,
     upsample, upsample_bilinear, upsample_nearest)
 from numgrad.nn._functional_extra import pad  # noqa: E402,F401,F811,I001  (every pad mode)
+from numgrad.nn._conv3d import conv3d  # noqa: E402,F401,I001
 from numgrad.nn._functional_layers import (  # noqa: E402,F401,I001  (more pooling/norm layers)
     adaptive_avg_pool1d, adaptive_max_pool1d, adaptive_max_pool2d, avg_pool1d,
     bilinear, channel_shuffle, dropout1d, dropout2d, embedding_bag, local_response_norm,

@@ -2,12 +2,15 @@
 
 from numgrad.nn.modules.conv_extra import (
     Conv1d,
+    Conv3d,
     ConvTranspose1d,
     ConvTranspose2d,
     LazyBatchNorm1d,
     LazyBatchNorm2d,
     LazyBatchNorm3d,
+    LazyConv1d,
     LazyConv2d,
+    LazyConv3d,
     LazyLinear,
     UninitializedBuffer,
     UninitializedParameter,

@@ -1,4 +1,4 @@
-"""Conv1d, ConvTranspose1d/2d and the lazy layers (LazyLinear, LazyConv2d,
+"""Conv1d, Conv3d, ConvTranspose1d/2d and the lazy layers (LazyLinear, LazyConv1d/2d/3d,
 LazyBatchNorm1d/2d/3d), with PyTorch's arguments, checks, ``repr`` and default initialization
 (the same numbers for one seed)."""
 
@@ -119,6 +119,33 @@ class Conv1d(_ConvNd):
                             self.bias, self.stride, 0, self.dilation, self.groups)
         return F.conv1d(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
                         self.groups)
+
+
+class Conv3d(_ConvNd):
+    """3-D convolution over (N, C, D, H, W) input; ``padding_mode`` pads with ``F.pad``
+    first."""
+
+    _dims = 3
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
+                 groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, padding_mode, dtype=dtype)
+
+    def forward(self, input):
+        if self.padding_mode == "zeros":
+            return F.conv3d(input, self.weight, self.bias, self.stride, self.padding,
+                            self.dilation, self.groups)
+        widths = []
+        for d in reversed(range(3)):  # F.pad lists the last dim first
+            if isinstance(self.padding, str):
+                total = self.dilation[d] * (self.kernel_size[d] - 1)
+                left = total // 2 if self.padding == "same" else 0
+                widths += [left, total - left] if self.padding == "same" else [0, 0]
+            else:
+                widths += [self.padding[d], self.padding[d]]
+        return F.conv3d(F.pad(input, widths, mode=self.padding_mode), self.weight, self.bias,
+                        self.stride, 0, self.dilation, self.groups)
 
 
 class _ConvTransposeNd(_ConvNd):
@@ -287,10 +314,10 @@ class LazyLinear(_LazyMixin, Linear):
         Linear.reset_parameters(self)
 
 
-class LazyConv2d(_LazyMixin, Conv2d):
-    """``Conv2d`` whose ``in_channels`` is read off the first input."""
+class _LazyConv(_LazyMixin):
+    """A convolution whose ``in_channels`` is read off the first input."""
 
-    cls_to_become = Conv2d
+    _spatial = 2
 
     def __init__(self, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
                  bias=True, padding_mode="zeros", device=None, dtype=None):
@@ -305,7 +332,7 @@ class LazyConv2d(_LazyMixin, Conv2d):
         return self.in_channels
 
     def initialize_parameters(self, input, *args, **kwargs):
-        unbatched = input.dim() == 3
+        unbatched = input.dim() == self._spatial + 1
         self.in_channels = input.shape[0] if unbatched else input.shape[1]
         if self.in_channels % self.groups:
             raise ValueError("in_channels must be divisible by groups")
@@ -313,7 +340,27 @@ class LazyConv2d(_LazyMixin, Conv2d):
                                  *self.kernel_size))
         if self.bias is not None:
             self.bias.materialize((self.out_channels,))
-        Conv2d.reset_parameters(self)
+        self.cls_to_become.reset_parameters(self)
+
+
+class LazyConv1d(_LazyConv, Conv1d):
+    """``Conv1d`` whose ``in_channels`` is read off the first input."""
+
+    cls_to_become = Conv1d
+    _spatial = 1
+
+
+class LazyConv2d(_LazyConv, Conv2d):
+    """``Conv2d`` whose ``in_channels`` is read off the first input."""
+
+    cls_to_become = Conv2d
+
+
+class LazyConv3d(_LazyConv, Conv3d):
+    """``Conv3d`` whose ``in_channels`` is read off the first input."""
+
+    cls_to_become = Conv3d
+    _spatial = 3
 
 
 class _LazyBatchNorm(_LazyMixin):

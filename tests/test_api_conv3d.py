@@ -1,0 +1,134 @@
+"""``F.conv3d``, ``nn.Conv3d`` and ``nn.LazyConv1d/2d/3d`` against PyTorch (values,
+gradients, initial weights for one seed, reprs, padding modes, errors) and float64 finite
+differences."""
+
+import numpy as np
+import pytest
+from conftest import assert_close, finite_difference, raised, requires_torch, to_numpy, torch
+
+import numgrad as ng
+
+# (input shape, weight shape, bias, keyword arguments)
+CASES = [
+    ((2, 4, 5, 6, 7), (6, 2, 3, 2, 3), True, {"groups": 2}),
+    ((1, 3, 6, 5, 5), (4, 3, 2, 3, 3), True,
+     {"stride": (2, 1, 2), "padding": (1, 0, 2), "dilation": (2, 1, 1)}),
+    ((3, 5, 4, 4), (2, 3, 3, 3, 3), False, {"padding": "same"}),  # unbatched
+    ((2, 2, 4, 4, 4), (2, 2, 2, 2, 2), True, {"padding": "same"}),  # even kernel
+    ((2, 3, 5, 5, 5), (3, 1, 3, 3, 3), True, {"groups": 3, "stride": 2, "padding": 1}),
+    ((0, 2, 4, 4, 4), (2, 2, 2, 2, 2), True, {}),  # empty batch
+]
+
+
+def _conv3d(m, x, w, b, dtype, **kw):
+    xt = m.tensor(x, dtype=dtype, requires_grad=True)
+    wt = m.tensor(w, dtype=dtype, requires_grad=True)
+    bt = m.tensor(b, dtype=dtype, requires_grad=True) if b is not None else None
+    y = m.nn.functional.conv3d(xt, wt, bt, **kw)
+    g = m.tensor(np.random.default_rng(9).standard_normal(tuple(y.shape)), dtype=dtype)
+    (y * g).sum().backward()
+    return [y, xt.grad, wt.grad] + ([bt.grad] if bt is not None else [])
+
+
+@requires_torch
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("case", CASES, ids=[str(i) for i in range(len(CASES))])
+def test_conv3d_matches_pytorch(case, dtype):
+    xs, ws, has_bias, kw = case
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal(xs), rng.standard_normal(ws)
+    b = rng.standard_normal(ws[0]) if has_bias else None
+    ours = _conv3d(ng, x, w, b, getattr(ng, dtype), **kw)
+    theirs = _conv3d(torch, x, w, b, getattr(torch, dtype), **kw)
+    tol = {"rtol": 1e-10, "atol": 1e-10} if dtype == "float64" else {"rtol": 1e-4, "atol": 1e-4}
+    for a, e in zip(ours, theirs):
+        assert_close(a, e, **tol)
+
+
+def test_conv3d_finite_differences():
+    rng = np.random.default_rng(1)
+    x, w, b = rng.standard_normal((1, 2, 3, 3, 4)), rng.standard_normal((2, 1, 2, 2, 2)), \
+        rng.standard_normal(2)
+    kw = {"stride": (1, 2, 1), "padding": (1, 0, 1), "dilation": (1, 1, 2), "groups": 2}
+
+    def fn(x, w, b):
+        return ng.nn.functional.conv3d(ng.tensor(x), ng.tensor(w), ng.tensor(b), **kw).numpy()
+
+    y, gx, gw, gb = _conv3d(ng, x, w, b, ng.float64, **kw)
+    weight = np.random.default_rng(9).standard_normal(tuple(y.shape))
+    for i, g in enumerate((gx, gw, gb)):
+        np.testing.assert_allclose(to_numpy(g), finite_difference(fn, [x, w, b], i, weight),
+                                   rtol=1e-6, atol=1e-7)
+
+
+MODULES = [((3, 2, 3), {}), (3, {"stride": (1, 2, 1), "padding": 1, "groups": 2, "bias": False}),
+           ((3, 2, 3), {"padding": "same", "padding_mode": "reflect"}),
+           ((3, 2, 3), {"padding": (1, 0, 1), "padding_mode": "circular"}),
+           (3, {"padding": 1, "padding_mode": "replicate", "dilation": (1, 2, 1)})]
+
+
+@requires_torch
+@pytest.mark.parametrize("case", MODULES, ids=[str(i) for i in range(len(MODULES))])
+def test_conv3d_module_matches_pytorch(case):
+    k, kw = case
+    results = []
+    for m in (torch, ng):
+        m.manual_seed(0)
+        conv = m.nn.Conv3d(4, 6, k, **kw)
+        x = m.randn(2, 4, 5, 6, 7, requires_grad=True)
+        y = conv(x)
+        y.pow(2).sum().backward()
+        results.append((repr(conv), list(conv.state_dict()), y, x.grad, conv.weight.grad,
+                        conv.weight))
+    (tr, tk, *tv), (orr, ok, *ov) = results
+    assert (orr, ok) == (tr, tk)
+    for a, e in zip(ov, tv):
+        assert_close(a, e, rtol=1e-4, atol=1e-4)
+
+
+def _errors(m):
+    F = m.nn.functional
+    x, w = m.randn(2, 4, 5, 6, 7), m.randn(6, 2, 3, 2, 3)
+    return [lambda: F.conv3d(x, w), lambda: F.conv3d(x[0, 0], w),
+            lambda: F.conv3d(x, w[:, :, 0], groups=2),
+            lambda: F.conv3d(x, m.randn(6, 4, 6, 1, 1)),
+            lambda: F.conv3d(x, w, groups=2, padding=(1, 2)),
+            lambda: F.conv3d(x, w, groups=2, stride=0),
+            lambda: F.conv3d(x, w, groups=2, bias=m.zeros(5)),
+            lambda: F.conv3d(x, w, groups=2, padding="same", stride=2),
+            lambda: F.conv3d(x, w, groups=2, padding="foo"),
+            lambda: F.conv3d(x, w, groups=3), lambda: F.conv3d(x, w, groups=0),
+            lambda: F.conv3d(x, w, groups=2, dilation=0),
+            lambda: F.conv3d(x, w, groups=2, padding=-1),
+            lambda: F.conv3d(x, w.double(), groups=2),
+            lambda: F.conv3d(x, w, "a"), lambda: F.conv3d(x, w, None, 1.5),
+            lambda: F.conv3d(x[:, :, :0], w, groups=2),
+            lambda: m.nn.Conv3d(4, 6, 3, groups=3),
+            lambda: m.nn.Conv3d(4, 6, 3)(m.randn(2, 4, 5, 6)),
+            lambda: m.nn.LazyConv3d(6, 3, groups=4)(m.randn(2, 3, 4, 4, 4))]
+
+
+@requires_torch
+def test_conv3d_errors_match_pytorch():
+    for ours, theirs in zip(_errors(ng), _errors(torch)):
+        expected = raised(theirs)
+        assert expected is not None
+        assert raised(ours) == expected
+
+
+@requires_torch
+@pytest.mark.parametrize("cls, shape, kw", [
+    ("LazyConv1d", (2, 4, 9), {}), ("LazyConv2d", (4, 5, 6), {"groups": 2, "padding": 1}),
+    ("LazyConv3d", (2, 4, 5, 6, 5), {"stride": 2, "bias": False})])
+def test_lazy_conv_matches_pytorch(cls, shape, kw):
+    results = []
+    for m in (torch, ng):
+        m.manual_seed(0)
+        conv = getattr(m.nn, cls)(6, 3, **kw)
+        before = (repr(conv), conv.has_uninitialized_params())
+        y = conv(m.randn(*shape))
+        results.append((before, repr(conv), type(conv).__name__, y, conv.weight))
+    (*t, ty, tw), (*o, oy, ow) = results
+    assert o == t
+    assert_close(ow, tw, rtol=0, atol=0)
+    assert_close(oy, ty, rtol=1e-4, atol=1e-5)
