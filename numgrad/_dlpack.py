@@ -162,9 +162,26 @@ def _writable(a):
     return np.ndarray(a.shape, a.dtype, buffer=buf, strides=a.strides)
 
 
-def from_dlpack(ext_tensor):
+def from_dlpack(ext_tensor, *, device=None, copy=None):
     """A tensor sharing memory with ``ext_tensor`` (an object with ``__dlpack__``, or a
-    capsule): NumPy arrays, PyTorch tensors, JAX/CuPy arrays on the CPU."""
+    capsule): NumPy arrays, PyTorch tensors, JAX/CuPy arrays on the CPU. ``copy=True`` copies;
+    ``device`` moves the result (a copy when it is another device)."""
+    from numgrad import _device
+    if device is not None:
+        if isinstance(device, str):
+            device = _device.device(device)
+        if not isinstance(device, _device.device):
+            raise AssertionError(f"from_dlpack: unsupported device type: {type(device)}")
+    t = _from_dlpack(ext_tensor)
+    if device is not None and t.device != device:
+        if copy is False:
+            raise ValueError(f"cannot move DLPack tensor from device {t.__dlpack_device__()} "
+                             f"to {device} without copying. Set copy=None or copy=True.")
+        return t.to(device)
+    return t.clone() if copy else t
+
+
+def _from_dlpack(ext_tensor):
     from numgrad import _factories
     from numgrad.tensor import _wrap
 

@@ -52,6 +52,15 @@ def test_read_only_numpy_memory_is_copied():
     assert ro.tolist() == [1, 1] and g.tolist() == [5, 1]
 
 
+def test_copy_and_device_keywords():
+    a = np.ones(2)
+    ng.from_dlpack(a, copy=True)[0] = 5
+    ng.from_dlpack(a, device="cpu")[1] = 7
+    assert a.tolist() == [1, 7]
+    with pytest.raises(AssertionError, match="unsupported device type: <class 'int'>"):
+        ng.from_dlpack(a, device=3)
+
+
 def test_the_device_and_the_capsule_helpers():
     t = ng.ones(2)
     assert t.__dlpack_device__() == (ng.utils.dlpack.DLDeviceType.kDLCPU, 0)
