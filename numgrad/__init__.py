@@ -61,6 +61,7 @@ from numgrad._dlpack import from_dlpack
 from numgrad._compile.api import compile  # noqa: A001  (PyTorch's name)
 from numgrad import cuda, nn, optim, utils, viz  # noqa: E402  (after the namespace they build on)
 from numgrad import accelerator, testing  # noqa: E402
+from numgrad import profiler  # noqa: E402
 from numgrad import distributions, multiprocessing  # noqa: E402
 from numgrad import onnx  # noqa: E402  (light: the onnx package loads in export())
 from numgrad import func  # noqa: E402

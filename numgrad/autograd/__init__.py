@@ -4,7 +4,7 @@ import numpy as np
 
 from numgrad import _arrays
 from numgrad.autograd import engine as _engine
-from numgrad.autograd import function, graph  # noqa: F401
+from numgrad.autograd import function, graph, profiler  # noqa: F401
 from numgrad.autograd.anomaly_mode import (
     detect_anomaly,
     is_anomaly_check_nan_enabled,

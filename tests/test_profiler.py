@@ -1,0 +1,153 @@
+"""``torch.profiler`` / ``torch.autograd.profiler``: the summary table's layout as PyTorch's
+(columns, widths, footer), rows for the ops that ran (numgrad's registry names) and for
+``record_function`` ranges, consistent totals, Chrome trace JSON, and the op functions put
+back untouched when recording stops."""
+
+import json
+import re
+
+import pytest
+from conftest import requires_torch, torch
+
+import numgrad as ng
+from numgrad import _profiling
+from numgrad.profiler import ProfilerActivity, profile, record_function
+
+HEADERS = ["Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg",
+           "# of Calls"]
+
+
+def _program(m, calls=3):
+    x = m.ones(8, 4)
+    w = m.ones(4, 3, requires_grad=True)
+    for _ in range(calls):
+        (x @ w).relu().sum().backward()
+
+
+def _profiled(m, record_shapes=False):
+    with m.profiler.profile(activities=[m.profiler.ProfilerActivity.CPU],
+                            record_shapes=record_shapes) as prof:
+        with m.profiler.record_function("model_inference"):
+            _program(m)
+    return prof
+
+
+def _columns(table):
+    """(dash-group widths of the separator, header names, rows as cell lists, footer)."""
+    lines = table.rstrip("\n").split("\n")
+    widths = [len(g) for g in lines[0].split("  ") if g]
+    headers = re.split(r"\s{2,}", lines[1].strip())
+    rows = [re.split(r"\s{2,}", ln.strip()) for ln in lines[3:-2]]
+    return widths, headers, rows, lines[-1]
+
+
+def _us(text):
+    scale = {"us": 1.0, "ms": 1e3, "s": 1e6}
+    num, unit = re.fullmatch(r"([0-9.]+)(us|ms|s)", text).groups()
+    return float(num) * scale[unit]
+
+
+def test_table_layout_rows_and_totals():
+    _program(ng, 1)  # kernels loaded before timing
+    prof = _profiled(ng)
+    table = prof.key_averages().table(sort_by="cpu_time_total", row_limit=10)
+    widths, headers, rows, footer = _columns(table)
+    names = [r[0] for r in rows]
+    assert headers == HEADERS
+    assert widths == [max(map(len, names)) + 4] + [12] * 6
+    assert table.split("\n")[0] == table.split("\n")[2] == table.split("\n")[-3]
+    assert names[0] == "model_inference"  # encloses everything: the largest total
+    assert {"matmul", "relu", "sum"} <= set(names)
+    by = {r[0]: r for r in rows}
+    assert by["model_inference"][3] == "100.00%" and by["model_inference"][6] == "1"
+    for op in ("matmul", "relu", "sum"):
+        assert by[op][6] == "3"
+    for r in rows:
+        assert _us(r[4]) >= _us(r[2]) - 1e-3  # total >= self
+        step = {"us": 1e-3, "ms": 1.0, "s": 1e3}[re.sub(r"[0-9.]", "", r[5])]  # printed digits
+        assert abs(_us(r[5]) * int(r[6]) - _us(r[4])) <= step * int(r[6]) + 1e-3 * _us(r[4])
+    shares = [float(r[1].rstrip("%")) for r in rows]
+    assert abs(sum(shares) - 100.0) < 0.1  # every recorded event is listed here
+    total = re.fullmatch(r"Self CPU time total: (\S+)", footer).group(1)
+    assert abs(_us(total) - _us(by["model_inference"][4])) <= 1e-3 * _us(total) + 1e-3
+    self_total = prof.key_averages().self_cpu_time_total
+    assert abs(_us(total) - self_total) <= 1e-3 * self_total + 1e-3
+    assert len(prof.key_averages().table(row_limit=2).rstrip("\n").split("\n")) == 3 + 2 + 2
+
+
+@requires_torch
+def test_table_layout_as_pytorchs():
+    ours = _columns(_profiled(ng).key_averages().table(sort_by="cpu_time_total"))
+    theirs = _columns(_profiled(torch).key_averages().table(sort_by="cpu_time_total"))
+    assert ours[1] == theirs[1] == HEADERS
+    assert ours[0][1:] == theirs[0][1:]
+    assert ours[3].startswith("Self CPU time total: ") and theirs[3].startswith(
+        "Self CPU time total: ")
+    oshape = _columns(_profiled(ng, True).key_averages(group_by_input_shape=True).table())
+    tshape = _columns(_profiled(torch, True).key_averages(group_by_input_shape=True).table())
+    assert oshape[1] == tshape[1] == HEADERS + ["Input Shapes"]
+    orows = {r[0]: r[-1] for r in oshape[2]}
+    trows = {r[0].removeprefix("aten::"): r[-1] for r in tshape[2]}
+    assert orows["model_inference"] == trows["model_inference"] == "[]"
+    assert orows["matmul"] == trows["matmul"] == "[[8, 4], [4, 3]]"
+
+
+def test_autograd_profiler_and_record_function_decorator(tmp_path):
+    @record_function("step")
+    def step():
+        return ng.ones(3).mul(2).add(1)
+
+    with ng.autograd.profiler.profile(record_shapes=True) as prof:
+        step()
+        step()
+    events = prof.function_events
+    assert [e.key for e in events if e.cpu_parent is None] == ["step", "step"]
+    assert [c.key for c in events[0].cpu_children] == ["mul", "add"]  # registry ops only
+    assert events[0].cpu_children[0].input_shapes == [[3], []]
+    avg = {e.key: e for e in prof.key_averages()}
+    assert avg["step"].count == 2 and avg["mul"].count == 2
+    assert avg["step"].cpu_time_total >= avg["add"].cpu_time_total
+    path = tmp_path / "trace.json"
+    prof.export_chrome_trace(str(path))
+    trace = json.loads(path.read_text())["traceEvents"]
+    assert [e["name"] for e in trace] == [e.key for e in events]
+    assert {e["ph"] for e in trace} == {"X"} and trace[0]["cat"] == "user_annotation"
+    parent, child = trace[0], trace[1]
+    assert parent["ts"] <= child["ts"] and child["ts"] + child["dur"] <= parent["ts"] + \
+        parent["dur"] + 1e-3
+
+
+def test_ops_are_untouched_when_not_profiling():
+    before = (ng.add, ng.Tensor.__add__, ng.Tensor.add_, ng.Tensor.__dict__["sum"])
+    cells = [c.cell_contents for c in ng.Tensor.__add__.__closure__]
+    with profile() as prof:
+        assert ng.add is not before[0]
+        ng.ones(2) + 1
+        with pytest.raises(RuntimeError, match="already enabled"):
+            profile().__enter__()
+    assert (ng.add, ng.Tensor.__add__, ng.Tensor.add_, ng.Tensor.__dict__["sum"]) == before
+    assert [c.cell_contents for c in ng.Tensor.__add__.__closure__] == cells
+    assert _profiling.RECORDER is None
+    assert [e.key for e in prof.events()] == ["add"]
+    with record_function("idle"):  # no profiler: nothing recorded, nothing raised
+        ng.ones(1)
+
+
+def test_errors_and_activities():
+    prof = ng.autograd.profiler.profile()
+    with pytest.raises(RuntimeError, match="Profiler didn't finish running"):
+        prof.key_averages()
+    with profile(activities=[ProfilerActivity.CPU]) as p:
+        pass
+    assert p.key_averages().table() == ""
+    assert ProfilerActivity.CPU in ng.profiler.supported_activities()
+
+
+def test_exception_inside_closes_events():
+    with pytest.raises(RuntimeError), profile() as prof:
+        with record_function("outer"):
+            ng.ones(2, 3) @ ng.ones(2, 3)
+    assert _profiling.RECORDER is None
+    events = prof.events()
+    assert events[0].key == "outer" and events[0].cpu_time_total >= 0
+    assert all(e.end_us >= e.start_us for e in events)
