@@ -40,6 +40,9 @@ def test_path_of_unknown_name_raises_attribute_error():
     with pytest.raises(AttributeError, match="has no attribute 'Nope'"):
         conv.Nope  # noqa: B018
     from numgrad.nn.modules.loss import _Loss, _WeightedLoss  # noqa: F401  (own names stay)
+    from numgrad.nn.parameter import UninitializedBuffer, UninitializedParameter
+    assert UninitializedParameter is ng.nn.UninitializedParameter
+    assert isinstance(ng.nn.LazyBatchNorm1d().running_mean, UninitializedBuffer)
 
 
 def _state(bn):

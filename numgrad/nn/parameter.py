@@ -43,3 +43,11 @@ class Buffer(Tensor):
 
     def __new__(cls, data, persistent=True):
         return data.detach()
+
+
+def __getattr__(name):
+    # the lazy modules' placeholders (torch.nn.parameter's names) live with those modules
+    if name in ("UninitializedParameter", "UninitializedBuffer"):
+        from numgrad.nn.modules import conv_extra
+        return getattr(conv_extra, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
