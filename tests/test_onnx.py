@@ -199,6 +199,30 @@ class WordLM(nn.Module):
         return F.log_softmax(decoded, dim=1), hidden
 
 
+class Norms(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gn = nn.GroupNorm(2, 4)
+        self.inorm = nn.InstanceNorm2d(4, affine=True)
+        self.rms = nn.RMSNorm(4)
+        self.shuffle = nn.PixelShuffle(2)
+        self.pool = nn.AdaptiveAvgPool2d((None, 2))
+
+    def forward(self, x):
+        y = self.inorm(self.gn(x))
+        y = self.rms(y.transpose(1, 3)).transpose(1, 3)
+        return self.pool(self.shuffle(y))
+
+
+def test_group_instance_rms_norms():
+    ng.manual_seed(4)
+    model = Norms().eval()
+    model.gn.weight.data.uniform_(0.5, 2)
+    model.inorm.bias.data.uniform_(-1, 1)
+    export_and_run(model, (ng.randn(2, 4, 3, 4),), [(ng.randn(1, 4, 3, 4),)],
+                   input_names=["x"], dynamic_axes={"x": [0]})
+
+
 def test_word_language_model():
     model = WordLM().eval()
     hidden = (ng.zeros(2, 3, 5), ng.randn(2, 3, 5))

@@ -297,10 +297,9 @@ def _adaptive_pool(g, c):
     x = a["input"]
     k = 1 if c.name.endswith("1d") else 2
     have = list(x.shape[-k:])
-    want = [h if o is None else int(o) for o, h in zip(tup(a["output_size"], k)
-                                                      if a["output_size"] is not None
-                                                      else [None] * k, have)] \
-        if isinstance(a["output_size"], (tuple, list)) else [int(a["output_size"])] * k
+    size = a["output_size"]
+    want = [h if o is None else int(o) for o, h in zip(size, have)] \
+        if isinstance(size, (tuple, list)) else [int(size)] * k
     is_max = "max" in c.name
     if x.dim() == k + 1:
         raise unsupported(g, c, "unbatched input")
@@ -358,6 +357,79 @@ def _pad(g, c):
     if mode == "constant":
         ins.append(g.const(0 if a["value"] is None else a["value"], np_dtype(x)))
     return g.node("Pad", ins, mode=onnx_mode)
+
+
+def _normalized(g, v, axes, eps, dt):
+    """(v - mean) / sqrt(var + eps) over ``axes`` (biased variance)."""
+    def mean(u):
+        return g.node("ReduceMean", [u, g.ints(axes)], keepdims=1) if g.opset >= 18 else \
+            g.node("ReduceMean", [u], axes=axes, keepdims=1)
+    centred = g.node("Sub", [v, mean(v)])
+    var = mean(g.node("Mul", [centred, centred]))
+    return g.node("Div", [centred, g.node("Sqrt", [g.node("Add", [var,
+                                                                  g.const(eps, dt)])])])
+
+
+@converts("group_norm")
+def _group_norm(g, c):
+    a = bound(c)
+    x = a["input"]
+    dt, n = np_dtype(x), x.dim()
+    groups, ch = int(a["num_groups"]), x.shape[1]
+    v = g.node("Reshape", [g.tensor(x), g.ints([0, groups, -1])])
+    v = _normalized(g, v, [2], float(a["eps"]), dt)
+    v = g.node("Reshape", [v, g.node("Shape", [g.tensor(x)])])
+    per_channel = [ch] + [1] * (n - 2)  # (C, 1, 1...) broadcasts over (N, C, ...)
+    if a["weight"] is not None:
+        v = g.node("Mul", [v, g.node("Reshape", [g.tensor(a["weight"]), g.ints(per_channel)])])
+    if a["bias"] is not None:
+        v = g.node("Add", [v, g.node("Reshape", [g.tensor(a["bias"]), g.ints(per_channel)])])
+    return v
+
+
+@converts("instance_norm")
+def _instance_norm(g, c):
+    a = bound(c)
+    x = a["input"]
+    dt, n, ch = np_dtype(x), x.dim(), x.shape[1]
+    if not a["use_input_stats"]:  # running statistics, as batch_norm in eval mode
+        w = g.tensor(a["weight"]) if a["weight"] is not None else g.const(np.ones(ch, dt))
+        b = g.tensor(a["bias"]) if a["bias"] is not None else g.const(np.zeros(ch, dt))
+        return g.node("BatchNormalization", [g.tensor(x), w, b, g.tensor(a["running_mean"]),
+                                             g.tensor(a["running_var"])],
+                      epsilon=float(a["eps"]))
+    v = _normalized(g, g.tensor(x), list(range(2, n)), float(a["eps"]), dt)
+    per_channel = [ch] + [1] * (n - 2)
+    if a["weight"] is not None:
+        v = g.node("Mul", [v, g.node("Reshape", [g.tensor(a["weight"]), g.ints(per_channel)])])
+    if a["bias"] is not None:
+        v = g.node("Add", [v, g.node("Reshape", [g.tensor(a["bias"]), g.ints(per_channel)])])
+    return v
+
+
+@converts("rms_norm")
+def _rms_norm(g, c):
+    a = bound(c)
+    x = a["input"]
+    dt = np_dtype(x)
+    k = len(tup(a["normalized_shape"], 1))
+    axes = list(range(x.dim() - k, x.dim()))
+    eps = a["eps"] if a["eps"] is not None else float(np.finfo(dt).eps)
+    v = g.tensor(x)
+    sq = g.node("Mul", [v, v])
+    ms = g.node("ReduceMean", [sq, g.ints(axes)], keepdims=1) if g.opset >= 18 else \
+        g.node("ReduceMean", [sq], axes=axes, keepdims=1)
+    v = g.node("Div", [v, g.node("Sqrt", [g.node("Add", [ms, g.const(eps, dt)])])])
+    return v if a["weight"] is None else g.node("Mul", [v, g.tensor(a["weight"])])
+
+
+@converts("pixel_shuffle")
+def _pixel_shuffle(g, c):
+    a = bound(c)
+    if a["input"].dim() != 4:
+        raise unsupported(g, c, "input that is not 4-D")
+    return g.node("DepthToSpace", [g.tensor(a["input"])], blocksize=int(a["upscale_factor"]),
+                  mode="CRD")
 
 
 @converts("softmax", "log_softmax")
