@@ -18,7 +18,7 @@ for all steps whose backward stacks the step gradients (slicing each step out se
 would give every step's gradient the size of the whole sequence).
 
 Gates follow PyTorch's layout: LSTM rows (i, f, g, o), GRU rows (r, z, n) with the reset gate
-applied to ``W_hn h + b_hn``. ``PackedSequence`` input is not supported.
+applied to ``W_hn h + b_hn``. A ``PackedSequence`` input runs in ``_rnn_packed``.
 """
 
 import math
@@ -334,8 +334,8 @@ class RNNBase(Module):
     def _batched(self, input, name):
         """(input as 3-D, whether it was batched): PyTorch's check of the input's dims."""
         if not isinstance(input, Tensor):
-            raise TypeError(f"{name}: expected a Tensor as input (PackedSequence is not "
-                            f"supported by numgrad), got {type(input).__name__}")
+            raise TypeError(f"{name}: expected a Tensor or PackedSequence as input, got "
+                            f"{type(input).__name__}")
         if input.dim() not in (2, 3):
             tail = " tensor instead" if name == "RNN" else " instead"
             raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.dim()}D{tail}")
@@ -421,6 +421,16 @@ def _check_config(mode, input_size, hidden_size, num_layers, bias, batch_first, 
         raise ValueError("proj_size has to be smaller than hidden_size")
 
 
+def _is_packed(input):
+    from numgrad.nn.utils.rnn import PackedSequence
+    return isinstance(input, PackedSequence)
+
+
+def _run_packed(module, packed, hx):
+    from numgrad.nn.modules import _rnn_packed
+    return _rnn_packed.run(module, packed, hx)
+
+
 def _no_proj(kwargs):
     if "proj_size" in kwargs:
         raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
@@ -430,6 +440,8 @@ class _SingleStateRNN(RNNBase):
     """RNN and GRU: one hidden state ``h``."""
 
     def forward(self, input, hx=None):
+        if _is_packed(input):
+            return _run_packed(self, input, hx)
         name = "RNN" if self.mode != "GRU" else "GRU"
         input, batched = self._batched(input, name)
         if hx is not None:
@@ -489,6 +501,8 @@ class LSTM(RNNBase):
                          bidirectional, proj_size, device=device, dtype=dtype)
 
     def forward(self, input, hx=None):
+        if _is_packed(input):
+            return _run_packed(self, input, hx)
         input, batched = self._batched(input, "LSTM")
         if hx is not None:
             h, c = hx[0], hx[1]
