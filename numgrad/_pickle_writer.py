@@ -121,13 +121,15 @@ class Storages:
         self.all.append(s)
         return s
 
-    def add(self, t):
+    def add(self, t, own=False):
+        """Plan ``t``; with ``own``, on a storage of its own (a tensor met only after the
+        plan, which must not move the offsets of storages already written)."""
         if id(t) in self.views:
             return
         a = t._data
         is_cuda = a.__class__ is not np.ndarray
         location = "cuda:0" if is_cuda else "cpu"
-        plan = _plan_cuda(a) if is_cuda else _plan_host(a)
+        plan = None if own else _plan_cuda(a) if is_cuda else _plan_host(a)
         if plan is None:  # a copy of its own, C-contiguous
             s = self._new(t.dtype, location, is_cuda)
             c = a.copy() if is_cuda else np.array(a, order="C")
@@ -369,6 +371,8 @@ class Writer:
         param = isinstance(t, Parameter)
         if param:
             self.out += _global("torch._utils", "_rebuild_parameter")
+        if id(t) not in self.storages.views:  # made by a __reduce_ex__ during the write
+            self.storages.add(t, own=True)
         s, offset, strides = self.storages.offset(t)
         self.out += _global("torch._utils", "_rebuild_tensor_v2") + b"("
         self.out += b"("  # the persistent id

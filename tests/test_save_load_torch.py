@@ -25,6 +25,16 @@ class Point:
         self.x, self.y = x, y
 
 
+class Fresh:
+    """Pickles a new view of its tensor each time (``__getstate__``)."""
+
+    def __init__(self, w):
+        self.w = w
+
+    def __getstate__(self):
+        return {"w": self.w[1:]}
+
+
 class Evil:
     """Pickles as a call of ``os.system`` that would create ``Evil.marker``."""
 
@@ -91,6 +101,12 @@ def test_whole_modules_load_with_weights_only_false():
     loaded(x).sum().backward()
     assert loaded[0].weight.grad.shape == (4, 3)
     assert loaded[0].weight.data_ptr() != model[0].weight.data_ptr()
+
+
+def test_objects_whose_state_makes_new_tensors_save():
+    w = ng.arange(4.)
+    out = ng.load(io.BytesIO(_saved({"f": Fresh(w), "w": w})), weights_only=False)
+    assert out["f"].w.tolist() == [1, 2, 3] and out["w"].tolist() == [0, 1, 2, 3]
 
 
 @requires_torch
