@@ -6,9 +6,10 @@ fixed list of names, each mapped to a checked constructor: tensors (``_rebuild_t
 Counter, set, complex, bytes, NumPy arrays and scalars of numgrad's dtypes, and the globals
 the user allowed (``numgrad.serialization.add_safe_globals``). Any other name, opcode or
 argument is refused, as ``torch.load(weights_only=True)`` refuses it (a name with PyTorch's
-``pickle.UnpicklingError``); nothing else in the file can name a function to call. Memory is bounded by the pickle's size (every opcode
-makes at most as much as it reads), tuples are limited in nesting as they are made (hashing
-a deep one would exhaust the C stack) and the finished object in container nesting."""
+``pickle.UnpicklingError``); nothing else in the file can name a function to call. Memory
+is bounded by the pickle's size (every opcode makes at most as much as it reads), tuples are
+limited in nesting as they are made (hashing a deep one would exhaust the C stack) and the
+finished object in container nesting."""
 
 import pickle
 import re
@@ -321,11 +322,11 @@ class Reader:
         if module in _safe_globals.BLOCKED_MODULES:
             raise Refused(f"Trying to load unsupported GLOBAL {full} whose module {module} is "
                           "blocked.")
-        if full in self.user and not (module == "torch" or module.startswith("torch.")):
-            return self.user[full]
         try:
             return _resolve(module, name)
         except Malformed:
+            if full in self.user:
+                return self.user[full]
             if module in ("torch", "torch._utils") or module.partition(".")[0] == "numpy":
                 raise  # PyTorch's own kinds that numgrad has not: the file's problem
         shown = full[len("builtins."):] if module == "builtins" else full

@@ -319,3 +319,17 @@ def test_optimizer_state_dicts_both_ways(name, kwargs):
     for k, state in topt.state_dict()["state"].items():
         for key, v in state.items():
             assert _torch_values(back["state"][k][key]) == _torch_values(v), key
+
+
+@requires_torch
+def test_safe_globals_map_a_torch_name_to_a_numgrad_class_and_torch_reads_ours():
+    theirs = torch.nn.Linear(2, 3)
+    blob = _saved(theirs, torch.save)
+    with ng.serialization.safe_globals([(ng.nn.Linear, "torch.nn.modules.linear.Linear")]):
+        ours = ng.load(io.BytesIO(blob))
+    assert type(ours) is ng.nn.Linear
+    assert ours(ng.ones(1, 2)).tolist() == theirs(torch.ones(1, 2)).tolist()
+    blob = _saved({"p": Point(ng.ones(2), "x")})
+    with torch.serialization.safe_globals([Point]):
+        p = torch.load(io.BytesIO(blob))["p"]
+    assert type(p.x) is torch.Tensor and p.x.tolist() == [1, 1] and p.y == "x"
