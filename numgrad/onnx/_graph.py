@@ -21,10 +21,10 @@ class Graph:
         self._keep = []  # the tensors ``values`` names stay alive (ids are reused)
         self._count = {}
 
-    def fresh(self, base):
+    def fresh(self, base, prefix="/"):
         n = self._count.get(base, 0)
         self._count[base] = n + 1
-        return f"/{base}_{n}" if n else f"/{base}"
+        return f"{prefix}{base}_{n}" if n else f"{prefix}{base}"
 
     def node(self, op, inputs, n_out=1, **attrs):
         """Append an ``op`` node reading ``inputs`` (names; "" for an absent optional input);
@@ -38,7 +38,7 @@ class Graph:
     def const(self, value, dtype=None, base="Constant"):
         """A constant (an initializer) holding ``value``."""
         arr = np.asarray(value, dtype=dtype)
-        name = self.fresh(f"onnx::{base}")
+        name = self.fresh(f"onnx::{base}", "")
         self.initializers.append(self.onnx.numpy_helper.from_array(arr, name))
         return name
 

@@ -654,8 +654,9 @@ def _getitem(g, c):
     from numgrad.tensor import Tensor
     x, idx = c.args
     idx = list(idx) if isinstance(idx, tuple) else [idx]
-    if any(isinstance(i, (Tensor, list, np.ndarray)) for i in idx):
-        raise unsupported(g, c, "indexing with tensors or lists")
+    advanced = [i for i in idx if isinstance(i, (Tensor, list, np.ndarray))]
+    if len(advanced) > 1 or any(_bool_index(i) for i in advanced):
+        raise unsupported(g, c, "indexing with several tensors or lists, or with masks")
     n_used = sum(1 for i in idx if i is not None and i is not Ellipsis)
     v, d = g.tensor(x), 0
     for i in idx:
@@ -672,9 +673,24 @@ def _getitem(g, c):
                 v = g.node("Slice", [v, g.ints([start]), g.ints([stop]), g.ints([d]),
                                      g.ints([step])])
             d += 1
+        elif isinstance(i, Tensor):  # one integer tensor: its shape replaces the dim
+            v = g.node("Gather", [v, g.tensor(i)], axis=d)
+            d += i.dim()
+        elif isinstance(i, (list, np.ndarray)):
+            idx_arr = np.asarray(i, dtype=np.int64)
+            v = g.node("Gather", [v, g.const(idx_arr)], axis=d)
+            d += idx_arr.ndim
         else:
             v = g.node("Gather", [v, g.const(int(i), np.int64)], axis=d)
     return v
+
+
+def _bool_index(i):
+    from numgrad.tensor import Tensor
+    if isinstance(i, Tensor):
+        return np_dtype(i) == np.bool_ or not np.issubdtype(np_dtype(i), np.integer)
+    arr = np.asarray(i)
+    return arr.dtype == np.bool_ or (arr.size and not np.issubdtype(arr.dtype, np.integer))
 
 
 def _reduce(g, c, op):
