@@ -261,7 +261,10 @@ def test_vmap_in_dims_out_dims_pytrees():
         r5 = F.vmap(lambda x, s: x * s, in_dims=(0, None))(T.tensor(A), 3.0)
         r6 = F.vmap(lambda x, c: (x + c, c * 2), in_dims=(0, None), out_dims=(0, None))(
             T.tensor(X4), T.tensor(A))
-        return r1, r2, r3, r4, r5, r6
+        r7 = F.vmap(lambda x, y: (x * 2, x.sum() + y))(T.ones(0, 3), T.ones(0))
+        r8 = F.vmap(F.grad(lambda x: x.sin().sum()), in_dims=1)(T.ones(3, 0))
+        assert tuple(r7[0].shape) == (0, 3) and tuple(r8.shape) == (0, 3)
+        return r1, r2, r3, r4, r5, r6, r7, r8
     both(run)
 
 

@@ -96,20 +96,26 @@ def _out_dims(out_dims, output, spec, func):
     return dims
 
 
+def _zero_element(a, d):
+    import numgrad
+    shape = tuple(a.shape[:d]) + tuple(a.shape[d + 1:])
+    return numgrad.zeros(shape, dtype=a.dtype, device=a.device)
+
+
 def _run(func, in_dims, out_dims, randomness, args, kwargs):
     import numgrad
     flat, spec, dims, size = _in_dims(in_dims, args, func)
     name = _name(func)
-    if size == 0:
-        raise RuntimeError(f"vmap({name}, ...): numgrad's vmap runs the function once per "
-                           "batch element and cannot map over a dimension of size 0")
     state = numgrad.get_rng_state() if randomness == "same" else None
     results = []
     out_spec = None
-    for i in range(size):
+    for i in range(max(size, 1)):
         if state is not None:
             numgrad.set_rng_state(state)
-        sliced = [a if d is None else a.select(d, i) for a, d in zip(flat, dims)]
+        if size:
+            sliced = [a if d is None else a.select(d, i) for a, d in zip(flat, dims)]
+        else:  # an empty batch: one call on zeros gives the outputs' shapes
+            sliced = [a if d is None else _zero_element(a, d) for a, d in zip(flat, dims)]
         out = func(*unflatten(sliced, spec), **kwargs)
         leaves, s = flatten(out)
         if out_spec is None:
@@ -135,7 +141,8 @@ def _run(func, in_dims, out_dims, randomness, args, kwargs):
         if not -nd <= d < nd:
             raise IndexError(f"Dimension out of range (expected to be in range of [{-nd}, "
                              f"{nd - 1}], but got {d})")
-        flat_out.append(numgrad.stack([r[j] for r in results], dim=d))
+        stacked = numgrad.stack([r[j] for r in results], dim=d)
+        flat_out.append(stacked if size else stacked.narrow(d, 0, 0))
     return unflatten(flat_out, out_spec)
 
 
