@@ -158,7 +158,20 @@ ERRORS = [
     lambda L, x, i, s: L.zeros(3, dtype=L.int64).scatter_reduce(
         0, L.tensor([0, 1]), L.tensor([1.0, 2.0]), "sum"),
     lambda L, x, i, s: x.scatter(0, i, s).sum().backward(),
+    lambda L, x, i, s: L.zeros(3, dtype=L.bool).scatter_reduce(
+        0, L.tensor([1]), L.ones(1, dtype=L.bool), "mean"),
 ]
+
+
+def test_scatter_reduce_bool_matches_torch():
+    for reduce in ("sum", "prod", "amax", "amin"):
+        for inc in (True, False):
+            a = ng.zeros(3, dtype=ng.bool).scatter_reduce(
+                0, ng.tensor([1, 1]), ng.ones(2, dtype=ng.bool), reduce, include_self=inc)
+            b = torch.zeros(3, dtype=torch.bool).scatter_reduce(
+                0, torch.tensor([1, 1]), torch.ones(2, dtype=torch.bool), reduce,
+                include_self=inc)
+            assert a.tolist() == b.tolist()
 
 
 @pytest.mark.parametrize("k", range(len(ERRORS)))

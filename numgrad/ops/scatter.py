@@ -257,6 +257,9 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     if reduce not in _MODES:
         raise RuntimeError("reduce argument must be either sum, prod, mean, amax or amin, got "
                            f"{reduce}")
+    if reduce == "mean" and x.dtype == np.bool_:
+        raise NotImplementedError(
+            "\"scatter_gather_tensor_cpu_reduce_mean\" not implemented for 'Bool'")
     s_arr = _src_data(src)
     if s_arr.__class__ is not x.__class__:
         s_arr = _arrays.to_device(s_arr, _device.of(x))
