@@ -36,6 +36,11 @@ NUMPY_CODES = {"b1", "u1", "i1", "i2", "i4", "i8", "f2", "f4", "f8"}
 _NP_MODULE = np.arange(1).__reduce__()[0].__module__  # numpy.core / numpy._core.multiarray
 
 
+class _Unpicklable(pickle.PicklingError, TypeError):
+    """An object pickle cannot name (a lambda, a local function): pickle's error class, and a
+    TypeError as numgrad.save raised before it stored whole objects."""
+
+
 def storage_name(d):
     return _STORAGE_NAMES[d.name]
 
@@ -330,7 +335,9 @@ class Writer:
         module = getattr(obj, "__module__", None)
         name = getattr(obj, "__qualname__", None)
         if module is None or name is None or "<" in name:
-            raise pickle.PicklingError(f"Can't pickle {obj!r}: it is not found by its name")
+            raise _Unpicklable(f"numgrad.save cannot store objects of type "
+                               f"{type(obj).__name__}: can't pickle {obj!r}, which is not "
+                               "found by its name (as torch.save cannot)")
         self.out += _global(module, name)
         self._put(obj)
 
