@@ -280,6 +280,25 @@ def test_nanogpt_style_model():
     assert ("wte.weight" in names) != ("lm_head.weight" in names)  # tied: stored once
 
 
+class Decoder(nn.Module):  # a U-Net's up path
+    def __init__(self):
+        super().__init__()
+        self.up = nn.ConvTranspose2d(2, 3, 3, stride=2, padding=1, output_padding=1)
+        self.up1d = nn.ConvTranspose1d(2, 1, 4, stride=3, padding=2)
+
+    def forward(self, x):
+        a = self.up(x)
+        b = F.interpolate(x, scale_factor=2, mode="bilinear")
+        c = F.interpolate(x, size=a.shape[2:], mode="nearest")
+        d = F.interpolate(x, size=(3, 2), mode="bilinear", align_corners=True)
+        return ng.cat([a, b, c], 1), d, self.up1d(x.mean(3))
+
+
+def test_transposed_conv_and_interpolate():
+    export_and_run(Decoder().eval(), (ng.randn(2, 2, 3, 5),), [(ng.randn(1, 2, 3, 5),)],
+                   input_names=["x"], dynamic_axes={"x": [0]})
+
+
 def test_word_language_model():
     model = WordLM().eval()
     hidden = (ng.zeros(2, 3, 5), ng.randn(2, 3, 5))

@@ -256,6 +256,54 @@ def _conv(g, c):
                   dilations=dil, group=int(a["groups"]))
 
 
+@converts("conv_transpose1d", "conv_transpose2d")
+def _conv_transpose(g, c):
+    a = bound(c)
+    x, w, b = a["input"], a["weight"], a["bias"]
+    k = w.dim() - 2
+    p = tup(a["padding"], k)
+    ins = [g.tensor(x), g.tensor(w)] + ([g.tensor(b)] if b is not None else [])
+    return g.node("ConvTranspose", ins, kernel_shape=list(w.shape[2:]),
+                  strides=tup(a["stride"], k), pads=p + p, dilations=tup(a["dilation"], k),
+                  output_padding=tup(a["output_padding"], k), group=int(a["groups"]))
+
+
+@converts("interpolate", "upsample", "upsample_nearest", "upsample_bilinear")
+def _interpolate(g, c):
+    a = bound(c)
+    x = a["input"]
+    mode = {"upsample_nearest": "nearest", "upsample_bilinear": "bilinear"}.get(
+        c.name, a.get("mode", "nearest"))
+    align = True if c.name == "upsample_bilinear" else bool(a.get("align_corners"))
+    if a.get("antialias") or mode == "area":
+        raise unsupported(g, c, "antialias" if a.get("antialias") else "mode 'area'")
+    k = x.dim() - 2
+    attrs = {}
+    if mode in ("nearest", "nearest-exact"):
+        attrs = dict(mode="nearest", coordinate_transformation_mode="asymmetric"
+                     if mode == "nearest" else "half_pixel",
+                     nearest_mode="floor" if mode == "nearest" else "round_prefer_ceil")
+    elif mode in ("linear", "bilinear", "trilinear", "bicubic"):
+        attrs = dict(mode="cubic" if mode == "bicubic" else "linear",
+                     coordinate_transformation_mode="align_corners" if align
+                     else "half_pixel")
+        if mode == "bicubic":
+            attrs["cubic_coeff_a"] = -0.75
+    else:
+        raise unsupported(g, c, f"mode '{mode}'")
+    sf = a.get("scale_factor")
+    if sf is not None and not a.get("recompute_scale_factor"):
+        scales = g.const([1.0, 1.0] + [float(v) for v in tup_f(sf, k)], np.float32)
+        return g.node("Resize", [g.tensor(x), "", scales], **attrs)
+    lead = g.node("Slice", [g.node("Shape", [g.tensor(x)]), g.ints([0]), g.ints([2])])
+    sizes = g.node("Concat", [lead, g.ints(c.result.shape[2:])], axis=0)
+    return g.node("Resize", [g.tensor(x), "", "", sizes], **attrs)
+
+
+def tup_f(v, k):
+    return [float(x) for x in v] if isinstance(v, (tuple, list)) else [float(v)] * k
+
+
 def _pool_args(a, k):
     ks = tup(a["kernel_size"], k)
     stride = a["stride"]
