@@ -182,6 +182,17 @@ def test_lstm_and_gru():
     gru = nn.GRU(3, 4, num_layers=2).eval()
     export_and_run(gru, (ng.randn(5, 2, 3), ng.randn(2, 2, 4)))
 
+    cell, gcell = nn.LSTMCell(3, 4), nn.GRUCell(4, 2)
+
+    def unrolled(x):  # a hand-written loop over the steps
+        state, outs = None, []
+        for t in range(x.shape[0]):
+            state = cell(x[t], state)
+            outs.append(gcell(state[0]))
+        return ng.stack(outs), state[1]
+
+    export_and_run(unrolled, (ng.randn(3, 2, 3),))
+
 
 class WordLM(nn.Module):
     """The shape of PyTorch's word-language-model example (``RNNModel``)."""

@@ -1014,3 +1014,40 @@ def _rnn(g, c):
     if not lstm:
         return [v, h_n]
     return [v, h_n, g.node("Concat", cs, axis=0) if len(cs) > 1 else cs[0]]
+
+
+@converts("lstm_cell", "gru_cell", "rnn_cell")
+def _rnn_cell(g, c):
+    """One step of a cell: the sequence op over a sequence of length 1."""
+    from numgrad.tensor import Tensor
+    m, x = c.args[0], c.args[1]
+    hx = c.args[2] if len(c.args) > 2 else c.kwargs.get("hx")
+    if not isinstance(x, Tensor) or x.dim() != 2:
+        raise unsupported(g, c, "unbatched input")
+    hidden = m.hidden_size
+    lstm = c.name == "lstm_cell"
+    mode = "LSTM" if lstm else "GRU" if c.name == "gru_cell" else \
+        ("RNN_TANH" if getattr(m, "nonlinearity", "tanh") == "tanh" else "RNN_RELU")
+    order = _GATE_ORDER[mode]
+
+    def one(t):  # (N, K) -> (1, N, K): a sequence of one step, or one direction
+        return g.node("Unsqueeze", [g.tensor(t), g.ints([0])])
+
+    w = g.node("Unsqueeze", [_gates(g, m.weight_ih, order, hidden), g.ints([0])])
+    r = g.node("Unsqueeze", [_gates(g, m.weight_hh, order, hidden), g.ints([0])])
+    b = ""
+    if m.bias:
+        b = g.node("Unsqueeze", [g.node("Concat", [_gates(g, m.bias_ih, order, hidden),
+                                                   _gates(g, m.bias_hh, order, hidden)],
+                                        axis=0), g.ints([0])])
+    states = ([one(hx[0]), one(hx[1])] if lstm else [one(hx)]) if hx is not None else \
+        (["", ""] if lstm else [""])
+    attrs = {"hidden_size": hidden}
+    if mode == "GRU":
+        attrs["linear_before_reset"] = 1
+    elif mode != "LSTM":
+        attrs["activations"] = ["Tanh" if mode == "RNN_TANH" else "Relu"]
+    outs = g.node("LSTM" if lstm else "GRU" if mode == "GRU" else "RNN",
+                  [one(x), w, r, b, ""] + states, n_out=3 if lstm else 2, **attrs)
+    h = g.node("Squeeze", [outs[1], g.ints([0])])
+    return [h, g.node("Squeeze", [outs[2], g.ints([0])])] if lstm else h
