@@ -151,3 +151,39 @@ def test_exception_inside_closes_events():
     events = prof.events()
     assert events[0].key == "outer" and events[0].cpu_time_total >= 0
     assert all(e.end_us >= e.start_us for e in events)
+
+
+def _scheduled(m, tmp):
+    """What each saved cycle of a wait=1, warmup=1, active=2, repeat=2 schedule holds, and
+    the trace files a tensorboard handler writes."""
+    saved = []
+
+    def ready(p):
+        saved.append(sorted((e.key.removeprefix("aten::"), e.count) for e in p.key_averages()
+                            if e.key.startswith("ProfilerStep") or e.key.endswith("mul")))
+    x = m.ones(3)
+    sched = m.profiler.schedule(wait=1, warmup=1, active=2, repeat=2)
+    with m.profiler.profile(schedule=sched, on_trace_ready=ready) as p:
+        for _ in range(10):
+            x.mul(2)
+            p.step()
+    with m.profiler.profile(on_trace_ready=m.profiler.tensorboard_trace_handler(
+            str(tmp), worker_name="w")):
+        x.mul(3)
+    files = list(tmp.iterdir())
+    assert len(files) == 1 and files[0].name.endswith(".pt.trace.json")
+    assert files[0].name.startswith("w.")
+    assert "traceEvents" in json.loads(files[0].read_text())
+    return saved
+
+
+@requires_torch
+def test_schedule_steps_and_trace_handler_as_pytorchs(tmp_path):
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # PyTorch's note that cycles do not accumulate
+        theirs = _scheduled(torch, tmp_path / "torch")
+    ours = _scheduled(ng, tmp_path / "ng")
+    assert ours == theirs == [[("ProfilerStep*", 2), ("mul", 2)]] * 2
+    with pytest.raises(AssertionError, match="Invalid profiler schedule arguments"):
+        ng.profiler.schedule(wait=0, warmup=0, active=0)

@@ -109,11 +109,13 @@ class EventList(list):
                      group_by_overload_name=False):
         groups = {}
         for ev in self:
-            k = (ev.key, str(ev.input_shapes)) if group_by_input_shape else ev.key
+            # the steps share one row, as in PyTorch
+            key = "ProfilerStep*" if ev.key.startswith("ProfilerStep#") else ev.key
+            k = (key, str(ev.input_shapes)) if group_by_input_shape else key
             avg = groups.get(k)
             if avg is None:
                 avg = groups[k] = FunctionEventAvg(
-                    ev.key, ev.input_shapes if group_by_input_shape else None)
+                    key, ev.input_shapes if group_by_input_shape else None)
             avg.add(ev)
         return EventList(groups.values())
 
