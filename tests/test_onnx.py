@@ -85,6 +85,25 @@ def test_mlp_dynamic_batch_and_param_names():
     assert "Gemm" in ops and "Dropout" not in ops
 
 
+def test_keyword_tensors_are_inputs_and_the_callers_tensors_stay_unchanged():
+    _, ort = _deps()
+
+    def fn(x, i, *, scale):
+        x += 1
+        i += 1
+        return x * scale + i
+
+    x, i, scale = ng.randn(2, 3), ng.randint(0, 4, (2, 3)), ng.randn(3)
+    x0, i0 = x.clone(), i.clone()
+    proto = ng.onnx.export(fn, (x, i, {"scale": scale}), None)
+    assert ng.equal(x, x0) and ng.equal(i, i0)
+    assert [v.name for v in proto.graph.input] == ["x", "i", "scale"]
+    got = ort.InferenceSession(proto.SerializeToString()).run(
+        None, {"x": x.numpy(), "i": i.numpy(), "scale": (scale * 2).numpy()})[0]
+    np.testing.assert_allclose(got, fn(x0.clone(), i0.clone(), scale=scale * 2).numpy(),
+                               rtol=1e-6)
+
+
 def test_mlp_export_params_false_and_proto_return():
     onnx, ort = _deps()
     model = nn.Sequential(nn.Linear(3, 4), nn.Sigmoid(), nn.Linear(4, 1))
@@ -314,7 +333,7 @@ def test_word_language_model():
     model = WordLM().eval()
     hidden = (ng.zeros(2, 3, 5), ng.randn(2, 3, 5))
     proto = export_and_run(model, (ng.randint(0, 20, (7, 3)), hidden))
-    assert [i.name for i in proto.graph.input] == ["input_0", "input_1", "input_2"]
+    assert [i.name for i in proto.graph.input] == ["input", "input_1", "input_2"]
     assert "rnn.weight_ih_l1" in {i.name for i in proto.graph.initializer}
 
 

@@ -90,12 +90,12 @@ def export(model, args=(), f=None, *, kwargs=None, export_params=True, verbose=F
 
     modes = _set_mode(model, training)
     try:  # (the converters of recorded layers read the layers' mode)
-        inputs, out, calls, breaks = _trace(model, args, kwargs)
+        inputs, default_names, out, calls, breaks = _trace(model, args, kwargs)
         for why in breaks:
             warnings.warn(f"the forward {why}: the exported graph holds what it read as "
                           "constants and may not be right for other inputs",
                           OnnxExporterWarning, stacklevel=2)
-        proto = _build(onnx, model, args, inputs, out, calls, opset, export_params,
+        proto = _build(onnx, model, default_names, inputs, out, calls, opset, export_params,
                        keep_initializers_as_inputs, input_names, output_names, dynamic_axes)
     finally:
         for m, mode in modes:
@@ -125,20 +125,23 @@ def _trace(model, args, kwargs):
     from numgrad.onnx._record import Recorder
     from numgrad.tensor import Tensor
 
-    inputs = []
+    inputs, names = [], []
 
-    def leaf(a):  # the graph inputs: the tensors of ``args``, in nested tuples and lists too
+    def leaf(a, name):  # the graph inputs: the tensors of the arguments, nested ones too
         if isinstance(a, Tensor):
-            t = a.detach()
-            if t.is_floating_point():  # (not a leaf: the forward may write into its input)
-                t = t.requires_grad_(True).clone()
+            # a copy (the forward may write into its input), not a leaf, requiring grad
+            t = a.detach().requires_grad_(True).clone() if a.is_floating_point() else \
+                a.detach().clone()
             inputs.append(t)
+            names.append(name)
             return t
         if isinstance(a, (tuple, list)):
-            return type(a)(leaf(v) for v in a)
+            return type(a)(leaf(v, None) for v in a)
         return a
 
-    traced = [leaf(a) for a in args]
+    params = _positional_names(model)
+    traced = [leaf(a, params[i] if i < len(params) else None) for i, a in enumerate(args)]
+    kwargs = {k: leaf(v, k) for k, v in kwargs.items()}
     own_tape = _tape.TAPE is None
     tape = _tape.start() if own_tape else None
     _EXPORTING[0] = True
@@ -149,7 +152,9 @@ def _trace(model, args, kwargs):
         _EXPORTING[0] = False
         if own_tape:
             _tape.stop()
-    return inputs, out, rec.calls, list(tape.breaks) if tape is not None else []
+    names = [n if n is not None and names.count(n) == 1 else f"input_{i}"
+             for i, n in enumerate(names)]
+    return inputs, names, out, rec.calls, list(tape.breaks) if tape is not None else []
 
 
 def _flat(x, out):
@@ -229,15 +234,14 @@ def _check_unaliased(g, c):
                 "an in-place op on a tensor that shares its memory with another (a view)")
 
 
-def _default_input_names(model, n):
+def _positional_names(model):
+    """The names of the forward's positional parameters (the inputs' default names)."""
     try:
         fn = model.forward if hasattr(model, "forward") else model
-        names = [p.name for p in inspect.signature(fn).parameters.values()
-                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        return [p.name for p in inspect.signature(fn).parameters.values()
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     except (TypeError, ValueError):
-        names = []
-    names = names[:n]
-    return names + [f"input_{i}" for i in range(len(names), n)]
+        return []
 
 
 def _dims(name, shape, dynamic_axes):
@@ -254,7 +258,7 @@ def _dims(name, shape, dynamic_axes):
     return dims
 
 
-def _build(onnx, model, args, inputs, out, calls, opset, export_params, keep_inits,
+def _build(onnx, model, defaults, inputs, out, calls, opset, export_params, keep_inits,
            input_names, output_names, dynamic_axes):
     from numgrad.nn import Module
     from numgrad.onnx._graph import Graph, np_dtype
@@ -269,8 +273,6 @@ def _build(onnx, model, args, inputs, out, calls, opset, export_params, keep_ini
     outputs = _flat(out, [])
     if not outputs:
         raise OnnxExporterError("the model returned no tensors to export")
-    defaults = _default_input_names(model, len(inputs)) if len(args) == len(inputs) else \
-        [f"input_{i}" for i in range(len(inputs))]
     in_names = list(input_names or []) + defaults[len(input_names or []):]
     out_names = list(output_names or []) + \
         [("output" if len(outputs) == 1 else f"output_{i}")
