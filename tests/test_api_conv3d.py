@@ -1,6 +1,6 @@
-"""``F.conv3d``, ``nn.Conv3d`` and ``nn.LazyConv1d/2d/3d`` against PyTorch (values,
-gradients, initial weights for one seed, reprs, padding modes, errors) and float64 finite
-differences."""
+"""``F.conv3d``, ``nn.Conv3d``, ``nn.LazyConv1d/2d/3d`` and ``LazyConvTranspose1d/2d``
+against PyTorch (values, gradients, initial weights for one seed, reprs, padding modes,
+errors) and float64 finite differences."""
 
 import numpy as np
 import pytest
@@ -105,7 +105,9 @@ def _errors(m):
             lambda: F.conv3d(x[:, :, :0], w, groups=2),
             lambda: m.nn.Conv3d(4, 6, 3, groups=3),
             lambda: m.nn.Conv3d(4, 6, 3)(m.randn(2, 4, 5, 6)),
-            lambda: m.nn.LazyConv3d(6, 3, groups=4)(m.randn(2, 3, 4, 4, 4))]
+            lambda: m.nn.LazyConv3d(6, 3, groups=4)(m.randn(2, 3, 4, 4, 4)),
+            lambda: m.nn.LazyConv3d(6, 3)(m.randn(4, 4, 4)),
+            lambda: m.nn.LazyConvTranspose2d(6, 3, groups=4)(m.randn(1, 3, 4, 4))]
 
 
 @requires_torch
@@ -119,7 +121,10 @@ def test_conv3d_errors_match_pytorch():
 @requires_torch
 @pytest.mark.parametrize("cls, shape, kw", [
     ("LazyConv1d", (2, 4, 9), {}), ("LazyConv2d", (4, 5, 6), {"groups": 2, "padding": 1}),
-    ("LazyConv3d", (2, 4, 5, 6, 5), {"stride": 2, "bias": False})])
+    ("LazyConv3d", (2, 4, 5, 6, 5), {"stride": 2, "bias": False}),
+    ("LazyConvTranspose1d", (2, 4, 9), {}),
+    ("LazyConvTranspose2d", (4, 5, 6), {"groups": 2, "padding": 1, "stride": 2,
+                                        "output_padding": 1})])
 def test_lazy_conv_matches_pytorch(cls, shape, kw):
     results = []
     for m in (torch, ng):

@@ -11,6 +11,8 @@ from numgrad.nn.modules.conv_extra import (
     LazyConv1d,
     LazyConv2d,
     LazyConv3d,
+    LazyConvTranspose1d,
+    LazyConvTranspose2d,
     LazyLinear,
     UninitializedBuffer,
     UninitializedParameter,

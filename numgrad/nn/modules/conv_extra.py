@@ -1,6 +1,6 @@
 """Conv1d, Conv3d, ConvTranspose1d/2d and the lazy layers (LazyLinear, LazyConv1d/2d/3d,
-LazyBatchNorm1d/2d/3d), with PyTorch's arguments, checks, ``repr`` and default initialization
-(the same numbers for one seed)."""
+LazyConvTranspose1d/2d, LazyBatchNorm1d/2d/3d), with PyTorch's arguments, checks, ``repr``
+and default initialization (the same numbers for one seed)."""
 
 
 from numgrad import _dtype, _factories
@@ -331,13 +331,22 @@ class _LazyConv(_LazyMixin):
     def _in_size(self):
         return self.in_channels
 
+    def _in_channels_of(self, input):
+        n = self._spatial + 1
+        if input.dim() not in (n, n + 1):
+            raise RuntimeError(f"Expected {n}D (unbatched) or {n + 1}D (batched) input to "
+                               f"{type(self).__name__}, but got input of size: {input.shape}")
+        return input.shape[1] if input.dim() == n + 1 else input.shape[0]
+
     def initialize_parameters(self, input, *args, **kwargs):
-        unbatched = input.dim() == self._spatial + 1
-        self.in_channels = input.shape[0] if unbatched else input.shape[1]
+        self.in_channels = self._in_channels_of(input)
         if self.in_channels % self.groups:
             raise ValueError("in_channels must be divisible by groups")
-        self.weight.materialize((self.out_channels, self.in_channels // self.groups,
-                                 *self.kernel_size))
+        if getattr(self, "transposed", False):
+            shape = (self.in_channels, self.out_channels // self.groups)
+        else:
+            shape = (self.out_channels, self.in_channels // self.groups)
+        self.weight.materialize((*shape, *self.kernel_size))
         if self.bias is not None:
             self.bias.materialize((self.out_channels,))
         self.cls_to_become.reset_parameters(self)
@@ -361,6 +370,33 @@ class LazyConv3d(_LazyConv, Conv3d):
 
     cls_to_become = Conv3d
     _spatial = 3
+
+
+class _LazyConvTranspose(_LazyConv):
+    """A transposed convolution whose ``in_channels`` is read off the first input."""
+
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups=1, bias=True, dilation=1, padding_mode="zeros", device=None,
+                 dtype=None):
+        _ConvTransposeNd.__init__(self, 0, out_channels, kernel_size, stride, padding,
+                                  output_padding, 1, bias, dilation, padding_mode, dtype=dtype)
+        self.groups = groups
+        self.weight = UninitializedParameter()
+        if bias:
+            self.bias = UninitializedParameter()
+
+
+class LazyConvTranspose1d(_LazyConvTranspose, ConvTranspose1d):
+    """``ConvTranspose1d`` whose ``in_channels`` is read off the first input."""
+
+    cls_to_become = ConvTranspose1d
+    _spatial = 1
+
+
+class LazyConvTranspose2d(_LazyConvTranspose, ConvTranspose2d):
+    """``ConvTranspose2d`` whose ``in_channels`` is read off the first input."""
+
+    cls_to_become = ConvTranspose2d
 
 
 class _LazyBatchNorm(_LazyMixin):
