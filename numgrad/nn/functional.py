@@ -1794,6 +1794,16 @@ def _nll_checks(input, target, weight):
                            f"{dtype_of(weight)._legacy}")
 
 
+def _not_differentiable(fn, **args):
+    """PyTorch's refusal of a grad-requiring argument its backward has no formula for."""
+    if state.enabled:
+        for name, t in args.items():
+            if t is not None and t._requires_grad:
+                raise RuntimeError(f"The function '{fn}' is not differentiable with respect to "
+                                   f"argument '{name}'. This input cannot have requires_grad "
+                                   "True.")
+
+
 def _loss_tensors(fn, input, target, weight):
     _tensor_arg(fn, "input", 1, input)
     _tensor_arg(fn, "target", 2, target)
@@ -1808,6 +1818,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     reduction = _reduction(reduction, size_average, reduce)
     ignore_index = _int_arg(ignore_index, "nll_loss_nd", "ignore_index", 5)
     _nll_checks(input, target, weight)
+    _not_differentiable("nll_loss_forward", weight=weight)
     return _nll(input, target, weight, ignore_index, reduction)
 
 
@@ -1889,6 +1900,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         raise ValueError("Expected 1 or more dimensions (got 0)")
     logp = _log_softmax_checked(input, class_dim)
     _nll_checks(logp, target, weight)
+    _not_differentiable("nll_loss_forward", weight=weight)
     nll = _nll(logp, target, weight, ignore_index, reduction)
     if label_smoothing <= 0:
         return nll
@@ -1917,16 +1929,19 @@ class BinaryCrossEntropyBackward0(Node):
     __slots__ = ()
     _names_of_saved = ("self", "target", "weight", "reduction")
 
-    # d/dx bce = (x - t) / max(x (1 - x), 1e-12) * w g / n
+    # d/dx bce = (x - t) / max(x (1 - x), 1e-12) * w g / n; d/dt = (log(1 - x) - log x) w g / n
     def _backward(self, g):
         x, t, w, reduction, n = self._saved
-        denom = ew.clamp_min(ew.mul(x, ew.rsub(x, 1.0)), 1e-12)
-        d = ew.div(ew.sub(x, t), denom)
+        scale = ew.div(g, n) if reduction == "mean" else g
         if w is not None:
-            d = ew.mul(d, w)
-        if reduction == "mean":
-            d = ew.div(d, n)
-        return (ew.mul(d, g), None)
+            scale = ew.mul(scale, w)
+        gx = gt = None
+        if _needs(self, 0):
+            denom = ew.clamp_min(ew.mul(x, ew.rsub(x, 1.0)), 1e-12)
+            gx = ew.mul(ew.div(ew.sub(x, t), denom), scale)
+        if _needs(self, 1):
+            gt = ew.mul(ew.sub(un.log1p(ew.neg(x)), un.log(x)), scale)
+        return (gx, gt)
 
 
 def _broadcast_shapes_py(*shapes):
@@ -1950,6 +1965,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
                          reduction="mean"):
     """-(t log x + (1 - t) log(1 - x)), logs clamped at -100 (``BinaryCrossEntropyBackward0``)."""
     _loss_tensors("binary_cross_entropy", input, target, weight)
+    _not_differentiable("binary_cross_entropy", weight=weight)
     reduction = _reduction(reduction, size_average, reduce)
     if input._data.shape != target._data.shape:
         raise ValueError(
@@ -1972,7 +1988,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     if weight is not None:
         el = EW.binary(EW.mul, el, A.astype(weight._data, x.dtype), x.dtype, x.shape)
     out = _reduced(el, reduction)
-    if state.enabled and input._requires_grad:
+    if state.enabled and (input._requires_grad or target._requires_grad):
         attach(out, BinaryCrossEntropyBackward0((edge(input), edge(target)),
                                                 (input, target, weight, reduction, el.size)))
     return out
@@ -1994,19 +2010,28 @@ class BinaryCrossEntropyWithLogitsBackward0(Node):
 
     # d/dx = lw sigmoid(x) - pw t, lw = (pw - 1) t + 1 (= sigmoid(x) - t without pw); the
     # expanded (1 - t) + lw (sigmoid(x) - 1) cancels to noise at large negative x
+    # d/dt = (1 - pw) log_sigmoid(x) - x (= -x without pw), log_sigmoid(x) = -softplus(-x)
     def _backward(self, g):
         x, t, w, pw, reduction, n = self._saved
-        s = un.sigmoid(x)
-        if pw is None:
-            d = ew.sub(s, t)
-        else:
-            lw = ew.add(ew.mul(ew.sub(pw, 1.0), t), 1.0)
-            d = ew.sub(ew.mul(lw, s), ew.mul(pw, t))
+        scale = ew.div(g, n) if reduction == "mean" else g
         if w is not None:
-            d = ew.mul(d, w)
-        if reduction == "mean":
-            d = ew.div(d, n)
-        return (ew.mul(d, g), None)
+            scale = ew.mul(scale, w)
+        gx = gt = None
+        if _needs(self, 0):
+            s = un.sigmoid(x)
+            if pw is None:
+                d = ew.sub(s, t)
+            else:
+                lw = ew.add(ew.mul(ew.sub(pw, 1.0), t), 1.0)
+                d = ew.sub(ew.mul(lw, s), ew.mul(pw, t))
+            gx = ew.mul(d, scale)
+        if _needs(self, 1):
+            if pw is None:
+                d = ew.neg(x)
+            else:
+                d = ew.sub(ew.mul(ew.rsub(pw, 1.0), ew.neg(un.softplus(ew.neg(x)))), x)
+            gt = ew.mul(d, scale)
+        return (gx, gt)
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None,
@@ -2016,6 +2041,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     _loss_tensors("binary_cross_entropy_with_logits", input, target, weight)
     if pos_weight is not None:
         _tensor_arg("binary_cross_entropy_with_logits", "pos_weight", 4, pos_weight)
+    _not_differentiable("binary_cross_entropy_with_logits", weight=weight, pos_weight=pos_weight)
     reduction = _reduction(reduction, size_average, reduce)
     if input._data.shape != target._data.shape:
         raise ValueError(f"Target size ({Size(target._data.shape)}) must be the same as input "
@@ -2044,7 +2070,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     if weight is not None:
         el = EW.binary(EW.mul, el, A.astype(weight._data, dt), dt, x.shape)
     out = _reduced(el, reduction)
-    if state.enabled and input._requires_grad:
+    if state.enabled and (input._requires_grad or target._requires_grad):
         attach(out, BinaryCrossEntropyWithLogitsBackward0(
             (edge(input), edge(target)), (input, target, weight, pos_weight, reduction, el.size)))
     return out
