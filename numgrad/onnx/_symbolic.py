@@ -377,11 +377,15 @@ def _batch_norm(g, c):
 @converts("layer_norm")
 def _layer_norm(g, c):
     a = bound(c)
-    if g.opset < 17:
-        raise unsupported(g, c, since=17)
     x = a["input"]
     shape = tup(a["normalized_shape"], 1)
     dt = np_dtype(x)
+    if g.opset < 17:  # no LayerNormalization yet: the same from its parts
+        v = _normalized(g, g.tensor(x), list(range(x.dim() - len(shape), x.dim())),
+                        float(a["eps"]), dt)
+        if a["weight"] is not None:
+            v = g.node("Mul", [v, g.tensor(a["weight"])])
+        return v if a["bias"] is None else g.node("Add", [v, g.tensor(a["bias"])])
     w = g.tensor(a["weight"]) if a["weight"] is not None else g.const(np.ones(shape, dt))
     ins = [g.tensor(x), w] + ([g.tensor(a["bias"])] if a["bias"] is not None else [])
     return g.node("LayerNormalization", ins, axis=-len(shape), epsilon=float(a["eps"]))
