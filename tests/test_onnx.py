@@ -67,6 +67,7 @@ def test_import_without_onnx_and_export_names_the_extra(monkeypatch):
 
 
 def test_mlp_dynamic_batch_and_param_names():
+    _deps()
     ng.manual_seed(0)
     model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Dropout(0.5), nn.Linear(8, 3),
                           nn.Tanh(), nn.Linear(3, 2), nn.LogSoftmax(dim=1))
