@@ -146,7 +146,7 @@ def _trace(model, args, kwargs):
     tape = _tape.start() if own_tape else None
     _EXPORTING[0] = True
     try:
-        with grad_mode.enable_grad(), Recorder(model) as rec:
+        with grad_mode.enable_grad(), Recorder(model, tape) as rec:
             out = model(*traced, **kwargs)
     finally:
         _EXPORTING[0] = False

@@ -25,6 +25,11 @@ DUNDERS = {
     "__lt__": ("lt", False), "__le__": ("le", False), "__gt__": ("gt", False),
     "__ge__": ("ge", False), "__invert__": ("bitwise_not", False),
     "__and__": ("bitwise_and", False), "__or__": ("bitwise_or", False),
+    "__xor__": ("bitwise_xor", False), "__rand__": ("bitwise_and", True),
+    "__ror__": ("bitwise_or", True), "__rxor__": ("bitwise_xor", True),
+    "__abs__": ("abs", False), "__pos__": ("positive", False),
+    "__floordiv__": ("floor_divide", False), "__rfloordiv__": ("floor_divide", True),
+    "__mod__": ("remainder", False), "__rmod__": ("remainder", True),
 }
 # Tensor methods that are not declared ops
 METHODS = ("float", "double", "half", "long", "int", "bool", "contiguous", "clone", "type_as",
@@ -56,8 +61,9 @@ class Call:
 class Recorder:
     """A context manager: ``calls`` lists the ops the forward called, in order."""
 
-    def __init__(self, model=None):
+    def __init__(self, model=None, tape=None):
         self.model = model
+        self.tape = tape  # host reads inside a recorded op are its own business: dropped
         self.calls = []
         self.depth = 0
         self.thread = threading.get_ident()
@@ -71,11 +77,15 @@ class Recorder:
         def recorded(*args, **kwargs):
             if rec.depth or threading.get_ident() != rec.thread:
                 return fn(*args, **kwargs)
+            tape = rec.tape
+            noted = len(tape.breaks) if tape is not None else 0
             rec.depth += 1
             try:
                 out = fn(*args, **kwargs)
             finally:
                 rec.depth -= 1
+                if tape is not None:
+                    del tape.breaks[noted:]
             args = tuple(list(a) if isinstance(a, list) else a for a in args)  # (a copy)
             rec.calls.append(Call(name, fn, args, kwargs, out, swapped))
             return out

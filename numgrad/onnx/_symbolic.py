@@ -80,7 +80,14 @@ UNARY = {"relu": "Relu", "tanh": "Tanh", "sigmoid": "Sigmoid", "exp": "Exp", "lo
 
 def _unary(g, c):
     dt = out_dtype(c)
-    return g.node(UNARY[c.name.rstrip("_")], [g.value(first(c), dt)])
+    op = UNARY[c.name.rstrip("_")]
+    if c.name.startswith("bitwise_not") and dt != np.bool_:
+        if g.opset < 18:
+            raise unsupported(g, c, "an integer operand", since=18)
+        op = "BitwiseNot"
+    elif c.name.startswith("logical_not"):
+        dt = np.bool_
+    return g.node(op, [g.value(first(c), dt)])
 
 
 for _n in UNARY:
@@ -132,8 +139,10 @@ def _gelu(g, c):
 BINARY = {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "pow": "Pow",
           "maximum": "Max", "minimum": "Min", "eq": "Equal", "lt": "Less", "gt": "Greater",
           "le": "LessOrEqual", "ge": "GreaterOrEqual", "logical_and": "And",
-          "logical_or": "Or", "bitwise_and": "And", "bitwise_or": "Or", "ne": "Equal"}
+          "logical_or": "Or", "logical_xor": "Xor", "bitwise_and": "And", "bitwise_or": "Or",
+          "bitwise_xor": "Xor", "ne": "Equal", "floor_divide": None, "remainder": None}
 COMPARE = {"eq", "ne", "lt", "gt", "le", "ge"}
+LOGICAL = {"logical_and", "logical_or", "logical_xor"}
 
 
 def _second(c):
@@ -154,7 +163,9 @@ def _binary(g, c):
         x, y = y, x
     if c.kwargs.get("rounding_mode") is not None:
         raise unsupported(g, c, "rounding_mode")
-    if name in COMPARE or name in ("logical_and", "logical_or"):
+    if name in LOGICAL:
+        dt = np.bool_
+    elif name in COMPARE:
         ts = [v for v in (x, y) if isinstance(v, Tensor)]
         dt = np.result_type(*[np_dtype(t) for t in ts])
     else:
@@ -166,8 +177,35 @@ def _binary(g, c):
     alpha = c.kwargs.get("alpha", c.args[2] if len(c.args) > 2 and not c.swapped else 1)
     if alpha != 1:
         yv = g.node("Mul", [yv, g.const(alpha, dt)])
-    out = g.node(BINARY[name], [g.value(x, dt), yv])
+    xv = g.value(x, dt)
+    if name == "floor_divide":
+        return _floor_divide(g, xv, yv, dt)
+    if name == "remainder":  # x - floor(x / y) y: the sign of the divisor, as Python's %
+        if np.issubdtype(dt, np.integer):
+            return g.node("Mod", [xv, yv], fmod=0)
+        return g.node("Sub", [xv, g.node("Mul", [_floor_divide(g, xv, yv, dt), yv])])
+    op = BINARY[name]
+    if name.startswith("bitwise_") and dt != np.bool_:
+        if g.opset < 18:
+            raise unsupported(g, c, "integer operands", since=18)
+        op = "Bitwise" + op
+    out = g.node(op, [xv, yv])
     return g.node("Not", [out]) if name == "ne" else out
+
+
+def _floor_divide(g, xv, yv, dt):
+    """floor(x / y) in ``dt`` (integers: computed in float64, exact below 2**53)."""
+    if np.issubdtype(dt, np.integer):
+        to = g.onnx.helper.np_dtype_to_tensor_dtype(np.dtype(np.float64))
+        q = g.node("Div", [g.node("Cast", [xv], to=to), g.node("Cast", [yv], to=to)])
+        back = g.onnx.helper.np_dtype_to_tensor_dtype(np.dtype(dt))
+        return g.node("Cast", [g.node("Floor", [q])], to=back)
+    return g.node("Floor", [g.node("Div", [xv, yv])])
+
+
+@converts("positive")
+def _positive(g, c):
+    return g.tensor(first(c))
 
 
 for _n in BINARY:
