@@ -369,7 +369,7 @@ def casts_and_likes(x, i):
     y = x.detach() * 2 + ng.zeros_like(x) + ng.full_like(x, 0.5) + ng.tensor([1.0, 2.0, 3.0])
     ng.relu_(y)
     z = (i.byte().short() + ng.ones_like(i)).cpu()
-    return y + ng.as_tensor(x), z, x.type(ng.float64)
+    return y + ng.as_tensor(x), z, x.type(ng.float64), x.T + x.data.T, i.mT * 2
 
 
 def floor_mod_bits(x, i):

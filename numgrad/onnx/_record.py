@@ -136,6 +136,11 @@ class Recorder:
                         self._patch(Tensor, attr + "_", name + "_")
             for attr, (name, swapped) in DUNDERS.items():
                 self._patch(Tensor, attr, name, swapped)
+            for attr, name in (("T", "T"), ("mT", "mT"), ("data", "detach")):
+                prop = vars(Tensor)[attr]
+                self._saved.append((Tensor, attr, prop, True))
+                setattr(Tensor, attr, property(self._wrap(name, prop.fget), prop.fset,
+                                               prop.fdel, prop.__doc__))
             self._patch_held(F)
             for cls, name in ((rnn.LSTM, "lstm"), (rnn.GRU, "gru"), (rnn.RNN, "rnn"),
                               (rnn.LSTMCell, "lstm_cell"), (rnn.GRUCell, "gru_cell"),

@@ -616,6 +616,16 @@ def _transpose(g, c):
     return g.node("Transpose", [g.tensor(x)], perm=perm)
 
 
+@converts("T", "mT")
+def _reversed_dims(g, c):
+    x = first(c)
+    n = x.dim()
+    perm = list(range(n))[::-1] if c.name == "T" else list(range(n - 2)) + [n - 1, n - 2]
+    if n < 2:
+        return g.tensor(x)
+    return g.node("Transpose", [g.tensor(x)], perm=perm)
+
+
 @converts("unsqueeze")
 def _unsqueeze(g, c):
     a = bound(c)
