@@ -7,6 +7,8 @@ import warnings
 import numpy as np
 import pytest
 from conftest import assert_close, raised
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import numgrad as ng
 
@@ -201,3 +203,32 @@ def test_scatter_edges():
     a = ng.tensor(x).t().scatter_reduce(1, ng.tensor(idx), ng.tensor(src), "prod")
     b = torch.tensor(x).t().scatter_reduce(1, torch.tensor(idx), torch.tensor(src), "prod")
     assert_close(a, b)
+
+
+@st.composite
+def _scatter_case(draw):
+    nd = draw(st.integers(1, 3))
+    shape = draw(st.lists(st.integers(1, 4), min_size=nd, max_size=nd))
+    dim = draw(st.integers(-nd, nd - 1))
+    ishape = [draw(st.integers(0 if k == 0 else 1, shape[k] if k != dim % nd else 5))
+              for k in range(nd)]
+    seed = draw(st.integers(0, 2**16))
+    return shape, dim, ishape, seed, draw(st.sampled_from(REDUCES)), draw(st.booleans())
+
+
+@settings(max_examples=20, deadline=None)
+@given(_scatter_case())
+def test_scatter_reduce_matches_torch_on_random_shapes(case):
+    shape, dim, ishape, seed, reduce, inc = case
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-2, 3, shape).astype(np.float64)
+    src = rng.integers(-2, 3, ishape).astype(np.float64)
+    idx = rng.integers(0, shape[dim], ishape)
+    got = []
+    for L in (ng, torch):
+        a, s = L.tensor(x, requires_grad=True), L.tensor(src, requires_grad=True)
+        r = a.scatter_reduce(dim, L.tensor(idx), s, reduce, include_self=inc)
+        (r * L.tensor(np.arange(r.numel(), dtype=np.float64).reshape(shape))).sum().backward()
+        got.append((r.detach(), a.grad, s.grad))
+    for n, t in zip(*got):
+        assert_close(n, t)
