@@ -156,6 +156,14 @@ def stop():
     while _ACTIVE:
         container, key, original = _ACTIVE.pop()
         _set(container, key, original)
+    # a numgrad module first imported while recording took wrappers into its globals
+    for mod_name, mod in list(sys.modules.items()):
+        if mod is not None and (mod_name == "numgrad" or mod_name.startswith("numgrad.")):
+            d = getattr(mod, "__dict__", None) or {}
+            for k, v in list(d.items()):
+                original = getattr(v, "__profiled__", None) if callable(v) else None
+                if original is not None and isinstance(v, types.FunctionType):
+                    d[k] = original
 
 
 def _set(container, key, value):

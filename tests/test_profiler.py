@@ -187,3 +187,17 @@ def test_schedule_steps_and_trace_handler_as_pytorchs(tmp_path):
     assert ours == theirs == [[("ProfilerStep*", 2), ("mul", 2)]] * 2
     with pytest.raises(AssertionError, match="Invalid profiler schedule arguments"):
         ng.profiler.schedule(wait=0, warmup=0, active=0)
+
+
+def test_module_imported_while_recording_gets_the_originals_back():
+    import sys
+    import types
+    mod = types.ModuleType("numgrad._profiler_probe")
+    sys.modules[mod.__name__] = mod
+    try:
+        with profile():
+            mod.add = ng.add  # ``from numgrad import add`` in a module first imported now
+            assert hasattr(mod.add, "__profiled__")
+        assert mod.add is ng.add and not hasattr(ng.add, "__profiled__")
+    finally:
+        del sys.modules[mod.__name__]
