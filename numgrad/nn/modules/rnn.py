@@ -36,6 +36,7 @@ from numgrad.nn import functional as F
 from numgrad.nn import init
 from numgrad.nn.modules.module import Module
 from numgrad.nn.parameter import Parameter
+from numgrad.nn.utils.rnn import PackedSequence  # (torch.nn.modules.rnn has it too)
 from numgrad.ops import elementwise as ew
 from numgrad.ops import linalg as la
 from numgrad.ops import shape as sh
@@ -422,7 +423,6 @@ def _check_config(mode, input_size, hidden_size, num_layers, bias, batch_first, 
 
 
 def _is_packed(input):
-    from numgrad.nn.utils.rnn import PackedSequence
     return isinstance(input, PackedSequence)
 
 
