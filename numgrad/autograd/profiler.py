@@ -6,7 +6,6 @@ writes Chrome's trace-event JSON. The hook is ``numgrad._profiling`` (nothing ru
 when no profiler is active)."""
 
 import contextlib
-import json
 import os
 import threading
 
@@ -207,6 +206,7 @@ def _table(events, sort_by, row_limit, max_name, max_shapes, header, top_only, t
 
 
 def _chrome_trace(events, path):
+    import json
     pid, tid = os.getpid(), threading.get_ident() % (1 << 31)
     trace = []
     for e in events:
