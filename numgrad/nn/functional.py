@@ -1573,8 +1573,11 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
         raise TypeError("leaky_relu(): argument 'negative_slope' (position 2) must be Number, "
                         f"not {type(negative_slope).__name__}")
     _require_float(input, "leaky_relu_cpu")
-    out = ew.where(ew.gt(input, 0), input, ew.mul(input, negative_slope))
-    return _inplace_result(input, out, inplace)
+    from numgrad.ops import activation as act  # LeakyReluBackward0, as PyTorch
+    from numgrad.ops.inplace import apply_
+    if inplace:
+        return apply_(input, lambda x: act.leaky_relu(x, negative_slope))
+    return act.leaky_relu(input, negative_slope)
 
 
 def softplus(input, beta=1.0, threshold=20.0):
@@ -2117,3 +2120,10 @@ from numgrad.nn._functional_layers import (  # noqa: E402,F401,I001  (more pooli
     adaptive_avg_pool1d, adaptive_max_pool1d, adaptive_max_pool2d, avg_pool1d,
     bilinear, channel_shuffle, dropout1d, dropout2d, embedding_bag, local_response_norm,
     max_pool1d, pixel_shuffle, pixel_unshuffle, rms_norm, alpha_dropout)
+from numgrad.nn._activations_more import (  # noqa: E402,F401,I001  (more activations)
+    celu, celu_, elu, elu_, glu, hardshrink, hardsigmoid, hardswish, hardtanh, hardtanh_,
+    leaky_relu_, logsigmoid, mish, prelu, relu6, relu_, rrelu, rrelu_, selu, selu_, softmin,
+    softshrink, softsign, tanhshrink, threshold_)
+from numgrad.nn import _activations_more  # noqa: E402,I001
+
+threshold = _activations_more.threshold  # (a name softplus's argument also has)

@@ -4,6 +4,7 @@ import numpy as np
 
 from numgrad import _dtype
 from numgrad.ops import (  # noqa: F401  (they declare their ops)
+    activation,
     compare,
     diagonal,
     distance,

@@ -1,5 +1,26 @@
 """The module classes of numgrad.nn."""
 
+from numgrad.nn.modules.activation_more import (
+    CELU,
+    ELU,
+    GLU,
+    SELU,
+    Hardshrink,
+    Hardsigmoid,
+    Hardswish,
+    Hardtanh,
+    LogSigmoid,
+    Mish,
+    PReLU,
+    ReLU6,
+    RReLU,
+    Softmax2d,
+    Softmin,
+    Softshrink,
+    Softsign,
+    Tanhshrink,
+    Threshold,
+)
 from numgrad.nn.modules.conv_extra import (
     Conv1d,
     Conv3d,
