@@ -69,6 +69,25 @@ def _lse(x, d):
     return (m + np.log(np.exp(x - m).sum(axis=d, keepdims=True))).squeeze(d)
 
 
+_SIGNS = np.array([[1.0, -1.0, -1.0, 1.0], [-1.0, 1.0, 1.0, 1.0], [1.0, -1.0, 1.0, -1.0]])
+
+
+def _multi_margin(a, t, margin):
+    """mean over rows of sum_{i != y} max(0, margin - a_y + a_i)^2 / C."""
+    z = np.maximum(margin - a[np.arange(len(t)), t][:, None] + a, 0) ** 2
+    z[np.arange(len(t)), t] = 0
+    return np.mean(z.sum(1) / a.shape[1])
+
+
+def _multilabel_margin(a, targets):
+    """mean over rows of sum over targets j, non-targets i of max(0, 1 - a_j + a_i) / C."""
+    rows = []
+    for n, ts in enumerate(targets):
+        others = [i for i in range(a.shape[1]) if i not in ts]
+        rows.append(sum(max(0.0, 1 - a[n, j] + a[n, i]) for j in ts for i in others))
+    return np.mean(np.array(rows) / a.shape[1])
+
+
 CASES = [
     # --- arithmetic with broadcasting and numbers on either side
     ("add", lambda m, a, b: a + b, lambda a, b: a + b, [U(3, 4), U(3, 4)]),
@@ -387,6 +406,22 @@ CASES = [
      lambda a: np.histogram(a, 4, (-1, 1))[0] * a.sum(0), [U(3, 4)]),
     ("histogram", lambda m, a: m.histogram(a, 4, range=(-1.0, 1.0)).hist.detach() * a.sum(0),
      lambda a: np.histogram(a, 4, (-1, 1))[0] * a.sum(0), [U(3, 4)]),
+    # --- losses declared as ops (numgrad.ops.losses)
+    ("huber_loss", lambda m, a, b: m.nn.functional.huber_loss(a, b, delta=0.7),
+     lambda a, b: np.mean(np.where(np.abs(a - b) < 0.7, 0.5 * (a - b) ** 2,
+                                   0.7 * (np.abs(a - b) - 0.35))), [U(3, 4), U(3, 4, hi=3)]),
+    ("huber_loss_none", lambda m, a, b: m.nn.functional.huber_loss(a, b, "none", 0.5),
+     lambda a, b: np.where(np.abs(a - b) < 0.5, 0.5 * (a - b) ** 2, 0.5 * (np.abs(a - b) - 0.25)),
+     [U(3, 4), U(3, 4, hi=3)]),
+    ("soft_margin_loss", lambda m, a: m.nn.functional.soft_margin_loss(
+        a, m.tensor(_SIGNS, dtype=a.dtype, device=a.device)),
+     lambda a: np.mean(np.log1p(np.exp(-_SIGNS * a))), [U(3, 4, lo=-2, hi=2)]),
+    ("multi_margin_loss", lambda m, a: m.nn.functional.multi_margin_loss(
+        a, m.tensor([1, 0, 3], device=a.device), p=2, margin=0.9),
+     lambda a: _multi_margin(a, [1, 0, 3], 0.9), [DISTINCT(3, 4)]),
+    ("multilabel_margin_loss", lambda m, a: m.nn.functional.multilabel_margin_loss(
+        a, m.tensor([[3, 0, -1, 1], [1, 2, 3, 0], [-1, 1, 2, 0]], device=a.device)),
+     lambda a: _multilabel_margin(a, [[3, 0], [1, 2, 3, 0], []]), [DISTINCT(3, 4)]),
 ]
 
 IDS = [c[0] for c in CASES]

@@ -2116,6 +2116,11 @@ from numgrad.nn._functional_extra import (  # noqa: E402,F401,I001  (conv/norm/r
     upsample, upsample_bilinear, upsample_nearest)
 from numgrad.nn._functional_extra import pad  # noqa: E402,F401,F811,I001  (every pad mode)
 from numgrad.nn._conv3d import conv3d  # noqa: E402,F401,I001
+from numgrad.nn._losses_more import (  # noqa: E402,F401,I001  (more losses and distances)
+    cosine_embedding_loss, cosine_similarity, gaussian_nll_loss, hinge_embedding_loss,
+    huber_loss, kl_div, margin_ranking_loss, multi_margin_loss, multilabel_margin_loss,
+    multilabel_soft_margin_loss, pairwise_distance, pdist, poisson_nll_loss, soft_margin_loss,
+    triplet_margin_loss, triplet_margin_with_distance_loss)
 from numgrad.nn._functional_layers import (  # noqa: E402,F401,I001  (more pooling/norm layers)
     adaptive_avg_pool1d, adaptive_max_pool1d, adaptive_max_pool2d, avg_pool1d,
     bilinear, channel_shuffle, dropout1d, dropout2d, embedding_bag, local_response_norm,

@@ -13,6 +13,7 @@ from numgrad.ops import (  # noqa: F401  (they declare their ops)
     grids,
     inplace,
     lines,
+    losses,
     products,
     registry,
     reorder,

@@ -91,6 +91,23 @@ from numgrad.nn.modules.loss import (
     NLLLoss,
     SmoothL1Loss,
 )
+from numgrad.nn.modules.loss_more import (
+    CosineEmbeddingLoss,
+    CosineSimilarity,
+    GaussianNLLLoss,
+    HingeEmbeddingLoss,
+    HuberLoss,
+    KLDivLoss,
+    MarginRankingLoss,
+    MultiLabelMarginLoss,
+    MultiLabelSoftMarginLoss,
+    MultiMarginLoss,
+    PairwiseDistance,
+    PoissonNLLLoss,
+    SoftMarginLoss,
+    TripletMarginLoss,
+    TripletMarginWithDistanceLoss,
+)
 from numgrad.nn.modules.module import Module, ModuleDict, ModuleList, Sequential
 from numgrad.nn.modules.norm_extra import GroupNorm, InstanceNorm1d, InstanceNorm2d
 from numgrad.nn.modules.padding import (
