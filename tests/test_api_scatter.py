@@ -232,3 +232,18 @@ def test_scatter_reduce_matches_torch_on_random_shapes(case):
         got.append((r.detach(), a.grad, s.grad))
     for n, t in zip(*got):
         assert_close(n, t)
+
+
+def test_scatter_under_compile_matches_eager():
+    i = ng.tensor([[0, 1, 2, 0], [0, 1, 0, 0]])
+
+    def f(x, s):
+        return x.scatter_reduce(0, i, s, "mean", include_self=False) + x.scatter(0, i, 2.0)
+
+    cf = ng.compile(f)
+    rng = np.random.default_rng(7)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a fallback to eager would warn
+        for _ in range(3):
+            x, s = ng.tensor(rng.standard_normal((3, 4))), ng.tensor(rng.standard_normal((2, 4)))
+            assert_close(cf(x, s), f(x, s))

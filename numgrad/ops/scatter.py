@@ -28,6 +28,7 @@ DEPRECATED = ("The reduce argument of torch.scatter with Tensor src is deprecate
               "removed in a future PyTorch release. Use torch.scatter_reduce instead for more "
               "reduction options.")
 _WARNED = [False]
+_HOST = np.empty(0)  # the kernel's counts live on the host
 _UNSET = type("_Unset", (), {"__repr__": lambda self: "None"})()  # reduce=None is an error
 
 
@@ -43,11 +44,9 @@ def _run(s3, i3, o3, count, mode, mean):
                                                _arrays.host(o3))
     bad = _kernels().scatter_reduce_dim(hs, hi, ho, count, mode)
     if bad < 0 and mean:
-        ho = _kernels().divide_by_count(ho, count, ho.dtype.kind not in "fc")
+        _kernels().divide_by_count(ho, count, ho.dtype.kind not in "fc")
     if not on_host:
         EW.unary(EW.copy, _arrays.to_device(ho, _device.of(o3)), o3.dtype, out=o3)
-    elif ho is not o3:
-        o3[...] = ho
     return bad
 
 
@@ -59,9 +58,9 @@ def _scattered(x1, d, idx, src_arr, mode, include_self=True, mean=False):
     xs, outer, inner = ix._dim_views(out_arr, idx, d)
     o3 = xs.reshape(outer, x1.shape[d], inner)
     s = src_arr[tuple(slice(0, n) for n in idx.shape)]
-    s3 = s.reshape(outer, idx.shape[d], inner) if s.flags.c_contiguous or not s.strides \
-        else _arrays.contiguous(s).reshape(outer, idx.shape[d], inner)
-    count = np.full(o3.shape if mode else (1, 1, 1), 1 if include_self else 0, np.int64)
+    s3 = _arrays.contiguous(s).reshape(outer, idx.shape[d], inner)
+    count = _arrays.full(_HOST, o3.shape if mode else (1, 1, 1), 1 if include_self else 0,
+                         np.int64)
     bad = _run(s3, idx.reshape(outer, idx.shape[d], inner), o3, count, mode, mean)
     if bad >= 0:
         raise index_error(_arrays.host(idx.reshape(-1))[bad], d, x1.shape[d])
@@ -163,9 +162,7 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=_UNSET):
             s_arr = _arrays.to_device(s_arr, _device.of(x))
     else:
         dt = dtype_of(input)
-        s_arr = np.broadcast_to(np.asarray(_dtype.checked_scalar(src, dt), dt.np), idx.shape)
-        if x.__class__ is not np.ndarray:
-            s_arr = _arrays.to_device(np.ascontiguousarray(s_arr), _device.of(x))
+        s_arr = _arrays.full(x, idx.shape, _dtype.checked_scalar(src, dt), dt.np)
     r = _wrap(_scattered(x1, d, idx, s_arr, mode).reshape(x.shape))
     grads = input._requires_grad or (vt and src._requires_grad)
     if state.enabled and grads and x.dtype.kind in "fc":

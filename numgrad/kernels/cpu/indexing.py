@@ -166,13 +166,15 @@ def scatter_reduce_dim(src, idx, out, count, mode):
 
 @jit
 def divide_by_count(out, count, floor):
-    """out /= count where count > 1 (``floor``: integer floor division), for a scatter mean."""
-    flat = out.reshape(-1) if out.flags.c_contiguous else out.copy().reshape(-1)
-    c = count.reshape(-1)
-    for k in range(flat.size):
-        if c[k] > 1:
-            if floor:
-                flat[k] = flat[k] // c[k]
-            else:
-                flat[k] = flat[k] / c[k]
-    return flat.reshape(out.shape)
+    """out /= count where count > 1 (``floor``: integer floor division), for a scatter mean;
+    both (outer, size, inner)."""
+    n_o, n_s, n_i = out.shape
+    for o in range(n_o):
+        for j in range(n_s):
+            for i in range(n_i):
+                c = count[o, j, i]
+                if c > 1:
+                    if floor:
+                        out[o, j, i] = out[o, j, i] // c
+                    else:
+                        out[o, j, i] = out[o, j, i] / c
