@@ -80,7 +80,9 @@ INPLACE = [
     "F.elu_(y)", "F.elu(y, 0.5, inplace=True)", "F.selu_(y)", "F.selu(y, True)",
     "F.celu_(y, 2.0)", "F.hardtanh_(y, -0.5, 2.0)", "F.relu6(y, inplace=True)", "F.relu_(y)",
     "F.leaky_relu_(y, 0.2)", "F.leaky_relu(y, 0.1, True)", "F.threshold_(y, 0.5, -1.0)",
-    "F.rrelu_(y, 0.1, 0.3)", "F.hardsigmoid(y, True)", "F.hardswish(y, True)", "F.mish(y, True)",
+    "F.rrelu_(y, 0.1, 0.3)", "F.threshold(y, 0.5, 2.0, True)", "F.elu_(y, 0.0)",
+    "F.leaky_relu_(y, 0.0)", "F.celu(y, 0.5, True)", "F.hardsigmoid(y, True)",
+    "F.hardswish(y, True)", "F.mish(y, True)",
 ]
 
 
@@ -92,8 +94,10 @@ def test_inplace_forms_match_pytorch(call):
         y = leaf * 1.0
         r = eval(call, {"F": m.nn.functional, "y": y})
         assert r is y
+        name = type(y.grad_fn).__name__  # EluBackward1, LeakyReluBackward1, ...
         y.sum().backward()
-        results.append((y.detach(), leaf.grad))
+        results.append((y.detach(), leaf.grad, name))
+    assert results[0][2] == results[1][2], call
     assert_close(results[0][0], results[1][0], rtol=1e-12, atol=1e-14, msg=call)
     assert_close(results[0][1], results[1][1], rtol=1e-12, atol=1e-14, msg=call)
     leaf = ng.tensor(KINKS, requires_grad=True)
@@ -102,6 +106,21 @@ def test_inplace_forms_match_pytorch(call):
     x = ng.tensor(KINKS)  # no graph: written in place
     eval(call, {"F": ng.nn.functional, "y": x})
     assert_close(x, results[0][0], rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("call", ["F.elu_(y, -0.5)", "F.celu_(y, -1.0)",
+                                  "F.leaky_relu_(y, -0.2)", "F.elu(y, -1.0, True)"])
+def test_inplace_negative_slope_is_refused_at_backward(call):
+    """PyTorch computes these in-place derivatives from the result, which a negative slope
+    makes ambiguous: the forward runs, the backward raises its error."""
+    caught = []
+    for m in (ng, torch):
+        y = m.tensor(KINKS, requires_grad=True) * 1.0
+        r = eval(call, {"F": m.nn.functional, "y": y})
+        with pytest.raises(RuntimeError) as info:
+            r.sum().backward()
+        caught.append(str(info.value))
+    assert caught[0] == caught[1]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

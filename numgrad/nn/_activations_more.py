@@ -32,16 +32,18 @@ def _number(fn, name, pos, v):
     return v
 
 
-def _run(input, inplace, fn):
-    """``fn(input)``, or written into ``input`` (PyTorch's in-place rules) with ``inplace``."""
-    return apply_(input, fn) if inplace else fn(input)
+def _run(input, inplace, fn, fn_inplace=None):
+    """``fn(input)``, or written into ``input`` (PyTorch's in-place rules) with ``inplace``
+    (by ``fn_inplace`` where PyTorch's in-place form records another node)."""
+    return apply_(input, fn_inplace or fn) if inplace else fn(input)
 
 
 def elu(input, alpha=1.0, inplace=False):
     """x where x > 0, else alpha (e^x - 1) (``EluBackward0``)."""
     _tensor("elu", input)
     _number("elu", "alpha", 2, alpha)
-    return _run(input, inplace, lambda x: act.elu(x, alpha, 1.0))
+    return _run(input, inplace, lambda x: act.elu(x, alpha, 1.0),
+                lambda x: act.elu_result(x, alpha, 1.0))
 
 
 def elu_(input, alpha=1.0):
@@ -51,7 +53,8 @@ def elu_(input, alpha=1.0):
 def selu(input, inplace=False):
     """scale elu(x, alpha) with the self-normalizing constants (``EluBackward0``)."""
     _tensor("selu", input)
-    return _run(input, inplace, lambda x: act.elu(x, _SELU_ALPHA, _SELU_SCALE))
+    return _run(input, inplace, lambda x: act.elu(x, _SELU_ALPHA, _SELU_SCALE),
+                lambda x: act.elu_result(x, _SELU_ALPHA, _SELU_SCALE))
 
 
 def selu_(input):
@@ -64,7 +67,8 @@ def celu(input, alpha=1.0, inplace=False):
     _number("celu", "alpha", 2, alpha)
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
-    return _run(input, inplace, lambda x: act.celu(x, alpha))
+    return _run(input, inplace, lambda x: act.celu(x, alpha),
+                lambda x: act.celu_result(x, alpha))
 
 
 def celu_(input, alpha=1.0):
@@ -165,7 +169,8 @@ def threshold(input, threshold, value, inplace=False):
     _tensor("threshold", input)
     _number("threshold", "threshold", 2, threshold)
     _number("threshold", "value", 3, value)
-    return _run(input, inplace, lambda x: act.threshold(x, threshold, value))
+    return _run(input, inplace, lambda x: act.threshold(x, threshold, value),
+                lambda x: act.threshold_input(x, threshold, value))
 
 
 def threshold_(input, threshold, value):
@@ -213,7 +218,8 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"leaky_relu_cpu\" not implemented for "
                                   f"'{input.dtype._legacy}'")
-    return _run(input, inplace, lambda x: act.rrelu_with_noise(x, lower, upper, training))
+    return _run(input, inplace, lambda x: act.rrelu_with_noise(x, lower, upper, training),
+                lambda x: act.rrelu_with_noise_result(x, lower, upper, training))
 
 
 def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):

@@ -1573,10 +1573,10 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
         raise TypeError("leaky_relu(): argument 'negative_slope' (position 2) must be Number, "
                         f"not {type(negative_slope).__name__}")
     _require_float(input, "leaky_relu_cpu")
-    from numgrad.ops import activation as act  # LeakyReluBackward0, as PyTorch
+    from numgrad.ops import activation as act  # LeakyReluBackward0/1, as PyTorch
     from numgrad.ops.inplace import apply_
     if inplace:
-        return apply_(input, lambda x: act.leaky_relu(x, negative_slope))
+        return apply_(input, lambda x: act.leaky_relu_result(x, negative_slope))
     return act.leaky_relu(input, negative_slope)
 
 

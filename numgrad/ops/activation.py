@@ -234,6 +234,10 @@ def _rrelu_grad(grad, self, noise, lower, upper, training):
 def rrelu_with_noise(input, lower, upper, training, generator=None):
     """x where x > 0, else x r: in training r is drawn uniformly from [lower, upper) for each
     non-positive element in order (PyTorch's double draws), else r = (lower + upper) / 2."""
+    return _rrelu_forward(input, lower, upper, training, generator)
+
+
+def _rrelu_forward(input, lower, upper, training, generator):
     import numgrad
     x = input._data
     with no_grad():
@@ -251,3 +255,87 @@ def rrelu_with_noise(input, lower, upper, training, generator=None):
             r = ew.mul(input, noise)._data
     return r, {"noise": noise, "lower": float(lower), "upper": float(upper),
                "training": bool(training)}
+
+
+# ----------------------------------------------------------------------------------------
+# in-place forms that PyTorch records as ``...Backward1``: the derivative read off the result
+# (or the saved input), a negative slope refused when the backward runs. The forwards are the
+# ops above (``numgrad.nn.functional`` applies them in place); no kernels of their own.
+# ----------------------------------------------------------------------------------------
+
+_NEG_ELU = ("In-place elu backward calculation is triggered with a negative slope which is not "
+            "supported. This is caused by calling in-place forward function with a negative "
+            "slope, please call out-of-place version instead.")
+_NEG_LEAKY = ("In-place leakyReLu backward calculation is triggered with a negative slope which "
+              "is not supported. This is caused by calling in-place forward function with a "
+              "negative slope, please call out-of-place version instead. File an issue at "
+              "https://github.com/pytorch/pytorch if you do require supporting in-place "
+              "leakRelu backward calculation with negative slope")
+
+
+def _elu_from_result(grad, result, alpha, scale, input_scale):
+    # y = a s (e^(c x) - 1) for y <= 0: dy/dx = c (y + a s); s where y > 0
+    if alpha * scale < 0:
+        raise RuntimeError(_NEG_ELU)
+    neg = ew.mul(ew.mul(grad, input_scale), ew.add(result, alpha * scale))
+    return ew.where(ew.gt(result, 0), ew.mul(grad, scale), neg)
+
+
+@op(name="elu_", node="EluBackward1", variants=_F, save=(
+    "alpha", "input_scale", "result", "scale"), grads={
+        "self": lambda grad, result, alpha, scale, input_scale: _elu_from_result(
+            grad, result, alpha, scale, input_scale)})
+def elu_result(input, alpha, scale):
+    """elu (selu) whose node keeps the result (what ``elu_`` and ``selu_`` record)."""
+    with no_grad():
+        r = elu(input, alpha, scale)._data
+    return r, {"alpha": float(alpha), "scale": float(scale), "input_scale": 1.0}
+
+
+@op(name="celu_", node="CeluBackward1", variants=_F, save=("alpha", "result"), grads={
+    "self": lambda grad, result, alpha: _elu_from_result(
+        grad, result, alpha, 1.0, 1.0 / float(np.float32(alpha)))})
+def celu_result(input, alpha):
+    """celu whose node keeps the result (``celu_``)."""
+    with no_grad():
+        r = celu(input, alpha)._data
+    return r, {"alpha": float(alpha)}
+
+
+def _leaky_from_result(grad, result, negative_slope):
+    # dy/dx = 1 where y > 0, else the slope
+    if negative_slope < 0:
+        raise RuntimeError(_NEG_LEAKY)
+    return ew.where(ew.gt(result, 0), grad, ew.mul(grad, negative_slope))
+
+
+@op(name="leaky_relu_", node="LeakyReluBackward1", variants=_F,
+    save=("negative_slope", "result"), grads={"self": _leaky_from_result})
+def leaky_relu_result(input, negative_slope):
+    """leaky_relu whose node keeps the result (``leaky_relu_``)."""
+    with no_grad():
+        r = leaky_relu(input, negative_slope)._data
+    return r, {"negative_slope": float(negative_slope)}
+
+
+@op(name="threshold_", node="ThresholdBackward1", variants=_F, save=("self", "threshold"),
+    grads={"self": lambda grad, self, threshold: ew.where(ew.le(self, threshold), 0.0, grad)})
+def threshold_input(input, threshold_, value):
+    """threshold as ``threshold_`` records it (the input before the write is saved)."""
+    with no_grad():
+        r = threshold(input, threshold_, value)._data
+    return r, {"threshold": float(threshold_)}
+
+
+def _rrelu_from_result(grad, result, noise, lower, upper, training):
+    # training: d/dx (x noise) = noise; eval: 1 where y > 0, else (lower + upper) / 2
+    if training:
+        return ew.mul(grad, noise)
+    return ew.where(ew.gt(result, 0), grad, ew.mul(grad, (lower + upper) / 2))
+
+
+@op(name="rrelu_with_noise_", node="RreluWithNoiseBackward1", variants=_F,
+    save=("lower", "noise", "result", "training", "upper"), grads={"self": _rrelu_from_result})
+def rrelu_with_noise_result(input, lower, upper, training, generator=None):
+    """rrelu whose node keeps the result (``rrelu_``)."""
+    return _rrelu_forward(input, lower, upper, training, generator)
