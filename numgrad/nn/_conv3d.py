@@ -77,16 +77,20 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 
 def _by_conv2d(x, weight, bias, stride, padding, dilation, groups, out):
-    n, c, _, h, w = x._data.shape
+    # laid out (N, D, C, H*W) first, so that each depth window is a strided slice and the
+    # stacked windows land in conv2d's channel order; everything stays 4-D/5-D (kernels the
+    # other convolutions and layers compile too)
+    n, c, d, h, w = x._data.shape
     oc, cg, kd, kh, kw = weight._data.shape
     od, oh, ow = out
+    xp = x.reshape(n, c, d, h * w).permute(0, 2, 1, 3)
     if padding[0]:
-        x = F.pad(x, (0, 0, 0, 0, padding[0], padding[0]))
+        xp = F.pad(xp, (0, 0, 0, 0, padding[0], padding[0]))
     sd, dd = stride[0], dilation[0]
-    planes = [x[:, :, k * dd:k * dd + sd * (od - 1) + 1:sd] for k in range(kd)]
-    s = sh.stack(planes, 1)  # (N, KD, C, OD, H, W)
-    s = s.reshape(n, kd, groups, cg, od, h, w).permute(0, 4, 2, 1, 3, 5, 6)
-    s = s.reshape(n * od, groups * kd * cg, h, w)
+    planes = [xp[:, k * dd:k * dd + sd * (od - 1) + 1:sd].reshape(n, od, groups, cg * h * w)
+              for k in range(kd)]
+    s = sh.stack(planes, 3).reshape(n * od, groups * kd * cg, h, w)  # (N, OD, G, KD, Cg*HW)
     w2 = weight.permute(0, 2, 1, 3, 4).reshape(oc, kd * cg, kh, kw)
     y = F.conv2d(s, w2, bias, stride[1:], padding[1:], dilation[1:], groups)
-    return y.reshape(n, od, oc, oh, ow).permute(0, 2, 1, 3, 4).contiguous()
+    y = y.reshape(n, od, oc, oh * ow).permute(0, 2, 1, 3).contiguous()
+    return y.reshape(n, oc, od, oh, ow)
