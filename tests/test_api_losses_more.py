@@ -311,6 +311,18 @@ ERROR_CASES = [
     lambda m: _F(m).multilabel_soft_margin_loss(m.tensor(_X), m.tensor(_X), reduction="q"),
 ]
 
+ERROR_CASES += [  # dtype rules
+    lambda m: _F(m).huber_loss(m.ones(2, 3, dtype=m.int64), m.zeros(2, 3, dtype=m.int64)),
+    lambda m: _F(m).huber_loss(m.ones(2, 3, dtype=m.int64), m.zeros(2, 3)),
+    lambda m: _F(m).soft_margin_loss(m.ones(2, 3, dtype=m.int64), m.zeros(2, 3)),
+    lambda m: _F(m).multi_margin_loss(m.ones(2, 3, dtype=m.int64), m.tensor([0, 1])),
+    lambda m: _F(m).multi_margin_loss(m.ones(2, 3), m.tensor([0.0, 1.0])),
+    lambda m: _F(m).multi_margin_loss(m.ones(2, 3), m.tensor([0, 1]),
+                                      weight=m.ones(3, dtype=m.float64)),
+    lambda m: _F(m).multilabel_margin_loss(m.ones(2, 3, dtype=m.int64), m.zeros(2, 3)),
+    lambda m: _F(m).multilabel_margin_loss(m.ones(2, 3), m.zeros(2, 3)),
+]
+
 
 @pytest.mark.parametrize("i", range(len(ERROR_CASES)))
 def test_errors_match_torch(i):
@@ -381,3 +393,54 @@ class _nothing:
 
     def __exit__(self, *a):
         return False
+
+
+EDGE_CASES = [
+    lambda m: _F(m).huber_loss(m.zeros(0, 3, requires_grad=True), m.zeros(0, 3)),
+    lambda m: _F(m).huber_loss(m.ones(2, 3), m.zeros(2, 3, dtype=m.float64) + 0.3),
+    lambda m: _F(m).soft_margin_loss(m.zeros(3, dtype=m.float64, requires_grad=True),
+                                     m.tensor([1, -1, 1])),
+    lambda m: _F(m).multi_margin_loss(m.ones((), requires_grad=True), m.tensor(0)),
+    lambda m: _F(m).multi_margin_loss(m.zeros(0, 3, requires_grad=True),
+                                      m.zeros(0, dtype=m.int64), reduction="none"),
+    lambda m: _F(m).multilabel_margin_loss(m.tensor([0.3, -0.2, 0.9], requires_grad=True),
+                                           m.tensor([2, -1, 0])),
+    lambda m: _F(m).kl_div(m.zeros(0, 3, requires_grad=True), m.zeros(0, 3),
+                           reduction="batchmean"),
+    lambda m: _F(m).kl_div(m.zeros(3, requires_grad=True), m.tensor([0.0, 0.5, 0.5]),
+                           reduction="sum"),
+    lambda m: _F(m).pdist(m.ones(1, 3, requires_grad=True)),
+    lambda m: _F(m).pdist(m.tensor([[0.0, 1], [0, 2], [1, 2]], requires_grad=True), p=0),
+    lambda m: _F(m).pdist(m.tensor([[0.0, 1], [0, 3], [1, 2]], requires_grad=True),
+                          p=float("inf")),
+    lambda m: _F(m).cosine_similarity(m.zeros(2, 3, requires_grad=True), m.ones(2, 3)),
+    lambda m: _F(m).pairwise_distance(m.tensor(1.0, requires_grad=True), m.tensor(0.0)),
+    lambda m: _F(m).pairwise_distance(m.ones(2, 3, requires_grad=True), m.zeros(3)),
+    lambda m: _F(m).gaussian_nll_loss(m.zeros(2, 3, requires_grad=True), m.ones(2, 3), 0.5),
+    lambda m: _F(m).gaussian_nll_loss(m.zeros(2, 3, requires_grad=True), m.ones(2, 3),
+                                      m.ones(2)),
+    lambda m: _F(m).cosine_embedding_loss(m.zeros(0, 3, requires_grad=True), m.zeros(0, 3),
+                                          m.zeros(0)),
+    lambda m: _F(m).margin_ranking_loss(m.zeros((), requires_grad=True), m.tensor(1.0),
+                                        m.tensor(-1.0)),
+    lambda m: _F(m).triplet_margin_loss(m.ones(3, requires_grad=True), m.zeros(3),
+                                        m.ones(3) * 2),
+    lambda m: _F(m).multilabel_soft_margin_loss(m.zeros(3, requires_grad=True), m.ones(3)),
+]
+
+
+@pytest.mark.parametrize("i", range(len(EDGE_CASES)))
+def test_edge_sizes_and_dtypes_match_torch(i):
+    import warnings
+    outs = []
+    for lib in (torch, ng):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = EDGE_CASES[i](lib)
+        if out.requires_grad:
+            out.sum().backward()
+        outs.append(out)
+    a, b = outs
+    assert str(b.dtype).split(".")[-1] == str(a.dtype).split(".")[-1]
+    assert tuple(b.shape) == tuple(a.shape)
+    np.testing.assert_allclose(b.detach().numpy(), a.detach().numpy(), rtol=1e-6, atol=1e-7)

@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 
+from numgrad import _dtype
 from numgrad.autograd import grad_mode
 from numgrad.nn.functional import _check_same_size, _not_differentiable, _reduction, _tensor_arg
 from numgrad.ops import elementwise as ew
@@ -14,6 +15,7 @@ from numgrad.ops import losses as L
 from numgrad.ops import reduction as red
 from numgrad.ops import shape as sh
 from numgrad.ops import unary as un
+from numgrad.ops._util import dtype_of
 
 __all__ = ["kl_div", "huber_loss", "poisson_nll_loss", "gaussian_nll_loss", "soft_margin_loss",
            "cosine_similarity", "pairwise_distance", "pdist", "cosine_embedding_loss",
@@ -28,6 +30,24 @@ def _apply(loss, reduction):
     if reduction == "sum":
         return red.sum(loss)
     return loss
+
+
+def _legacy(t):
+    return dtype_of(t)._legacy
+
+
+def _huber_dtypes(input, target):
+    """PyTorch's huber_loss dtype rules: the loss has the (floating) input's dtype; the target
+    is cast to it."""
+    xd, td = dtype_of(input), dtype_of(target)
+    if xd.is_floating_point:
+        return target if td == xd else target.to(xd)
+    if xd != td:
+        rt = _dtype.result_type(input, target)
+        raise RuntimeError(f"result type {rt._legacy} can't be cast to the desired output type "
+                           f"{xd._legacy}")
+    if not xd.is_floating_point:
+        raise NotImplementedError(f"\"huber_cpu\" not implemented for '{xd._legacy}'")
 
 
 def _logsigmoid(x):
@@ -73,6 +93,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     _tensor_arg("huber_loss", "input", 1, input)
     _tensor_arg("huber_loss", "target", 2, target)
     _check_same_size(input, target)
+    target = _huber_dtypes(input, target)
     if weight is None:
         return L.huber_loss(input, target, _reduction(reduction), float(delta))
     if weight.shape != input.shape:
@@ -140,6 +161,11 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
     _tensor_arg("soft_margin_loss", "target", 2, target)
     reduction = _reduction(reduction, size_average, reduce)
     _not_differentiable("soft_margin_loss", target=target)
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"result type {_dtype.result_type(input, 1.0)._legacy} can't be cast "
+                           f"to the desired output type {_legacy(input)}")
+    if target.dtype != input.dtype:  # the loss has the input's dtype
+        target = target.to(input.dtype)
     return L.soft_margin_loss(input, target, reduction)
 
 
@@ -291,6 +317,15 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     return _apply(loss, reduction)
 
 
+def _margin_dtypes(input, target, weight, kernel):
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_legacy(input)}'")
+    if target.dtype != _dtype.int64:
+        raise RuntimeError(f"expected scalar type Long but found {_legacy(target)}")
+    if weight is not None and weight.dtype != input.dtype:
+        raise RuntimeError(f"expected scalar type {_legacy(input)} but found {_legacy(weight)}")
+
+
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
                       reduce=None, reduction="mean"):
     """sum over i != y of w_y max(0, margin - x_y + x_i)^p / C (``MultiMarginLossBackward0``)."""
@@ -313,6 +348,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     if weight is not None and (weight.dim() > 1 or weight.numel() != c):
         raise RuntimeError(f"inconsistent weight size, expected {c} but got "
                            f"{list(weight.shape)}")
+    _margin_dtypes(input, target, weight, "multi_margin_loss_cpu_kernel")
     _not_differentiable("multi_margin_loss", weight=weight)
     return L.multi_margin_loss(input, target, int(p), float(margin), weight, reduction)
 
@@ -330,4 +366,5 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
             or (nd == 2 and ts != tuple(input.shape)):
         raise RuntimeError(f"inconsistent target size: {list(ts)} for input of size: "
                            f"{list(input.shape)}")
+    _margin_dtypes(input, target, None, "multilabel_margin_loss_forward_out_frame")
     return L.multilabel_margin_loss(input, target, reduction)
