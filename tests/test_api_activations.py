@@ -154,6 +154,8 @@ ERRORS = [
     "F.mish(m.ones(2, dtype=m.int64))", "F.logsigmoid(m.ones(2, dtype=m.int64))",
     "F.hardshrink(m.ones(2, dtype=m.int64))", "F.elu(m.ones(2), 'a')",
     "F.threshold(m.ones(2), 'a', 1)", "F.elu([1.0])", "F.leaky_relu_(m.ones(2, dtype=m.int64))",
+    "F.prelu(m.ones(2, 3), m.ones(3, dtype=m.float64))", "F.hardtanh(m.tensor([True]))",
+    "F.relu6(m.tensor([True]), True)", "F.threshold(m.tensor([True]), 0, 1)",
 ]
 
 

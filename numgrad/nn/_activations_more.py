@@ -192,6 +192,9 @@ def prelu(input, weight):
     if weight.dim() > 1:
         raise RuntimeError("prelu: Expected `weight` to be a scalar or 1D tensor, but got: "
                            f"ndim = {weight.dim()}")
+    if input.dtype != weight.dtype:
+        raise RuntimeError("prelu: Type promoting not supported. Got "
+                           f"{input.dtype._legacy} and {weight.dtype._legacy}")
     n = weight.numel()
     if input.dim() == 0 and n != 1:
         raise RuntimeError("Not allow zero-dim input tensor.")

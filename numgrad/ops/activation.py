@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from numgrad import _arrays
+from numgrad import _arrays, _dtype
 from numgrad._shape import wrap_dim
 from numgrad.autograd.grad_mode import no_grad
 from numgrad.kernels.scalar import like
@@ -27,6 +27,13 @@ def _float_only(kernel):
     def check(dt):
         if dt._kind != 2:
             raise NotImplementedError(f"\"{kernel}\" not implemented for '{dt._legacy}'")
+    return check
+
+
+def _no_bool(error):
+    def check(dt):
+        if dt is _dtype.bool_:
+            raise error
     return check
 
 
@@ -94,6 +101,7 @@ def _inside(grad, x, lo, hi, value):
 
 # d/dx hardtanh = [min < x < max]
 @elementwise(node="HardtanhBackward0", variants=_F, params={"min_val": -1.0, "max_val": 1.0},
+             check=_no_bool(RuntimeError("Bool inputs not supported for hardtanh")),
              grad=lambda grad, self, min_val, max_val: _inside(grad, self, min_val, max_val, 1))
 def hardtanh(x, p, q):
     """x clamped to [min_val, max_val] (p, q); nan stays nan (relu6's too)."""
@@ -158,6 +166,8 @@ def mish(x, p, q):
 
 # d/dx threshold = [x > threshold]
 @elementwise(node="ThresholdBackward0", variants=_F, params={"threshold": 0.0, "value": 0.0},
+             check=_no_bool(NotImplementedError(
+                 "\"threshold_cpu\" not implemented for 'Bool'")),
              grad=lambda grad, self, threshold: ew.where(ew.le(self, threshold), 0.0, grad))
 def threshold(x, p, q):
     """value where x <= threshold (p), else x (q = value; nan stays nan)."""
