@@ -444,3 +444,32 @@ def test_edge_sizes_and_dtypes_match_torch(i):
     assert str(b.dtype).split(".")[-1] == str(a.dtype).split(".")[-1]
     assert tuple(b.shape) == tuple(a.shape)
     np.testing.assert_allclose(b.detach().numpy(), a.detach().numpy(), rtol=1e-6, atol=1e-7)
+
+
+def test_declared_losses_property_vs_torch():
+    """Any shape, delta, margin and p: huber, soft margin and multi margin equal PyTorch's
+    values and gradients (input and target)."""
+    hypothesis = pytest.importorskip("hypothesis")
+    from hypothesis import strategies as st
+
+    @hypothesis.settings(max_examples=20, deadline=None, derandomize=True)
+    @hypothesis.given(n=st.integers(1, 4), c=st.integers(1, 5), seed=st.integers(0, 2**16),
+                      delta=st.floats(0.05, 3.0), margin=st.floats(-1.0, 2.0),
+                      p=st.sampled_from([1, 2]),
+                      reduction=st.sampled_from(["mean", "sum", "none"]))
+    def check(n, c, seed, delta, margin, p, reduction):
+        rng = np.random.default_rng(seed)
+        x, t = rng.standard_normal((n, c)), rng.standard_normal((n, c))
+        y = np.where(rng.uniform(size=(n, c)) < 0.5, -1.0, 1.0)
+        k = rng.integers(0, c, n)
+
+        def f(lib):
+            def run(a, b):
+                F = lib.nn.functional
+                return (F.huber_loss(a, b, reduction=reduction, delta=delta).sum()
+                        + F.soft_margin_loss(a, lib.tensor(y), reduction=reduction).sum()
+                        + F.multi_margin_loss(a, lib.tensor(k), p=p, margin=margin,
+                                              reduction=reduction).sum())
+            return run
+        _compare(f(torch), f(ng), (x, t), (True, True), node=False)
+    check()
