@@ -171,8 +171,10 @@ CASES = [
      lambda a: np.where(a > 0, a, 0.2 * a), [AWAY(3, 4)]),
     ("sign", lambda m, a: m.sign(a), np.sign, [AWAY(3, 4)]),
     ("clamp", lambda m, a: a.clamp(-0.5, 0.5), lambda a: np.clip(a, -0.5, 0.5), [AWAY(3, 4)]),
-    ("clamp_min", lambda m, a: m.clamp(a, min=0.2), lambda a: np.maximum(a, 0.2), [AWAY(3, 4)]),
-    ("clamp_max", lambda m, a: a.clamp(max=0.2), lambda a: np.minimum(a, 0.2), [AWAY(3, 4)]),
+    ("clamp_lower", lambda m, a: m.clamp(a, min=0.2), lambda a: np.maximum(a, 0.2), [AWAY(3, 4)]),
+    ("clamp_upper", lambda m, a: a.clamp(max=0.2), lambda a: np.minimum(a, 0.2), [AWAY(3, 4)]),
+    ("clamp_min", lambda m, a: m.clamp_min(a, 0.2), lambda a: np.maximum(a, 0.2), [AWAY(3, 4)]),
+    ("clamp_max", lambda m, a: a.clamp_max(0.2), lambda a: np.minimum(a, 0.2), [AWAY(3, 4)]),
     ("clamp_tensor", lambda m, a, lo, hi: a.clamp(lo, hi), lambda a, lo, hi: np.minimum(
         np.maximum(a, lo), hi), [U(3, 4), U(3, 4, lo=-2, hi=-1.1), U(4, lo=1.1, hi=2)]),
     ("maximum", lambda m, a, b: m.maximum(a, b), np.maximum,

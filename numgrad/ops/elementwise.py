@@ -104,6 +104,10 @@ def square(input):
          variants=("function", "method", "inplace"))
 def clamp(input, min=None, max=None):  # noqa: A002
     """Clamp into [min, max] (``ClampBackward1`` for numbers, ``ClampBackward0`` for tensors)."""
+    return _clamp(input, min, max, ClampBackward1)
+
+
+def _clamp(input, min, max, node):  # noqa: A002
     _check_tensor(input, "clamp")
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
@@ -125,18 +129,22 @@ def clamp(input, min=None, max=None):  # noqa: A002
         hi = (info.max if info else True) if max is None else int(max)
     out = _wrap(_unary(EW.clamp, input, dt, lo, hi))
     if state.enabled and input._requires_grad:
-        attach(out, ClampBackward1((edge(input),), (input, lo, hi)))
+        # the bounds as given (PyTorch's _saved_min/_saved_max), then as applied
+        given = (max, min) if node is ClampMaxBackward0 else (min, max)
+        attach(out, node((edge(input),), (input, *given, lo, hi)))
     return out
 
 
-@declare(nodes=("ClampBackward1", "ClampBackward0"), variants=("function", "method", "inplace"))
+@declare(nodes=("ClampMinBackward0", "ClampBackward0"),
+         variants=("function", "method", "inplace"))
 def clamp_min(input, min):  # noqa: A002
-    return clamp(input, min=min)
+    return _clamp(input, min, None, ClampMinBackward0)
 
 
-@declare(nodes=("ClampBackward1", "ClampBackward0"), variants=("function", "method", "inplace"))
+@declare(nodes=("ClampMaxBackward0", "ClampBackward0"),
+         variants=("function", "method", "inplace"))
 def clamp_max(input, max):  # noqa: A002
-    return clamp(input, max=max)
+    return _clamp(input, None, max, ClampMaxBackward0)
 
 
 class ClampBackward1(Node):
@@ -145,8 +153,18 @@ class ClampBackward1(Node):
 
     # d/dx clamp(x, lo, hi) = [lo <= x <= hi]
     def _backward(self, g):
-        x, lo, hi = self._saved
+        x, _, _, lo, hi = self._saved
         return (clamp_backward(g, x, lo, hi),)
+
+
+class ClampMinBackward0(ClampBackward1):
+    __slots__ = ()
+    _names_of_saved = ("self", "min")
+
+
+class ClampMaxBackward0(ClampBackward1):
+    __slots__ = ()
+    _names_of_saved = ("self", "max")
 
 
 def _bound(v, dt, upper):
