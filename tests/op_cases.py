@@ -275,6 +275,13 @@ CASES = [
     ("scatter_reduce", lambda m, a: a.scatter_reduce(1, m.tensor([[0, 0], [1, 1], [3, 2]]),
                                                      m.ones(3, 2, dtype=a.dtype), "sum"),
      lambda a: _add_along(a, np.array([[0, 0], [1, 1], [3, 2]])), [U(3, 4)]),
+    ("index_add", lambda m, a: a.index_add(0, m.tensor([2, 0, 2]), m.ones(3, 4, dtype=a.dtype),
+                                           alpha=2),
+     lambda a: a + np.array([[2.0], [0.0], [4.0]]), [U(3, 4)]),
+    ("index_copy", lambda m, a: m.index_copy(a, 1, m.tensor([3, 0]), a[:, :2] * 2),
+     lambda a: np.stack([2 * a[:, 1], a[:, 1], a[:, 2], 2 * a[:, 0]], 1), [U(3, 4)]),
+    ("index_fill", lambda m, a: a.index_fill(1, m.tensor([-1]), 0.5),
+     lambda a: np.concatenate([a[:, :3], np.full((3, 1), 0.5)], 1), [U(3, 4)]),
     # --- ops declared in the registry (numgrad/ops/unary.py, lines.py, statistics.py)
     ("erf", lambda m, a: m.erf(a), _vectorized(math.erf), [U(3, 4, lo=-2, hi=2)]),
     ("erfc", lambda m, a: a.erfc(), _vectorized(math.erfc), [U(3, 4, lo=-2, hi=2)]),

@@ -11,6 +11,7 @@ from numgrad.ops import (  # noqa: F401  (they declare their ops)
     einsum,
     fused,
     grids,
+    index_ops,
     inplace,
     lines,
     losses,
