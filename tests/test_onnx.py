@@ -501,3 +501,15 @@ def test_the_recording_leaves_numgrad_as_it_was():
         assert b.keys() == a.keys()
         assert all(b[k] is a[k] for k in b)
     assert layer.activation is relu is F.relu
+
+
+def test_the_recording_sees_only_its_own_threads_ops():
+    import threading
+
+    from numgrad.onnx._record import Recorder
+    with Recorder() as rec:
+        t = threading.Thread(target=lambda: ng.ones(2).add(1))
+        t.start()
+        t.join()
+        ng.ones(2).mul(2)
+    assert [c.name for c in rec.calls] == ["mul"]

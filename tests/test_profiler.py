@@ -10,7 +10,7 @@ import pytest
 from conftest import requires_torch, torch
 
 import numgrad as ng
-from numgrad import _profiling
+from numgrad import _intercept, _profiling
 from numgrad.profiler import ProfilerActivity, profile, record_function
 
 HEADERS = ["Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg",
@@ -201,3 +201,47 @@ def test_module_imported_while_recording_gets_the_originals_back():
         assert mod.add is ng.add and not hasattr(ng.add, "__profiled__")
     finally:
         del sys.modules[mod.__name__]
+
+
+def test_profiler_during_onnx_export_and_out_of_order_exit():
+    pytest.importorskip("onnx")
+    import io
+
+    from numgrad.onnx._record import Recorder
+    ng.manual_seed(0)
+    model = ng.nn.Sequential(ng.nn.Linear(4, 3), ng.nn.ReLU()).eval()
+    x = ng.randn(2, 4)
+    alone = io.BytesIO()
+    ng.onnx.export(model, (x,), alone)
+    before = (ng.add, ng.Tensor.__add__, ng.nn.functional.linear, ng.Tensor.__dict__["T"])
+    with profile() as prof:  # an export inside a profile: both see the ops
+        inside = io.BytesIO()
+        ng.onnx.export(model, (x,), inside)
+    assert inside.getvalue() == alone.getvalue()
+    assert {"linear", "relu"} <= {e.key for e in prof.events()}
+    # a profiler started inside a recording and stopped before it ends
+    rec = Recorder()
+    rec.__enter__()
+    p = profile()
+    p.start()
+    ng.ones(2).mul(3)
+    rec.__exit__(None, None, None)  # the recorder leaves first
+    ng.ones(2).add(1)
+    p.stop()
+    assert [c.name for c in rec.calls] == ["mul"]
+    assert [e.key for e in p.events()] == ["mul", "add"]
+    assert (ng.add, ng.Tensor.__add__, ng.nn.functional.linear,
+            ng.Tensor.__dict__["T"]) == before
+    assert not _intercept.active()
+
+
+def test_other_threads_ops_are_not_recorded():
+    import threading
+    out = []
+    with profile() as prof:
+        ng.ones(2).mul(2)
+        t = threading.Thread(target=lambda: out.append(ng.ones(2).add(5).tolist()))
+        t.start()
+        t.join()
+    assert out == [[6.0, 6.0]]
+    assert [e.key for e in prof.events()] == ["mul"]
