@@ -8,6 +8,7 @@ A generator's state is PyTorch's too (``numgrad._rng_state``): ``get_state`` giv
 PyTorch's default seed; the default generator from a random one."""
 
 import os
+import threading
 
 import numpy as np
 
@@ -76,7 +77,10 @@ class Generator:
     def __repr__(self):
         return f"<torch._C.Generator object at {id(self):#x}>"  # as PyTorch's prints
 
-    def _ensure(self):
+    def _ensure(self, draw=True):
+        """The engine's state, seeded on first use; every draw reads it through here."""
+        if draw and _FORBIDDEN:
+            _check_draw()
         if self._state is None:
             self._seed_engine(self._first_seed if self._first_seed is not None
                               else int.from_bytes(os.urandom(8), "little"))
@@ -103,12 +107,12 @@ class Generator:
         return s
 
     def initial_seed(self):
-        self._ensure()
+        self._ensure(draw=False)
         return self._seed
 
     def get_state(self):
         from numgrad.tensor import _wrap
-        st = self._ensure()
+        st = self._ensure(draw=False)
         return _wrap(_rng_state.pack(st, self._seed, self._next_normal,
                                      self._next_float_normal))
 
@@ -228,6 +232,32 @@ class Generator:
         if out.size:
             RNG.bernoulli(self.raw(2 * out.size), out.reshape(-1), p)
         return out
+
+
+_FORBIDDEN = []  # (thread id, message): callers under which a draw raises (vmap's 'error')
+
+
+def _check_draw():
+    me = threading.get_ident()
+    for thread, message in _FORBIDDEN:
+        if thread == me:
+            raise RuntimeError(message)
+
+
+class forbid_draws:
+    """Inside ``with``, every random draw on this thread (all read ``Generator._ensure``)
+    raises ``RuntimeError(message)``; other threads draw as usual."""
+
+    def __init__(self, message):
+        self.entry = (threading.get_ident(), message)
+
+    def __enter__(self):
+        _FORBIDDEN.append(self.entry)
+        return self
+
+    def __exit__(self, *exc):
+        _FORBIDDEN.remove(self.entry)
+        return False
 
 
 def _draw(gen, n):

@@ -292,6 +292,44 @@ def test_vmap_errors():
     assert all(c is not None for c in r[0])
 
 
+def test_vmap_randomness_modes_as_pytorchs():
+    """'error' raises PyTorch's error on any draw (jacfwd too, jacrev does not); 'same'
+    repeats one draw; 'different' draws per element: PyTorch's numbers for one seed, and its
+    generator state after."""
+    import threading
+
+    def random_ops(T):
+        return {"rand": lambda a: a + T.rand(3), "randint": lambda a: T.randint(0, 9, (3,)),
+                "randperm": lambda a: T.randperm(3), "dropout": lambda a: T.nn.functional.
+                dropout(a + 1, 0.5), "uniform_": lambda a: a.clone().uniform_(),
+                "randn": lambda a: T.randn(3) + a}
+
+    def cases(T, F):
+        x, out = T.zeros(4, 3), []
+        for f in random_ops(T).values():
+            out.append(raised(F.vmap(f), x))
+            for mode in ("same", "different"):
+                T.manual_seed(0)
+                out.append((F.vmap(f, randomness=mode)(x).tolist(), T.rand(1).item()))
+        out.append(raised(F.jacfwd(lambda a: a * T.rand(3)), T.ones(3)))
+        out.append(raised(F.jacrev(lambda a: a * T.rand(3)), T.ones(3)))
+        return out
+    r = [cases(T, F) for T, F in LIBS]
+    assert r[0] == r[1]
+    assert r[0][0][0] == "RuntimeError" and "randomness error mode" in r[0][0][1]
+    drawn = []  # another thread draws as usual while a vmap forbids draws on this one
+
+    def other():
+        drawn.append(ng.rand(1))
+
+    def f(a):
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+        return a * 2
+    assert ng.func.vmap(f)(ng.ones(2)).tolist() == [2.0, 2.0] and len(drawn) == 2
+
+
 # ----------------------------------------------------------------------------------------
 # functional_call and the per-sample gradients recipe
 # ----------------------------------------------------------------------------------------

@@ -411,12 +411,13 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
 def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
     """A function returning the Jacobian of ``func`` w.r.t. ``argnums``; the same Jacobian
     as ``jacrev`` (computed here by reverse passes)."""
-    from numgrad.func._vmap import check_randomness
+    from numgrad.func._vmap import check_randomness, no_randomness
     check_randomness(randomness)
 
     @functools.wraps(func)
     def wrapper(*args):
-        return _jacobian(func, argnums, has_aux, args, _JVP)
+        with no_randomness(randomness):  # PyTorch runs ``func`` under vmap
+            return _jacobian(func, argnums, has_aux, args, _JVP)
     return wrapper
 
 

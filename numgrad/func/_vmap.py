@@ -102,10 +102,27 @@ def _zero_element(a, d):
     return numgrad.zeros(shape, dtype=a.dtype, device=a.device)
 
 
+RANDOM_ERROR = ("vmap: called random operation while in randomness error mode. Please either "
+                "use the 'same' or 'different' randomness flags on vmap or perform the "
+                "randomness operation out of vmap")
+
+
+def no_randomness(randomness):
+    """The context a mapped function runs in: with ``randomness='error'`` any random draw
+    raises PyTorch's error (every draw reads ``Generator._ensure``)."""
+    import contextlib
+
+    from numgrad.random import forbid_draws
+    return forbid_draws(RANDOM_ERROR) if randomness == "error" else contextlib.nullcontext()
+
+
 def _run(func, in_dims, out_dims, randomness, args, kwargs):
     import numgrad
     flat, spec, dims, size = _in_dims(in_dims, args, func)
     name = _name(func)
+    # 'same': every element starts from the generator's state before the call (one draw,
+    # repeated); 'different': the elements draw one after another (PyTorch's numbers where
+    # its batched draw fills the batch in order: rand, randint, randperm, dropout, ...)
     state = numgrad.get_rng_state() if randomness == "same" else None
     results = []
     out_spec = None
@@ -116,7 +133,8 @@ def _run(func, in_dims, out_dims, randomness, args, kwargs):
             sliced = [a if d is None else a.select(d, i) for a, d in zip(flat, dims)]
         else:  # an empty batch: one call on zeros gives the outputs' shapes
             sliced = [a if d is None else _zero_element(a, d) for a, d in zip(flat, dims)]
-        out = func(*unflatten(sliced, spec), **kwargs)
+        with no_randomness(randomness):
+            out = func(*unflatten(sliced, spec), **kwargs)
         leaves, s = flatten(out)
         if out_spec is None:
             out_spec = s
