@@ -63,6 +63,13 @@ from numgrad.nn.modules.layers import (
     Tanh,
     Unflatten,
 )
+from numgrad.nn.modules.layers_3d import (
+    AdaptiveAvgPool3d,
+    AdaptiveMaxPool3d,
+    AvgPool3d,
+    InstanceNorm3d,
+    MaxPool3d,
+)
 from numgrad.nn.modules.layers_more import (
     AdaptiveAvgPool1d,
     AdaptiveMaxPool1d,
@@ -113,14 +120,19 @@ from numgrad.nn.modules.norm_extra import GroupNorm, InstanceNorm1d, InstanceNor
 from numgrad.nn.modules.padding import (
     CircularPad1d,
     CircularPad2d,
+    CircularPad3d,
     ConstantPad1d,
     ConstantPad2d,
+    ConstantPad3d,
     ReflectionPad1d,
     ReflectionPad2d,
+    ReflectionPad3d,
     ReplicationPad1d,
     ReplicationPad2d,
+    ReplicationPad3d,
     ZeroPad1d,
     ZeroPad2d,
+    ZeroPad3d,
 )
 from numgrad.nn.modules.parameter_containers import ParameterDict, ParameterList
 from numgrad.nn.modules.rnn import (

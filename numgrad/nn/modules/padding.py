@@ -1,4 +1,4 @@
-"""Padding layers: reflection, replication, circular, zero and constant, 1-D and 2-D."""
+"""Padding layers: reflection, replication, circular, zero and constant, 1-D, 2-D and 3-D."""
 
 from numgrad.nn import functional as F
 from numgrad.nn.modules.module import Module
@@ -33,6 +33,10 @@ class ReflectionPad2d(_Pad):
     _mode, _n = "reflect", 2
 
 
+class ReflectionPad3d(_Pad):
+    _mode, _n = "reflect", 3
+
+
 class ReplicationPad1d(_Pad):
     _mode, _n = "replicate", 1
 
@@ -41,12 +45,20 @@ class ReplicationPad2d(_Pad):
     _mode, _n = "replicate", 2
 
 
+class ReplicationPad3d(_Pad):
+    _mode, _n = "replicate", 3
+
+
 class CircularPad1d(_Pad):
     _mode, _n = "circular", 1
 
 
 class CircularPad2d(_Pad):
     _mode, _n = "circular", 2
+
+
+class CircularPad3d(_Pad):
+    _mode, _n = "circular", 3
 
 
 class _ConstantPad(_Pad):
@@ -69,6 +81,10 @@ class ConstantPad2d(_ConstantPad):
     _n = 2
 
 
+class ConstantPad3d(_ConstantPad):
+    _n = 3
+
+
 class ZeroPad1d(ConstantPad1d):
     def __init__(self, padding):
         super().__init__(padding, 0.0)
@@ -78,6 +94,14 @@ class ZeroPad1d(ConstantPad1d):
 
 
 class ZeroPad2d(ConstantPad2d):
+    def __init__(self, padding):
+        super().__init__(padding, 0.0)
+
+    def extra_repr(self):
+        return f"{self.padding}"
+
+
+class ZeroPad3d(ConstantPad3d):
     def __init__(self, padding):
         super().__init__(padding, 0.0)
 

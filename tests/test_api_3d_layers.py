@@ -1,0 +1,251 @@
+"""3-D layers against PyTorch: the padding modules (ConstantPad3d, ZeroPad3d, ReflectionPad3d,
+ReplicationPad3d, CircularPad3d), max_pool3d/avg_pool3d/adaptive_avg_pool3d/
+adaptive_max_pool3d and their modules, InstanceNorm3d: values, indices, gradients, reprs and
+PyTorch's errors. float64 throughout (the pools run the 2-D kernels: no kernels of their own)."""
+
+import numpy as np
+import pytest
+from conftest import assert_close, raised
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import numgrad as ng
+
+torch = pytest.importorskip("torch")
+
+
+def _pair(a, requires_grad=True):
+    return (ng.tensor(a, requires_grad=requires_grad),
+            torch.tensor(a, requires_grad=requires_grad))
+
+
+def _check(fn, a, tol=1e-12, indices=False):
+    """fn(m, x) under both libraries: values (and indices), and the gradient of a weighted
+    sum of the output."""
+    nx, tx = _pair(a)
+    nr, tr = fn(ng, nx), fn(torch, tx)
+    if indices:
+        (nr, ni), (tr, ti) = nr, tr
+        np.testing.assert_array_equal(ni.numpy(), ti.numpy())
+    assert_close(nr, tr.detach(), rtol=tol, atol=tol)
+    w = np.random.default_rng(3).normal(size=tuple(tr.shape))
+    (nr * ng.tensor(w)).sum().backward()
+    (tr * torch.tensor(w)).sum().backward()
+    assert_close(nx.grad, tx.grad, rtol=tol, atol=tol)
+
+
+def _x(*shape, seed=0, ties=False):
+    rng = np.random.default_rng(seed)
+    if ties:  # few distinct values: ties inside windows
+        return rng.integers(-2, 3, shape).astype(np.float64)
+    return rng.normal(size=shape)
+
+
+# --- padding modules
+
+
+PADS = [
+    ("ConstantPad3d", ((1, 0, 2, 1, 0, 1), 3.5)),
+    ("ZeroPad3d", (1,)),
+    ("ReflectionPad3d", ((1, 0, 1, 2, 0, 1),)),
+    ("ReplicationPad3d", (1,)),
+    ("CircularPad3d", ((1, 1, 0, 2, 1, 0),)),
+]
+
+
+@pytest.mark.parametrize("name,args", PADS)
+def test_padding_modules_match_torch(name, args):
+    nm, tm = getattr(ng.nn, name)(*args), getattr(torch.nn, name)(*args)
+    assert repr(nm) == repr(tm)
+    assert nm.padding == tm.padding
+    _check(lambda m, x: (nm if m is ng else tm)(x), _x(1, 2, 3, 3, 3))
+    _check(lambda m, x: (nm if m is ng else tm)(x), _x(2, 3, 3, 3))  # unbatched
+
+
+# --- pooling values, indices, gradients
+
+MAX_CASES = [
+    dict(kernel_size=2),
+    dict(kernel_size=(2, 3, 2), stride=(1, 2, 1), padding=(1, 1, 0)),
+    dict(kernel_size=2, stride=2, ceil_mode=True),
+    dict(kernel_size=(2, 2, 1), dilation=(2, 1, 2), padding=(1, 0, 0)),
+    dict(kernel_size=3, stride=2, padding=1, ceil_mode=True),
+]
+
+
+@pytest.mark.parametrize("kw", MAX_CASES)
+@pytest.mark.parametrize("ties", [False, True])
+def test_max_pool3d_matches_torch(kw, ties):
+    a = _x(2, 2, 5, 5, 4, ties=ties)
+    _check(lambda m, x: m.nn.functional.max_pool3d(x, return_indices=True, **kw), a,
+           indices=True)
+
+
+def test_max_pool3d_unbatched_module_and_repr():
+    n, t = ng.nn.MaxPool3d(2, 1, 1, return_indices=True), torch.nn.MaxPool3d(2, 1, 1,
+                                                                           return_indices=True)
+    assert repr(n) == repr(t)
+    _check(lambda m, x: (n if m is ng else t)(x), _x(2, 3, 3, 3), indices=True)
+    args = ((1, 2, 3), 1, 0, 2, True, True)
+    assert repr(ng.nn.MaxPool3d(*args)) == repr(torch.nn.MaxPool3d(*args))
+
+
+AVG_CASES = [
+    dict(kernel_size=2),
+    dict(kernel_size=(3, 2, 2), stride=(2, 1, 2), padding=(1, 1, 0)),
+    dict(kernel_size=3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
+    dict(kernel_size=3, stride=2, padding=1, ceil_mode=True),
+    dict(kernel_size=(2, 3, 2), padding=(1, 1, 1), divisor_override=5),
+    dict(kernel_size=2, divisor_override=-3),
+]
+
+
+@pytest.mark.parametrize("kw", AVG_CASES)
+def test_avg_pool3d_matches_torch(kw):
+    _check(lambda m, x: m.nn.functional.avg_pool3d(x, **kw), _x(2, 2, 5, 4, 5))
+
+
+def test_integer_pools_match_torch():
+    """int64 averages divide each window's exact sum once, truncating (PyTorch's integer
+    kernel); int64 maxima and their indices."""
+    a = np.random.default_rng(0).integers(-50, 50, (2, 2, 5, 4, 5))
+    F, T = ng.nn.functional, torch.nn.functional
+    for kw in AVG_CASES:
+        np.testing.assert_array_equal(F.avg_pool3d(ng.tensor(a), **kw).numpy(),
+                                      T.avg_pool3d(torch.tensor(a), **kw).numpy())
+    for kw in MAX_CASES[:2]:
+        n, t = F.max_pool3d(ng.tensor(a), return_indices=True, **kw), T.max_pool3d(
+            torch.tensor(a), return_indices=True, **kw)
+        np.testing.assert_array_equal(n[0].numpy(), t[0].numpy())
+        np.testing.assert_array_equal(n[1].numpy(), t[1].numpy())
+
+
+def test_avg_pool3d_unbatched_module_and_repr():
+    args = ((1, 2, 2), 1, (0, 1, 1), True, False, 3)
+    n, t = ng.nn.AvgPool3d(*args), torch.nn.AvgPool3d(*args)
+    assert repr(n) == repr(t) and repr(ng.nn.AvgPool3d(2)) == repr(torch.nn.AvgPool3d(2))
+    _check(lambda m, x: (n if m is ng else t)(x), _x(2, 3, 4, 3))
+
+
+ADAPTIVE_SIZES = [(2, 3, 4), (1, None, 2), 3, (3, 2, 1), 1]
+
+
+@pytest.mark.parametrize("size", ADAPTIVE_SIZES)
+def test_adaptive_pools_match_torch(size):
+    a = _x(2, 2, 5, 6, 4)
+    _check(lambda m, x: m.nn.functional.adaptive_avg_pool3d(x, size), a)
+    _check(lambda m, x: m.nn.functional.adaptive_max_pool3d(x, size, True), a, indices=True)
+
+
+def test_adaptive_modules_unbatched_ties_and_repr():
+    for size in ((1, None, 2), 2):
+        assert repr(ng.nn.AdaptiveAvgPool3d(size)) == repr(torch.nn.AdaptiveAvgPool3d(size))
+        assert repr(ng.nn.AdaptiveMaxPool3d(size, True)) == repr(
+            torch.nn.AdaptiveMaxPool3d(size, True))
+    a = _x(2, 5, 3, 4, ties=True)
+    _check(lambda m, x: m.nn.AdaptiveMaxPool3d((2, 2, 3), True)(x), a, indices=True)
+    _check(lambda m, x: m.nn.AdaptiveAvgPool3d((2, 2, 3))(x), a)
+
+
+def test_empty_batches_and_outputs():
+    for fn in (lambda m, x: m.nn.functional.max_pool3d(x, 2),
+               lambda m, x: m.nn.functional.avg_pool3d(x, 2),
+               lambda m, x: m.nn.functional.adaptive_avg_pool3d(x, 2),
+               lambda m, x: m.nn.functional.adaptive_max_pool3d(x, 2)):
+        n, t = fn(ng, ng.zeros(0, 2, 3, 3, 3, dtype=ng.float64)), fn(
+            torch, torch.zeros(0, 2, 3, 3, 3, dtype=torch.float64))
+        assert tuple(n.shape) == tuple(t.shape)
+    for fn in (ng.nn.functional.adaptive_avg_pool3d, ng.nn.functional.adaptive_max_pool3d):
+        assert tuple(fn(ng.ones(1, 2, 3, 3, 3), 0).shape) == (1, 2, 0, 0, 0)
+
+
+def test_gradcheck_max_and_avg_pool3d():
+    a = ng.tensor(_x(1, 1, 3, 3, 4, seed=5), requires_grad=True)
+    F = ng.nn.functional
+    assert ng.autograd.gradcheck(lambda x: F.max_pool3d(x, 2, 1, 1), (a,))
+    assert ng.autograd.gradcheck(lambda x: F.avg_pool3d(x, 2, 1, 1, True, False), (a,))
+    assert ng.autograd.gradgradcheck(lambda x: F.avg_pool3d(x, (2, 1, 2)), (a,))
+    assert ng.autograd.gradcheck(lambda x: F.adaptive_avg_pool3d(x, (2, 2, 3)), (a,))
+
+
+@settings(max_examples=20, deadline=None)
+@given(k=st.tuples(st.integers(1, 3), st.integers(1, 3), st.integers(1, 3)),
+       s=st.tuples(st.integers(1, 3), st.integers(1, 3), st.integers(1, 3)),
+       pad=st.booleans(), ceil_mode=st.booleans(), include=st.booleans(),
+       seed=st.integers(0, 100))
+def test_pools_match_torch_on_random_geometry(k, s, pad, ceil_mode, include, seed):
+    p = tuple(v // 2 for v in k) if pad else 0
+    a = _x(1, 2, 4, 5, 4, seed=seed, ties=seed % 2 == 0)
+    _check(lambda m, x: m.nn.functional.max_pool3d(x, k, s, p, 1, ceil_mode, True), a,
+           indices=True)
+    _check(lambda m, x: m.nn.functional.avg_pool3d(x, k, s, p, ceil_mode, include), a)
+
+
+# --- InstanceNorm3d
+
+
+@pytest.mark.parametrize("kw", [{}, dict(affine=True, track_running_stats=True)])
+def test_instance_norm3d_matches_torch(kw):
+    n, t = ng.nn.InstanceNorm3d(2, **kw).double(), torch.nn.InstanceNorm3d(2, **kw).double()
+    assert repr(n) == repr(t)
+    _check(lambda m, x: (n if m is ng else t)(x), _x(2, 2, 3, 2, 3), tol=1e-10)
+    _check(lambda m, x: (n if m is ng else t)(x), _x(2, 3, 2, 3), tol=1e-10)
+    if kw:
+        assert_close(n.running_mean, t.running_mean, rtol=1e-12, atol=1e-12)
+        assert_close(n.running_var, t.running_var, rtol=1e-12, atol=1e-12)
+        assert_close(n.weight.grad, t.weight.grad, rtol=1e-10, atol=1e-10)
+
+
+# --- errors
+
+X5 = (1, 2, 4, 5, 6)
+ERRORS = [
+    lambda m, F: F.max_pool3d(m.zeros(*X5), (2, 2)),
+    lambda m, F: F.max_pool3d(m.zeros(*X5), 2, stride=(1, 1)),
+    lambda m, F: F.max_pool3d(m.zeros(*X5), 2, padding=(1, 1)),
+    lambda m, F: F.max_pool3d(m.zeros(*X5), 2, dilation=(1, 1)),
+    lambda m, F: F.max_pool3d(m.zeros(*X5), 2, padding=2),
+    lambda m, F: F.max_pool3d(m.zeros(*X5), 0),
+    lambda m, F: F.max_pool3d(m.zeros(*X5), 2, stride=-1),
+    lambda m, F: F.max_pool3d(m.zeros(*X5), 2, dilation=0),
+    lambda m, F: F.max_pool3d(m.zeros(*X5), 5),
+    lambda m, F: F.max_pool3d(m.zeros(*X5), 2, padding=-1),
+    lambda m, F: F.max_pool3d(m.zeros(4, 5, 6), 2),
+    lambda m, F: F.max_pool3d(m.zeros(1, 0, 3, 3, 3), 2),
+    lambda m, F: F.max_pool3d(m.zeros(*X5), 2.0),
+    lambda m, F: F.max_pool3d(m.zeros(*X5), 2, ceil_mode=1),
+    lambda m, F: F.max_pool3d(m.zeros(*X5), 3, 1, 2),
+    lambda m, F: F.avg_pool3d(m.zeros(*X5), (2, 2)),
+    lambda m, F: F.avg_pool3d(m.zeros(*X5), 2, stride=(1, 1)),
+    lambda m, F: F.avg_pool3d(m.zeros(*X5), 2, padding=(1, 1)),
+    lambda m, F: F.avg_pool3d(m.zeros(*X5), 5),
+    lambda m, F: F.avg_pool3d(m.zeros(*X5), 2, divisor_override=0),
+    lambda m, F: F.avg_pool3d(m.zeros(*X5), 2, None, 0, False, None),
+    lambda m, F: F.avg_pool3d(m.zeros(1, 2, 0, 3, 3), 2),
+    lambda m, F: F.avg_pool3d(m.zeros(4, 5, 6), 2),
+    lambda m, F: F.avg_pool3d(m.zeros(*X5, dtype=m.int32), 2),
+    lambda m, F: F.avg_pool3d(m.zeros(*X5, dtype=m.bool), 2),
+    lambda m, F: F.max_pool3d(m.zeros(*X5, dtype=m.bool), 2),
+    lambda m, F: F.adaptive_avg_pool3d(m.zeros(*X5), (2, 3)),
+    lambda m, F: F.adaptive_avg_pool3d(m.zeros(4, 5, 6), 2),
+    lambda m, F: F.adaptive_avg_pool3d(m.zeros(*X5), -1),
+    lambda m, F: F.adaptive_avg_pool3d(m.zeros(*X5, dtype=m.int64), 2),
+    lambda m, F: F.adaptive_avg_pool3d(m.zeros(1, 2, 0, 3, 3), 2),
+    lambda m, F: F.adaptive_avg_pool3d(m.zeros(*X5), 2.5),
+    lambda m, F: F.adaptive_max_pool3d(m.zeros(*X5), (2, 3)),
+    lambda m, F: F.adaptive_max_pool3d(m.zeros(4, 5, 6), 2),
+    lambda m, F: F.adaptive_max_pool3d(m.zeros(*X5), -1),
+    lambda m, F: F.adaptive_max_pool3d(m.zeros(*X5, dtype=m.int64), 2),
+    lambda m, F: F.adaptive_max_pool3d(m.zeros(1, 2, 0, 3, 3), 2),
+    lambda m, F: m.nn.InstanceNorm3d(4, affine=True)(m.zeros(1, 3, 2, 2, 2)),
+    lambda m, F: m.nn.InstanceNorm3d(3)(m.zeros(3, 2, 2)),
+    lambda m, F: m.nn.ReflectionPad3d(1)(m.zeros(2, 2)),
+    lambda m, F: m.nn.ReflectionPad3d(2)(m.zeros(1, 1, 2, 2, 2)),
+]
+
+
+@pytest.mark.parametrize("i", range(len(ERRORS)))
+def test_errors_match_torch(i):
+    t = raised(ERRORS[i], torch, torch.nn.functional)
+    assert t is not None
+    assert raised(ERRORS[i], ng, ng.nn.functional) == t
