@@ -1,5 +1,5 @@
 """One hook into numgrad's op entry points, shared by everything that watches ops run (the
-profiler, the ONNX exporter's recorder, forward AD under ``no_grad``, vmap's randomness check).
+profiler, the ONNX exporter's recorder, forward AD under ``no_grad``).
 
 A client is ``Client(factory)``; ``factory(site, fn)`` returns the function to install in
 place of ``fn`` at ``site`` (``site.name`` is the op's name, ``site.swapped`` whether the

@@ -128,3 +128,27 @@ def test_once_differentiable_backward_raises_instead_of_a_wrong_tangent():
 
 def test_forward_ad_is_reachable_as_an_attribute():
     assert ng.autograd.forward_ad.dual_level is not None
+
+
+def test_tangents_propagate_under_no_grad():
+    """Forward AD ignores grad mode (PyTorch): ops under no_grad on dual tensors keep their
+    tangents; ops on other tensors under no_grad stay unrecorded; leaving the level unwraps."""
+    from numgrad import _intercept
+
+    def fn(T, x, w):
+        with T.no_grad():
+            y = (x * x).sin() @ w
+            z = T.nn.functional.linear(y, w, w[:, 0]).tanh()
+        return z.exp() * x.sum()
+    _check(fn, [(X, TX), (W, TW)])
+    _check(lambda T, x: T.no_grad()(lambda: x.cos().sum(0) - x[1])(), [(X, TX)])
+    p = ng.ones(2, requires_grad=True)
+    with ng.autograd.forward_ad.dual_level():
+        d = ng.autograd.forward_ad.make_dual(ng.ones(2), ng.ones(2))
+        assert _intercept.active()
+        with ng.no_grad():
+            q = p * 2
+            e = d + p
+        assert not q.requires_grad and q.grad_fn is None
+        assert ng.autograd.forward_ad.unpack_dual(e).tangent.tolist() == [1.0, 1.0]
+    assert not _intercept.active()

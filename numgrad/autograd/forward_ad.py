@@ -9,13 +9,19 @@ J^T u`` built differentiably in ``u``, then ``J t = d<g, t>/du``; see
 ``numgrad.func._transforms.forward_products``). An op whose backward is not differentiable
 raises PyTorch's ``NotImplementedError`` instead of giving a wrong tangent.
 
+Forward AD does not depend on grad mode: while a level holds dual tensors it is a client of
+``numgrad._intercept``, and an op entry point called with grad mode off on a tensor that
+depends on one of the level's duals runs with grad mode on, so its result keeps its tangent.
+
 Differences from PyTorch: results of ops on dual tensors report ``requires_grad=True`` (they
-are recorded), and ops run under ``no_grad`` inside a level are not recorded, so their
-results carry no tangent.
+are recorded, under ``no_grad`` too); an in-place op under ``no_grad`` on a dual tensor
+itself (not a result of an op on it) raises the in-place-on-a-leaf error.
 """
 
+import functools
 from collections import namedtuple
 
+from numgrad.autograd.graph import AccumulateGrad
 from numgrad.tensor import Tensor
 
 __all__ = ["UnpackedDualTensor", "enter_dual_level", "exit_dual_level", "make_dual",
@@ -28,13 +34,83 @@ _LEVELS = []  # the live levels (PyTorch allows one at a time)
 
 
 class _DualLevel:
-    __slots__ = ("index", "lifter", "duals")
+    __slots__ = ("index", "lifter", "duals", "client", "memo")
 
     def __init__(self, index):
         from numgrad.func._transforms import _Level
         self.index = index
         self.lifter = _Level()
         self.duals = {}  # id(dual) -> (dual, primal, tangent)
+        self.client = None  # the op interception while the level holds duals
+        self.memo = {}  # id(node) -> (node, whether it depends on a dual)
+
+    def watch(self):
+        """Intercept ops from the first dual on (nothing is wrapped before)."""
+        if self.client is None:
+            from numgrad import _intercept
+            self.client = _intercept.Client(self._wrap)
+            self.client.enter()
+
+    def close(self):
+        if self.client is not None:
+            self.client.leave()
+            self.client = None
+
+    def _wrap(self, site, fn):
+        from numgrad.autograd.grad_mode import enable_grad, state
+        level = self
+
+        @functools.wraps(fn)
+        def forward_ad_under_no_grad(*args, **kwargs):
+            if state.enabled or not level.depends(args, kwargs):
+                return fn(*args, **kwargs)
+            with enable_grad():  # forward AD ignores grad mode: record to keep the tangent
+                return fn(*args, **kwargs)
+        return forward_ad_under_no_grad
+
+    def depends(self, args, kwargs):
+        for a in (*args, *kwargs.values()):
+            if isinstance(a, (list, tuple)):
+                if any(isinstance(x, Tensor) and self.reaches(x) for x in a):
+                    return True
+            elif isinstance(a, Tensor) and self.reaches(a):
+                return True
+        return False
+
+    def reaches(self, t):
+        """Whether tensor ``t`` is or depends on one of the level's dual tensors."""
+        if not t._requires_grad:
+            return False
+        entry = self.duals.get(id(t))
+        if entry is not None and entry[0] is t:
+            return True
+        root = t._grad_fn
+        if root is None:
+            return False
+        hit = self.memo.get(id(root))
+        if hit is not None and hit[0] is root:
+            return hit[1]
+        duals, memo = self.duals, self.memo
+        found, stack, seen = False, [root], set()
+        while stack and not found:
+            node = stack.pop()
+            if node is None or id(node) in seen:
+                continue
+            seen.add(id(node))
+            m = memo.get(id(node))
+            if m is not None and m[0] is node:
+                found = m[1]
+                continue
+            if isinstance(node, AccumulateGrad):
+                e = duals.get(id(node.variable))
+                found = e is not None and e[0] is node.variable
+                continue
+            if any(d._grad_fn is node for d, _, _ in duals.values()):
+                found = True
+                continue
+            stack.extend(n for n, _ in node.next_functions)
+        memo[id(root)] = (root, found)
+        return found
 
 
 def enter_dual_level():
@@ -53,7 +129,7 @@ def exit_dual_level(*, level=None):
                            "was created. This is not supported.")
     if not _LEVELS:
         raise RuntimeError("Dual level must be a positive number.")
-    _LEVELS.pop()
+    _LEVELS.pop().close()
 
 
 def _current(level):
@@ -80,6 +156,7 @@ def make_dual(tensor, tangent, *, level=None):
     _check_tangent(tensor, tangent)
     dual = lv.lifter.lift(tensor)
     lv.duals[id(dual)] = (dual, tensor, tangent)
+    lv.watch()
     return dual
 
 
