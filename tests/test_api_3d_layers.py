@@ -249,3 +249,84 @@ def test_errors_match_torch(i):
     t = raised(ERRORS[i], torch, torch.nn.functional)
     assert t is not None
     assert raised(ERRORS[i], ng, ng.nn.functional) == t
+
+
+# --- LPPool1d/2d/3d, MaxUnpool1d/2d/3d
+
+LP_CASES = [
+    ("lp_pool1d", (1, 2, 7), dict(norm_type=2, kernel_size=3, stride=2, ceil_mode=True)),
+    ("lp_pool1d", (2, 6), dict(norm_type=float("inf"), kernel_size=2)),
+    ("lp_pool2d", (1, 2, 5, 4), dict(norm_type=1.5, kernel_size=(2, 3), stride=1)),
+    ("lp_pool2d", (1, 2, 5, 4), dict(norm_type=3, kernel_size=2, ceil_mode=True)),
+    ("lp_pool2d", (1, 2, 4, 4), dict(norm_type=-float("inf"), kernel_size=2)),
+    ("lp_pool3d", (1, 2, 3, 4, 4), dict(norm_type=2, kernel_size=(1, 2, 2))),
+]
+
+
+@pytest.mark.parametrize("fn,shape,kw", LP_CASES)
+def test_lp_pools_match_torch(fn, shape, kw):
+    a = np.abs(_x(*shape)) + 0.1  # x^p of a negative x is nan for a fractional p
+    _check(lambda m, x: getattr(m.nn.functional, fn)(x, **kw), a)
+    _check(lambda m, x: getattr(m.nn.functional, fn)(x, **kw), _x(*shape) * 0)  # all-zero
+
+
+def test_lp_pool_modules_repr_and_forward():
+    for name, args in (("LPPool1d", (1.5, 2, 1, True)), ("LPPool2d", (2, (2, 3))),
+                       ("LPPool3d", (2, 2))):
+        n, t = getattr(ng.nn, name)(*args), getattr(torch.nn, name)(*args)
+        assert repr(n) == repr(t)
+    n, t = ng.nn.LPPool2d(2, (2, 3)), torch.nn.LPPool2d(2, (2, 3))
+    _check(lambda m, x: (n if m is ng else t)(x), _x(1, 2, 4, 6))
+
+
+@pytest.mark.parametrize("nd", [1, 2, 3])
+def test_max_unpool_matches_torch(nd):
+    shape = (2, 2) + (4,) * nd
+    a = _x(*shape, seed=nd)
+    for kw in (dict(kernel_size=2), dict(kernel_size=2, stride=2, output_size=(5,) * nd)):
+        def fn(m, x, kw=kw):
+            F = m.nn.functional
+            pool = getattr(F, f"max_pool{nd}d")
+            y, i = pool(x, 2, return_indices=True)
+            return getattr(F, f"max_unpool{nd}d")(y * 2, i, **kw)
+        _check(fn, a)
+    name = f"MaxUnpool{nd}d"
+    for args in ((2,), (2, 1, 0)):
+        assert repr(getattr(ng.nn, name)(*args)) == repr(getattr(torch.nn, name)(*args))
+    n, t = getattr(ng.nn, name)(2), getattr(torch.nn, name)(2)
+    _check(lambda m, x: (n if m is ng else t)(
+        *getattr(m.nn.functional, f"max_pool{nd}d")(x, 2, return_indices=True)), a[0])
+
+
+def _bad_index(m, nd, value):
+    i = m.zeros((1, 2) + (2,) * nd, dtype=m.int64)
+    i.view(-1)[5] = value
+    return i
+
+
+UNPOOL_ERRORS = [
+    lambda m, F: F.max_unpool2d(m.ones(1, 2, 2, 2), _bad_index(m, 2, 16), 2),
+    lambda m, F: F.max_unpool2d(m.ones(1, 2, 2, 2), _bad_index(m, 2, -1), 2),
+    lambda m, F: F.max_unpool1d(m.ones(1, 2, 2), _bad_index(m, 1, 4), 2),
+    lambda m, F: F.max_unpool3d(m.ones(1, 2, 2, 2, 2), _bad_index(m, 3, 64), 2),
+    lambda m, F: F.max_unpool2d(m.ones(1, 2, 2, 2), _bad_index(m, 2, 0), 2, output_size=(6, 5)),
+    lambda m, F: F.max_unpool2d(m.ones(1, 2, 2, 2), _bad_index(m, 2, 0), 2, output_size=(5,)),
+    lambda m, F: F.max_unpool2d(m.ones(1, 2, 2, 2), _bad_index(m, 2, 0).int(), 2),
+    lambda m, F: F.max_unpool3d(m.ones(1, 2, 2, 2, 2), _bad_index(m, 3, 0).int(), 2),
+    lambda m, F: F.max_unpool2d(m.ones(1, 2, 2, 2), _bad_index(m, 2, 0)[..., :1], 2),
+    lambda m, F: F.max_unpool2d(m.ones(2, 2), _bad_index(m, 2, 0)[0, 0], 2),
+    lambda m, F: F.max_unpool3d(m.ones(2, 2, 2), _bad_index(m, 3, 0)[0, 0], 2),
+    lambda m, F: F.max_unpool2d(m.ones(1, 2, 2, 2, dtype=m.int64), _bad_index(m, 2, 0), 2),
+    lambda m, F: F.max_unpool2d(m.ones(1, 0, 2, 2), m.zeros(1, 0, 2, 2, dtype=m.int64), 2),
+    lambda m, F: F.max_unpool2d(m.ones(1, 2, 2, 2), _bad_index(m, 2, 0), 2.5),
+    lambda m, F: F.max_unpool3d(m.ones(1, 2, 2, 2, 2), _bad_index(m, 3, 0), 2, stride=0),
+    lambda m, F: F.lp_pool1d(m.ones(1, 2, 6), 2, 7),
+    lambda m, F: F.lp_pool1d(m.ones(1, 2, 6), 2, (2, 2)),
+]
+
+
+@pytest.mark.parametrize("i", range(len(UNPOOL_ERRORS)))
+def test_unpool_and_lp_errors_match_torch(i):
+    t = raised(UNPOOL_ERRORS[i], torch, torch.nn.functional)
+    assert t is not None
+    assert raised(UNPOOL_ERRORS[i], ng, ng.nn.functional) == t

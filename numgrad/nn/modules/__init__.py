@@ -68,7 +68,13 @@ from numgrad.nn.modules.layers_3d import (
     AdaptiveMaxPool3d,
     AvgPool3d,
     InstanceNorm3d,
+    LPPool1d,
+    LPPool2d,
+    LPPool3d,
     MaxPool3d,
+    MaxUnpool1d,
+    MaxUnpool2d,
+    MaxUnpool3d,
 )
 from numgrad.nn.modules.layers_more import (
     AdaptiveAvgPool1d,

@@ -1,8 +1,10 @@
-"""3-D pooling modules and InstanceNorm3d (thin wrappers over numgrad.nn.functional)."""
+"""3-D pooling modules, InstanceNorm3d, LPPool1d/2d/3d and MaxUnpool1d/2d/3d (thin wrappers
+over numgrad.nn.functional)."""
 
 from numgrad.nn import functional as F
 from numgrad.nn.modules.layers import AvgPool2d, _MaxPoolNd
 from numgrad.nn.modules.layers_more import _Adaptive
+from numgrad.nn.modules.module import Module
 from numgrad.nn.modules.norm_extra import _InstanceNorm
 
 
@@ -31,3 +33,64 @@ class AdaptiveMaxPool3d(_Adaptive):
 
 class InstanceNorm3d(_InstanceNorm):
     _dims = 4
+
+
+class _LPPoolNd(Module):
+    def __init__(self, norm_type, kernel_size, stride=None, ceil_mode=False):
+        super().__init__()
+        self.norm_type = norm_type
+        self.kernel_size = kernel_size
+        self.stride = stride
+        self.ceil_mode = ceil_mode
+
+    def forward(self, input):
+        return self._pool(input, float(self.norm_type), self.kernel_size, self.stride,
+                          self.ceil_mode)
+
+    def extra_repr(self):
+        return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}, ceil_mode={self.ceil_mode}")
+
+
+class LPPool1d(_LPPoolNd):
+    _pool = staticmethod(F.lp_pool1d)
+
+
+class LPPool2d(_LPPoolNd):
+    _pool = staticmethod(F.lp_pool2d)
+
+
+class LPPool3d(_LPPoolNd):
+    _pool = staticmethod(F.lp_pool3d)
+
+
+class _MaxUnpoolNd(Module):
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        n = self._n
+        self.kernel_size = _tuple(kernel_size, n)
+        self.stride = _tuple(stride if stride is not None else kernel_size, n)
+        self.padding = _tuple(padding, n)
+
+    def forward(self, input, indices, output_size=None):
+        return self._unpool(input, indices, self.kernel_size, self.stride, self.padding,
+                            output_size)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+def _tuple(v, n):
+    return tuple(v) if isinstance(v, (list, tuple)) else (v,) * n
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    _n, _unpool = 1, staticmethod(F.max_unpool1d)
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    _n, _unpool = 2, staticmethod(F.max_unpool2d)
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    _n, _unpool = 3, staticmethod(F.max_unpool3d)
