@@ -1,12 +1,14 @@
 """Random numbers from PyTorch's CPU generator algorithm (MT19937, same seeding, same use of
 the stream), so ``manual_seed(s); rand/randn/randint/randperm`` give PyTorch's numbers
-(``randn`` of float32 may differ in the last bit where PyTorch uses vectorized math).
+(``randn`` of float32 too: PyTorch's x86 builds' float32 Box-Muller is replayed bit for bit).
+Uniform and normal fills draw and transform in one pass (no array of raw draws).
 
 A generator's state is PyTorch's too (``numgrad._rng_state``): ``get_state`` gives the same
 5056 bytes as PyTorch's, the cached second normal of a Box-Muller pair included, and
 ``set_state`` checks a state in full before any kernel reads it. ``Generator()`` starts from
 PyTorch's default seed; the default generator from a random one."""
 
+import math
 import os
 import threading
 
@@ -149,17 +151,14 @@ class Generator:
         if low > high:
             raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                                f"from={low:g} > to={high:g}")
-        out = _arrays.new(shape, dtype)
-        n = out.size
-        wide = out.dtype == np.float64
-        raw = self.raw(n * (2 if wide else 1))
-        if n:
-            (RNG.uniform64 if wide else RNG.uniform32)(raw, out.reshape(-1), low, high)
-        return out
+        return _tape.record_draw(_fill_uniform, self, shape, dtype, low, high)
 
     def normal(self, shape, dtype, mean=0.0, std=1.0):
         if not std >= 0.0:
             raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
+        if np.dtype(dtype) in (np.float32, np.float64) and math.prod(
+                (shape,) if isinstance(shape, (int, np.integer)) else shape) >= 16:
+            return _tape.record_draw(_fill_normal, self, shape, dtype, mean, std)
         out = _arrays.new(shape, dtype)
         n = out.size
         flat = out.reshape(-1)
@@ -258,6 +257,24 @@ class forbid_draws:
     def __exit__(self, *exc):
         _FORBIDDEN.remove(self.entry)
         return False
+
+
+def _fill_uniform(gen, shape, dtype, low, high):
+    """``uniform32``/``uniform64`` of the next draws, drawn and transformed in one pass."""
+    out = _arrays.new(shape, dtype)
+    if out.size:
+        (RNG.fill_uniform64 if out.dtype == np.float64 else RNG.fill_uniform32)(
+            gen._ensure(), out.reshape(-1), low, high)
+    return out
+
+
+def _fill_normal(gen, shape, dtype, mean, std):
+    """16 or more float32/float64 normals as PyTorch's vectorized fill draws them, in one
+    pass (float32: its float32 Box-Muller, bit for bit)."""
+    out = _arrays.new(shape, dtype)
+    (RNG.fill_normal32 if out.dtype == np.float32 else RNG.fill_normal64)(
+        gen._ensure(), out.reshape(-1), mean, std)
+    return out
 
 
 def _draw(gen, n):
