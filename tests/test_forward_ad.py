@@ -145,10 +145,21 @@ def test_tangents_propagate_under_no_grad():
     p = ng.ones(2, requires_grad=True)
     with ng.autograd.forward_ad.dual_level():
         d = ng.autograd.forward_ad.make_dual(ng.ones(2), ng.ones(2))
-        assert _intercept.active()
+        assert not _intercept.active()  # nothing wrapped until grad mode turns off
         with ng.no_grad():
             q = p * 2
             e = d + p
+        assert _intercept.active()
         assert not q.requires_grad and q.grad_fn is None
         assert ng.autograd.forward_ad.unpack_dual(e).tangent.tolist() == [1.0, 1.0]
     assert not _intercept.active()
+    for T in (ng, torch):  # a level under no_grad propagates, under inference_mode not
+        fwad = T.autograd.forward_ad
+        with T.no_grad(), fwad.dual_level():
+            d = fwad.make_dual(T.ones(2), T.full((2,), 3.0))
+            assert fwad.unpack_dual((d * d).sum()).tangent.item() == 12.0
+        with fwad.dual_level():
+            d = fwad.make_dual(T.ones(2), T.full((2,), 3.0))
+            with T.inference_mode():
+                assert fwad.unpack_dual((d * d).sum()).tangent is None
+    assert not _intercept.active() and not ng.autograd.grad_mode.ON_DISABLE

@@ -9,9 +9,11 @@ J^T u`` built differentiably in ``u``, then ``J t = d<g, t>/du``; see
 ``numgrad.func._transforms.forward_products``). An op whose backward is not differentiable
 raises PyTorch's ``NotImplementedError`` instead of giving a wrong tangent.
 
-Forward AD does not depend on grad mode: while a level holds dual tensors it is a client of
-``numgrad._intercept``, and an op entry point called with grad mode off on a tensor that
-depends on one of the level's duals runs with grad mode on, so its result keeps its tangent.
+Forward AD does not depend on grad mode: once grad mode is off inside a level that holds dual
+tensors, the level is a client of ``numgrad._intercept`` (until it exits), and an op entry
+point called with grad mode off on a tensor that depends on one of the level's duals runs
+with grad mode on, so its result keeps its tangent. Levels that never turn grad mode off
+wrap nothing.
 
 Differences from PyTorch: results of ops on dual tensors report ``requires_grad=True`` (they
 are recorded, under ``no_grad`` too); an in-place op under ``no_grad`` on a dual tensor
@@ -19,8 +21,10 @@ itself (not a result of an op on it) raises the in-place-on-a-leaf error.
 """
 
 import functools
+import threading
 from collections import namedtuple
 
+from numgrad.autograd import grad_mode
 from numgrad.autograd.graph import AccumulateGrad
 from numgrad.tensor import Tensor
 
@@ -34,7 +38,7 @@ _LEVELS = []  # the live levels (PyTorch allows one at a time)
 
 
 class _DualLevel:
-    __slots__ = ("index", "lifter", "duals", "client", "memo")
+    __slots__ = ("index", "lifter", "duals", "client", "memo", "thread", "hooked")
 
     def __init__(self, index):
         from numgrad.func._transforms import _Level
@@ -43,15 +47,28 @@ class _DualLevel:
         self.duals = {}  # id(dual) -> (dual, primal, tangent)
         self.client = None  # the op interception while the level holds duals
         self.memo = {}  # id(node) -> (node, whether it depends on a dual)
+        self.thread = threading.get_ident()
+        self.hooked = False
+
+    def holds_duals(self):
+        """From the first dual on, watch for grad mode turning off (now, or in a block)."""
+        if not self.hooked:
+            self.hooked = True
+            grad_mode.ON_DISABLE.append(self.watch)
+        if not grad_mode.state.enabled:
+            self.watch()
 
     def watch(self):
-        """Intercept ops from the first dual on (nothing is wrapped before)."""
-        if self.client is None:
+        """Intercept ops until the level exits (grad mode is off on the level's thread)."""
+        if self.client is None and threading.get_ident() == self.thread:
             from numgrad import _intercept
             self.client = _intercept.Client(self._wrap)
             self.client.enter()
 
     def close(self):
+        if self.hooked:
+            grad_mode.ON_DISABLE.remove(self.watch)
+            self.hooked = False
         if self.client is not None:
             self.client.leave()
             self.client = None
@@ -62,7 +79,8 @@ class _DualLevel:
 
         @functools.wraps(fn)
         def forward_ad_under_no_grad(*args, **kwargs):
-            if state.enabled or not level.depends(args, kwargs):
+            # (inference mode turns forward AD off too, as PyTorch's)
+            if state.enabled or state.inference or not level.depends(args, kwargs):
                 return fn(*args, **kwargs)
             with enable_grad():  # forward AD ignores grad mode: record to keep the tangent
                 return fn(*args, **kwargs)
@@ -156,7 +174,7 @@ def make_dual(tensor, tangent, *, level=None):
     _check_tangent(tensor, tangent)
     dual = lv.lifter.lift(tensor)
     lv.duals[id(dual)] = (dual, tensor, tangent)
-    lv.watch()
+    lv.holds_duals()
     return dual
 
 

@@ -17,6 +17,14 @@ def is_grad_enabled():
     return state.enabled
 
 
+ON_DISABLE = []  # called when a block turns grad mode off (forward AD starts watching ops)
+
+
+def _turned_off():
+    for hook in list(ON_DISABLE):
+        hook()
+
+
 class _Mode:
     """A context manager that also decorates functions (and generator functions)."""
 
@@ -64,6 +72,8 @@ class no_grad(_Mode):
     def __enter__(self):
         self.prev = state.enabled
         state.enabled = False
+        if ON_DISABLE:
+            _turned_off()
 
     def __exit__(self, *exc):
         state.enabled = self.prev
@@ -93,6 +103,8 @@ class set_grad_enabled(_Mode):
         self.prev = state.enabled
         self.mode = mode
         state.enabled = self.mode
+        if ON_DISABLE and not mode:
+            _turned_off()
 
     def __call__(self, fn):
         state.enabled = self.prev
