@@ -330,3 +330,81 @@ def test_unpool_and_lp_errors_match_torch(i):
     t = raised(UNPOOL_ERRORS[i], torch, torch.nn.functional)
     assert t is not None
     assert raised(UNPOOL_ERRORS[i], ng, ng.nn.functional) == t
+
+
+# --- conv_transpose3d / ConvTranspose3d
+
+CT_CASES = [
+    dict(),
+    dict(stride=(2, 1, 3), padding=(1, 0, 1), output_padding=(1, 0, 2)),
+    dict(dilation=(2, 1, 2), padding=1),
+    dict(groups=2, stride=2, padding=1, output_padding=1),
+]
+
+
+@pytest.mark.parametrize("kw", CT_CASES)
+def test_conv_transpose3d_matches_torch(kw):
+    rng = np.random.default_rng(7)
+    x, w, b = (rng.normal(size=(2, 4, 2, 3, 2)), rng.normal(size=(4, 3, 2, 2, 2)),
+               rng.normal(size=3 * kw.get("groups", 1)))
+    nw, tw = _pair(w)
+    nb, tb = _pair(b)
+
+    def fn(m, a):
+        W, B = (nw, nb) if m is ng else (tw, tb)
+        return m.nn.functional.conv_transpose3d(a, W, B, **kw)
+    _check(fn, x)
+    assert_close(nw.grad, tw.grad, rtol=1e-12, atol=1e-12)
+    assert_close(nb.grad, tb.grad, rtol=1e-12, atol=1e-12)
+    _check(fn, x[0])  # unbatched
+
+
+def test_conv_transpose3d_gradcheck():
+    rng = np.random.default_rng(8)
+    x = ng.tensor(rng.normal(size=(1, 2, 2, 2, 2)), requires_grad=True)
+    w = ng.tensor(rng.normal(size=(2, 1, 2, 1, 2)), requires_grad=True)
+    assert ng.autograd.gradcheck(
+        lambda a, b: ng.nn.functional.conv_transpose3d(a, b, stride=2, padding=(1, 0, 0),
+                                                       output_padding=(1, 0, 1)), (x, w))
+
+
+def test_conv_transpose3d_module_weights_repr_output_size():
+    args = (4, 6, (2, 3, 2))
+    kw = dict(stride=2, padding=1, output_padding=1, groups=2, bias=True, dilation=(1, 2, 1))
+    ng.manual_seed(0)
+    torch.manual_seed(0)
+    n, t = ng.nn.ConvTranspose3d(*args, **kw), torch.nn.ConvTranspose3d(*args, **kw)
+    assert repr(n) == repr(t)
+    assert_close(n.weight, t.weight.detach(), rtol=0, atol=0)
+    assert_close(n.bias, t.bias.detach(), rtol=0, atol=0)
+    x = _x(1, 4, 2, 2, 2).astype(np.float32)
+    assert_close(n(ng.tensor(x), output_size=(3, 6, 2)),
+                 t(torch.tensor(x), output_size=(3, 6, 2)).detach(), rtol=1e-5, atol=1e-5)
+    assert repr(ng.nn.ConvTranspose3d(2, 3, 2)) == repr(torch.nn.ConvTranspose3d(2, 3, 2))
+
+
+CT_X, CT_W = (1, 4, 2, 2, 2), (4, 3, 2, 2, 2)
+CT_ERRORS = [
+    lambda m, F: F.conv_transpose3d(m.ones(2, 2, 2), m.ones(*CT_W)),
+    lambda m, F: F.conv_transpose3d(m.ones(*CT_X), m.ones(*CT_W), m.ones(4)),
+    lambda m, F: F.conv_transpose3d(m.ones(*CT_X), m.ones(*CT_W), stride=0),
+    lambda m, F: F.conv_transpose3d(m.ones(*CT_X), m.ones(*CT_W), padding=-1),
+    lambda m, F: F.conv_transpose3d(m.ones(*CT_X), m.ones(*CT_W), output_padding=2),
+    lambda m, F: F.conv_transpose3d(m.ones(*CT_X), m.ones(*CT_W), groups=3),
+    lambda m, F: F.conv_transpose3d(m.ones(*CT_X), m.ones(*CT_W), stride=(1, 1)),
+    lambda m, F: F.conv_transpose3d(m.ones(*CT_X), m.ones(*CT_W), padding="same"),
+    lambda m, F: F.conv_transpose3d(m.ones(*CT_X), m.ones(*CT_W), padding=3),
+    lambda m, F: F.conv_transpose3d(m.ones(*CT_X, dtype=m.float64), m.ones(*CT_W)),
+    lambda m, F: F.conv_transpose3d(m.ones(1, 3, 2, 2, 2), m.ones(*CT_W)),
+    lambda m, F: F.conv_transpose3d(m.ones(*CT_X), m.ones(4, 3, 2, 2)),
+    lambda m, F: F.conv_transpose3d(m.ones(*CT_X), m.ones(*CT_W), None, 1.5),
+    lambda m, F: m.nn.ConvTranspose3d(4, 6, 2)(m.ones(*CT_X), output_size=(4, 3, 3)),
+    lambda m, F: m.nn.ConvTranspose3d(4, 6, 2, padding_mode="reflect"),
+]
+
+
+@pytest.mark.parametrize("i", range(len(CT_ERRORS)))
+def test_conv_transpose3d_errors_match_torch(i):
+    t = raised(CT_ERRORS[i], torch, torch.nn.functional)
+    assert t is not None
+    assert raised(CT_ERRORS[i], ng, ng.nn.functional) == t

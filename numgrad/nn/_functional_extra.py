@@ -99,7 +99,7 @@ def _check_conv(x_shape, w_shape, stride, padding, dilation, groups, bias_shape,
                 "instead")
         for op, s, d in zip(output_padding, stride, dilation):
             if op >= s and op >= d:
-                names = ("height", "width") if dim == 2 else ("width",) if dim == 1 else ()
+                names = ("depth", "height", "width")[3 - dim:]
                 parts = [f"output_padding_{n}: {v}" for n, v in zip(names, output_padding)]
                 parts += [f"stride_{n}: {v}" for n, v in zip(names, stride)]
                 parts += [f"dilation_{n}: {v}" for n, v in zip(names, dilation)]

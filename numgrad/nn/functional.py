@@ -2120,6 +2120,7 @@ from numgrad.nn._pool3d import (  # noqa: E402,F401,I001  (3-D pooling from the 
     adaptive_avg_pool3d, adaptive_max_pool3d, avg_pool3d, max_pool3d)
 from numgrad.nn._pool_extra import (  # noqa: E402,F401,I001  (lp pooling, max unpooling)
     lp_pool1d, lp_pool2d, lp_pool3d, max_unpool1d, max_unpool2d, max_unpool3d)
+from numgrad.nn._conv_transpose3d import conv_transpose3d  # noqa: E402,F401,I001
 from numgrad.nn._losses_more import (  # noqa: E402,F401,I001  (more losses and distances)
     cosine_embedding_loss, cosine_similarity, gaussian_nll_loss, hinge_embedding_loss,
     huber_loss, kl_div, margin_ranking_loss, multi_margin_loss, multilabel_margin_loss,

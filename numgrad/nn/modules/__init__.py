@@ -67,6 +67,7 @@ from numgrad.nn.modules.layers_3d import (
     AdaptiveAvgPool3d,
     AdaptiveMaxPool3d,
     AvgPool3d,
+    ConvTranspose3d,
     InstanceNorm3d,
     LPPool1d,
     LPPool2d,

@@ -1,7 +1,8 @@
-"""3-D pooling modules, InstanceNorm3d, LPPool1d/2d/3d and MaxUnpool1d/2d/3d (thin wrappers
-over numgrad.nn.functional)."""
+"""3-D pooling modules, InstanceNorm3d, LPPool1d/2d/3d, MaxUnpool1d/2d/3d and ConvTranspose3d
+(thin wrappers over numgrad.nn.functional)."""
 
 from numgrad.nn import functional as F
+from numgrad.nn.modules.conv_extra import _ConvTransposeNd
 from numgrad.nn.modules.layers import AvgPool2d, _MaxPoolNd
 from numgrad.nn.modules.layers_more import _Adaptive
 from numgrad.nn.modules.module import Module
@@ -94,3 +95,14 @@ class MaxUnpool2d(_MaxUnpoolNd):
 
 class MaxUnpool3d(_MaxUnpoolNd):
     _n, _unpool = 3, staticmethod(F.max_unpool3d)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """3-D transposed convolution with PyTorch's initialization."""
+
+    _dims = 3
+
+    def forward(self, input, output_size=None):
+        return F.conv_transpose3d(input, self.weight, self.bias, self.stride, self.padding,
+                                  self._output_padding(input, output_size), self.groups,
+                                  self.dilation)
