@@ -408,3 +408,19 @@ def test_conv_transpose3d_errors_match_torch(i):
     t = raised(CT_ERRORS[i], torch, torch.nn.functional)
     assert t is not None
     assert raised(CT_ERRORS[i], ng, ng.nn.functional) == t
+
+
+def test_lazy_conv_transpose3d_matches_torch():
+    out = []
+    for m in (ng, torch):
+        m.manual_seed(0)
+        layer = m.nn.LazyConvTranspose3d(6, 2, stride=2, groups=2)
+        first = repr(layer)
+        y = layer(m.ones(1, 4, 2, 2, 2))
+        out.append((first, repr(layer), type(layer).__name__, tuple(y.shape),
+                    layer.weight.detach().numpy().copy(), y.detach().numpy(),
+                    raised(lambda m=m: m.nn.LazyConvTranspose3d(6, 2)(m.ones(2, 2)))))
+    (*a, wa, ya, ea), (*b, wb, yb, eb) = out
+    assert a == b and ea == eb
+    np.testing.assert_array_equal(wa, wb)
+    np.testing.assert_allclose(ya, yb, rtol=1e-5, atol=1e-5)

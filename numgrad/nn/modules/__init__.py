@@ -69,6 +69,7 @@ from numgrad.nn.modules.layers_3d import (
     AvgPool3d,
     ConvTranspose3d,
     InstanceNorm3d,
+    LazyConvTranspose3d,
     LPPool1d,
     LPPool2d,
     LPPool3d,

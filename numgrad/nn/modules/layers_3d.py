@@ -1,8 +1,8 @@
-"""3-D pooling modules, InstanceNorm3d, LPPool1d/2d/3d, MaxUnpool1d/2d/3d and ConvTranspose3d
-(thin wrappers over numgrad.nn.functional)."""
+"""3-D pooling modules, InstanceNorm3d, LPPool1d/2d/3d, MaxUnpool1d/2d/3d and
+(Lazy)ConvTranspose3d (thin wrappers over numgrad.nn.functional)."""
 
 from numgrad.nn import functional as F
-from numgrad.nn.modules.conv_extra import _ConvTransposeNd
+from numgrad.nn.modules.conv_extra import _ConvTransposeNd, _LazyConvTranspose
 from numgrad.nn.modules.layers import AvgPool2d, _MaxPoolNd
 from numgrad.nn.modules.layers_more import _Adaptive
 from numgrad.nn.modules.module import Module
@@ -106,3 +106,10 @@ class ConvTranspose3d(_ConvTransposeNd):
         return F.conv_transpose3d(input, self.weight, self.bias, self.stride, self.padding,
                                   self._output_padding(input, output_size), self.groups,
                                   self.dilation)
+
+
+class LazyConvTranspose3d(_LazyConvTranspose, ConvTranspose3d):
+    """``ConvTranspose3d`` whose ``in_channels`` is read off the first input."""
+
+    cls_to_become = ConvTranspose3d
+    _spatial = 3
