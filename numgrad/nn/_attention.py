@@ -12,7 +12,9 @@ the composed forward again); the other case is the composed graph itself.
 import math
 import warnings
 
-from numgrad import _dtype
+import numpy as np
+
+from numgrad import _arrays, _dtype
 from numgrad._shape import broadcast_shapes
 from numgrad.autograd.grad_mode import no_grad
 from numgrad.autograd.graph import Node
@@ -53,6 +55,30 @@ def _safe_softmax(s):
     return s.masked_fill(full, 0.0).softmax(-1).masked_fill(full, 0.0)
 
 
+_CAUSAL = {}  # (n_q, n_k) -> the host mask above the diagonal (True: masked out)
+_CAUSAL_MAX = 32  # masks kept; at most 64K elements each
+
+
+def _causal_mask(n_q, n_k, q, s):
+    """True above the diagonal of an (n_q, n_k) grid (the keys after each query, upper-left
+    aligned): made once per size on the host (index arithmetic, a constant to a compiled
+    trace) instead of ones, tril and logical_not at every call. A mask a graph will save
+    (``MaskedFillBackward0``) is a copy of the kept one."""
+    if q._data.__class__ is not np.ndarray:
+        from numgrad._factories import ones
+        return ones(n_q, n_k, dtype=_dtype.bool_, device=q.device).tril().logical_not()
+    m = _CAUSAL.get((n_q, n_k))
+    if m is None:
+        m = np.arange(n_k)[None, :] > np.arange(n_q)[:, None]
+        if n_q * n_k <= 65536:
+            if len(_CAUSAL) >= _CAUSAL_MAX:
+                _CAUSAL.clear()
+            _CAUSAL[(n_q, n_k)] = m
+    if state.enabled and s.requires_grad:
+        m = m.copy()
+    return _wrap(_arrays.constant(m))
+
+
 def _attend(q, k, v, mask, is_causal, scale, dropout_p=0.0):
     """softmax(q k^T scale + mask) v, with k and v already holding q's heads; returns the
     output and the attention probabilities."""
@@ -62,10 +88,7 @@ def _attend(q, k, v, mask, is_causal, scale, dropout_p=0.0):
         s = s.masked_fill(mask.logical_not(), _NEG_INF) if mask.dtype is _dtype.bool_ \
             else s + mask
     if is_causal:
-        n_q, n_k = s.shape[-2], s.shape[-1]
-        from numgrad._factories import ones
-        keep = ones(n_q, n_k, dtype=_dtype.bool_, device=q.device).tril()  # upper-left aligned
-        s = s.masked_fill(keep.logical_not(), _NEG_INF)
+        s = s.masked_fill(_causal_mask(s.shape[-2], s.shape[-1], q, s), _NEG_INF)
     if s.shape[-1] == 0:
         p = s.softmax(-1)
     elif mask is not None:

@@ -1,0 +1,88 @@
+"""Fast paths of token-by-token generation: ``x @ W.T`` with few rows runs as (W @ x.T).T
+(``kernels/cpu/linalg.gemm``), and the causal mask of ``scaled_dot_product_attention`` is made
+once per size. Values, strides and graphs stay those of the plain computation and PyTorch's."""
+
+import numpy as np
+import pytest
+from conftest import assert_close
+
+import numgrad as ng
+from numgrad.kernels.cpu import linalg as L
+from numgrad.nn import _attention
+
+torch = pytest.importorskip("torch")
+
+# (rows, in, out): the swapped layout's range and its edges
+SHAPES = [(4, 128, 384), (16, 128, 512), (32, 512, 128), (64, 784, 256), (3, 128, 384),
+          (2, 1024, 1024), (33, 128, 384)]
+
+
+@pytest.mark.parametrize("m,k,n", SHAPES)
+def test_gemm_with_transposed_weight_matches_plain_product(m, k, n):
+    rng = np.random.default_rng(m)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    w = rng.standard_normal((n, k)).astype(np.float32)
+    out = np.empty((m, n), np.float32)
+    L.gemm(a, w.T, out)
+    # the same dot products in the same order: equal to the plain call (bit for bit here)
+    np.testing.assert_allclose(out, np.matmul(a, w.T), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(out, a.astype(np.float64) @ w.T.astype(np.float64),
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_swap_taken_only_where_it_pays():
+    a = np.zeros((16, 128), np.float32)
+    w = np.zeros((384, 128), np.float32)
+    out = np.empty((16, 384), np.float32)
+    assert L._swap_pays(a, w.T, out)
+    assert not L._swap_pays(a[:3], w.T, out[:3])  # OpenBLAS's small-matrix kernel
+    assert not L._swap_pays(a, np.ascontiguousarray(w.T), out)  # already the fast layout
+    assert not L._swap_pays(a.astype(np.float64), w.T.astype(np.float64), out.astype(np.float64))
+    assert not L._swap_pays(np.zeros((128, 128), np.float32), w.T, np.empty((128, 384), np.float32))
+
+
+@pytest.mark.parametrize("rows", [1, 5, 16, 40])
+def test_linear_few_rows_values_grads_strides_match_torch(rows):
+    rng = np.random.default_rng(rows)
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((1, rows, 128), (384, 128),
+                                                                    (384,)))
+    res = []
+    for lib in (ng, torch):
+        xs, ws, bs = (lib.tensor(v, requires_grad=True) for v in (x, w, b))
+        y = lib.nn.functional.linear(xs, ws, bs)
+        y.sum().backward()
+        res.append((y, xs.grad, ws.grad, bs.grad))
+    (y, *g), (ty, *tg) = res
+    assert y.stride() == ty.stride() and y.is_contiguous()
+    assert type(y.grad_fn).__name__ == type(ty.grad_fn).__name__
+    for u, v in zip((y, *g), (ty, *tg)):
+        assert_close(u.detach().numpy(), v.detach().numpy(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("three_d", [False, True])
+def test_causal_sdpa_over_growing_lengths_matches_torch(three_d):
+    rng = np.random.default_rng(0)
+    for t in (1, 2, 7, 7, 12):  # 7 twice: the kept mask
+        shape = (2, t, 8) if three_d else (1, 2, t, 8)
+        q, k, v = (rng.standard_normal(shape).astype(np.float32) for _ in range(3))
+        res = []
+        for lib in (ng, torch):
+            qs, ks, vs = (lib.tensor(a, requires_grad=True) for a in (q, k, v))
+            o = lib.nn.functional.scaled_dot_product_attention(qs, ks, vs, is_causal=True)
+            o.pow(2).sum().backward()
+            res.append((o, qs.grad, ks.grad, vs.grad))
+        if not three_d:  # 3-D: numgrad's bmm records BmmBackward0, PyTorch's matmul an
+            # UnsafeViewBackward0 over it (left as it was)
+            assert type(res[0][0].grad_fn).__name__ == type(res[1][0].grad_fn).__name__
+        for u, w in zip(*res):
+            assert_close(u.detach().numpy(), w.detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_causal_mask_kept_is_never_handed_to_a_graph():
+    s = ng.zeros(3, 3, requires_grad=True)
+    kept = _attention._causal_mask(3, 3, s, s.detach())._data
+    saved = _attention._causal_mask(3, 3, s, s)._data
+    assert saved is not kept and np.array_equal(saved, kept)
+    assert kept.tolist() == [[False, True, True], [False, False, True], [False, False, False]]
+    wide = _attention._causal_mask(2, 4, s, s.detach())._data  # upper-left aligned
+    assert wide.tolist() == [[False, True, True, True], [False, False, True, True]]
