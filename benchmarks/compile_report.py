@@ -112,7 +112,7 @@ def main(argv=None):
     parser.add_argument("--only", nargs="*", default=None)
     parser.add_argument("--no-first-calls", action="store_true")
     parser.add_argument("--small", action="store_true",
-                        help="the model workloads (rows 8-12) at their reduced sizes")
+                        help="the model workloads (rows 8-13) at their reduced sizes")
     parser.add_argument("--torch-first", action="store_true",
                         help="import PyTorch before numgrad (users do both)")
     args = parser.parse_args(argv)

@@ -5,7 +5,7 @@ and mygrad, grouped per workload:
     pytest benchmarks/ --benchmark-group-by=group
 
 (``--benchmark-disable`` runs every workload once as a plain test, as CI does; the model
-workloads, rows 8-12, then run at their reduced sizes. ``NUMGRAD_BENCH_SMALL=1`` or ``=0``
+workloads, rows 8-13, then run at their reduced sizes. ``NUMGRAD_BENCH_SMALL=1`` or ``=0``
 chooses the sizes either way.)
 """
 

@@ -386,6 +386,29 @@ def encoder_step(lib, forward=None, small=False, dropout=0.1):
     return run
 
 
+# GPT-2 small: 124M parameters (the output head tied to the token embedding)
+GPT2_FULL = {"vocab": 50257, "n_layer": 12, "n_head": 12, "n_embd": 768, "block_size": 1024}
+GPT2_SMALL = dict(GPT_SMALL, vocab=VOCAB)
+
+
+def gpt2_build(lib, forward=None, small=False):
+    """Build a GPT-2-sized model (``GPT2_FULL``; ``GPT_SMALL`` sizes when small) under
+    ``manual_seed(0)``: ``nn.Linear``'s and ``nn.Embedding``'s own initialisation, then
+    nanoGPT's N(0, 0.02) weights, zero biases and N(0, 0.02 / sqrt(2 * n_layer)) residual
+    projections. Nearly all of it is random fills (about 240M normals and 125M uniforms),
+    and numgrad draws PyTorch's numbers for the seed. Nothing to compile."""
+    if lib not in ("numgrad", "torch") or forward is not None:
+        return None
+    import models
+    m = module(lib)
+    cfg = GPT2_SMALL if small else GPT2_FULL
+
+    def run():
+        m.manual_seed(0)
+        return models.gpt(m, **cfg)
+    return run
+
+
 WORKLOADS = {
     "1_seeds_5x5": seeds_5x5,
     "2_seeds_2x2": seeds_2x2,
@@ -399,16 +422,18 @@ WORKLOADS = {
     "10_gpt_generate_100": gpt_generate,
     "11_lstm_step": lstm_step,
     "12_encoder_step": encoder_step,
+    "13_gpt2_build_124M": gpt2_build,
 }
 
 SMALL = ("1_seeds_5x5", "2_seeds_2x2", "3_deep_chain_200x16")
 
 # the model workloads: they take ``small`` (reduced sizes, for CI's smoke run and the tests)
 MODELS = ("8_gpt_step_sdpa", "9_gpt_step_manual", "10_gpt_generate_100", "11_lstm_step",
-          "12_encoder_step")
+          "12_encoder_step", "13_gpt2_build_124M")
 
-# workloads with nothing to compile but a model's forward: no whole-step compiled variant
-FORWARD_ONLY = ("10_gpt_generate_100",)
+# workloads with nothing to compile but a model's forward (or nothing at all: a model's
+# construction): no whole-step compiled variant
+FORWARD_ONLY = ("10_gpt_generate_100", "13_gpt2_build_124M")
 
 
 def build(name, lib, small=False):
@@ -434,6 +459,8 @@ def build(name, lib, small=False):
         return run
     if lib.endswith(" fwd"):  # the forward form: the loss or model compiled, backward outside
         run = WORKLOADS[name](base, forward=module(base).compile, **kw)
+        if run is None:
+            return None
         for _ in range(3):
             run()
         return run

@@ -4,7 +4,8 @@ draws laid out in the order PyTorch's serial kernels visit the tensor's memory (
 tensor is filled along its memory, not along its rows).
 
 Each function returns a host array of the tensor's shape (in a dtype NumPy can cast into the
-tensor's) that the caller copies into it.
+tensor's) that the caller copies into it, or the tensor's own array where ``uniform`` and
+``normal`` drew into it directly (``Generator.fill``).
 """
 
 import warnings
@@ -44,6 +45,8 @@ def _laid_out(flat, a):
 def uniform(g, a, dt, low, high):
     if not dt.is_floating_point:
         raise NotImplementedError(f"\"check_uniform_bounds\" not implemented for '{dt._legacy}'")
+    if g.fill(a, "uniform", low, high):
+        return a  # drawn in place
     return _laid_out(g.uniform(a.size, a.dtype, low, high), a)
 
 
@@ -54,6 +57,8 @@ def normal(g, a, dt, mean, std):
         raise NotImplementedError(f"\"normal_kernel_cpu\" not implemented for '{dt._legacy}'")
     if not std >= 0.0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
+    if g.fill(a, "normal", mean, std):
+        return a  # drawn in place
     if a.__class__ is not np.ndarray or a.flags.c_contiguous:
         return g.normal(a.shape, a.dtype, mean, std)
     return _laid_out(g.normal_serial(a.size, a.dtype, mean, std), a)

@@ -153,6 +153,26 @@ class Generator:
                                f"from={low:g} > to={high:g}")
         return _tape.record_draw(_fill_uniform, self, shape, dtype, low, high)
 
+    def fill(self, out, kind, a, b):
+        """Draw into ``out`` itself (a C-contiguous, writable float32/float64 host array; 16
+        values or more for ``kind`` "normal"), when no compiled trace is recording: the
+        values ``uniform(out.shape, out.dtype, a, b)`` or ``normal(...)`` would return, with
+        no array in between. Returns whether it did (else the caller draws and copies)."""
+        if _tape.TAPE is not None or out.__class__ is not np.ndarray or \
+                out.dtype not in (np.float32, np.float64) or not out.flags.c_contiguous or \
+                not out.flags.writeable or (kind == "normal" and out.size < 16):
+            return False
+        if kind == "uniform":
+            if a > b:
+                raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
+                                   f"from={a:g} > to={b:g}")
+            _fill_uniform(self, out.shape, out.dtype, a, b, out)
+        else:
+            if not b >= 0.0:
+                raise RuntimeError(f"normal expects std >= 0.0, but found std {b:g}")
+            _fill_normal(self, out.shape, out.dtype, a, b, out)
+        return True
+
     def normal(self, shape, dtype, mean=0.0, std=1.0):
         if not std >= 0.0:
             raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
@@ -259,19 +279,20 @@ class forbid_draws:
         return False
 
 
-def _fill_uniform(gen, shape, dtype, low, high):
-    """``uniform32``/``uniform64`` of the next draws, drawn and transformed in one pass."""
-    out = _arrays.new(shape, dtype)
+def _fill_uniform(gen, shape, dtype, low, high, out=None):
+    """``uniform32``/``uniform64`` of the next draws, drawn and transformed in one pass (into
+    ``out`` when given)."""
+    out = _arrays.new(shape, dtype) if out is None else out
     if out.size:
         (RNG.fill_uniform64 if out.dtype == np.float64 else RNG.fill_uniform32)(
             gen._ensure(), out.reshape(-1), low, high)
     return out
 
 
-def _fill_normal(gen, shape, dtype, mean, std):
+def _fill_normal(gen, shape, dtype, mean, std, out=None):
     """16 or more float32/float64 normals as PyTorch's vectorized fill draws them, in one
-    pass (float32: its float32 Box-Muller, bit for bit)."""
-    out = _arrays.new(shape, dtype)
+    pass (float32: its float32 Box-Muller, bit for bit; into ``out`` when given)."""
+    out = _arrays.new(shape, dtype) if out is None else out
     (RNG.fill_normal32 if out.dtype == np.float32 else RNG.fill_normal64)(
         gen._ensure(), out.reshape(-1), mean, std)
     return out

@@ -151,3 +151,23 @@ def test_compiled_generation_replays_and_draws_eagers_tokens():
         "numgrad", forward=lambda f: numgrad.compile(f, fullgraph=True), small=True)
     for _ in range(3):
         np.testing.assert_array_equal(compiled().numpy(), eager)
+
+
+@requires_torch
+def test_gpt2_build_draws_pytorchs_weights():
+    """The build workload (row 13) at its reduced sizes: every initial weight is PyTorch's for
+    the seed (float32 normals bit for bit where PyTorch's build is x86), and the generator is
+    left where PyTorch leaves it."""
+    import numgrad
+    torch = pytest.importorskip("torch")
+    exact32 = torch.backends.cpu.get_cpu_capability() in ("AVX2", "AVX512")  # x86 builds
+    ours = workloads.WORKLOADS["13_gpt2_build_124M"]("numgrad", small=True)().state_dict()
+    theirs = workloads.WORKLOADS["13_gpt2_build_124M"]("torch", small=True)().state_dict()
+    assert list(ours) == list(theirs)
+    for k, v in theirs.items():
+        if exact32:
+            np.testing.assert_array_equal(ours[k].numpy(), v.numpy(), err_msg=k)
+        else:
+            np.testing.assert_allclose(ours[k].numpy(), v.numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(numgrad.get_rng_state().numpy(),
+                                  torch.get_rng_state().numpy())

@@ -581,9 +581,10 @@ def _random_(draw):
         g = generator or default_generator
         check_inplace(self)
         arr = draw(g, self._data, dtype_of(self), *args, **kwargs)
-        if self._data.__class__ is not np.ndarray:  # host draws, copied to the GPU first
-            arr = _arrays.cuda_array().from_host(np.ascontiguousarray(arr))
-        EW.unary(EW.copy, arr, self._data.dtype, out=self._data)
+        if arr is not self._data:  # (else drawn in place)
+            if self._data.__class__ is not np.ndarray:  # host draws, copied to the GPU first
+                arr = _arrays.cuda_array().from_host(np.ascontiguousarray(arr))
+            EW.unary(EW.copy, arr, self._data.dtype, out=self._data)
         self._bump_version()
         return self
     return method
