@@ -1,5 +1,7 @@
 """Matrix products: mm, mv, dot, bmm and matmul's broadcasting rules (BLAS via NumPy)."""
 
+import math
+
 import numpy as np
 
 from numgrad import _arrays
@@ -300,7 +302,7 @@ def _folded(a, b):
     """An N-D @ 2-D (or 1-D) product folded to one mm (mv), as PyTorch folds it: the batch
     dims of ``a`` reshaped into its rows, the result an ``UnsafeViewBackward0`` of the mm."""
     sa = a._data.shape
-    rows = int(np.prod(sa[:-1], dtype=np.int64))
+    rows = math.prod(sa[:-1])
     a2 = sh.reshape(a, rows, sa[-1])
     r = mm(a2, b) if b._data.ndim == 2 else mv(a2, b)
     shape = sa[:-1] + b._data.shape[1:]

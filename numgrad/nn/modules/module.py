@@ -416,15 +416,19 @@ class Module:
             f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args, **kwargs):
-        for hook in list(self._forward_pre_hooks.values()):
-            r = hook(self, args)
-            if r is not None:
-                args = r if isinstance(r, tuple) else (r,)
+        pre = self._forward_pre_hooks
+        if pre:  # (most calls have no hooks: no list copies then)
+            for hook in list(pre.values()):
+                r = hook(self, args)
+                if r is not None:
+                    args = r if isinstance(r, tuple) else (r,)
         out = self.forward(*args, **kwargs)
-        for hook in list(self._forward_hooks.values()):
-            r = hook(self, args, out)
-            if r is not None:
-                out = r
+        post = self._forward_hooks
+        if post:
+            for hook in list(post.values()):
+                r = hook(self, args, out)
+                if r is not None:
+                    out = r
         return out
 
     def register_forward_hook(self, hook):
