@@ -230,6 +230,8 @@ ERRORS = [
     lambda m, F: F.adaptive_avg_pool3d(m.zeros(4, 5, 6), 2),
     lambda m, F: F.adaptive_avg_pool3d(m.zeros(*X5), -1),
     lambda m, F: F.adaptive_avg_pool3d(m.zeros(*X5, dtype=m.int64), 2),
+    lambda m, F: F.adaptive_avg_pool3d(m.zeros(*X5, dtype=m.int64), 1),
+    lambda m, F: F.adaptive_avg_pool3d(m.zeros(2, 2), 1),
     lambda m, F: F.adaptive_avg_pool3d(m.zeros(1, 2, 0, 3, 3), 2),
     lambda m, F: F.adaptive_avg_pool3d(m.zeros(*X5), 2.5),
     lambda m, F: F.adaptive_max_pool3d(m.zeros(*X5), (2, 3)),

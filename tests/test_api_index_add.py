@@ -77,12 +77,15 @@ def test_scalars_empty_and_dtypes_match_torch():
                                                       m.tensor([2, 5]), alpha=1.5),
         lambda m: m.zeros(3, dtype=m.bool).index_add(0, m.tensor([0, 2]),
                                                      m.tensor([True, False]), alpha=2),
-        lambda m: m.zeros(2, 3, dtype=m.int32).index_copy(1, m.tensor([2]),
-                                                          m.full((2, 1), 7, dtype=m.int32)),
+        lambda m: m.zeros(2, 3, dtype=m.int64).index_copy(1, m.tensor([2]),
+                                                          m.full((2, 1), 7, dtype=m.int64)),
         lambda m: m.zeros(2, 3, dtype=m.int64).index_fill(1, m.tensor([1]), 2.5),
         lambda m: m.zeros(2, 3, dtype=m.int64).index_fill(1, m.tensor([1]), m.tensor(2.5)),
         lambda m: m.zeros(2, 3).index_fill(1, m.tensor(2), m.tensor(True)),
         lambda m: m.zeros(2, 3).index_fill(1, m.tensor([0]), True),
+        lambda m: m.arange(12, dtype=m.float64).reshape(3, 4).t().index_add(
+            0, m.tensor([0, 3]), m.ones(2, 3, dtype=m.float64)),
+        lambda m: m.arange(12, dtype=m.float64).reshape(3, 4).t().index_fill(1, m.tensor([0]), -1),
     ]
     for case in cases:
         n, t = case(ng), case(torch)

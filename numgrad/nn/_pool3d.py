@@ -197,7 +197,10 @@ def adaptive_avg_pool3d(input, output_size):
                            f"or equal to 0 but received {{{size[0]}, {size[1]},{size[2]}}}")
     shape = input._data.shape
     if size == (1, 1, 1):
-        F._require_float(input, "mean")
+        if not input.is_floating_point():
+            raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either "
+                               "a floating point or complex dtype. Got: "
+                               f"{F.dtype_of(input)._legacy}")
         if len(shape) < 3:
             raise F._dim_error(-3, len(shape))
         return red.mean(input, (-3, -2, -1), keepdim=True)
