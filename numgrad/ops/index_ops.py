@@ -54,16 +54,25 @@ def _write(x, d, index_host, src_arr, mode, wrap=False):
     n = index_host.size
     if out.size == 0 or n == 0:
         return out, None
-    idx = index_host.astype(np.int64).reshape(-1)
-    if wrap:
-        idx = np.where(idx < 0, idx + size, idx)
-    i3 = np.ascontiguousarray(np.broadcast_to(idx.reshape(1, n, 1), (outer, n, inner)))
+    i3 = _arrays.host_step(_expand_index, index_host, outer, n, inner, size, wrap)
     o3 = out.reshape(outer, size, inner)
     count = _arrays.full(_HOST, o3.shape if mode else (1, 1, 1), 1, np.int64)
     bad = _run(src_arr, i3, o3, count, mode, False)
     if bad >= 0:
         return out, int(index_host.reshape(-1)[(bad // inner) % n])
     return out, None
+
+
+def _expand_index(index, outer, n, inner, size, wrap):
+    """The 1-D index as the contiguous int64 (outer, n, inner) array the kernel reads
+    (negative positions counted from the end when ``wrap``); a step numgrad.compile replays."""
+    idx = index.astype(np.int64).reshape(1, n, 1)
+    if wrap:
+        idx = np.where(idx < 0, idx + size, idx)
+    return np.ascontiguousarray(np.broadcast_to(idx, (outer, n, inner)))
+
+
+_expand_index.pure = True
 
 
 def _src3(source, x, d, n):
