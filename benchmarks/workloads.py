@@ -238,9 +238,9 @@ VOCAB = 65
 
 def _model(m, make):
     """``make(m)`` built under ``m.manual_seed(0)``. PyTorch's copy then takes numgrad's
-    initial weights through NumPy: numgrad draws PyTorch's random numbers for the same seed,
-    but its float32 ``normal_`` differs from PyTorch's vectorized one by a few ulp (up to 5e-7
-    on N(0, 1) embeddings), and the two libraries should start from the same weights. The
+    initial weights through NumPy: numgrad draws PyTorch's random numbers for the same seed
+    (float32 ``normal_`` bit for bit on x86 PyTorch builds, a few ulp apart on others), and
+    the two libraries should start from the same weights. The
     global generator is left where the build left it (both libraries draw the same numbers
     there: dropout's masks)."""
     m.manual_seed(0)

@@ -64,10 +64,9 @@ def test_generation_draws_pytorchs_tokens():
     lambda m: models.encoder_classifier(m, d_model=32, nhead=2, dim_feedforward=64),
 ], ids=["gpt_sdpa", "gpt_manual", "lstm", "encoder"])
 def test_initial_weights(make):
-    """Built under the same seed, numgrad's weights are PyTorch's to float32 rounding
-    (``normal_``'s float32 Box-Muller differs from PyTorch's vectorized one by a few ulp: up to
-    5e-7 on N(0, 1) embeddings), and the workloads' PyTorch model starts from numgrad's
-    exactly."""
+    """Built under the same seed, numgrad's weights are PyTorch's to float32 rounding (bit for
+    bit on x86 PyTorch builds, whose float32 Box-Muller numgrad replays; other builds' may
+    differ by a few ulp), and the workloads' PyTorch model starts from numgrad's exactly."""
     import torch
 
     import numgrad

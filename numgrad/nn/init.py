@@ -1,5 +1,6 @@
 """``numgrad.nn.init``: PyTorch's initializers. With the same seed they draw PyTorch's numbers
-for uniform initializers (the generator replays PyTorch's MT19937 stream)."""
+for uniform and normal initializers (the generator replays PyTorch's MT19937 stream and its
+transforms; float32 normals bit for bit against x86 PyTorch builds)."""
 
 import math
 
