@@ -1,9 +1,9 @@
 """index_add, index_copy, index_fill and their in-place forms: slices of ``source`` (or one
 value) added, copied or written into a copy of ``input`` at the positions ``index`` names
 along one dim. The checks (PyTorch's, with its messages) run on the host; the writes run in
-scatter's kernel (``numgrad/kernels/cpu/indexing.py``: ``scatter_reduce_dim``) on an
-(outer, size, inner) view. The derivatives are numgrad ops (index_select, index_fill, sum),
-so they differentiate again."""
+one kernel (``numgrad/kernels/cpu/indexing.py``: ``index_write_dim``) on an (outer, size,
+inner) view, on a host copy for a CUDA tensor (as scatter's). The derivatives are numgrad
+ops (index_select, index_fill, sum), so they differentiate again."""
 
 import numpy as np
 
@@ -14,10 +14,9 @@ from numgrad.ops import elementwise as ew
 from numgrad.ops import indexing as ix
 from numgrad.ops import reduction as red
 from numgrad.ops import shape as sh
-from numgrad.ops._util import Tensor, _wrap, attach, dtype_of, edge, is_scalar, state
+from numgrad.ops._util import EW, Tensor, _wrap, attach, dtype_of, edge, is_scalar, state
 from numgrad.ops.inplace import apply_
 from numgrad.ops.registry import declare, inplace_of
-from numgrad.ops.scatter import _HOST, _run
 
 _FILL_SIGNATURES = (" * (int dim, Tensor index, Tensor value)\n"
                     " * (int dim, Tensor index, Number value)\n")
@@ -43,10 +42,9 @@ def _must_be_tensor(what, arg, pos, v):
 
 
 def _write(x, d, index_host, src_arr, mode, wrap=False):
-    """A copy of ``x`` (1-D for 0-d) with ``src_arr`` ((outer, n, inner), or None for an
-    all-``mode``-free fill) written (mode 0) or added (mode 1) at ``index_host`` along ``d``.
-    Returns the copy and the first out-of-range index value (None when all fit)."""
-    from numgrad.ops._util import EW
+    """A copy of ``x`` (1-D for 0-d) with ``src_arr`` ((outer, n, inner)) written (mode 0) or
+    added (mode 1) at ``index_host`` along ``d``. Returns the copy and the first out-of-range
+    index value (None when all fit)."""
     out = EW.unary(EW.copy, x, x.dtype)
     size = x.shape[d]
     outer = int(np.prod(x.shape[:d], dtype=np.int64))
@@ -54,25 +52,31 @@ def _write(x, d, index_host, src_arr, mode, wrap=False):
     n = index_host.size
     if out.size == 0 or n == 0:
         return out, None
-    i3 = _arrays.host_step(_expand_index, index_host, outer, n, inner, size, wrap)
+    idx = _arrays.host_step(_flat_index, index_host, size, wrap)
     o3 = out.reshape(outer, size, inner)
-    count = _arrays.full(_HOST, o3.shape if mode else (1, 1, 1), 1, np.int64)
-    bad = _run(src_arr, i3, o3, count, mode, False)
+    on_host = o3.__class__ is np.ndarray  # a CUDA tensor's arrays: copied to the host and back
+    hs, ho = (src_arr, o3) if on_host else (_arrays.host(src_arr), _arrays.host(o3))
+    bad = _kernels().index_write_dim(hs, idx, ho, bool(mode))
     if bad >= 0:
-        return out, int(index_host.reshape(-1)[(bad // inner) % n])
+        return out, int(index_host.reshape(-1)[bad])
+    if not on_host:
+        EW.unary(EW.copy, _arrays.to_device(ho, _device.of(o3)), o3.dtype, out=o3)
     return out, None
 
 
-def _expand_index(index, outer, n, inner, size, wrap):
-    """The 1-D index as the contiguous int64 (outer, n, inner) array the kernel reads
-    (negative positions counted from the end when ``wrap``); a step numgrad.compile replays."""
-    idx = index.astype(np.int64).reshape(1, n, 1)
-    if wrap:
-        idx = np.where(idx < 0, idx + size, idx)
-    return np.ascontiguousarray(np.broadcast_to(idx, (outer, n, inner)))
+def _flat_index(index, size, wrap):
+    """The index as a contiguous 1-D int64 array (negative positions counted from the end
+    when ``wrap``); a host step numgrad.compile replays."""
+    idx = np.ascontiguousarray(index.reshape(-1), dtype=np.int64)
+    return np.where(idx < 0, idx + size, idx) if wrap else idx
 
 
-_expand_index.pure = True
+_flat_index.pure = True
+
+
+def _kernels():
+    from numgrad.kernels.cpu import indexing
+    return indexing
 
 
 def _src3(source, x, d, n):

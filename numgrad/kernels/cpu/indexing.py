@@ -178,3 +178,25 @@ def divide_by_count(out, count, floor):
                         out[o, j, i] = out[o, j, i] // c
                     else:
                         out[o, j, i] = out[o, j, i] / c
+
+
+@jit
+def index_write_dim(src, idx, out, add):
+    """out[o, idx[j], i] = src[o, j, i] (``add``: +=) for index_copy/index_fill/index_add on
+    (outer, size, inner) ``out``; returns the first j whose index is out of range (nothing
+    written then) or -1."""
+    n_o, n_j, n_i = src.shape
+    size = out.shape[1]
+    for j in range(n_j):
+        if idx[j] < 0 or idx[j] >= size:
+            return j
+    for o in range(n_o):
+        for j in range(n_j):
+            v = idx[j]
+            if add:
+                for i in range(n_i):
+                    out[o, v, i] = out[o, v, i] + src[o, j, i]
+            else:
+                for i in range(n_i):
+                    out[o, v, i] = src[o, j, i]
+    return -1
