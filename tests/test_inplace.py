@@ -258,3 +258,36 @@ def test_inference_mode():
     def f(t):
         return t * 2
     assert f(ng.ones(2)).is_inference()
+
+
+# in-place ops whose other tensor operand requires grad while self does not: the node is
+# recorded and the operand gets its gradient (it was silently dropped before)
+_OPERAND_CASES = {
+    "lerp_": lambda x, s: x.lerp_(s, 0.3),
+    "lerp_weight": lambda x, s: x.lerp_(s, s),
+    "clamp_min_tensor": lambda x, s: x.clamp_(min=s),
+    "mul_": lambda x, s: x.mul_(s),
+    "addcmul_": lambda x, s: x.addcmul_(s, s),
+    "addcdiv_": lambda x, s: x.addcdiv_(s, s + 3, value=2),
+    "scatter_": lambda x, s: x.scatter_(0, _index(x), s),
+    "scatter_add_": lambda x, s: x.scatter_add_(0, _index(x), s),
+    "scatter_reduce_": lambda x, s: x.scatter_reduce_(0, _index(x), s, "amax"),
+}
+
+
+def _index(x):
+    return (torch if isinstance(x, torch.Tensor) else ng).tensor([2, 0, 1])
+
+
+@requires_torch
+@pytest.mark.parametrize("name", list(_OPERAND_CASES))
+def test_inplace_records_a_node_for_an_operand_that_requires_grad(name):
+    f = _OPERAND_CASES[name]
+    out = []
+    for lib in (torch, ng):
+        s = lib.tensor([0.5, -1.5, 2.0], dtype=lib.float64, requires_grad=True)
+        y = f(lib.tensor([1.0, 2.0, -3.0], dtype=lib.float64), s)
+        y.pow(2).sum().backward()
+        out.append((type(y.grad_fn).__name__, s.grad.numpy()))
+    assert out[0][0] == out[1][0]
+    assert_close(out[1][1], out[0][1])

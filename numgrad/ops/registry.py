@@ -508,7 +508,11 @@ def _inplace(od):
     def method(self, *args, **kwargs):
         from numgrad.ops.inplace import apply_
         if args or kwargs:
-            return apply_(self, lambda x: fn(x, *args, **kwargs))
+            # every tensor operand goes through apply_, which records the node when any of
+            # them requires grad (self need not); keyword tensors ride along unused
+            n = len(args)
+            extra = [v for v in kwargs.values() if isinstance(v, Tensor)]
+            return apply_(self, lambda x, *a: fn(x, *a[:n], **kwargs), *args, *extra)
         return apply_(self, fn)
     method.__name__ = od.name + "_"
     method.__doc__ = f"In-place {od.name} (``{od.node.__name__ if od.node else ''}``)."

@@ -178,12 +178,13 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=_UNSET):
 
 @inplace_of("scatter")
 def scatter_(self, dim, index, src=None, value=None, *, reduce=_UNSET):
-    return apply_(self, lambda x: scatter(x, dim, index, src, value, reduce=reduce))
+    # src goes through apply_ so that a src requiring grad records the node
+    return apply_(self, lambda x, s: scatter(x, dim, index, s, value, reduce=reduce), src)
 
 
 @inplace_of("scatter_add")
 def scatter_add_(self, dim, index, src):
-    return apply_(self, lambda x: ix.scatter_add(x, dim, index, src))
+    return apply_(self, lambda x, s: ix.scatter_add(x, dim, index, s), src)
 
 
 class ScatterReduceBackward0(Node):
@@ -271,8 +272,8 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
 
 @inplace_of("scatter_reduce")
 def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
-    return apply_(self, lambda x: scatter_reduce(x, dim, index, src, reduce,
-                                                 include_self=include_self))
+    return apply_(self, lambda x, s: scatter_reduce(x, dim, index, s, reduce,
+                                                    include_self=include_self), src)
 
 
 __all__ = ["scatter", "scatter_", "scatter_add_", "scatter_reduce", "scatter_reduce_"]
