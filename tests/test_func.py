@@ -449,3 +449,165 @@ def test_nn_utils_stateless_functional_call_warns_and_delegates():
             out = T.nn.utils.stateless.functional_call(m, w, (T.tensor(A),))
         return out, str(rec[0].message)
     both(run)
+
+
+# ----------------------------------------------------------------------------------------
+# vmap(grad(f)): the batched per-sample-gradient path against the loop and torch.func
+# ----------------------------------------------------------------------------------------
+
+_ACTS = ("ReLU", "Tanh", "Sigmoid", "GELU")
+
+
+def _psg(T, F, layers, loss, xs, ys, extra=None, loop=False):
+    """vmap(grad(loss_fn), in_dims=(None, 0, 0)) of the recipe over ``layers(T)`` (with
+    ``loop``: grad per sample, stacked; PyTorch's vmap refuses data-dependent branches)."""
+    T.manual_seed(0)
+    model = T.nn.Sequential(*layers(T))
+    params = {k: v.detach() for k, v in model.named_parameters()}
+
+    def loss_fn(p, x, y):
+        out = F.functional_call(model, p, (x.unsqueeze(0),))
+        if extra is not None:
+            out = extra(T, x, out)
+        return loss(T)(out, y.unsqueeze(0))
+    if loop:
+        gs = [F.grad(loss_fn)(params, T.tensor(x), T.tensor(y)) for x, y in zip(xs, ys)]
+        return {k: T.stack([g[k] for g in gs]) for k in params}
+    return F.vmap(F.grad(loss_fn), in_dims=(None, 0, 0))(params, T.tensor(xs),
+                                                          T.tensor(ys))
+
+
+def _fast_loop_torch(monkeypatch, *args, fast=True, branchy=False):
+    """The numgrad result with the fast path (asserting whether it was taken), with the
+    loop forced, and torch.func's; all three must agree."""
+    from numgrad.func import _batched
+    orig, taken = _batched.per_sample_grads, []
+
+    def spy(*a, **k):
+        r = orig(*a, **k)
+        taken.append(r is not None)
+        return r
+    monkeypatch.setattr(_batched, "per_sample_grads", spy)
+    got = _psg(ng, ng.func, *args)
+    assert taken == [fast]
+    monkeypatch.setattr(_batched, "per_sample_grads", lambda *a, **k: None)
+    loop = _psg(ng, ng.func, *args)
+    monkeypatch.setattr(_batched, "per_sample_grads", orig)
+    ref = _psg(torch, tfunc, *args, loop=branchy)
+    assert list(got) == list(loop) == list(ref)
+    for k in ref:
+        assert got[k].shape == loop[k].shape == tuple(ref[k].shape)
+        np.testing.assert_allclose(got[k].numpy(), loop[k].numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(got[k].numpy(), ref[k].numpy(), rtol=1e-5, atol=1e-6)
+
+
+@settings(max_examples=12, deadline=None)
+@given(conv=st.booleans(), act=st.sampled_from(_ACTS), hidden=st.integers(1, 5),
+       batch=st.integers(1, 5), mse=st.booleans(), reduction=st.sampled_from(["mean", "sum"]),
+       smoothing=st.sampled_from([0.0, 0.1]), bias=st.booleans(), seed=st.integers(0, 99))
+def test_vmap_grad_batched_path_matches_loop_and_torch(conv, act, hidden, batch, mse,
+                                                       reduction, smoothing, bias, seed):
+    """Random MLPs and small CNNs, every supported activation and loss: the one batched
+    pass gives the loop's and torch.func's per-sample gradients."""
+    rng = np.random.default_rng(seed)
+    c = 3
+    if conv:
+        xs = rng.standard_normal((batch, 2, 5, 5)).astype(np.float32)
+
+        def layers(T):
+            return [T.nn.Conv2d(2, hidden, 3, bias=bias), getattr(T.nn, act)(),
+                    T.nn.Conv2d(hidden, 2, 2, stride=2, padding=1), T.nn.Flatten(),
+                    T.nn.Linear(2 * 2 * 2, c, bias=bias)]
+    else:
+        xs = rng.standard_normal((batch, 4)).astype(np.float32)
+
+        def layers(T):
+            return [T.nn.Linear(4, hidden, bias=bias), getattr(T.nn, act)(),
+                    T.nn.Linear(hidden, c)]
+    if mse:
+        ys = rng.standard_normal((batch, c)).astype(np.float32)
+
+        def loss(T):
+            return lambda o, t: T.nn.functional.mse_loss(o, t, reduction=reduction)
+    else:
+        ys = rng.integers(0, c, batch)
+
+        def loss(T):
+            return lambda o, t: T.nn.functional.cross_entropy(
+                o, t, reduction=reduction, label_smoothing=smoothing)
+    with pytest.MonkeyPatch.context() as mp:
+        _fast_loop_torch(mp, layers, loss, xs, ys)
+
+
+def _mlp_layers(T):
+    return [T.nn.Linear(3, 4), T.nn.ReLU(), T.nn.Linear(4, 2)]
+
+
+def _ce(T):
+    return T.nn.functional.cross_entropy
+
+
+_XS = np.random.default_rng(3).standard_normal((4, 3)).astype(np.float32)
+_YS = np.array([0, 1, 1, 0])
+
+
+@pytest.mark.parametrize("case", ["op", "branch", "equal", "layer", "closure"])
+def test_vmap_grad_outside_the_batched_path_loops_and_matches_torch(monkeypatch, case):
+    """An extra op, a data-dependent Python branch (on a host read or torch.equal), an
+    unsupported layer, a closed-over tensor: the probe sees it and vmap loops."""
+    layers, extra = _mlp_layers, None
+    if case == "op":
+        def extra(T, x, out):
+            return out * 2
+    elif case == "branch":
+        def extra(T, x, out):
+            return out if float(x.sum()) > 0 else out.neg()
+    elif case == "equal":
+        def extra(T, x, out):
+            return out if T.equal(x, x.abs()) else out
+    elif case == "layer":
+        def layers(T):
+            return [T.nn.Linear(3, 4), T.nn.ELU(), T.nn.Linear(4, 2)]
+    else:
+        def extra(T, x, out):
+            return out + T.ones(2)
+    _fast_loop_torch(monkeypatch, layers, _ce, _XS, _YS, extra, fast=False,
+                     branchy=case in ("branch", "equal"))
+
+
+def test_vmap_grad_batched_path_edges(monkeypatch):
+    """An ignored target (nan as PyTorch) and an out-of-range one (an error) loop;
+    the tutorial's (params, buffers, x, t) form takes the batched path."""
+    _fast_loop_torch(monkeypatch, _mlp_layers, _ce, _XS, np.array([0, -100, 1, 0]),
+                     fast=False)
+    # the loop's error is cross_entropy's own (PyTorch's batched rule words it otherwise)
+    with pytest.raises(IndexError, match="Target 5 is out of bounds"):
+        _psg(ng, ng.func, _mlp_layers, _ce, _XS, np.array([0, 5, 1, 0]))
+    from numgrad.func import _batched
+    calls = []
+    orig = _batched.per_sample_grads
+    monkeypatch.setattr(_batched, "per_sample_grads",
+                        lambda *a, **k: calls.append(orig(*a, **k)) or calls[-1])
+    test_per_sample_gradients_recipe()
+    assert calls and calls[0] is not None
+
+
+def test_vmap_grad_batched_path_by_structure(monkeypatch):
+    """A loss module (nn.CrossEntropyLoss) takes the batched path; a custom module class and
+    a Conv2d fed a 3-d (unbatched) sample loop, and still match torch.func."""
+    _fast_loop_torch(monkeypatch, _mlp_layers, lambda T: T.nn.CrossEntropyLoss(), _XS, _YS)
+
+    def custom(T):
+        class Scaled(T.nn.Linear):
+            def forward(self, x):
+                return super().forward(x) * 0.5
+        return [T.nn.Linear(3, 4), T.nn.Tanh(), Scaled(4, 2)]
+    _fast_loop_torch(monkeypatch, custom, _ce, _XS, _YS, fast=False)
+    xs = np.random.default_rng(4).standard_normal((3, 4, 4)).astype(np.float32)
+
+    def conv(T):  # each sample (4, 4) unsqueezed is one 1x4x4 image, not a batch of one
+        return [T.nn.Conv2d(1, 2, 3), T.nn.Flatten(0), T.nn.Linear(8, 2)]
+
+    def mse(T):
+        return lambda o, t: T.nn.functional.mse_loss(o, t.squeeze(0))
+    _fast_loop_torch(monkeypatch, conv, mse, xs, np.ones((3, 2), np.float32), fast=False)

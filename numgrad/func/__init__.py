@@ -3,7 +3,8 @@
 ``stack_module_state``.
 
 They run on numgrad's reverse-mode engine (``jvp`` by the double-vjp trick) and ``vmap``
-runs the function once per batch element; all of them nest (``vmap(grad(f))``,
+runs the function once per batch element (the per-sample-gradient recipe of Linear/Conv2d
+models excepted: one batched pass, ``_batched.py``); all of them nest (``vmap(grad(f))``,
 ``jacrev(jacrev(f))``). See ``numgrad/func/_transforms.py``.
 """
 

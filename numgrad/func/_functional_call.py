@@ -3,6 +3,8 @@ buffers (by dotted name), then put the module's own back."""
 
 from collections.abc import Sequence
 
+from numgrad.func import _batched
+
 
 def _merge(dicts):
     if isinstance(dicts, dict):
@@ -110,7 +112,10 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
     try:
         for name, value in values.items():
             swapped.append((name, _swap(module, name, value)))
-        return module(*args, **kwargs)
+        out = module(*args, **kwargs)
+        if _batched.recording() is not None:  # a vmap probe (see _batched.py)
+            _batched.note_functional_call(module, given, args, kwargs, out)
+        return out
     finally:
         for name, (owner, store, leaf, old) in reversed(swapped):
             if store is None:

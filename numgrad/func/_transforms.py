@@ -214,6 +214,7 @@ def grad(func, argnums=0, has_aux=False):
     def wrapper(*args, **kwargs):
         g, value = _grad_and_value(func, argnums, has_aux, args, kwargs)
         return (g, value[1]) if has_aux else g
+    wrapper._numgrad_grad = (func, argnums, has_aux)  # for vmap's batched fast path
     return wrapper
 
 

@@ -3,7 +3,8 @@
 It runs ``func`` once per batch element (the inputs' slices along their ``in_dims``) and
 stacks the outputs along ``out_dims``: correct for any function, and it composes with the
 other transforms (``vmap(grad(f))`` gives per-sample gradients) because every slice is an
-ordinary differentiable view.
+ordinary differentiable view. ``vmap(grad(f))`` of the per-sample-gradient recipe of a
+model of Linear/Conv2d/activation layers takes one batched pass instead (``_batched.py``).
 """
 
 import functools
@@ -119,6 +120,15 @@ def no_randomness(randomness):
 def _run(func, in_dims, out_dims, randomness, args, kwargs):
     import numgrad
     flat, spec, dims, size = _in_dims(in_dims, args, func)
+    grad_info = getattr(func, "_numgrad_grad", None)
+    if grad_info is not None and out_dims == 0:
+        # per-sample gradients of a supported model and loss in one batched pass (checked
+        # on a probe of the function; anything else loops below)
+        from numgrad.func._batched import per_sample_grads
+        fast = per_sample_grads(grad_info, in_dims, randomness, args, kwargs, flat, dims,
+                                size)
+        if fast is not None:
+            return fast
     name = _name(func)
     # 'same': every element starts from the generator's state before the call (one draw,
     # repeated); 'different': the elements draw one after another (PyTorch's numbers where
