@@ -611,3 +611,24 @@ def test_vmap_grad_batched_path_by_structure(monkeypatch):
     def mse(T):
         return lambda o, t: T.nn.functional.mse_loss(o, t.squeeze(0))
     _fast_loop_torch(monkeypatch, conv, mse, xs, np.ones((3, 2), np.float32), fast=False)
+
+
+def test_vmap_grad_probe_leaves_inputs_alone():
+    """A function that changes its sample in place loops, and the probe's change does not
+    reach the caller's tensor (each sample is doubled once, as torch.func does)."""
+
+    def run(T, F):
+        T.manual_seed(0)
+        model = T.nn.Sequential(*_mlp_layers(T))
+        params = {k: v.detach() for k, v in model.named_parameters()}
+
+        def loss_fn(p, x, y):
+            x.mul_(2)
+            return _ce(T)(F.functional_call(model, p, (x.unsqueeze(0),)), y.unsqueeze(0))
+        xs = T.tensor(_XS)
+        g = F.vmap(F.grad(loss_fn), in_dims=(None, 0, 0))(params, xs, T.tensor(_YS))
+        return g, xs
+    (g, xs), (gt, xt) = run(ng, ng.func), run(torch, tfunc)
+    np.testing.assert_allclose(xs.numpy(), xt.numpy())
+    for k in gt:
+        np.testing.assert_allclose(g[k].numpy(), gt[k].numpy(), rtol=1e-5, atol=1e-6)

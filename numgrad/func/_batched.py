@@ -10,12 +10,13 @@ Nothing is assumed about ``loss_fn``: it is run once, on one sample (a probe), w
 ``functional_call`` and the two losses record their calls and every host read of tensor
 data (``bool``, ``item``, ``numpy``, ...) is noted. The fast path is taken only when the
 probe shows exactly that recipe: one ``functional_call`` of a supported model (exact
-classes, no hooks) on the sample's input unsqueezed (the same memory read the same way,
-the inputs' versions unchanged), every parameter taken as is from the differentiated dict,
-one supported loss on the model's output and the sample's target unsqueezed, the loss
-returned as is, and no host read (so no data-dependent Python branch). Anything else
-returns None and ``vmap`` loops over the batch (so does an error in the batched pass: the
-loop then raises it as each sample's call does).
+classes, no hooks) on the sample's input unsqueezed (the same memory read the same way;
+the probe's copies of the sample and the parameters unchanged), every parameter taken as
+is from the differentiated dict, one supported loss on the model's output and the
+sample's target unsqueezed, the loss returned as is, and no host read (so no
+data-dependent Python branch). Anything else returns None and ``vmap`` loops over the
+batch (so does an error in the batched pass: the loop then raises it as each sample's call
+does).
 
 The batched pass: the model runs once on the whole batch; with ``L = sum_i loss_i`` the
 gradient of ``L`` with respect to each layer's output ``z`` holds, in row ``i``, the
@@ -32,7 +33,7 @@ from numgrad.func._pytree import flatten, unflatten
 _LOCAL = threading.local()
 _LOCK = threading.RLock()  # one probe at a time patches the host-read methods
 _READS = ("__bool__", "item", "tolist", "numpy", "__float__", "__int__", "__index__",
-          "__array__")
+          "__array__", "__contains__", "__repr__", "__str__", "__format__", "__dlpack__")
 _BOOLS = ("equal", "allclose", "is_nonzero")  # numgrad functions answering a Python value
 
 
@@ -284,17 +285,19 @@ def per_sample_grads(grad_info, in_dims, randomness, args, kwargs, flat, dims, s
         return None
     # the probe: the last sample (a fixed index a function could reach by other means is
     # unlikely to be the last one)
-    # the sample is passed as the loop passes it (a view); its data must stay unchanged
+    # the probe gets copies (an in-place change it makes must not reach the caller's
+    # tensors, which the loop then passes again) and none of them may change
     i = size - 1
-    lifted = {k: v.detach().requires_grad_(True) for k, v in params.items()}
-    x0, y0 = x.select(0, i), y.select(0, i)
-    versions = (x._version, y._version)
+    lifted = {k: v.detach().clone().requires_grad_(True) for k, v in params.items()}
+    x0, y0 = x.select(0, i).clone(), y.select(0, i).clone()
+    probed = [x0, y0, *lifted.values()]
+    versions = [t._version for t in probed]
     try:
         with _LOCK, _Probe() as rec, enable_grad(), no_randomness(randomness):
             out = loss_fn(lifted, *middle, x0, y0)
     except Exception:
         return None
-    if (x._version, y._version) != versions:
+    if [t._version for t in probed] != versions:
         return None
     found = _check(rec, out, lifted, x0, y0)
     if found is None:
