@@ -283,10 +283,8 @@ def per_sample_grads(grad_info, in_dims, randomness, args, kwargs, flat, dims, s
         return None
     if not all(isinstance(k, str) and isinstance(v, Tensor) for k, v in params.items()):
         return None
-    # the probe: the last sample (a fixed index a function could reach by other means is
-    # unlikely to be the last one)
-    # the probe gets copies (an in-place change it makes must not reach the caller's
-    # tensors, which the loop then passes again) and none of them may change
+    # the probe: the last sample, on copies (an in-place change it makes must not reach
+    # the caller's tensors, which the loop then passes again); none of them may change
     i = size - 1
     lifted = {k: v.detach().clone().requires_grad_(True) for k, v in params.items()}
     x0, y0 = x.select(0, i).clone(), y.select(0, i).clone()
