@@ -426,3 +426,97 @@ def test_lazy_conv_transpose3d_matches_torch():
     assert a == b and ea == eb
     np.testing.assert_array_equal(wa, wb)
     np.testing.assert_allclose(ya, yb, rtol=1e-5, atol=1e-5)
+
+
+# --- the graph: PyTorch's one node per 3-D pool / unpool, with its next_functions
+
+
+def _node(fn):
+    return type(fn).__name__, [(None if n is None else type(n).__name__, i)
+                               for n, i in fn.next_functions]
+
+
+def _unpool(m, x, nd, unbatched=False):
+    F = m.nn.functional
+    x = x[(0,) * (3 - nd)]  # (N, C, ...) with nd spatial dims
+    y, i = getattr(F, f"max_pool{nd}d")(x, 2, return_indices=True)
+    if unbatched:
+        y, i = y[0], i[0]
+    return getattr(F, f"max_unpool{nd}d")(y, i, 2, output_size=tuple(x.shape[-nd:]))
+
+
+GRAPHS = [
+    ("max", lambda m, x: m.nn.functional.max_pool3d(x, 2, 1, 1)),
+    ("max indices", lambda m, x: m.nn.functional.max_pool3d(x, (2, 1, 2), return_indices=True)),
+    ("max unbatched", lambda m, x: m.nn.functional.max_pool3d(x[0], 2)),
+    ("avg", lambda m, x: m.nn.functional.avg_pool3d(x, 2, 1, 1, divisor_override=3)),
+    ("avg unbatched", lambda m, x: m.nn.functional.avg_pool3d(x[0], 2)),
+    ("adaptive avg", lambda m, x: m.nn.functional.adaptive_avg_pool3d(x, (2, 1, 3))),
+    ("adaptive avg 1", lambda m, x: m.nn.functional.adaptive_avg_pool3d(x, 1)),
+    ("adaptive avg empty", lambda m, x: m.nn.functional.adaptive_avg_pool3d(x, (0, 2, 2))),
+    ("adaptive max", lambda m, x: m.nn.functional.adaptive_max_pool3d(x, 2, True)),
+    ("adaptive max unbatched", lambda m, x: m.nn.functional.adaptive_max_pool3d(x[0], (2, 3, 1))),
+    ("unpool1d", lambda m, x: _unpool(m, x, 1)),
+    ("unpool2d", lambda m, x: _unpool(m, x, 2)),
+    ("unpool3d", lambda m, x: _unpool(m, x, 3)),
+    ("unpool2d unbatched", lambda m, x: _unpool(m, x, 2, True)),
+    ("unpool1d unbatched", lambda m, x: _unpool(m, x, 1, True)),
+    ("module", lambda m, x: m.nn.MaxPool3d(2, return_indices=True)(x)),
+]
+
+
+@pytest.mark.parametrize("fn", [g[1] for g in GRAPHS], ids=[g[0] for g in GRAPHS])
+def test_3d_pool_nodes_match_torch(fn):
+    nx, tx = _pair(_x(2, 2, 3, 4, 4, seed=7))
+    nr, tr = fn(ng, nx), fn(torch, tx)
+    if isinstance(tr, tuple):
+        (nr, ni), (tr, ti) = nr, tr
+        np.testing.assert_array_equal(ni.numpy(), ti.numpy())
+    nf, tf = nr.grad_fn, tr.grad_fn
+    while True:  # the chain down to the input (selects and squeezes around the pool)
+        assert _node(nf) == _node(tf)
+        if tf.next_functions[0][0] is None or not tf.next_functions[0][0].next_functions:
+            break
+        nf, tf = nf.next_functions[0][0], tf.next_functions[0][0]
+    assert_close(nr, tr.detach(), rtol=1e-12, atol=1e-12)
+    if tr.numel() == 0:  # PyTorch's backward refuses an empty adaptive pool's gradient
+        return
+    w = np.random.default_rng(3).normal(size=tuple(tr.shape))
+    (nr * ng.tensor(w)).sum().backward()
+    (tr * torch.tensor(w)).sum().backward()
+    assert_close(nx.grad, tx.grad, rtol=1e-12, atol=1e-12)
+
+
+def test_3d_pool_nodes_free_keep_and_check_like_torch():
+    """retain_graph frees or keeps the node (PyTorch's error on a second backward), and an
+    in-place change of what PyTorch saves (max_pool3d's input, max_unpool's indices) raises
+    its error; a change of the unpooled values (not saved) does not."""
+    a = _x(1, 1, 2, 2, 4, seed=8)
+    for retain in (False, True):
+        res = []
+        for m in (ng, torch):
+            x = m.tensor(a, requires_grad=True)
+            y = m.nn.functional.max_pool3d(x, 2)
+            y.sum().backward(retain_graph=retain)
+            res.append((raised(y.sum().backward), x.grad.numpy().tolist()))
+        assert res[0] == res[1]
+    for which in ("input", "indices", "values"):
+        res = []
+        for m in (ng, torch):
+            x = m.tensor(a, requires_grad=True)
+            xi = x * 1
+            y, i = m.nn.functional.max_pool3d(xi, 2, return_indices=True)
+            yv = y * 1
+            u = m.nn.functional.max_unpool3d(yv, i, 2, output_size=(2, 2, 4))
+            with m.no_grad():
+                {"input": xi, "indices": i, "values": yv}[which].add_(1)
+            res.append(raised(u.sum().backward))
+        assert res[0] == res[1]
+        assert (res[0] is None) == (which == "values")
+
+
+def test_max_pool3d_gradgradcheck():
+    a = ng.tensor(_x(1, 1, 3, 3, 4, seed=5), requires_grad=True)
+    F = ng.nn.functional
+    assert ng.autograd.gradgradcheck(lambda x: F.max_pool3d(x, 2, 1, 1), (a,))
+    assert ng.autograd.gradgradcheck(lambda x: F.adaptive_max_pool3d(x, (2, 1, 3)), (a,))

@@ -7,13 +7,15 @@ that conv2d with the weight laid out (OC, KD * C/groups, KH, KW) sums over them:
 
     y[n, o, od] = sum_{kd, c} conv2d(x[n, c, od * sd + kd * dd], W[o, c, kd])
 
-The gradients come from the ops used (slicing, stack, permute, reshape, conv2d); no kernel
-of its own. PyTorch's argument and shape checks, in its order, come first.
+The gradients come from the ops used (slicing, stack, permute, reshape, conv2d), recorded
+as PyTorch's one ``ConvolutionBackward0`` node; no kernel of its own. PyTorch's argument
+and shape checks, in its order, come first.
 """
 
 from numgrad.nn import _functional_extra as FX
 from numgrad.nn import functional as F
 from numgrad.ops import shape as sh
+from numgrad.ops.named_composite import record
 from numgrad.tensor import Tensor
 
 _SIGNATURES = (
@@ -72,7 +74,9 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         bias._data.shape if bias is not None else None)
     FX._check_types(input, weight, bias)
     F._check_empty_input(input._data.shape)
-    y = _by_conv2d(input, weight, bias, stride, padding, dilation, groups, out)
+    y = record("ConvolutionBackward0",
+               lambda x, w, b: _by_conv2d(x, w, b, stride, padding, dilation, groups, out),
+               (input, weight, bias), (input, weight), ("input", "weight"))
     return sh.squeeze(y, 0) if unbatched else y
 
 

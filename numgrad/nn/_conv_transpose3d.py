@@ -10,8 +10,8 @@ so conv_transpose2d runs once on the (N*D, Cin, H, W) planes with the KD weight 
 folded into its output channels (group by group), and each depth ``kd``'s results are
 spread ``sd`` apart (zeros between), shifted by ``kd * dd`` and summed; the padding crops
 both ends, of which ``output_padding`` keeps (or adds as zeros) that many at the end. The
-gradients come from the ops used (permute, reshape, pad, add, conv_transpose2d); no kernel
-of its own. PyTorch's argument and
+gradients come from the ops used (permute, reshape, pad, add, conv_transpose2d), recorded as
+PyTorch's one ``ConvolutionBackward0`` node; no kernel of its own. PyTorch's argument and
 shape checks, in its order, come first.
 """
 
@@ -21,6 +21,7 @@ from numgrad.nn import functional as F
 from numgrad.ops import elementwise as ew
 from numgrad.ops import shape as sh
 from numgrad.ops._util import _wrap, dtype_of
+from numgrad.ops.named_composite import record
 
 __all__ = ["conv_transpose3d"]
 
@@ -59,11 +60,17 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
         raise RuntimeError(
             f"Given input size per channel: ({depth} x {h} x {w}). Calculated output size per "
             f"channel: ({' x '.join(map(str, out))}). Output size is too small")
-    if x._data.size == 0 or weight._data.size == 0:
-        y = _wrap(_arrays.zeros(x._data, (n, oc) + out, x._data.dtype))
-        y = ew.add(ew.mul(y, 0), sh.reshape(bias, (1, oc, 1, 1, 1))) if bias is not None else y
-    else:
-        y = _by_planes(x, weight, bias, stride, padding, output_padding, dilation, groups, out)
+
+    def forward(x, weight, bias):
+        if x._data.size == 0 or weight._data.size == 0:
+            y = _wrap(_arrays.zeros(x._data, (n, oc) + out, x._data.dtype))
+            return ew.add(ew.mul(y, 0), sh.reshape(bias, (1, oc, 1, 1, 1))) \
+                if bias is not None else y
+        return _by_planes(x, weight, bias, stride, padding, output_padding, dilation, groups,
+                          out)
+
+    y = record("ConvolutionBackward0", forward, (x, weight, bias), (x, weight),
+               ("input", "weight"))
     return sh.squeeze(y, 0) if unbatched else y
 
 

@@ -5,9 +5,9 @@ Every one of these pools is separable: a box's maximum is the maximum over its d
 of the (H, W) windows' maxima, a box's mean (with PyTorch's divisor, a product of one count
 per axis) the mean over depth of the (H, W) means. So each runs as the 2-D op on the
 (N, C*D, H, W) view and then the 2-D op with a (kD, 1) window on the (N, C, D, oH*oW) view:
-PyTorch's values (up to rounding for the means), gradients through the 2-D ops' nodes
-(``MaxPool2DWithIndicesBackward0``, ``AvgPool2DBackward0``, ... where PyTorch shows
-``MaxPool3DWithIndicesBackward0``, ...). Ties go to the first element in (d, h, w) order, as
+PyTorch's values (up to rounding for the means), gradients through the 2-D ops' rules,
+recorded as PyTorch's one node (``MaxPool3DWithIndicesBackward0``, ``AvgPool3DBackward0``,
+...). Ties go to the first element in (d, h, w) order, as
 in PyTorch's kernels; the indices are flat positions in D*H*W."""
 
 import numpy as np
@@ -20,6 +20,7 @@ from numgrad.ops import indexing as ix
 from numgrad.ops import reduction as red
 from numgrad.ops import shape as sh
 from numgrad.ops._util import _wrap
+from numgrad.ops.named_composite import record
 
 __all__ = ["max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d"]
 
@@ -104,19 +105,23 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
                            ceil_mode, False)
     if input._data.dtype == np.bool_:
         raise F._not_implemented("max_pool3d", input)
-    x, unbatched = _batched(input)
-    n, c, depth, h, w = x._data.shape
-    y1, i1 = F.max_pool2d(sh.reshape(x, (n, c * depth, h, w)), k[1:], s[1:], p[1:], d[1:],
-                          ceil_mode, True)
-    y2, i2 = F.max_pool2d(sh.reshape(y1, (n, c, depth, oh * ow)), (k[0], 1), (s[0], 1),
-                          (p[0], 0), (d[0], 1), ceil_mode, True)
-    out = sh.reshape(y2, (n, c, od, oh, ow))
-    if unbatched:
-        out = sh.squeeze(out, 0)
-    if not return_indices:
-        return out
-    idx = sh.reshape(_indices_3d(i1, i2, (n, c, depth, h, w), oh * ow), (n, c, od, oh, ow))
-    return out, sh.squeeze(idx, 0) if unbatched else idx
+
+    def forward(input):
+        x, unbatched = _batched(input)
+        n, c, depth, h, w = x._data.shape
+        y1, i1 = F.max_pool2d(sh.reshape(x, (n, c * depth, h, w)), k[1:], s[1:], p[1:], d[1:],
+                              ceil_mode, True)
+        y2, i2 = F.max_pool2d(sh.reshape(y1, (n, c, depth, oh * ow)), (k[0], 1), (s[0], 1),
+                              (p[0], 0), (d[0], 1), ceil_mode, True)
+        out = sh.reshape(y2, (n, c, od, oh, ow))
+        if unbatched:
+            out = sh.squeeze(out, 0)
+        if not return_indices:
+            return out
+        idx = sh.reshape(_indices_3d(i1, i2, (n, c, depth, h, w), oh * ow), (n, c, od, oh, ow))
+        return out, sh.squeeze(idx, 0) if unbatched else idx
+
+    return record("MaxPool3DWithIndicesBackward0", forward, (input,), (input,), ("self",))
 
 
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
@@ -137,14 +142,18 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     od, oh, ow = _geometry(input, "avg_pool3d()", k, s, p, (1, 1, 1), ceil_mode, True)
     if input._data.dtype.name not in ("float32", "float64", "int64"):
         raise F._not_implemented("avg_pool3d_out_frame", input)
-    x, unbatched = _batched(input)
     geo = (k, s, p, ceil_mode, count_include_pad, (od, oh, ow))
-    if x._data.dtype.kind in "iu":
-        out = _int_avg(x, geo, divisor_override)
-    else:
-        # with an override, the (H, W) stage sums (divisor 1) and the depth stage divides
-        out = _avg_stages(x, geo, None if divisor_override is None else 1, divisor_override)
-    return sh.squeeze(out, 0) if unbatched else out
+
+    def forward(input):
+        x, unbatched = _batched(input)
+        if x._data.dtype.kind in "iu":
+            out = _int_avg(x, geo, divisor_override)
+        else:
+            # with an override, the (H, W) stage sums (divisor 1) and the depth stage divides
+            out = _avg_stages(x, geo, None if divisor_override is None else 1, divisor_override)
+        return sh.squeeze(out, 0) if unbatched else out
+
+    return record("AvgPool3DBackward0", forward, (input,), (input,), ("self",))
 
 
 def _avg_stages(x, geo, first, second):
@@ -209,16 +218,20 @@ def adaptive_avg_pool3d(input, output_size):
                            f"{list(shape)}")
     _nonempty(fn, shape)
     F._require_float(input, "adaptive_avg_pool3d_cpu")
-    x, unbatched = _batched(input)
-    n, c, depth, h, w = x._data.shape
-    od, oh, ow = size
-    if 0 in (n,) + size:  # empty: a (differentiable) empty slice of the input
-        out = sh.reshape(x[:, :, :0, :0, :0], (n, c, od, oh, ow))
-    else:
-        y1 = F.adaptive_avg_pool2d(sh.reshape(x, (n, c * depth, h, w)), (oh, ow))
-        y2 = F.adaptive_avg_pool2d(sh.reshape(y1, (n, c, depth, oh * ow)), (od, oh * ow))
-        out = sh.reshape(y2, (n, c, od, oh, ow))
-    return sh.squeeze(out, 0) if unbatched else out
+
+    def forward(input):
+        x, unbatched = _batched(input)
+        n, c, depth, h, w = x._data.shape
+        od, oh, ow = size
+        if 0 in (n,) + size:  # empty: a (differentiable) empty slice of the input
+            out = sh.reshape(x[:, :, :0, :0, :0], (n, c, od, oh, ow))
+        else:
+            y1 = F.adaptive_avg_pool2d(sh.reshape(x, (n, c * depth, h, w)), (oh, ow))
+            y2 = F.adaptive_avg_pool2d(sh.reshape(y1, (n, c, depth, oh * ow)), (od, oh * ow))
+            out = sh.reshape(y2, (n, c, od, oh, ow))
+        return sh.squeeze(out, 0) if unbatched else out
+
+    return record("AdaptiveAvgPool3DBackward0", forward, (input,), (input,), ("self",))
 
 
 def adaptive_max_pool3d(input, output_size, return_indices=False):
@@ -238,21 +251,25 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
         neg = next(v for v in out_shape if v < 0)
         raise RuntimeError(f"Trying to create tensor with negative dimension {neg}: {out_shape}")
     F._require_float(input, "adaptive_max_pool3d_cpu")
-    x, unbatched = _batched(input)
-    n, c, depth, h, w = x._data.shape
-    od, oh, ow = size
-    out_shape = (n, c, od, oh, ow)
-    if 0 in (n,) + size:
-        out = sh.reshape(x[:, :, :0, :0, :0], out_shape)
-        idx = _wrap(_arrays.zeros(x._data, out_shape, np.int64))
-    else:
-        y1, i1 = FL.adaptive_max_pool2d(sh.reshape(x, (n, c * depth, h, w)), (oh, ow), True)
-        y2, i2 = FL.adaptive_max_pool2d(sh.reshape(y1, (n, c, depth, oh * ow)), (od, oh * ow),
-                                        True)
-        out = sh.reshape(y2, out_shape)
-        idx = sh.reshape(_indices_3d(i1, i2, (n, c, depth, h, w), oh * ow), out_shape) \
-            if return_indices else None
-    if unbatched:
-        out = sh.squeeze(out, 0)
-        idx = None if idx is None else sh.squeeze(idx, 0)
-    return (out, idx) if return_indices else out
+
+    def forward(input):
+        x, unbatched = _batched(input)
+        n, c, depth, h, w = x._data.shape
+        od, oh, ow = size
+        out_shape = (n, c, od, oh, ow)
+        if 0 in (n,) + size:
+            out = sh.reshape(x[:, :, :0, :0, :0], out_shape)
+            idx = _wrap(_arrays.zeros(x._data, out_shape, np.int64))
+        else:
+            y1, i1 = FL.adaptive_max_pool2d(sh.reshape(x, (n, c * depth, h, w)), (oh, ow), True)
+            y2, i2 = FL.adaptive_max_pool2d(sh.reshape(y1, (n, c, depth, oh * ow)), (od, oh * ow),
+                                            True)
+            out = sh.reshape(y2, out_shape)
+            idx = sh.reshape(_indices_3d(i1, i2, (n, c, depth, h, w), oh * ow), out_shape) \
+                if return_indices else None
+        if unbatched:
+            out = sh.squeeze(out, 0)
+            idx = None if idx is None else sh.squeeze(idx, 0)
+        return (out, idx) if return_indices else out
+
+    return record("AdaptiveMaxPool3DBackward0", forward, (input,), (input,), ("self",))

@@ -15,6 +15,7 @@ from numgrad.nn import functional as F
 from numgrad.ops import elementwise as ew
 from numgrad.ops import shape as sh
 from numgrad.ops._util import _wrap, dtype_of
+from numgrad.ops.named_composite import record
 from numgrad.ops.scatter import scatter
 
 __all__ = ["lp_pool1d", "lp_pool2d", "lp_pool3d", "max_unpool1d", "max_unpool2d",
@@ -125,10 +126,15 @@ def _unpool(input, indices, size, nd):
         # PyTorch's kernel keeps the last bad index it meets (in a plane: the last in order)
         raise RuntimeError(f"Found an invalid max index: {flat[bad[-1]]} (output volumes are of "
                            f"size {'x'.join(str(v) for v in size)})")
-    zeros = _wrap(_arrays.zeros(x, lead + (plane,), x.dtype))
     m = math.prod(x.shape[-nd:])
-    out = scatter(zeros, -1, sh.reshape(indices, lead + (m,)), sh.reshape(input, lead + (m,)))
-    return sh.reshape(out, lead + tuple(size))
+
+    def forward(input):
+        zeros = _wrap(_arrays.zeros(x, lead + (plane,), x.dtype))
+        out = scatter(zeros, -1, sh.reshape(indices, lead + (m,)),
+                      sh.reshape(input, lead + (m,)))
+        return sh.reshape(out, lead + tuple(size))
+
+    return record(f"MaxUnpool{nd}DBackward0", forward, (input,), (indices,), ("indices",))
 
 
 def _unpool_args(fn, input, kernel_size, stride, padding, output_size, nd):
