@@ -540,3 +540,13 @@ def test_leaf_takes_a_transposed_back_product_as_its_grad():
     before = w.grad.clone()
     seen[0].mul_(0)  # the hook's tensor is not w.grad's memory
     assert ng.equal(w.grad, before)
+
+
+@requires_torch
+def test_accumulate_grad_name_is_pytorchs():
+    names = []
+    for lib in (torch, ng):
+        x = lib.ones(1, requires_grad=True)
+        acc = (x * 2).grad_fn.next_functions[0][0]
+        names.append((acc.name(), type(acc).__name__))
+    assert names[0] == names[1] == ("torch::autograd::AccumulateGrad", "AccumulateGrad")

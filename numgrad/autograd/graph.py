@@ -185,6 +185,9 @@ class AccumulateGrad(Node):
         self._hooks = None
         self._vchk = None
 
+    def name(self):
+        return "torch::autograd::AccumulateGrad"  # PyTorch's C++ name, as its name() shows
+
     def accumulate(self, g, shared):
         """Add gradient ``g`` into ``variable.grad``. With no ``.grad`` yet, ``g``'s buffer
         becomes the ``.grad`` when nothing else can reach it (no copy, as PyTorch's
