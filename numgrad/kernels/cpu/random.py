@@ -139,44 +139,21 @@ _CHUNK = 4096  # a multiple of 16: normal fills transform whole blocks of each c
 @jit
 def fill_uniform32(state, out, low, high):
     """``out`` (flat float32) = ``uniform32`` of the next ``out.size`` draws."""
-    lo = np.float32(low)
-    span = np.float64(np.float32(np.float32(high) - lo))
     raw = np.empty(_CHUNK, np.uint32)
     for start in range(0, out.size, _CHUNK):
         m = min(_CHUNK, out.size - start)
         _draw_into(state, raw, 0, m)
-        dst = out[start:start + m]
-        for k in range(m):
-            u = (np.uint64(raw[k]) & np.uint64(0xFFFFFF)) * (1.0 / 16777216.0)
-            dst[k] = np.float32(u * span + np.float64(lo))
+        uniform32(raw[:m], out[start:start + m], low, high)
 
 
 @jit
 def fill_uniform64(state, out, low, high):
     """``out`` (flat float64) = ``uniform64`` of the next ``2 * out.size`` draws."""
-    span = np.float64(high - low)
-    lo = np.float64(low)
     raw = np.empty(2 * _CHUNK, np.uint32)
     for start in range(0, out.size, _CHUNK):
         m = min(_CHUNK, out.size - start)
         _draw_into(state, raw, 0, 2 * m)
-        dst = out[start:start + m]
-        for k in range(m):
-            v = ((np.uint64(raw[2 * k]) << np.uint64(32)) | np.uint64(raw[2 * k + 1])) \
-                & np.uint64((1 << 53) - 1)
-            dst[k] = ffma(np.float64(v) * (1.0 / 9007199254740992.0), span, lo)
-
-
-@jit
-def _box_muller16(d, mean, std):
-    """``normal16`` on a 16-value ``d`` (a row of the blocks: indices LLVM can vectorize)."""
-    for j in range(8):
-        u1 = 1.0 - d[j]
-        u2 = d[j + 8]
-        radius = math.sqrt(-2.0 * math.log(u1))
-        theta = 2.0 * math.pi * u2
-        d[j] = ffma(radius * math.cos(theta), np.float64(std), np.float64(mean))
-        d[j + 8] = ffma(radius * math.sin(theta), np.float64(std), np.float64(mean))
+        uniform64(raw[:2 * m], out[start:start + m], low, high)
 
 
 @jit
@@ -214,11 +191,11 @@ def fill_normal64(state, out, mean, std):
         fill_uniform64(state, out[start:start + m], 0.0, 1.0)
         blocks = out[start:max(start, min(start + m, body))].reshape(-1, 16)
         for b in range(blocks.shape[0]):
-            _box_muller16(blocks[b], mean, std)
+            normal16(blocks[b], mean, std)
     if n % 16:
         tail = np.empty(16, np.float64)
         fill_uniform64(state, tail, 0.0, 1.0)
-        _box_muller16(tail, mean, std)
+        normal16(tail, mean, std)
         out[n - 16:] = tail
 
 
