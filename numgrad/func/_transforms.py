@@ -76,6 +76,24 @@ def _split_aux(output, api):
     return output
 
 
+def _call(func, args, kwargs, has_aux, api):
+    """``func(*args, **kwargs)`` as (output, aux), aux None without ``has_aux``."""
+    output = func(*args, **kwargs)
+    if has_aux:
+        return _split_aux(output, api)
+    return output, None
+
+
+def _lift_argnums(level, argnums, args):
+    """``args`` with the ones ``argnums`` names lifted into ``level``, and those (one, or a
+    tuple) as the inputs to differentiate."""
+    argnums = _check_argnums(argnums, len(args))
+    args = list(args)
+    for i in (argnums,) if isinstance(argnums, int) else argnums:
+        args[i] = level.lift_tree(args[i])
+    return args, args[argnums] if isinstance(argnums, int) else tuple(args[i] for i in argnums)
+
+
 # ----------------------------------------------------------------------------------------
 # lifting inputs into a transform's graph
 # ----------------------------------------------------------------------------------------
@@ -173,15 +191,8 @@ def _grad_and_value(func, argnums, has_aux, args, kwargs):
     api = "grad_and_value(f)(*args)"
     level = _Level()
     with enable_grad():
-        argnums = _check_argnums(argnums, len(args))
-        args = list(args)
-        for i in (argnums,) if isinstance(argnums, int) else argnums:
-            args[i] = level.lift_tree(args[i])
-        diff = args[argnums] if isinstance(argnums, int) else tuple(args[i] for i in argnums)
-        output = func(*args, **kwargs)
-        aux = None
-        if has_aux:
-            output, aux = _split_aux(output, api)
+        args, diff = _lift_argnums(level, argnums, args)
+        output, aux = _call(func, args, kwargs, has_aux, api)
         if not isinstance(output, Tensor):
             raise RuntimeError(f"{api}: Expected f(*args) to return a Tensor, got "
                                f"{type(output)}")
@@ -225,10 +236,7 @@ def vjp(func, *primals, has_aux=False):
     level = _Level()
     with enable_grad():
         lifted = level.lift_tree(primals)
-        output = func(*lifted)
-        aux = None
-        if has_aux:
-            output, aux = _split_aux(output, api)
+        output, aux = _call(func, lifted, {}, has_aux, api)
         flat_out, out_spec = flatten(output)
         _check_output_tensors(flat_out, api)
         _check_float_outputs(flat_out, "vjp(f, ...)")
@@ -292,10 +300,7 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     level = _Level()
     with enable_grad():
         lifted = level.lift_tree(primals)
-        output = func(*lifted)
-        aux = None
-        if has_aux:
-            output, aux = _split_aux(output, _JVP)
+        output, aux = _call(func, lifted, {}, has_aux, _JVP)
         flat_out, out_spec = flatten(output)
         _check_output_tensors(flat_out, _JVP)
         flat_in = flatten(lifted)[0]
@@ -365,15 +370,8 @@ def forward_products(outputs, inputs, tangents, create_graph):
 def _jacobian(func, argnums, has_aux, args, api):
     level = _Level()
     with enable_grad():
-        argnums = _check_argnums(argnums, len(args))
-        args = list(args)
-        for i in (argnums,) if isinstance(argnums, int) else argnums:
-            args[i] = level.lift_tree(args[i])
-        diff = args[argnums] if isinstance(argnums, int) else tuple(args[i] for i in argnums)
-        output = func(*args)
-        aux = None
-        if has_aux:
-            output, aux = _split_aux(output, api)
+        args, diff = _lift_argnums(level, argnums, args)
+        output, aux = _call(func, args, {}, has_aux, api)
         flat_out, out_spec = flatten(output)
         _check_output_tensors(flat_out, api)
         flat_in, in_spec = flatten(diff)
