@@ -13,7 +13,7 @@ from numba import prange
 from numgrad.kernels._jit import inline, jit, serial_and_parallel, specialize
 from numgrad.kernels.cpu._fastmath import ffma
 from numgrad.kernels.cpu._scalar import like
-from numgrad.kernels.cpu.optim import lerp_, maximum_, root_
+from numgrad.kernels.cpu.optim import adam_moments, lerp_, maximum_, root_
 
 PARALLEL_MIN = 1 << 16  # elements of work below which the serial variant is faster
 
@@ -558,16 +558,8 @@ def adam_step(p, g, m, v, vmax, step, lr, beta1, beta2, eps, weight_decay, decou
     eps_ = like(p[0], eps)
     decay = like(p[0], 1.0 - lr * weight_decay)
     for i in range(p.size):
-        gi = -g[i] if maximize else g[i]
-        if weight_decay != 0:
-            if decoupled:
-                p[i] = p[i] * decay
-            else:
-                gi = ffma(p[i], wd, gi)  # grad.add(param, alpha=weight_decay)
-        mi = lerp_(m[i], gi, w1)
-        m[i] = mi
-        vi = ffma(w2 * gi, gi, v[i] * b2)
-        v[i] = vi
+        _, mi, vi = adam_moments(p, g, m, v, i, maximize, weight_decay, decoupled, decay, wd,
+                                 w1, b2, w2)
         if amsgrad:
             vi = maximum_(vmax[i], vi)
             vmax[i] = vi

@@ -40,6 +40,25 @@ def maximum_(a, b):
 
 
 @inline
+def adam_moments(p, g, m, v, i, maximize, weight_decay, decoupled, decay, wd, w1, b2, w2):
+    """The start of an Adam-family update at element ``i`` (Adam/AdamW, NAdam, RAdam): the
+    gradient (negated to maximize), weight decay (decoupled: p *= 1 - lr wd; else
+    g += wd p), then m.lerp_(g, 1 - beta1) and v = beta2 v + (1 - beta2) g^2, stored; returns
+    (g, m, v)."""
+    gi = -g[i] if maximize else g[i]
+    if weight_decay != 0:
+        if decoupled:
+            p[i] = p[i] * decay
+        else:
+            gi = ffma(p[i], wd, gi)  # grad.add(param, alpha=weight_decay)
+    mi = lerp_(m[i], gi, w1)
+    m[i] = mi
+    vi = ffma(w2 * gi, gi, v[i] * b2)
+    v[i] = vi
+    return gi, mi, vi
+
+
+@inline
 def root_(x, t):
     """``x ** 0.5`` as Python computes it: the C library's pow, which differs from a correctly
     rounded sqrt in about one value in 1,500. LLVM rewrites pow with a constant exponent 0.5
@@ -110,16 +129,8 @@ def nadam_step(p, g, m, v, step, mu_product, lr, beta1, beta2, eps, weight_decay
     eps_ = like(p[0], eps)
     decay = like(p[0], 1.0 - lr * weight_decay)
     for i in range(p.size):
-        gi = -g[i] if maximize else g[i]
-        if weight_decay != 0:
-            if decoupled:
-                p[i] = p[i] * decay
-            else:
-                gi = ffma(p[i], wd, gi)
-        mi = lerp_(m[i], gi, w1)
-        m[i] = mi
-        vi = ffma(w2 * gi, gi, v[i] * b2)
-        v[i] = vi
+        gi, mi, vi = adam_moments(p, g, m, v, i, maximize, weight_decay, decoupled, decay, wd,
+                                  w1, b2, w2)
         denom = math.sqrt(vi / bc2) + eps_
         pi = p[i] + (c1 * gi) / denom
         p[i] = pi + (c2 * mi) / denom
@@ -153,16 +164,8 @@ def radam_step(p, g, m, v, step, lr, beta1, beta2, eps, weight_decay, decoupled,
     eps_ = like(p[0], eps)
     decay = like(p[0], 1.0 - lr * weight_decay)
     for i in range(p.size):
-        gi = -g[i] if maximize else g[i]
-        if weight_decay != 0:
-            if decoupled:
-                p[i] = p[i] * decay
-            else:
-                gi = ffma(p[i], wd, gi)
-        mi = lerp_(m[i], gi, w1)
-        m[i] = mi
-        vi = ffma(w2 * gi, gi, v[i] * b2)
-        v[i] = vi
+        _, mi, vi = adam_moments(p, g, m, v, i, maximize, weight_decay, decoupled, decay, wd,
+                                 w1, b2, w2)
         x = (mi / bc1) * lr_
         if rectify:
             x = (x * ((one / (math.sqrt(vi) + eps_)) * num)) * rect_  # float / t: reciprocal
