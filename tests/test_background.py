@@ -62,13 +62,22 @@ def _skip_common(cache, env):
 
 
 def _wait_for_worker(cache, timeout=600):
+    """Wait until the worker the last program started has finished. It creates its lock file
+    only once it has imported Numba, which can be after the program exited: wait for that
+    file first, then for the lock to be released."""
     sys.path.insert(0, ROOT)
     from numgrad import _background
 
-    time.sleep(0.5)
     deadline = time.monotonic() + timeout
-    for name in os.listdir(cache):
-        while _background.worker_running(os.path.join(cache, name)):
+    folders = []
+    while not folders:
+        assert time.monotonic() < deadline, "no background worker started"
+        folders = [os.path.join(cache, name) for name in os.listdir(cache)
+                   if os.path.exists(os.path.join(cache, name, _background.LOCK_NAME))]
+        time.sleep(0.1)
+    time.sleep(0.5)  # between creating its lock file and locking it
+    for folder in folders:
+        while _background.worker_running(folder):
             assert time.monotonic() < deadline, "the background worker did not finish"
             time.sleep(0.1)
 
