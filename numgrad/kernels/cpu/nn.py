@@ -558,13 +558,15 @@ def adam_step(p, g, m, v, vmax, step, lr, beta1, beta2, eps, weight_decay, decou
     eps_ = like(p[0], eps)
     decay = like(p[0], 1.0 - lr * weight_decay)
     for i in range(p.size):
-        _, mi, vi = adam_moments(p, g, m, v, i, maximize, weight_decay, decoupled, decay, wd,
-                                 w1, b2, w2)
+        pi, _, mi, vi = adam_moments(p[i], g[i], m[i], v[i], maximize, weight_decay, decoupled,
+                                     decay, wd, w1, b2, w2)
+        m[i] = mi
+        v[i] = vi
         if amsgrad:
             vi = maximum_(vmax[i], vi)
             vmax[i] = vi
         denom = math.sqrt(vi) / bc2 + eps_
-        p[i] = p[i] + (neg_step_size * mi) / denom
+        p[i] = pi + (neg_step_size * mi) / denom
 
 
 @jit
