@@ -195,3 +195,21 @@ def adadelta_step(p, g, sq, acc, step, lr, rho, eps, weight_decay, maximize):
         d = (math.sqrt(acc[i] + eps_) / math.sqrt(s + eps_)) * gi
         acc[i] = ffma(w * d, d, acc[i] * r)
         p[i] = ffma(d, neg_lr, p[i])
+
+
+@jit
+def clip_coef(total, max_norm, out):
+    """out[0] = clamp(max_norm / (total + 1e-6), max=1) in total's dtype, with the roundings
+    of PyTorch's tensor ops: (total + 1e-6), its reciprocal, times max_norm, then min(., 1)
+    (NaN passes through the clamp)."""
+    t = total[0] + like(total[0], 1e-6)
+    c = (like(t, 1.0) / t) * like(t, max_norm)
+    out[0] = c if c != c or c < like(c, 1.0) else like(c, 1.0)
+
+
+@jit
+def scale_(g, c):
+    """g *= c[0] (a gradient by the clipping coefficient, in g's dtype)."""
+    s = c[0]
+    for i in range(g.size):
+        g[i] = g[i] * s
