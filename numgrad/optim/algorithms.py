@@ -351,6 +351,14 @@ class Adam(Optimizer):
                         capturable=capturable, differentiable=differentiable, fused=fused,
                         decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
+        # foreach and fused run the same per-parameter kernels: on the CPU PyTorch's foreach
+        # path gives its single-tensor numbers bit for bit; its fused kernel rounds a few
+        # values differently (an ulp apart)
+        if fused:
+            if differentiable:
+                raise RuntimeError("`fused` does not support `differentiable`")
+            if foreach:
+                raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
 
     _group_defaults = dict(amsgrad=False, maximize=False, foreach=None, capturable=False,
                            differentiable=False, fused=None)
