@@ -59,6 +59,62 @@ def _var(a, dim=None, correction=1, keepdim=False):
     return (dev * dev).sum(axis=dim, keepdims=keepdim) / (n - correction)
 
 
+def _resize(n_in, n_out, kind):
+    """The (n_out, n_in) matrix of a 1-D resize: 'linear'/'cubic' with align_corners=True
+    (Keys' cubic, A = -0.75, taps clamped to the border), 'aa-linear'/'aa-cubic' as PIL's
+    antialiased filters (A = -0.5), widened by the scale when downsampling."""
+    m = np.zeros((n_out, n_in))
+    for k in range(n_out):
+        if kind.startswith("aa"):
+            s = n_in / n_out
+            support = (1.0 if kind == "aa-linear" else 2.0) * max(s, 1.0)
+            c = s * (k + 0.5)
+            lo, hi = max(int(c - support + 0.5), 0), min(int(c + support + 0.5), n_in)
+            x = np.abs((np.arange(lo, hi) - c + 0.5) / max(s, 1.0))
+            if kind == "aa-linear":
+                w = np.maximum(1 - x, 0)
+            else:
+                w = np.where(x < 1, (1.5 * x - 2.5) * x * x + 1,
+                             np.where(x < 2, ((-0.5 * x + 2.5) * x - 4) * x + 2, 0))
+            m[k, lo:hi] = w / w.sum()
+            continue
+        src = k * (n_in - 1) / (n_out - 1)
+        i = min(int(np.floor(src)), n_in - 1)
+        t = src - i
+        if kind == "linear":
+            m[k, i] += 1 - t
+            m[k, min(i + 1, n_in - 1)] += t
+            continue
+        for j, d in zip(range(i - 1, i + 3), (1 + t, t, 1 - t, 2 - t)):
+            w = ((1.25 * d - 2.25) * d * d + 1 if d <= 1
+                 else ((-0.75 * d + 3.75) * d - 6) * d + 3)
+            m[k, min(max(j, 0), n_in - 1)] += w
+    return m
+
+
+def _resize2d(a, size, kind):
+    return np.einsum("hi,ncij,wj->nchw", _resize(a.shape[2], size[0], kind), a,
+                     _resize(a.shape[3], size[1], kind))
+
+
+def _pad_np(a, widths, mode):
+    """PyTorch's pad widths (last dim first) as np.pad's."""
+    pairs = [(0, 0)] * a.ndim
+    for i in range(len(widths) // 2):
+        pairs[a.ndim - 1 - i] = (widths[2 * i], widths[2 * i + 1])
+    return np.pad(a, pairs, mode=mode)
+
+
+_BAG_IDX = [1, 2, 0, 3, 2]  # embedding_bag rows: bags [1, 2] and [0, 3, 2]
+
+
+def _group_norm(a, groups, w, b, eps=1e-5):
+    rows = a.reshape(a.shape[0], groups, -1)
+    y = (rows - rows.mean(-1, keepdims=True)) / np.sqrt(rows.var(-1, keepdims=True) + eps)
+    view = (1, -1) + (1,) * (a.ndim - 2)
+    return y.reshape(a.shape) * w.reshape(view) + b.reshape(view)
+
+
 def _softmax(x, d):
     e = np.exp(x - x.max(axis=d, keepdims=True))
     return e / e.sum(axis=d, keepdims=True)
@@ -388,6 +444,59 @@ CASES = [
      lambda m, q, k, v: m.nn.functional.scaled_dot_product_attention(q, k, v),
      lambda q, k, v: _softmax(q @ k.swapaxes(-1, -2) / 2, -1) @ v,
      [U(1, 2, 3, 4), U(1, 2, 5, 4), U(1, 2, 5, 4)]),
+    # --- nn ops declared in numgrad/ops (resample.py, embedding_bag.py, group_norm.py,
+    # attention.py)
+    ("upsample_nearest1d", lambda m, a: m.nn.functional.interpolate(a, scale_factor=2),
+     lambda a: np.repeat(a, 2, -1), [U(1, 2, 3)]),
+    ("upsample_nearest2d", lambda m, a: m.nn.functional.interpolate(a, size=(3, 2)),
+     lambda a: a[:, :, [0, 0, 1]][..., [0, 1]], [U(1, 1, 2, 3)]),
+    ("upsample_linear1d", lambda m, a: m.nn.functional.interpolate(
+        a, size=5, mode="linear", align_corners=True),
+     lambda a: a @ _resize(3, 5, "linear").T, [U(1, 2, 3)]),
+    ("upsample_bilinear2d", lambda m, a: m.nn.functional.interpolate(
+        a, size=(3, 4), mode="bilinear", align_corners=True),
+     lambda a: _resize2d(a, (3, 4), "linear"), [U(1, 1, 2, 3)]),
+    ("upsample_bicubic2d", lambda m, a: m.nn.functional.interpolate(
+        a, size=(4, 2), mode="bicubic", align_corners=True),
+     lambda a: _resize2d(a, (4, 2), "cubic"), [U(1, 1, 3, 3)]),
+    ("_upsample_nearest_exact1d", lambda m, a: m.nn.functional.interpolate(
+        a, size=3, mode="nearest-exact"), lambda a: a[..., [0, 2, 3]], [U(1, 2, 4)]),
+    ("_upsample_nearest_exact2d", lambda m, a: m.nn.functional.interpolate(
+        a, size=(3, 4), mode="nearest-exact"),
+     lambda a: a[:, :, [0, 2, 3]][..., [0, 0, 1, 1]], [U(1, 1, 4, 2)]),
+    ("_upsample_bilinear2d_aa", lambda m, a: m.nn.functional.interpolate(
+        a, size=(2, 3), mode="bilinear", antialias=True),
+     lambda a: _resize2d(a, (2, 3), "aa-linear"), [U(1, 1, 4, 5)]),
+    ("_upsample_bicubic2d_aa", lambda m, a: m.nn.functional.interpolate(
+        a, size=(2, 3), mode="bicubic", antialias=True),
+     lambda a: _resize2d(a, (2, 3), "aa-cubic"), [U(1, 1, 4, 5)]),
+    ("reflection_pad1d", lambda m, a: m.nn.functional.pad(a, (2, 1), mode="reflect"),
+     lambda a: _pad_np(a, (2, 1), "reflect"), [U(1, 2, 4)]),
+    ("reflection_pad2d", lambda m, a: m.nn.functional.pad(a, (1, 2, 0, 1), mode="reflect"),
+     lambda a: _pad_np(a, (1, 2, 0, 1), "reflect"), [U(1, 1, 2, 3)]),
+    ("reflection_pad3d", lambda m, a: m.nn.functional.pad(a, (1, 0, 0, 1, 1, 1), mode="reflect"),
+     lambda a: _pad_np(a, (1, 0, 0, 1, 1, 1), "reflect"), [U(1, 1, 2, 2, 3)]),
+    ("replication_pad1d", lambda m, a: m.nn.functional.pad(a, (1, 2), mode="replicate"),
+     lambda a: _pad_np(a, (1, 2), "edge"), [U(1, 2, 3)]),
+    ("replication_pad2d", lambda m, a: m.nn.functional.pad(a, (2, 0, 1, 1), mode="replicate"),
+     lambda a: _pad_np(a, (2, 0, 1, 1), "edge"), [U(1, 1, 2, 3)]),
+    ("replication_pad3d", lambda m, a: m.nn.functional.pad(
+        a, (0, 1, 1, 0, 1, 0), mode="replicate"),
+     lambda a: _pad_np(a, (0, 1, 1, 0, 1, 0), "edge"), [U(1, 1, 2, 2, 2)]),
+    ("_embedding_bag_psw", lambda m, w, p: m.nn.functional.embedding_bag(
+        m.tensor(_BAG_IDX, device=w.device), w, m.tensor([0, 2], device=w.device),
+        mode="sum", per_sample_weights=p),
+     lambda w, p: np.stack([p[0] * w[1] + p[1] * w[2], p[2] * w[0] + p[3] * w[3] + p[4] * w[2]]),
+     [U(4, 3), U(5)]),
+    ("_embedding_bag_max", lambda m, w: m.nn.functional.embedding_bag(
+        m.tensor(_BAG_IDX, device=w.device), w, m.tensor([0, 2], device=w.device), mode="max"),
+     lambda w: np.stack([w[[1, 2]].max(0), w[[0, 3, 2]].max(0)]), [DISTINCT(4, 3)]),
+    ("_scaled_dot_product_flash_attention_for_cpu_causal",
+     lambda m, q, k, v: m.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True),
+     lambda q, k, v: _softmax(q @ k.swapaxes(-1, -2) / 2 + np.triu(np.full((3, 3), -np.inf), 1),
+                              -1) @ v, [U(1, 2, 3, 4), U(1, 2, 3, 4), U(1, 2, 3, 4)]),
+    ("native_group_norm", lambda m, a, w, b: m.nn.functional.group_norm(a, 2, w, b),
+     lambda a, w, b: _group_norm(a, 2, w, b), [U(2, 4, 3), U(4), U(4)]),
     # --- selection, counting, comparison (numgrad/ops/selection.py)
     ("topk", lambda m, a: m.topk(a, 2, 1).values, lambda a: -np.sort(-a, 1)[:, :2],
      [DISTINCT(3, 5)]),

@@ -4,9 +4,9 @@ with numgrad ops (matmul, masked_fill, softmax, ...), so every step runs their k
 PyTorch 2.13 on the CPU picks a backend per call: its fused "flash" kernel for 4-D inputs
 with one head size, equal batch and head counts, no dropout, no 3-D or grad-requiring mask
 (the output's node is ``ScaledDotProductFlashAttentionForCpuBackward0``), and a composite of
-ops otherwise. numgrad makes the same choice: the flash case records one fused node whose
-backward applies the attention derivative (and, for higher-order gradients, differentiates
-the composed forward again); the other case is the composed graph itself.
+ops otherwise. numgrad makes the same choice: the flash case is the declared op of
+``numgrad/ops/attention.py`` (one fused node whose derivative is numgrad ops); the other case
+is the composed graph itself.
 """
 
 import math
@@ -17,9 +17,9 @@ import numpy as np
 from numgrad import _arrays, _dtype
 from numgrad._shape import broadcast_shapes
 from numgrad.autograd.grad_mode import no_grad
-from numgrad.autograd.graph import Node
 from numgrad.nn import functional as F
-from numgrad.ops._util import Tensor, _wrap, attach, dtype_of, edge, state
+from numgrad.ops import attention as AT
+from numgrad.ops._util import Tensor, _wrap, dtype_of, state
 from numgrad.ops.registry import declare
 
 _NEG_INF = float("-inf")
@@ -106,51 +106,6 @@ def _expanded(q, k, v, enable_gqa):
         hq = q.shape[-3]
         return (_repeat_heads(k, hq // k.shape[-3]), _repeat_heads(v, hq // v.shape[-3]))
     return k, v
-
-
-# ========================================================================================
-# the fused ("flash") node
-# ========================================================================================
-
-
-class ScaledDotProductFlashAttentionForCpuBackward0(Node):
-    __slots__ = ()
-    _names_of_saved = ("query", "key", "value", "output", "attn_mask", "dropout_p",
-                       "is_causal", "scale")
-
-    # O = P V, P = softmax(S), S = scale Q K^T (+ mask): dV = P^T dO; dP = dO V^T;
-    # dS = P (dP - rowsum(dO O)); dQ = scale dS K; dK = scale dS^T Q (summed over the q heads
-    # that share a k/v head)
-    def _backward(self, g):
-        q, k, v, out, mask, _, causal, _, scale_used, probs, gqa = self._saved
-        if state.enabled:  # create_graph: differentiate the composed forward
-            def forward(a, b, c):
-                b2, c2 = _expanded(a, b, c, gqa)
-                return _attend(a, b2, c2, mask, causal, scale_used)[0]
-            return F._composite_grads(self, forward, (q, k, v), g)
-        k2, v2 = _expanded(q, k, v, gqa)
-        p = _wrap(probs)
-        gq = gk = gv = None
-        if F._needs(self, 2):
-            gv = _group_sum(p.transpose(-2, -1).matmul(g), v)
-        if F._needs(self, 0) or F._needs(self, 1):
-            dp = g.matmul(v2.transpose(-2, -1))
-            row = (g * _wrap(out)).sum(-1, keepdim=True)
-            ds = p * (dp - row)
-            if F._needs(self, 0):
-                gq = ds.matmul(k2) * scale_used
-            if F._needs(self, 1):
-                gk = _group_sum(ds.transpose(-2, -1).matmul(q) * scale_used, k)
-        return (gq, gk, gv)
-
-
-def _group_sum(g, t):
-    """A gradient over q's heads summed back onto ``t``'s (fewer, shared) heads."""
-    h = t.shape[-3]
-    if g.shape[-3] == h:
-        return g
-    s = tuple(g.shape)
-    return g.reshape(*s[:-3], h, s[-3] // h, *s[-2:]).sum(-3)
 
 
 # ========================================================================================
@@ -263,16 +218,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     _check_products(query, k2, v2)
     if not flash:
         return _attend(query, k2, v2, attn_mask, is_causal, used, max(float(dropout_p), 0.0))[0]
-    with no_grad():
-        out, p = _attend(query, k2, v2, attn_mask, is_causal, used)
-    parts = (query, key, value)
-    if state.enabled and any(t.requires_grad for t in parts):
-        node = ScaledDotProductFlashAttentionForCpuBackward0(
-            tuple(edge(t) for t in parts),
-            (query, key, value, out._data, attn_mask, 0.0, is_causal, scale, used, p._data,
-             bool(enable_gqa)))
-        attach(out, node)
-    return out
+    return AT._scaled_dot_product_flash_attention_for_cpu(query, key, value, attn_mask,
+                                                          is_causal, scale, used, enable_gqa)
 
 
 # ========================================================================================

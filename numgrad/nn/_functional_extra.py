@@ -17,16 +17,15 @@ from numgrad._shape import Size
 from numgrad.autograd.graph import Node
 from numgrad.nn import _pad_checks
 from numgrad.nn import functional as F
-from numgrad.ops import elementwise as ew
+from numgrad.ops import group_norm as GN
 from numgrad.ops import linalg as la
 from numgrad.ops import reduction as red
+from numgrad.ops import resample as R
 from numgrad.ops import shape as sh
 from numgrad.ops._util import (
     EW,
-    IDX,
     LIN,
     NO_EDGE,
-    RED,
     Tensor,
     _wrap,
     attach,
@@ -418,54 +417,6 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
 # ========================================================================================
 
 
-class NativeGroupNormBackward0(Node):
-    __slots__ = ()
-    _names_of_saved = ("input", "weight", "mean", "rstd")
-
-    # per (sample, group) row: dx = rstd (h - mean(h) - xhat mean(h xhat)), h = g gamma_c;
-    # dgamma_c = sum g xhat, dbeta_c = sum g (over batch and space)
-    def _backward(self, g):
-        x, gamma, mean, rstd, groups, xhat, beta, eps = self._saved
-        if state.enabled:
-            return F._composite_grads(
-                self, lambda a, b, c: _group_norm_ops(a, groups, b, c, eps), (x, gamma, beta), g)
-        shape = x._data.shape
-        n, c = shape[:2]
-        g3 = A.contiguous(g._data).reshape(n, c, -1)
-        gx = gg = gb = None
-        if F._needs(self, 0):
-            h = g3 if gamma is None else EW.binary(
-                EW.mul, g3, gamma._data.reshape(1, c, 1), g3.dtype, g3.shape)
-            x2 = A.contiguous(x._data).reshape(n * groups, -1)
-            gx_arr = A.empty(x2, x2.shape, x2.dtype)
-            K = F.NN.on(x2)
-            K.pick(K.layer_norm_bwd_input, K.layer_norm_bwd_input_par, x2.size)(
-                A.contiguous(h).reshape(x2.shape), x2, mean, rstd,
-                A.ones(x2, x2.shape[1], x2.dtype), gx_arr)
-            gx = _wrap(gx_arr.reshape(shape))
-        if F._needs(self, 1):
-            prod = EW.binary(EW.mul, g3, xhat.reshape(n, c, -1), g3.dtype, g3.shape)
-            gg = _wrap(RED.sum_dims(prod, (0, 2), g3.dtype, 1.0).reshape(c))
-        if F._needs(self, 2):
-            gb = _wrap(RED.sum_dims(g3, (0, 2), g3.dtype, 1.0).reshape(c))
-        return (gx, gg, gb)
-
-
-def _group_norm_ops(x, groups, gamma, beta, eps):
-    """Group norm written with numgrad ops (for higher-order gradients)."""
-    shape = x._data.shape
-    x2 = sh.reshape(x, (shape[0] * groups, -1))
-    mu = red.mean(x2, 1, keepdim=True)
-    d = ew.sub(x2, mu)
-    var = red.mean(ew.mul(d, d), 1, keepdim=True)
-    y = sh.reshape(ew.mul(d, ew.pow(ew.add(var, eps), -0.5)), shape)
-    if gamma is not None:
-        y = ew.mul(y, F._channel_view(gamma, len(shape)))
-    if beta is not None:
-        y = ew.add(y, F._channel_view(beta, len(shape)))
-    return y
-
-
 def _nonzero(num_groups):
     if num_groups == 0:  # PyTorch's group_norm divides by it in Python first
         raise ZeroDivisionError("integer division or modulo by zero")
@@ -511,27 +462,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
     F._check_mixed_dtype(input, (weight, bias))
     if x.size == 0:
         return sh.clone(input)
-    x2 = A.contiguous(x).reshape(n * num_groups, -1)
-    k = x2.shape[1]
-    xhat = A.empty(x, x2.shape, x.dtype)
-    mean = A.empty(x, x2.shape[0], np.float64)
-    rstd = A.empty(x, x2.shape[0], np.float64)
-    K = F.NN.on(x)
-    K.pick(K.layer_norm_fwd, K.layer_norm_fwd_par, x2.size)(
-        x2, A.ones(x, k, x.dtype), A.zeros(x, k, x.dtype), float(eps), xhat, mean, rstd)
-    y = xhat3 = xhat.reshape(n, c, -1)
-    if weight is not None:  # xhat itself stays as saved for the weight's gradient
-        y = EW.binary(EW.mul, y, weight._data.reshape(1, c, 1), x.dtype, y.shape)
-    if bias is not None:
-        y = EW.binary(EW.add, y, bias._data.reshape(1, c, 1), x.dtype, y.shape,
-                      out=None if y is xhat3 else y)
-    out = _wrap(y.reshape(x.shape))
-    parts = (input, weight, bias)
-    if state.enabled and any(t is not None and t._requires_grad for t in parts):
-        attach(out, NativeGroupNormBackward0(
-            tuple(edge(t) if t is not None else NO_EDGE for t in parts),
-            (input, weight, mean, rstd, num_groups, xhat, bias, float(eps))))
-    return out
+    return GN.native_group_norm(input, weight, bias, num_groups, float(eps))
 
 
 def _repeat(t, b):
@@ -576,167 +507,6 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
 
 
 # ========================================================================================
-# resampling along one dim at a time: gathers (nearest, reflect, replicate) and blends of two
-# gathers (linear), with scatter-adds as their adjoints
-# ========================================================================================
-
-
-class _AxisMap:
-    """out[..., k, ...] = sum_j lam_j[k] x[..., idx_j[k], ...] along ``dim`` (any number of
-    terms, summed in order; no weights means a plain gather). ``live``: per term, None or a
-    mask of the outputs that read it (elsewhere the term is padding with weight 0 and adds
-    exactly 0, even for an inf or nan source). Index arrays live on the host and are copied
-    to a GPU once."""
-
-    __slots__ = ("dim", "idx", "lam", "live", "size", "_dev")
-
-    def __init__(self, dim, size, idx, lam=None, live=None):
-        # made from sizes and scales alone: a compiled trace may keep them
-        self.dim, self.size = dim, size
-        self.idx = tuple(A.constant(i) for i in idx)
-        self.lam = lam and tuple(A.constant(v) for v in lam)
-        self.live = tuple(None if m is None else A.constant(m) for m in live or (None,) * len(idx))
-        self._dev = None
-
-    def on(self, arr):
-        """(indices, weights, live masks) on ``arr``'s device, the weights in its dtype."""
-        if arr.__class__ is np.ndarray:
-            return self.idx, self.lam and tuple(A.constant(v.astype(arr.dtype, copy=False))
-                                                for v in self.lam), self.live
-        if self._dev is None:
-            cls = arr.__class__
-            self._dev = (tuple(cls.from_host(i) for i in self.idx),
-                         self.lam and tuple(cls.from_host(v) for v in self.lam),
-                         tuple(None if m is None else cls.from_host(m) for m in self.live))
-        return self._dev
-
-
-def _drop_padding(t, w, m):
-    """t where the term is live, else its weight there (0): padding adds nothing."""
-    if m is None:
-        return t
-    k = w.shape[0]
-    return EW.ternary(EW.where, m.reshape(1, k, 1), t, w.reshape(1, k, 1), t.dtype, t.shape,
-                      out=t)
-
-
-def _split(shape, d):
-    return math.prod(shape[:d]), shape[d], math.prod(shape[d + 1:])
-
-
-def _map_forward(arr, m):
-    outer, n, inner = _split(arr.shape, m.dim)
-    x3 = A.contiguous(arr).reshape(outer, n, inner)
-    idx, lam, live = m.on(arr)
-    k = m.idx[0].size
-    out_shape = arr.shape[:m.dim] + (k,) + arr.shape[m.dim + 1:]
-    out = A.empty(arr, (outer, k, inner), arr.dtype)
-    if out.size == 0:
-        return out.reshape(out_shape)
-    K = IDX.on(arr)
-    K.gather_axis(x3, idx[0], out)
-    if lam is not None:
-        other = A.empty(arr, out.shape, arr.dtype)
-        EW.binary(EW.mul, out, lam[0].reshape(1, k, 1), out.dtype, out.shape, out=out)
-        _drop_padding(out, lam[0], live[0])
-        for i, w, v in zip(idx[1:], lam[1:], live[1:]):
-            K.gather_axis(x3, i, other)
-            EW.binary(EW.mul, other, w.reshape(1, k, 1), out.dtype, out.shape, out=other)
-            EW.binary(EW.add, out, _drop_padding(other, w, v), out.dtype, out.shape, out=out)
-    return out.reshape(out_shape)
-
-
-def _map_adjoint(arr, m):
-    outer, k, inner = _split(arr.shape, m.dim)
-    g3 = A.contiguous(arr).reshape(outer, k, inner)
-    out = A.zeros(arr, (outer, m.size, inner), arr.dtype)
-    out_shape = arr.shape[:m.dim] + (m.size,) + arr.shape[m.dim + 1:]
-    if g3.size == 0:
-        return out.reshape(out_shape)
-    idx, lam, live = m.on(arr)
-    K = IDX.on(arr)
-    if lam is None:
-        K.scatter_add_axis(g3, idx[0], out)
-    else:
-        for i, w, v in zip(idx, lam, live):
-            t = EW.binary(EW.mul, g3, w.reshape(1, k, 1), g3.dtype, g3.shape)
-            K.scatter_add_axis(_drop_padding(t, w, v), i, out)
-    return out.reshape(out_shape)
-
-
-class _ResampleBackward(Node):
-    """Base of the resampling nodes; ``_saved`` holds the maps (applied in order)."""
-
-    __slots__ = ()
-
-    # y = M_n ... M_1 x (linear): dx = M_1^T ... M_n^T g
-    def _backward(self, g):
-        return (_resample_adjoint(g, self._saved[0]),)
-
-
-class ResampleAdjointBackward(Node):
-    __slots__ = ()
-
-    # d/dg M^T g = M gg (the maps are linear)
-    def _backward(self, gg):
-        return (_resample(gg, self._saved[0], ResampleBackward),)
-
-
-class ResampleBackward(_ResampleBackward):
-    __slots__ = ()
-
-
-def _resample(x, maps, node_cls):
-    arr = x._data
-    for m in maps:
-        arr = _map_forward(arr, m)
-    out = _wrap(arr if maps else EW.unary(EW.copy, arr, arr.dtype))
-    if state.enabled and x._requires_grad:
-        attach(out, node_cls((edge(x),), (tuple(maps),)))
-    return out
-
-
-def _resample_adjoint(g, maps):
-    arr = g._data
-    for m in reversed(maps):
-        arr = _map_adjoint(arr, m)
-    out = _wrap(arr if maps else EW.unary(EW.copy, arr, arr.dtype))
-    if state.enabled and g._requires_grad:
-        attach(out, ResampleAdjointBackward((edge(g),), (tuple(maps),)))
-    return out
-
-
-def _node(name):
-    return type(name, (_ResampleBackward,), {"__slots__": ()})
-
-
-_PAD_NODES = {(mode, k): _node(f"{label}Pad{k}DBackward0")
-              for mode, label in (("reflect", "Reflection"), ("replicate", "Replication"))
-              for k in (1, 2, 3)}
-class _EmptyPadBackward(Node):
-    """A reflect/replicate pad whose output is empty; ``_saved`` holds the input's shape."""
-
-    __slots__ = ()
-
-    # an empty output reads no input element: dx = 0
-    def _backward(self, g):
-        return (_wrap(A.zeros(g._data, self._saved[0], g._data.dtype)),)
-
-
-_EMPTY_PAD_NODES = {key: type(cls.__name__, (_EmptyPadBackward,), {"__slots__": ()})
-                    for key, cls in _PAD_NODES.items()}
-_UPSAMPLE_NODES = {key: _node(name) for key, name in (
-    (("nearest", 1), "UpsampleNearest1DBackward0"), (("nearest", 2), "UpsampleNearest2DBackward0"),
-    (("linear", 1), "UpsampleLinear1DBackward0"),
-    (("bilinear", 2), "UpsampleBilinear2DBackward0"),
-    (("bicubic", 2), "UpsampleBicubic2DBackward0"),
-    (("nearest-exact", 1), "UpsampleNearestExact1DBackward0"),
-    (("nearest-exact", 2), "UpsampleNearestExact2DBackward0"),
-    (("bilinear-aa", 2), "UpsampleBilinear2DAaBackward0"),
-    (("bicubic-aa", 2), "UpsampleBicubic2DAaBackward0"))}
-
-
-# ========================================================================================
 # padding
 # ========================================================================================
 
@@ -747,13 +517,6 @@ def _pad_index(mode, n, lo, hi):
         j = np.abs(j)
         return np.where(j >= n, 2 * (n - 1) - j, j)
     return np.clip(j, 0, n - 1)
-
-
-def _pad_empty(input, out_shape, node_cls):
-    out = _wrap(A.zeros(input._data, out_shape, input._data.dtype))
-    if state.enabled and input._requires_grad:
-        attach(out, node_cls((edge(input),), (input._data.shape,)))
-    return out
 
 
 def _pad_circular(input, widths, out_shape):
@@ -820,14 +583,14 @@ def pad(input, pad, mode="constant", value=None):
         raise F._not_implemented(_pad_checks.kernel_name(mode, widths), input)
     k = len(widths) // 2
     if 0 in out_shape:  # nothing to gather (and no index arrays the size of a huge padded dim)
-        return _pad_empty(input, tuple(out_shape), _EMPTY_PAD_NODES[mode, k])
+        return R.resample(input, (), R.PAD, (mode, k), tuple(out_shape))
     maps = []
     for i in range(k):
         d = nd - 1 - i
         lo, hi = widths[2 * i], widths[2 * i + 1]
         if lo or hi:
-            maps.append(_AxisMap(d, shape[d], (_pad_index(mode, shape[d], lo, hi),)))
-    return _resample(input, maps, _PAD_NODES[mode, k])
+            maps.append(R.AxisMap(d, shape[d], (_pad_index(mode, shape[d], lo, hi),)))
+    return R.resample(input, maps, R.PAD, (mode, k))
 
 
 # ========================================================================================
@@ -851,14 +614,14 @@ def _nearest_map(dim, in_size, out_size, scale):
         s = _scale(np.float32, in_size, out_size, scale)
         src = np.floor(np.arange(out_size, dtype=np.float32) * s).astype(np.int64)
         idx = np.minimum(src, in_size - 1)
-    return _AxisMap(dim, in_size, (idx,))
+    return R.AxisMap(dim, in_size, (idx,))
 
 
 def _nearest_exact_map(dim, in_size, out_size, scale):
     """PyTorch's nearest-exact source: min(floor((k + 0.5) * scale), in - 1) in float32."""
     s = _scale(np.float32, in_size, out_size, scale)
     src = np.floor((np.arange(out_size, dtype=np.float32) + np.float32(0.5)) * s)
-    return _AxisMap(dim, in_size, (np.minimum(src.astype(np.int64), in_size - 1),))
+    return R.AxisMap(dim, in_size, (np.minimum(src.astype(np.int64), in_size - 1),))
 
 
 def _linear_map(dim, in_size, out_size, scale, align_corners, opmath):
@@ -873,7 +636,7 @@ def _linear_map(dim, in_size, out_size, scale, align_corners, opmath):
     i1 = i0 + (i0 < in_size - 1)
     lam1 = np.clip(src - i0.astype(opmath), 0, 1).astype(opmath)
     lam0 = (opmath(1) - lam1).astype(opmath)
-    return _AxisMap(dim, in_size, (i0, i1), (lam0, lam1))
+    return R.AxisMap(dim, in_size, (i0, i1), (lam0, lam1))
 
 
 def _cubic_map(dim, in_size, out_size, scale, align_corners, opmath):
@@ -899,7 +662,7 @@ def _cubic_map(dim, in_size, out_size, scale, align_corners, opmath):
     u = (one - t).astype(opmath)
     lam = (far((t + one).astype(opmath)), near(t), near(u), far((u + one).astype(opmath)))
     idx = tuple(np.clip(i0 - 1 + j, 0, in_size - 1) for j in range(4))
-    return _AxisMap(dim, in_size, idx, lam)
+    return R.AxisMap(dim, in_size, idx, lam)
 
 
 def _aa_filter(mode, x, opmath):
@@ -950,7 +713,7 @@ def _aa_map(mode, dim, in_size, out_size, scale, align_corners, opmath):
     nz = total != 0
     safe = np.where(nz, total, opmath(1)).astype(opmath)
     lam = tuple(np.where(nz, w / safe, w).astype(opmath) for w in lam)
-    return _AxisMap(dim, in_size, tuple(idx), lam, live)
+    return R.AxisMap(dim, in_size, tuple(idx), lam, live)
 
 
 _MODES = "nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact"
@@ -1029,7 +792,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         if dim == 2:
             return F.adaptive_avg_pool2d(input, output_size)
     key = (mode + "-aa" if antialias else mode, dim)
-    if key not in _UPSAMPLE_NODES:
+    if key not in R.UPSAMPLE:
         if mode == "bilinear" and dim == 1:
             raise NotImplementedError("Got 3D input, but bilinear mode needs 4D input")
         if mode == "linear" and dim == 2:
@@ -1086,7 +849,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         else:
             maps.append(_linear_map(d, shape[d], output_size[i], scales[i], align_corners,
                                     opmath))
-    return _resample(input, maps, _UPSAMPLE_NODES[key])
+    return R.resample(input, maps, R.UPSAMPLE, key)
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):

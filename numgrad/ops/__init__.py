@@ -5,12 +5,15 @@ import numpy as np
 from numgrad import _dtype
 from numgrad.ops import (  # noqa: F401  (they declare their ops)
     activation,
+    attention,
     compare,
     diagonal,
     distance,
     einsum,
+    embedding_bag,
     fused,
     grids,
+    group_norm,
     index_ops,
     inplace,
     lines,
@@ -19,6 +22,7 @@ from numgrad.ops import (  # noqa: F401  (they declare their ops)
     registry,
     reorder,
     repeat,
+    resample,
     sampling,
     scatter,
     selection,

@@ -104,15 +104,24 @@ class OpDef:
 
 
 def _reads(formula):
-    """The names a derivative formula reads: its parameters after ``grad``."""
-    return list(inspect.signature(formula).parameters)[1:]
+    """The names a derivative formula reads: its parameters after ``grad`` (but a joint
+    formula's ``output_mask``)."""
+    return [p for p in list(inspect.signature(formula).parameters)[1:] if p != "output_mask"]
+
+
+def _joint(inputs, grads):
+    """The joint formulas: a key naming several inputs, ``("query", "key", "value")``, holds
+    one rule returning their gradients together (PyTorch's ``output_mask``: which of them
+    have an edge), for a backward whose parts share work."""
+    return tuple((tuple(inputs.index(i) for i in key), f) for key, f in grads.items()
+                 if isinstance(key, tuple))
 
 
 def _saved_names(inputs, grads):
     """What the node saves: the names the derivative formulas read, in order of first use."""
     names = []
-    for key in inputs:
-        formula = grads.get(key)
+    formulas = [grads.get(key) for key in inputs] + [f for _, f in _joint(inputs, grads)]
+    for formula in formulas:
         if formula is None:
             continue
         for p in _reads(formula):
@@ -134,6 +143,8 @@ def make_node(name, inputs, grads, saves):
     args = tuple(tuple(saves.index(p) for p in _reads(f)) if f is not None else ()
                  for f in formulas)
     result_at = saves.index("result") if "result" in saves else -1
+    joint = tuple((at, f, tuple(saves.index(p) for p in _reads(f)))
+                  for at, f in _joint(inputs, grads))
 
     if len(inputs) == 1 and args[0] == (0,):  # one input, one saved value: the common case
         f0 = formulas[0]
@@ -150,12 +161,20 @@ def make_node(name, inputs, grads, saves):
                 saved = list(saved)
                 saved[result_at] = wrap_out(self, saved[result_at])
             nf = self.next_functions
-            return tuple(
+            res = tuple(
                 f(g, *[saved[j] for j in a]) if f is not None and nf[i][0] is not None else None
                 for i, (f, a) in enumerate(zip(formulas, args)))
+            for at, f, a in joint:
+                mask = tuple(nf[i][0] is not None for i in at)
+                if any(mask):
+                    res = list(res)
+                    for i, gi in zip(at, f(g, *[saved[j] for j in a], mask)):
+                        res[i] = gi
+                    res = tuple(res)
+            return res
 
     ns = {"__slots__": (), "_names_of_saved": saves, "_backward": _backward,
-          "__doc__": f"Backward of a registered op: derivatives for {', '.join(grads)}."}
+          "__doc__": f"Backward of a registered op: derivatives for {', '.join(map(str, grads))}."}
     return type(name, (Node,), ns)
 
 
@@ -369,7 +388,8 @@ def op(name=None, *, node=None, grads=None, inputs=("self",), variants=("functio
                 ins = args[:n_in]
                 if any(isinstance(t, Tensor) and t._requires_grad for t in ins):
                     first = res[0] if multi else res
-                    saved = tuple(_saved_value(s, ins, first, values) for s in saves)
+                    saved = tuple(_saved_value(s, ins, first, values, od.inputs)
+                                  for s in saves)
                     edges = tuple(edge(t) if isinstance(t, Tensor) else (None, 0) for t in ins)
                     attach(first, node_cls(edges, saved))
             if multi and outputs_type is not None:
@@ -443,11 +463,13 @@ def respelled(kwargs):
     return kwargs
 
 
-def _saved_value(name, ins, out, values):
+def _saved_value(name, ins, out, values, names=INPUT_NAMES):
+    """A saved value: the output's array (``result``), an input by its declared name (PyTorch's
+    ``self``, ``other`` or an nn op's ``input``, ``weight``), else a value the forward gave."""
     if name == "result":
         return out._data
-    if name in INPUT_NAMES[:len(ins)]:
-        return ins[INPUT_NAMES.index(name)]
+    if name in names[:len(ins)]:
+        return ins[names.index(name)]
     return values[name]
 
 
