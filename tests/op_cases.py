@@ -105,6 +105,27 @@ def _pad_np(a, widths, mode):
     return np.pad(a, pairs, mode=mode)
 
 
+def _conv_t2d(x, w, b=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """A transposed 2-D convolution by its definition: every input pixel scatters its kernel
+    (weight (Cin, Cout/groups, kh, kw)) into the output at stride, less the padding."""
+    n, cin, h, wd = x.shape
+    cg, kh, kw = w.shape[1:]
+    ho = (h - 1) * stride - 2 * padding + dilation * (kh - 1) + output_padding + 1
+    wo = (wd - 1) * stride - 2 * padding + dilation * (kw - 1) + output_padding + 1
+    full = np.zeros((n, cg * groups, ho + 2 * padding, wo + 2 * padding))
+    per = cin // groups
+    for ci in range(cin):
+        g = ci // per
+        for i in range(kh):
+            for j in range(kw):
+                rows = slice(i * dilation, i * dilation + (h - 1) * stride + 1, stride)
+                cols = slice(j * dilation, j * dilation + (wd - 1) * stride + 1, stride)
+                full[:, g * cg:(g + 1) * cg, rows, cols] += (
+                    x[:, ci, None] * w[ci, :, i, j][None, :, None, None])
+    out = full[:, :, padding:padding + ho, padding:padding + wo]
+    return out if b is None else out + b.reshape(1, -1, 1, 1)
+
+
 _BAG_IDX = [1, 2, 0, 3, 2]  # embedding_bag rows: bags [1, 2] and [0, 3, 2]
 
 
@@ -444,8 +465,8 @@ CASES = [
      lambda m, q, k, v: m.nn.functional.scaled_dot_product_attention(q, k, v),
      lambda q, k, v: _softmax(q @ k.swapaxes(-1, -2) / 2, -1) @ v,
      [U(1, 2, 3, 4), U(1, 2, 5, 4), U(1, 2, 5, 4)]),
-    # --- nn ops declared in numgrad/ops (resample.py, embedding_bag.py, group_norm.py,
-    # attention.py)
+    # --- nn ops declared in numgrad/ops (resample.py, conv_transpose.py, embedding_bag.py,
+    # group_norm.py, attention.py)
     ("upsample_nearest1d", lambda m, a: m.nn.functional.interpolate(a, scale_factor=2),
      lambda a: np.repeat(a, 2, -1), [U(1, 2, 3)]),
     ("upsample_nearest2d", lambda m, a: m.nn.functional.interpolate(a, size=(3, 2)),
@@ -483,6 +504,12 @@ CASES = [
     ("replication_pad3d", lambda m, a: m.nn.functional.pad(
         a, (0, 1, 1, 0, 1, 0), mode="replicate"),
      lambda a: _pad_np(a, (0, 1, 1, 0, 1, 0), "edge"), [U(1, 1, 2, 2, 2)]),
+    ("_conv_transpose_2d", lambda m, x, w, b: m.nn.functional.conv_transpose2d(
+        x, w, b, stride=2, padding=1, output_padding=1, groups=2),
+     lambda x, w, b: _conv_t2d(x, w, b, 2, 1, 1, 2), [U(1, 2, 3, 3), U(2, 2, 2, 2), U(4)]),
+    ("_conv_transpose_1d", lambda m, x, w: m.nn.functional.conv_transpose1d(x, w, dilation=2),
+     lambda x, w: _conv_t2d(x[:, :, None], w[:, :, None], dilation=2)[:, :, 0],
+     [U(1, 2, 4), U(2, 3, 2)]),
     ("_embedding_bag_psw", lambda m, w, p: m.nn.functional.embedding_bag(
         m.tensor(_BAG_IDX, device=w.device), w, m.tensor([0, 2], device=w.device),
         mode="sum", per_sample_weights=p),

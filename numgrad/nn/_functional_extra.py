@@ -14,17 +14,15 @@ import numpy as np
 
 from numgrad import _arrays as A
 from numgrad._shape import Size
-from numgrad.autograd.graph import Node
 from numgrad.nn import _pad_checks
 from numgrad.nn import functional as F
+from numgrad.ops import conv_transpose as CT
 from numgrad.ops import group_norm as GN
-from numgrad.ops import linalg as la
 from numgrad.ops import reduction as red
 from numgrad.ops import resample as R
 from numgrad.ops import shape as sh
 from numgrad.ops._util import (
     EW,
-    LIN,
     NO_EDGE,
     Tensor,
     _wrap,
@@ -270,57 +268,6 @@ def _same_1d(input, weight, stride, dilation, groups):
 # ========================================================================================
 
 
-class _ConvTransposeBackward(Node):
-    __slots__ = ()
-    _names_of_saved = ("input", "weight")
-
-    # y = col2im(W^T x) is the adjoint of conv2d: dx = conv2d(g, W), dW = x cols(g)^T,
-    # db = sum g over batch and space
-    def _backward(self, g):
-        x, w, geo, unit = self._saved
-        if unit:  # 1-D: the 2-D rule on unit-height views
-            x, w, g = sh.unsqueeze(x, 2), sh.unsqueeze(w, 2), sh.unsqueeze(g, 2)
-        stride, padding, dilation = (geo.sh, geo.sw), (geo.ph, geo.pw), (geo.dh, geo.dw)
-        gx = gw = gb = None
-        if F._needs(self, 2):
-            gb = red.sum(g, (0, 2, 3))
-        if F._needs(self, 0):
-            gx = F.conv2d(g, w, None, stride, padding, dilation, geo.groups)
-        if F._needs(self, 1):
-            n, cin = x._data.shape[:2]
-            cols = F.unfold(g, (geo.kh, geo.kw), dilation, padding, stride)
-            x3 = sh.reshape(x, (n, cin, -1))
-            parts = [red.sum(la.matmul(x3[:, gi], sh.transpose(cols[:, gk], 1, 2)), 0)
-                     for gi, gk in zip(F._group_slices(cin, geo.groups),
-                                       F._group_slices(cols._data.shape[1], geo.groups))]
-            gw = sh.reshape(sh.cat(parts, 0) if len(parts) > 1 else parts[0], w._data.shape)
-        if unit:
-            gx = sh.squeeze(gx, 2) if gx is not None else None
-            gw = sh.squeeze(gw, 2) if gw is not None else None
-        return (gx, gw, gb)
-
-
-_ConvTransposeBackward.__name__ = _ConvTransposeBackward.__qualname__ = "ConvolutionBackward0"
-
-
-def _conv_transpose_forward(x, w, bias, geo, out_shape):
-    """(N, Cout, *out) from (N, Cin, H, W): per group cols = W_g^T x_g (one GEMM over the
-    batch), then col2im and the bias."""
-    n, cin = x.shape[:2]
-    k = w.shape[1] * geo.kh * geo.kw * geo.groups
-    x2 = A.empty(x, (cin, n, x.shape[2] * x.shape[3]), x.dtype)
-    EW.unary(EW.copy, x.reshape(n, cin, -1).transpose(1, 0, 2), x.dtype, out=x2)
-    x2 = x2.reshape(cin, -1)
-    w2 = w.reshape(cin, -1)
-    cols = A.empty(x, (k, x2.shape[1]), x.dtype)
-    for gi, gk in zip(F._group_slices(cin, geo.groups), F._group_slices(k, geo.groups)):
-        LIN.matmul(w2[gi].T, x2[gi], cols[gk])
-    out = F._col2im(cols.reshape(k, n, -1).transpose(1, 0, 2), geo, out_shape)
-    if bias is not None:
-        EW.binary(EW.add, out, bias.reshape(1, -1, 1, 1), out.dtype, out.shape, out=out)
-    return out
-
-
 def _check_transposed_sizes(x_shape, w_shape, out):
     """PyTorch's checks of a transposed convolution after its argument checks, on the 4-D
     shapes (1-D ones carry a unit height): an empty input must have an empty batch, whose
@@ -385,14 +332,7 @@ def _conv_transpose(fn, dims, input, weight, bias, stride, padding, output_paddi
             _wrap(arr.reshape(arr.shape[:2] + arr.shape[3:]) if unit else arr), input, weight,
             bias)
         return sh.squeeze(res, 0) if unbatched else res
-    arr = _conv_transpose_forward(x, w, bias._data if bias is not None else None, geo,
-                                  (n, oc) + out)
-    res = _wrap(arr.reshape(arr.shape[:2] + arr.shape[3:]) if unit else arr)
-    parts = (input, weight, bias)
-    if state.enabled and any(t is not None and t._requires_grad for t in parts):
-        attach(res, _ConvTransposeBackward(
-            tuple(edge(t) if t is not None else NO_EDGE for t in parts),
-            (input, weight, geo, unit)))
+    res = CT._conv_transpose(input, weight, bias, geo, unit, (n, oc) + out)
     return sh.squeeze(res, 0) if unbatched else res
 
 

@@ -7,6 +7,7 @@ from numgrad.ops import (  # noqa: F401  (they declare their ops)
     activation,
     attention,
     compare,
+    conv_transpose,
     diagonal,
     distance,
     einsum,
