@@ -186,14 +186,16 @@ def test_signature_text_round_trip():
 
 def test_serial_twins_are_declared_for_the_exact_pairs_only():
     from numgrad.kernels.cpu import elementwise as EW
-    from numgrad.kernels.cpu import nn as NN
-    from numgrad.kernels.cpu import reduction as RED
+    from numgrad.kernels.cpu import rows as ROWS
+    from numgrad.kernels.cpu import windows as WIN
 
-    assert NN._POOL_2X2[1]._numgrad_serial is NN._POOL_2X2[0]
+    assert WIN._POOL_2X2[1]._numgrad_serial is WIN._POOL_2X2[0]
+    assert WIN._POOL_BWD[1]._numgrad_serial is WIN._POOL_BWD[0]
+    assert ROWS._LAYER_NORM[1]._numgrad_serial is ROWS._LAYER_NORM[0]
     assert EW.relu.nd_par._numgrad_serial is EW.relu.nd
     assert EW.relu.flat_par._numgrad_serial is EW.relu.flat
     # fastmath kernels may vectorize differently in the two: no twin
-    assert getattr(RED.softmax_rows_par, "_numgrad_serial", None) is None
+    assert getattr(ROWS._SOFTMAX_ROWS[1], "_numgrad_serial", None) is None
 
 
 def test_background_switch():

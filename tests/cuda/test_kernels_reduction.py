@@ -8,6 +8,7 @@ from conftest import assert_close, to_cuda
 
 from numgrad.kernels.cpu import reduction as C
 from numgrad.kernels.cuda import reduction as R
+from numgrad.kernels.cuda import rows as CR
 from numgrad.kernels.cuda.array import CudaArray
 
 # (outer, reduced, inner) shapes that take every lane layout: one thread per row (many
@@ -274,7 +275,7 @@ def test_norm_3d_nan_float64_strided_empty(p, rng):
 def test_logsumexp_3d(shape, dtype, rng):
     x = (rng.standard_normal(shape) * 30).astype(dtype)
     got, want = _out((shape[0], shape[2]), dtype)
-    R.logsumexp_3d(to_cuda(x), got)
+    CR.logsumexp_3d(to_cuda(x), got)
     C.logsumexp_3d(x, want)
     assert_close(got, want)
 
@@ -285,11 +286,11 @@ def test_logsumexp_3d_inf_and_nan_rows():
             [-inf, 0, -inf], [1, 2, 3]]
     x = np.array(rows, np.float32)[:, :, None]
     got, want = _out((7, 1), np.float32)
-    R.logsumexp_3d(to_cuda(x), got)
+    CR.logsumexp_3d(to_cuda(x), got)
     C.logsumexp_3d(x, want)
     assert_close(got, want)
     e = CudaArray.empty((2, 3), np.float32)
-    R.logsumexp_3d(to_cuda(np.zeros((2, 0, 3), np.float32)), e)
+    CR.logsumexp_3d(to_cuda(np.zeros((2, 0, 3), np.float32)), e)
     assert_close(e, np.full((2, 3), -np.inf, np.float32))  # log(0), as PyTorch
 
 
@@ -304,7 +305,7 @@ def test_logsumexp_3d_inf_and_nan_rows():
 def test_softmax_3d(shape, dtype, log, rng):
     x = (rng.standard_normal(shape) * 10).astype(dtype)
     got, want = _out(shape, dtype)
-    R.softmax_3d(to_cuda(x), got, log)
+    CR.softmax_3d(to_cuda(x), got, log)
     C.softmax_3d(x, want, log)
     assert_close(got, want, rtol=2e-5, atol=1e-6)
 
@@ -316,14 +317,14 @@ def test_softmax_3d_special_rows_and_strided():
                  np.float32)[:, :, None]
     for log in (False, True):
         got, want = _out(x.shape, np.float32)
-        R.softmax_3d(to_cuda(x), got, log)
+        CR.softmax_3d(to_cuda(x), got, log)
         C.softmax_3d(x, want, log)
         assert_close(got, want)
     base = np.random.default_rng(1).standard_normal((6, 5, 4)).astype(np.float32)
     xc = to_cuda(base).transpose(2, 1, 0)
     got = CudaArray.empty((6, 5, 4), np.float32)  # written through a transposed view
     want = np.empty((4, 5, 6), np.float32)
-    R.softmax_3d(xc, got.transpose(2, 1, 0), True)
+    CR.softmax_3d(xc, got.transpose(2, 1, 0), True)
     C.softmax_3d(base.transpose(2, 1, 0), want, True)
     assert_close(got.transpose(2, 1, 0).copy(), want, rtol=2e-5)
 
@@ -338,10 +339,10 @@ def test_softmax_backward_3d(shape, dtype, rng):
     ly = np.empty(shape, dtype)
     C.softmax_3d(x, ly, True)
     got, want = _out(shape, dtype)
-    R.softmax_bwd_3d(to_cuda(g), to_cuda(y), got)
+    CR.softmax_bwd_3d(to_cuda(g), to_cuda(y), got)
     C.softmax_bwd_3d(g, y, want)
     assert_close(got, want, rtol=1e-5, atol=1e-6)
-    R.log_softmax_bwd_3d(to_cuda(g), to_cuda(ly), got)
+    CR.log_softmax_bwd_3d(to_cuda(g), to_cuda(ly), got)
     C.log_softmax_bwd_3d(g, ly, want)
     assert_close(got, want, rtol=1e-5, atol=1e-6)
 
@@ -351,20 +352,20 @@ def test_along_and_along2(dim, rng):
     x = (rng.standard_normal((3, 4, 5)) * 4).astype(np.float32)
     g = rng.standard_normal((3, 4, 5)).astype(np.float32)
     for log in (False, True):
-        y = R.along(C.softmax_3d, to_cuda(x), dim, np.float32, log)
+        y = CR.along(to_cuda(x), dim, np.float32, log)
         wy = C.along(C.softmax_3d, x, dim, np.float32, log)
         assert_close(y, wy, rtol=2e-5)
         k = C.log_softmax_bwd_3d if log else C.softmax_bwd_3d
-        assert_close(R.along2(k, to_cuda(g), y, dim, np.float32),
+        assert_close(CR.along2(to_cuda(g), y, dim, np.float32, log),
                      C.along2(k, g, wy, dim, np.float32), rtol=1e-5, atol=1e-6)
     # a non-contiguous input (a transposed view) along each dim
     xt = to_cuda(x).transpose(2, 0, 1)
-    assert_close(R.along(C.softmax_3d, xt, dim, np.float32, False),
+    assert_close(CR.along(xt, dim, np.float32, False),
                  C.along(C.softmax_3d, x.transpose(2, 0, 1), dim, np.float32, False),
                  rtol=2e-5)
     gt = to_cuda(g).transpose(2, 0, 1)
-    yt = R.along(C.softmax_3d, xt, dim, np.float32, False)
-    assert_close(R.along2(C.softmax_bwd_3d, gt, yt, dim, np.float32),
+    yt = CR.along(xt, dim, np.float32, False)
+    assert_close(CR.along2(gt, yt, dim, np.float32, False),
                  C.along2(C.softmax_bwd_3d, g.transpose(2, 0, 1), yt.to_host(), dim,
                           np.float32), rtol=1e-5, atol=1e-6)
 
@@ -374,26 +375,26 @@ def test_rows_variants(rng):
     g = rng.standard_normal((5, 9)).astype(np.float32)
     for log in (False, True):
         got, want = _out(x.shape, np.float32)
-        R.softmax_rows(to_cuda(x), got, log)
+        CR.softmax_rows(to_cuda(x), got, log)
         C.softmax_rows(x, want, log)
         assert_close(got, want, rtol=2e-5)
     y = want  # log-softmax
     got, want = _out(x.shape, np.float32)
-    R.log_softmax_bwd_rows_par(to_cuda(g), to_cuda(y), got)
+    CR.log_softmax_bwd_rows(to_cuda(g), to_cuda(y), got)
     C.log_softmax_bwd_rows(g, y, want)
     assert_close(got, want, rtol=1e-5, atol=1e-6)
     ey = np.exp(y)
-    R.softmax_bwd_rows(to_cuda(g), to_cuda(ey), got)
+    CR.softmax_bwd_rows(to_cuda(g), to_cuda(ey), got)
     C.softmax_bwd_rows(g, ey, want)
     assert_close(got, want, rtol=1e-5, atol=1e-6)
 
 
 def test_along_empty_and_size_one(rng):
     e = np.zeros((0, 3), np.float32)
-    assert R.along(C.softmax_3d, to_cuda(e), 1, np.float32, False).shape == (0, 3)
-    assert R.along(C.softmax_3d, to_cuda(np.zeros((2, 0))), 1, np.float64, True).shape == (2, 0)
+    assert CR.along(to_cuda(e), 1, np.float32, False).shape == (0, 3)
+    assert CR.along(to_cuda(np.zeros((2, 0))), 1, np.float64, True).shape == (2, 0)
     one = rng.standard_normal((4, 1)).astype(np.float32)
-    assert_close(R.along(C.softmax_3d, to_cuda(one), 1, np.float32, False),
+    assert_close(CR.along(to_cuda(one), 1, np.float32, False),
                  np.ones((4, 1), np.float32))
 
 
@@ -407,7 +408,7 @@ def test_cpu_operand_is_the_pytorch_device_error():
     with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
         R.sum_3d(x, np.empty((2, 1), np.float32), 1.0)
     with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
-        R.softmax_bwd_3d(np.ones((2, 3, 1), np.float32), x, CudaArray.empty((2, 3, 1),
+        CR.softmax_bwd_3d(np.ones((2, 3, 1), np.float32), x, CudaArray.empty((2, 3, 1),
                                                                           np.float32))
 
 

@@ -11,9 +11,12 @@ import numpy as np
 from numba import prange
 
 from numgrad.kernels._jit import inline, jit, serial_and_parallel, specialize
+from numgrad.kernels.cpu import rows as ROWS
+from numgrad.kernels.cpu import windows as WIN
 from numgrad.kernels.cpu._fastmath import ffma
 from numgrad.kernels.cpu._scalar import like
 from numgrad.kernels.cpu.optim import adam_moments, lerp_, maximum_, root_
+from numgrad.kernels.cpu.windows import avg_bounds
 
 PARALLEL_MIN = 1 << 16  # elements of work below which the serial variant is faster
 
@@ -125,183 +128,13 @@ col2im, col2im_par = _by_layout(_col2im, 0, {"get": _get_nk}, {"get": _get_kn})
 # ========================================================================================
 
 
-@inline
-def _take(v, best, bi, i):
-    """One step of a window's max: v wins if larger or nan (the last nan wins)."""
-    take = (v > best) | (v != v)
-    return (v if take else best), (i if take else bi)
-
-
-def _max_pool2d_2x2(x, out, idx):
-    """2x2 windows with stride 2, every one inside the plane. Written out, rows as 1-D views
-    (no index arithmetic per element), as a tree: the winner of each row's pair, then the
-    second row's if larger or nan. That picks what the chain a, b, c, d picks (the first
-    maximum, the last nan), and the window's position is kept as int32, widened to the flat
-    int64 index in a loop of its own: both loops vectorize (3.7x faster)."""
-    n_b, n_c, h, w = x.shape
-    oh, ow = out.shape[2], out.shape[3]
-    for n in prange(n_b):
-        pos = np.empty(ow, np.int32)
-        for c in range(n_c):
-            for yo in range(oh):
-                r0 = x[n, c, 2 * yo]
-                r1 = x[n, c, 2 * yo + 1]
-                o = out[n, c, yo]
-                for xo in range(ow):
-                    a, b = r0[2 * xo], r0[2 * xo + 1]
-                    top, top_at = _take(b, a, np.int32(0), np.int32(1))
-                    c0, d = r1[2 * xo], r1[2 * xo + 1]
-                    low, low_at = _take(d, c0, np.int32(w), np.int32(w + 1))
-                    o[xo], pos[xo] = _take(low, top, top_at, low_at)
-                k = idx[n, c, yo]
-                base = 2 * yo * w
-                for xo in range(ow):
-                    k[xo] = base + 2 * xo + pos[xo]
-
-
-def _max_pool2d_inside(x, kh, kw, sh, sw, out, idx):
-    """Windows without padding or dilation, every one inside the plane: no bounds tests, and
-    selects instead of branches (on real data the comparison is a coin flip: 2x faster)."""
-    n_b, n_c, h, w = x.shape
-    oh, ow = out.shape[2], out.shape[3]
-    for n in prange(n_b):
-        for c in range(n_c):
-            for yo in range(oh):
-                y0 = yo * sh
-                for xo in range(ow):
-                    x0 = xo * sw
-                    best = x[n, c, y0, x0]
-                    bi = y0 * w + x0
-                    for i in range(kh):
-                        for j in range(kw):
-                            v = x[n, c, y0 + i, x0 + j]
-                            take = (v > best) | (v != v)
-                            bi = (y0 + i) * w + x0 + j if take else bi
-                            best = v if take else best
-                    out[n, c, yo, xo] = best
-                    idx[n, c, yo, xo] = bi
-
-
-def _max_pool2d_any(x, kh, kw, sh, sw, ph, pw, dh, dw, out, idx):
-    """Any windows: positions outside the plane (padding) take no part."""
-    n_b, n_c, h, w = x.shape
-    oh, ow = out.shape[2], out.shape[3]
-    for n in prange(n_b):
-        for c in range(n_c):
-            for yo in range(oh):
-                for xo in range(ow):
-                    best = -np.inf
-                    bi = -1
-                    for i in range(kh):
-                        iy = yo * sh - ph + i * dh
-                        if iy < 0 or iy >= h:
-                            continue
-                        for j in range(kw):
-                            ix = xo * sw - pw + j * dw
-                            if ix < 0 or ix >= w:
-                                continue
-                            v = x[n, c, iy, ix]
-                            if v > best or v != v or bi < 0:
-                                best = v
-                                bi = iy * w + ix
-                    out[n, c, yo, xo] = best
-                    idx[n, c, yo, xo] = bi
-
-
-_POOL_2X2 = serial_and_parallel(_max_pool2d_2x2)
-_POOL_INSIDE = serial_and_parallel(_max_pool2d_inside)
-_POOL_ANY = serial_and_parallel(_max_pool2d_any)
-
-
-def _max_pool2d_launcher(par):
-    def launch(x, kh, kw, sh, sw, ph, pw, dh, dw, out, idx):
-        """Window maxima and their flat indices in each plane, as in PyTorch: the last nan
-        wins, the first maximum wins ties. Each case is its own kernel, so a program
-        compiles only the cases it uses."""
-        h, w = x.shape[2], x.shape[3]
-        oh, ow = out.shape[2], out.shape[3]
-        if ph == 0 and pw == 0 and dh == 1 and dw == 1 and (oh - 1) * sh + kh <= h \
-                and (ow - 1) * sw + kw <= w:
-            if kh == 2 and kw == 2 and sh == 2 and sw == 2:
-                return _POOL_2X2[par](x, out, idx)
-            return _POOL_INSIDE[par](x, kh, kw, sh, sw, out, idx)
-        return _POOL_ANY[par](x, kh, kw, sh, sw, ph, pw, dh, dw, out, idx)
-    return launch
-
-
-max_pool2d, max_pool2d_par = _max_pool2d_launcher(0), _max_pool2d_launcher(1)
-
-
-def _max_pool2d_bwd(g, idx, gx):
-    """gx = 0; gx[n, c].flat[idx] += g. ``gx`` is a new C-contiguous array (the launcher
-    makes it), so a plane is one run of memory: flat indices need no division."""
-    n_b, n_c, oh, ow = g.shape
-    hw = gx.shape[2] * gx.shape[3]
-    for n in prange(n_b):
-        gx[n] = 0
-        for c in range(n_c):
-            plane = gx[n, c].reshape(hw)
-            for yo in range(oh):
-                gr = g[n, c, yo]
-                kr = idx[n, c, yo]
-                for xo in range(ow):
-                    plane[kr[xo]] += gr[xo]
-
-
-max_pool2d_bwd, max_pool2d_bwd_par = serial_and_parallel(_max_pool2d_bwd)
-
-
-@jit
-def max_pool2d_gather(gx, idx, out):
-    """out = gx[n, c].flat[idx] (the adjoint of max_pool2d_bwd)."""
-    n_b, n_c, oh, ow = out.shape
-    w = gx.shape[3]
-    for n in range(n_b):
-        for c in range(n_c):
-            for yo in range(oh):
-                for xo in range(ow):
-                    k = idx[n, c, yo, xo]
-                    out[n, c, yo, xo] = gx[n, c, k // w, k % w]
-
-
-@jit
-def _avg_window(yo, xo, kh, kw, sh, sw, ph, pw, h, w, count_include_pad, divisor):
-    hs = yo * sh - ph
-    ws = xo * sw - pw
-    he = min(hs + kh, h + ph)
-    we = min(ws + kw, w + pw)
-    pool = (he - hs) * (we - ws)
-    hs2 = max(hs, 0)
-    ws2 = max(ws, 0)
-    he2 = min(he, h)
-    we2 = min(we, w)
-    if divisor > 0:
-        d = divisor
-    elif count_include_pad:
-        d = pool
-    else:
-        d = (he2 - hs2) * (we2 - ws2)
-    return hs2, ws2, he2, we2, d
-
-
-def _avg_pool2d(x, kh, kw, sh, sw, ph, pw, count_include_pad, divisor, out):
-    """Window means with PyTorch's divisor rules (padding counted or not, or an override)."""
-    n_b, n_c, h, w = x.shape
-    oh, ow = out.shape[2], out.shape[3]
-    for n in prange(n_b):
-        for c in range(n_c):
-            for yo in range(oh):
-                for xo in range(ow):
-                    hs, ws, he, we, d = _avg_window(yo, xo, kh, kw, sh, sw, ph, pw, h, w,
-                                                    count_include_pad, divisor)
-                    acc = 0.0
-                    for iy in range(hs, he):
-                        for ix in range(ws, we):
-                            acc += x[n, c, iy, ix]
-                    out[n, c, yo, xo] = acc / d
-
-
-avg_pool2d, avg_pool2d_par = serial_and_parallel(_avg_pool2d)
+# the pooling windows are written once for both devices (``numgrad.kernels.windows``,
+# launched by ``numgrad.kernels.cpu.windows``): these names are theirs, for the callers of
+# ``pick`` (one launcher picks the serial or the multithreaded loop itself)
+max_pool2d = max_pool2d_par = WIN.max_pool2d
+max_pool2d_bwd = max_pool2d_bwd_par = WIN.max_pool2d_bwd
+max_pool2d_gather = WIN.max_pool2d_gather
+avg_pool2d = avg_pool2d_par = WIN.avg_pool2d
 
 
 def _avg_pool2d_bwd(g, kh, kw, sh, sw, ph, pw, count_include_pad, divisor, gx):
@@ -313,8 +146,8 @@ def _avg_pool2d_bwd(g, kh, kw, sh, sw, ph, pw, count_include_pad, divisor, gx):
         for c in range(n_c):
             for yo in range(oh):
                 for xo in range(ow):
-                    hs, ws, he, we, d = _avg_window(yo, xo, kh, kw, sh, sw, ph, pw, h, w,
-                                                    count_include_pad, divisor)
+                    hs, ws, he, we, d = avg_bounds(yo, xo, kh, kw, sh, sw, ph, pw, h, w,
+                                                   count_include_pad, divisor)
                     v = g[n, c, yo, xo] / d
                     for iy in range(hs, he):
                         for ix in range(ws, we):
@@ -422,46 +255,11 @@ def _batch_norm_bwd_input(g, x, mean, invstd, gamma, sum_g, sum_gxhat, training,
 batch_norm_bwd_input, batch_norm_bwd_input_par = serial_and_parallel(_batch_norm_bwd_input)
 
 
-def _layer_norm_fwd(x, gamma, beta, eps, out, mean, rstd):
-    """Per row of x (M, K): mean, 1/sqrt(var + eps), and the normalized, affine output."""
-    n_m, n_k = x.shape
-    for r in prange(n_m):
-        s = 0.0
-        for k in range(n_k):
-            s += x[r, k]
-        mu = s / n_k
-        ss = 0.0
-        for k in range(n_k):
-            d = x[r, k] - mu
-            ss += d * d
-        inv = 1.0 / math.sqrt(ss / n_k + eps)
-        mean[r] = mu
-        rstd[r] = inv
-        for k in range(n_k):
-            out[r, k] = (x[r, k] - mu) * inv * gamma[k] + beta[k]
-
-
-layer_norm_fwd, layer_norm_fwd_par = serial_and_parallel(_layer_norm_fwd)
-
-
-# d/dx layer_norm = rstd (g gamma - mean(g gamma) - xhat mean(g gamma xhat)), per row
-def _layer_norm_bwd_input(g, x, mean, rstd, gamma, gx):
-    n_m, n_k = x.shape
-    for r in prange(n_m):
-        s1 = 0.0
-        s2 = 0.0
-        for k in range(n_k):
-            gg = g[r, k] * gamma[k]
-            s1 += gg
-            s2 += gg * (x[r, k] - mean[r]) * rstd[r]
-        s1 /= n_k
-        s2 /= n_k
-        for k in range(n_k):
-            xhat = (x[r, k] - mean[r]) * rstd[r]
-            gx[r, k] = rstd[r] * (g[r, k] * gamma[k] - s1 - xhat * s2)
-
-
-layer_norm_bwd_input, layer_norm_bwd_input_par = serial_and_parallel(_layer_norm_bwd_input)
+# layer norm's rows (forward, input gradient) are row kernels written once for both devices
+# (``numgrad.kernels.rows``): these names are theirs, for the callers of ``pick`` (one
+# launcher picks the serial or the multithreaded loop itself)
+layer_norm_fwd = layer_norm_fwd_par = ROWS.layer_norm_fwd
+layer_norm_bwd_input = layer_norm_bwd_input_par = ROWS.layer_norm_bwd_input
 
 
 # d gamma = sum_rows g xhat, d beta = sum_rows g (per feature)
@@ -482,38 +280,11 @@ def layer_norm_bwd_params(g, x, mean, rstd, ggamma, gbeta):
 
 
 # ========================================================================================
-# losses over class indices
+# losses over class indices: row kernels written once (``numgrad.kernels.rows``)
 # ========================================================================================
 
-
-@jit
-def nll(logp, target, weight, ignore_index, losses, weights):
-    """losses[n] = -w[t] logp[n, t], weights[n] = w[t] (0 for ignored); returns the first
-    out-of-range target's position or -1."""
-    n_b, n_c = logp.shape
-    for n in range(n_b):
-        t = target[n]
-        if t == ignore_index:
-            losses[n] = 0
-            weights[n] = 0
-            continue
-        if t < 0 or t >= n_c:
-            return n
-        w = weight[t]
-        losses[n] = -w * logp[n, t]
-        weights[n] = w
-    return -1
-
-
-@jit
-def nll_bwd(gl, target, weights, scale, out):
-    """out = 0; out[n, t_n] = -w_n gl_n scale (gl has one entry, or one per sample)."""
-    out[:] = 0
-    per_sample = gl.size > 1
-    for n in range(target.size):
-        w = weights[n]
-        if w != 0:
-            out[n, target[n]] = -w * (gl[n] if per_sample else gl[0]) * scale
+nll = ROWS.nll
+nll_bwd = ROWS.nll_bwd
 
 
 # ========================================================================================

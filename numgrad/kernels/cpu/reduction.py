@@ -1,4 +1,5 @@
-"""Reduction kernels: sum/mean, amax/amin, max/min with indices, norms, softmax family.
+"""Reduction kernels: sum/mean, amax/amin, max/min with indices, norms (the softmax family
+and logsumexp: ``numgrad.kernels.cpu.rows``).
 
 Every kernel works on a 3-D view ``(outer, reduced, inner)`` of its input and writes an
 ``(outer, inner)`` result, so one signature per dtype covers any dim of any tensor; a
@@ -9,13 +10,13 @@ Float32 sums accumulate in float64.
 import math
 
 import numpy as np
-from numba import prange, types
+from numba import types
 from numba.extending import overload
 
 from numgrad import _arrays
 from numgrad.kernels import RED
-from numgrad.kernels._jit import jit, specialize
-from numgrad.kernels.cpu._fastmath import fexp
+from numgrad.kernels._jit import jit
+from numgrad.kernels.cpu import rows as ROWS
 
 
 def acc_zero(x):
@@ -176,190 +177,15 @@ def norm_3d(x, out, p):
                 out[o, i] = acc ** (1.0 / p)
 
 
-@jit
-def softmax_3d(x, out, log):
-    """softmax (or log_softmax) along r: e^(x - m) / sum e^(x - m), m = max_r x.
-
-    log_softmax is (x - m) - log(sum): subtracting m first keeps it exact when |m| dwarfs
-    log(sum) (x - (m + log(sum)) rounds m + log(sum) back to m: logits of 1e20 gave 0)."""
-    n_o, n_r, n_i = x.shape
-    for o in range(n_o):
-        for i in range(n_i):
-            m = x[o, 0, i]
-            for r in range(1, n_r):
-                if x[o, r, i] > m:
-                    m = x[o, r, i]
-            s = 0.0
-            for r in range(n_r):
-                s += fexp(x[o, r, i] - m)
-            if log:
-                log_s = math.log(s)
-                for r in range(n_r):
-                    out[o, r, i] = (x[o, r, i] - m) - log_s
-            else:
-                inv = 1.0 / s
-                for r in range(n_r):
-                    out[o, r, i] = fexp(x[o, r, i] - m) * inv
-
-
-@jit
-def logsumexp_3d(x, out):
-    """out[o, i] = m + log sum_r e^(x - m), m = max_r x (inf-safe; any nan gives nan, as in
-    PyTorch); an empty row gives -inf, the log of an empty sum."""
-    n_o, n_r, n_i = x.shape
-    for o in range(n_o):
-        for i in range(n_i):
-            if n_r == 0:
-                out[o, i] = -math.inf
-                continue
-            m = x[o, 0, i]
-            for r in range(1, n_r):
-                v = x[o, r, i]
-                if v != v:
-                    m = v
-                    break
-                if v > m:
-                    m = v
-            if m != m or m == math.inf or m == -math.inf:
-                out[o, i] = m
-                continue
-            s = 0.0
-            for r in range(n_r):
-                s += fexp(x[o, r, i] - m)
-            out[o, i] = m + math.log(s)
-
-
-# d softmax: gx = y * (g - sum_r g y)
-@jit
-def softmax_bwd_3d(g, y, out):
-    n_o, n_r, n_i = y.shape
-    for o in range(n_o):
-        for i in range(n_i):
-            s = 0.0
-            for r in range(n_r):
-                s += g[o, r, i] * y[o, r, i]
-            for r in range(n_r):
-                out[o, r, i] = y[o, r, i] * (g[o, r, i] - s)
-
-
-# d log_softmax: gx = g - e^y * sum_r g
-@jit
-def log_softmax_bwd_3d(g, y, out):
-    n_o, n_r, n_i = y.shape
-    for o in range(n_o):
-        for i in range(n_i):
-            s = 0.0
-            for r in range(n_r):
-                s += g[o, r, i]
-            for r in range(n_r):
-                out[o, r, i] = g[o, r, i] - fexp(y[o, r, i]) * s
-
-
-# --- the same along the last dim of C-contiguous rows: unit stride, so the exp/sum loops
-# vectorize; rows run in parallel for large inputs ---------------------------------------
-
-
-@jit(fastmath=False)  # said explicitly: Numba would pass the caller's fastmath on
-def _shift(x, m, log_s, out):
-    """out = (x - m) - log_s: log_softmax as in ``softmax_3d``. Compiled without fastmath,
-    which would reassociate it into x - (m + log_s), the inexact form."""
-    for c in range(x.size):
-        out[c] = (x[c] - m) - log_s
-
-
-@jit
-def _row_max(row):
-    """The largest of a row's values (a nan among them is looked for apart), kept as eight
-    running maxima so the comparisons overlap: 2.6x one running max on 1000-wide rows. The
-    max does not depend on the order; which of -0 and +0 comes out can differ, and softmax
-    gives the same result for either (e^(x - m) is 1 for both, and log_softmax's x - m - log s
-    has log s >= log 2 when a row holds both zeros)."""
-    n = row.size
-    m0 = m1 = m2 = m3 = m4 = m5 = m6 = m7 = row[0]
-    c = 0
-    while c + 8 <= n:
-        v0, v1, v2, v3 = row[c], row[c + 1], row[c + 2], row[c + 3]
-        v4, v5, v6, v7 = row[c + 4], row[c + 5], row[c + 6], row[c + 7]
-        m0 = v0 if v0 > m0 else m0
-        m1 = v1 if v1 > m1 else m1
-        m2 = v2 if v2 > m2 else m2
-        m3 = v3 if v3 > m3 else m3
-        m4 = v4 if v4 > m4 else m4
-        m5 = v5 if v5 > m5 else m5
-        m6 = v6 if v6 > m6 else m6
-        m7 = v7 if v7 > m7 else m7
-        c += 8
-    while c < n:
-        v = row[c]
-        m0 = v if v > m0 else m0
-        c += 1
-    m0 = m1 if m1 > m0 else m0
-    m2 = m3 if m3 > m2 else m2
-    m4 = m5 if m5 > m4 else m4
-    m6 = m7 if m7 > m6 else m6
-    m0 = m2 if m2 > m0 else m0
-    m4 = m6 if m6 > m4 else m4
-    return m4 if m4 > m0 else m0
-
-
-def _softmax_rows(x, out, log):
-    n_r, n_c = x.shape
-    for r in prange(n_r):
-        m = _row_max(x[r])
-        nan = False
-        for c in range(n_c):  # a flag: this loop vectorizes
-            nan |= x[r, c] != x[r, c]
-        if nan:
-            m = x.dtype.type(math.nan)
-        # the row's sum in its own dtype, as PyTorch's vectorized kernel: the loop vectorizes
-        # into many partial sums, each term is at most 1 (float32 log_softmax of 1024x1000:
-        # 575 -> 402 us against a float64 sum)
-        s = x.dtype.type(0)
-        for c in range(n_c):
-            s += fexp(x[r, c] - m)
-        if log:
-            _shift(x[r], m, math.log(s), out[r])
-        else:
-            inv = 1.0 / s
-            for c in range(n_c):
-                out[r, c] = fexp(x[r, c] - m) * inv
-
-
-# d softmax: gx = y (g - sum g y)
-def _softmax_bwd_rows(g, y, out):
-    n_r, n_c = y.shape
-    for r in prange(n_r):
-        s = 0.0
-        for c in range(n_c):
-            s += g[r, c] * y[r, c]
-        for c in range(n_c):
-            out[r, c] = y[r, c] * (g[r, c] - s)
-
-
-# d log_softmax: gx = g - e^y sum g
-def _log_softmax_bwd_rows(g, y, out):
-    n_r, n_c = y.shape
-    for r in prange(n_r):
-        s = g.dtype.type(0)  # in the row's dtype, as the forward's sum
-        for c in range(n_c):
-            s += g[r, c]
-        for c in range(n_c):
-            out[r, c] = g[r, c] - fexp(y[r, c]) * s
-
-
-def _pair(fn):
-    serial = jit(fn, **_FAST)
-    par = specialize(fn, "parallel", dict(_FAST, parallel=True))
-    return serial, par
-
-
-softmax_rows, softmax_rows_par = _pair(_softmax_rows)
-softmax_bwd_rows, softmax_bwd_rows_par = _pair(_softmax_bwd_rows)
-log_softmax_bwd_rows, log_softmax_bwd_rows_par = _pair(_log_softmax_bwd_rows)
-_ROWS = {softmax_3d: (softmax_rows, softmax_rows_par),
-         softmax_bwd_3d: (softmax_bwd_rows, softmax_bwd_rows_par),
-         log_softmax_bwd_3d: (log_softmax_bwd_rows, log_softmax_bwd_rows_par)}
-PARALLEL_MIN = 1 << 16
+# the softmax family and logsumexp are row kernels written once for both devices
+# (``numgrad.kernels.rows``, launched by ``numgrad.kernels.cpu.rows``): these names are theirs
+softmax_3d = ROWS.softmax_3d
+logsumexp_3d = ROWS.logsumexp_3d
+softmax_bwd_3d = ROWS.softmax_bwd_3d
+log_softmax_bwd_3d = ROWS.log_softmax_bwd_3d
+softmax_rows = ROWS.softmax_rows
+softmax_bwd_rows = ROWS.softmax_bwd_rows
+log_softmax_bwd_rows = ROWS.log_softmax_bwd_rows
 
 
 # ----------------------------------------------------------------------------------------
@@ -439,40 +265,13 @@ def sum_dims(x, dims, dtype, scale):
     return reduce_dims(sum_3d, x, dims, dtype, scale)
 
 
-def _rows(kernel, size):
-    serial, par = _ROWS[kernel]
-    return par if size >= PARALLEL_MIN else serial
-
-
 def along(kernel, x, dim, out_dtype, *args):
-    """Apply an (o, r, i) -> (o, r, i) kernel along ``dim``; the result has x's shape."""
-    if x.__class__ is not _ND:
-        return RED.cuda().along(kernel, x, dim, out_dtype, *args)
-    if not x.size:  # the kernels read each line's first value
-        return np.empty(x.shape, out_dtype)
-    if dim == x.ndim - 1 and x.flags.c_contiguous:
-        x2 = x.reshape(-1, x.shape[-1])
-        out = np.empty(x2.shape, out_dtype)
-        _rows(kernel, x.size)(x2, out, *args)
-        return out.reshape(x.shape)
-    x3 = as3d(x, dim, dim + 1)
-    out = np.empty(x3.shape, out_dtype)
-    kernel(x3, out, *args)
-    return out.reshape(x.shape)
+    """Apply ``softmax_3d`` (``args``: log) along ``dim``; the result has x's shape."""
+    assert kernel is softmax_3d
+    return ROWS.along(x, dim, out_dtype, *args)
 
 
 def along2(kernel, g, y, dim, out_dtype):
-    """Like ``along`` for backward kernels of two same-shaped inputs."""
-    if g.__class__ is not _ND or y.__class__ is not _ND:
-        return RED.cuda().along2(kernel, g, y, dim, out_dtype)
-    if (dim == y.ndim - 1 and y.flags.c_contiguous and g.flags.c_contiguous and y.size
-            and g.shape == y.shape):
-        y2 = y.reshape(-1, y.shape[-1])
-        out = np.empty(y2.shape, out_dtype)
-        _rows(kernel, y.size)(g.reshape(y2.shape), y2, out)
-        return out.reshape(y.shape)
-    g3 = as3d(g, dim, dim + 1)
-    y3 = as3d(y, dim, dim + 1)
-    out = np.empty(y3.shape, out_dtype)
-    kernel(g3, y3, out)
-    return out.reshape(y.shape)
+    """Like ``along`` for the backward kernels (``softmax_bwd_3d``, ``log_softmax_bwd_3d``)."""
+    assert kernel is softmax_bwd_3d or kernel is log_softmax_bwd_3d
+    return ROWS.along2(g, y, dim, out_dtype, kernel is log_softmax_bwd_3d)

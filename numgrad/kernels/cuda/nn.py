@@ -10,14 +10,15 @@ Same names and arguments as the CPU module, over ``CudaArray`` data:
 * im2col writes one column element per thread; col2im (its adjoint) is a gather, one thread
   per input pixel summing the column entries that read it, in the CPU's order (no atomics,
   bit-for-bit the CPU's sums).
-* Pooling runs one thread per output (forward) or per input pixel (avg-pool backward, a
-  gather over the windows that cover the pixel). Max-pool backward has only the argmax
-  indices, not the window geometry, so it scatters with atomic adds into a zeroed gradient.
-* Per-channel / per-row / per-feature statistics are block reductions: one block per
-  channel (batch norm) or row (layer norm), a float64 shared-memory tree, or a tile of 32
-  features per block with rows split over the block's warps (layer-norm parameter grads).
-* ``first_outside`` and ``nll`` find the first bad position with an atomic min and copy that
-  one value to the host.
+* Pooling windows (but the avg-pool backward), the layer-norm rows and the NLL rows are
+  written once for both devices (``numgrad.kernels.windows``, ``numgrad.kernels.rows``):
+  their names here are those modules' launchers. The avg-pool backward is a gather, one
+  thread per input pixel over the windows that cover it (the CPU scatters).
+* Per-channel / per-feature statistics are block reductions: one block per channel (batch
+  norm), a float64 shared-memory tree, or a tile of 32 features per block with rows split
+  over the block's warps (layer-norm parameter grads).
+* ``first_outside`` finds the first bad position with an atomic min and copies that one
+  value to the host.
 * The optimizer steps update parameter and state buffers in place, one thread per element,
   with PyTorch's single-tensor formulas (scalars converted to the parameter dtype first).
 
@@ -31,8 +32,9 @@ import math
 import numpy as np
 from numba import cuda, float64
 
-from numgrad.kernels.cpu import nn as cpu_nn
 from numgrad.kernels.cuda import _launch
+from numgrad.kernels.cuda import rows as ROWS
+from numgrad.kernels.cuda import windows as WIN
 from numgrad.kernels.cuda.array import CudaArray, from_any
 from numgrad.kernels.cuda.optim import count_step
 
@@ -203,118 +205,12 @@ col2im_par = col2im
 # ========================================================================================
 
 
-@_launch.jit
-def _max_pool_k(x, xo, xs, n_c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, out, oo, os,
-                idx, io, is_, n):
-    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        b, c, yo, xc = _launch.unravel4(t, n_c, oh, ow)
-        base = xo + b * xs[0] + c * xs[1]
-        best = -math.inf
-        bi = -1
-        for i in range(kh):
-            iy = yo * sh - ph + i * dh
-            if iy < 0 or iy >= h:
-                continue
-            for j in range(kw):
-                ix = xc * sw - pw + j * dw
-                if ix < 0 or ix >= w:
-                    continue
-                v = x[base + iy * xs[2] + ix * xs[3]]
-                if v > best or v != v or bi < 0:
-                    best = v
-                    bi = iy * w + ix
-        out[oo + b * os[0] + c * os[1] + yo * os[2] + xc * os[3]] = best
-        idx[io + b * is_[0] + c * is_[1] + yo * is_[2] + xc * is_[3]] = bi
-
-
-def max_pool2d(x, kh, kw, sh, sw, ph, pw, dh, dw, out, idx):
-    """Window maxima and their flat indices (the last nan wins, the first maximum ties)."""
-    x, out, idx = from_any(x), from_any(out), from_any(idx)
-    n_c, h, w = x.shape[1], x.shape[2], x.shape[3]
-    oh, ow = out.shape[2], out.shape[3]
-    _launch.launch(_max_pool_k, out.size, *_nd(x), n_c, h, w, kh, kw, sh, sw, ph, pw, dh, dw,
-                   oh, ow, *_nd(out), *_nd(idx), out.size)
-
-
-@_launch.jit
-def _zero4_k(a, ao, as_, d1, d2, d3, zero, n):
-    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        i0, i1, i2, i3 = _launch.unravel4(t, d1, d2, d3)
-        a[ao + i0 * as_[0] + i1 * as_[1] + i2 * as_[2] + i3 * as_[3]] = zero
-
-
-# d/dx max_pool = g routed to each window's argmax: gx[n, c].flat[idx] += g (atomic adds)
-@_launch.jit
-def _max_unpool_k(g, go, gs, idx, io, is_, n_c, oh, ow, h, w, gx, xo, xs, n):
-    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        b, c, yo, xc = _launch.unravel4(t, n_c, oh, ow)
-        k = idx[io + b * is_[0] + c * is_[1] + yo * is_[2] + xc * is_[3]]
-        if k < 0:  # as the CPU's wrapped index (never produced for a valid geometry)
-            k += h * w
-        cuda.atomic.add(gx, xo + b * xs[0] + c * xs[1] + (k // w) * xs[2] + (k % w) * xs[3],
-                        g[go + b * gs[0] + c * gs[1] + yo * gs[2] + xc * gs[3]])
-
-
-def max_pool2d_bwd(g, idx, gx):
-    """gx = 0; gx[n, c].flat[idx] += g."""
-    g, idx, gx = from_any(g), from_any(idx), from_any(gx)
-    n_c, oh, ow = g.shape[1], g.shape[2], g.shape[3]
-    h, w = gx.shape[2], gx.shape[3]
-    _launch.launch(_zero4_k, gx.size, *_nd(gx), gx.shape[1], h, w,
-                   _launch.scalar(gx.dtype, 0), gx.size)
-    _launch.launch(_max_unpool_k, g.size, *_nd(g), *_nd(idx), n_c, oh, ow, h, w, *_nd(gx),
-                   g.size)
-
-
-# d/dg max_pool2d_bwd(g) = gather: out = gx[n, c].flat[idx]
-@_launch.jit
-def _max_gather_k(gx, xo, xs, idx, io, is_, n_c, oh, ow, h, w, out, oo, os, n):
-    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        b, c, yo, xc = _launch.unravel4(t, n_c, oh, ow)
-        k = idx[io + b * is_[0] + c * is_[1] + yo * is_[2] + xc * is_[3]]
-        if k < 0:
-            k += h * w
-        out[oo + b * os[0] + c * os[1] + yo * os[2] + xc * os[3]] = \
-            gx[xo + b * xs[0] + c * xs[1] + (k // w) * xs[2] + (k % w) * xs[3]]
-
-
-def max_pool2d_gather(gx, idx, out):
-    """out = gx[n, c].flat[idx] (the adjoint of max_pool2d_bwd)."""
-    gx, idx, out = from_any(gx), from_any(idx), from_any(out)
-    n_c, oh, ow = out.shape[1], out.shape[2], out.shape[3]
-    _launch.launch(_max_gather_k, out.size, *_nd(gx), *_nd(idx), n_c, oh, ow, gx.shape[2],
-                   gx.shape[3], *_nd(out), out.size)
-
-
-max_pool2d_par = max_pool2d
-max_pool2d_bwd_par = max_pool2d_bwd
-
-
-# the CPU's window rule (PyTorch's divisor cases), compiled as a device function
-_avg_window = _launch.device_fn(cpu_nn._avg_window.py_func)
-
-
-@_launch.jit
-def _avg_pool_k(x, xo, xs, n_c, h, w, kh, kw, sh, sw, ph, pw, include, divisor, oh, ow,
-                out, oo, os, n):
-    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        b, c, yo, xc = _launch.unravel4(t, n_c, oh, ow)
-        hs, ws, he, we, d = _avg_window(yo, xc, kh, kw, sh, sw, ph, pw, h, w, include, divisor)
-        base = xo + b * xs[0] + c * xs[1]
-        acc = float64(0)
-        for iy in range(hs, he):
-            for ix in range(ws, we):
-                acc += x[base + iy * xs[2] + ix * xs[3]]
-        out[oo + b * os[0] + c * os[1] + yo * os[2] + xc * os[3]] = acc / d
-
-
-def avg_pool2d(x, kh, kw, sh, sw, ph, pw, count_include_pad, divisor, out):
-    """Window means with PyTorch's divisor rules (padding counted or not, or an override)."""
-    x, out = from_any(x), from_any(out)
-    n_c, h, w = x.shape[1], x.shape[2], x.shape[3]
-    oh, ow = out.shape[2], out.shape[3]
-    _launch.launch(_avg_pool_k, out.size, *_nd(x), n_c, h, w, kh, kw, sh, sw, ph, pw,
-                   bool(count_include_pad), int(divisor), oh, ow, *_nd(out), out.size)
+# the pooling windows are written once for both devices (``numgrad.kernels.windows``)
+max_pool2d = max_pool2d_par = WIN.max_pool2d
+max_pool2d_bwd = max_pool2d_bwd_par = WIN.max_pool2d_bwd
+max_pool2d_gather = WIN.max_pool2d_gather
+avg_pool2d = avg_pool2d_par = WIN.avg_pool2d
+_avg_window = WIN.avg_bounds_dev  # PyTorch's window and divisor rules
 
 
 # d/dx avg_pool: each pixel gathers g / divisor from every window covering it
@@ -520,74 +416,9 @@ batch_norm_apply_par = batch_norm_apply
 batch_norm_bwd_input_par = batch_norm_bwd_input
 
 
-@_launch.jit
-def _ln_fwd_k(x, xo, xs, gam, gmo, gms, bet, bo, bs, eps, n_m, n_k, out, oo, os,
-              mean, mo, ms, rstd, ro, rs):
-    sh = cuda.shared.array(_RT, float64)
-    tid = cuda.threadIdx.x
-    nt = cuda.blockDim.x
-    for r in range(cuda.blockIdx.x, n_m, cuda.gridDim.x):
-        base = xo + r * xs[0]
-        s = float64(0)
-        for k in range(tid, n_k, nt):
-            s += x[base + k * xs[1]]
-        mu = _block_sum(sh, s) / n_k
-        ss = float64(0)
-        for k in range(tid, n_k, nt):
-            d = x[base + k * xs[1]] - mu
-            ss += d * d
-        inv = 1.0 / math.sqrt(_block_sum(sh, ss) / n_k + eps)
-        if tid == 0:
-            mean[mo + r * ms] = mu
-            rstd[ro + r * rs] = inv
-        for k in range(tid, n_k, nt):
-            out[oo + r * os[0] + k * os[1]] = \
-                (x[base + k * xs[1]] - mu) * inv * gam[gmo + k * gms] + bet[bo + k * bs]
-
-
-def layer_norm_fwd(x, gamma, beta, eps, out, mean, rstd):
-    """Per row of x (M, K): mean, 1/sqrt(var + eps), and the normalized, affine output."""
-    x = from_any(x)
-    n_m, n_k = x.shape
-    _launch.launch_blocks(_ln_fwd_k, _row_blocks(n_m), _RT, *_nd(x), *_v(gamma), *_v(beta),
-                          np.float64(eps), n_m, n_k, *_nd(out), *_v(mean), *_v(rstd))
-
-
-# d/dx layer_norm = rstd (g gamma - mean(g gamma) - xhat mean(g gamma xhat)), per row
-@_launch.jit
-def _ln_bwd_input_k(g, go, gs, x, xo, xs, mean, mo, ms, rstd, ro, rs, gam, gmo, gms, n_m, n_k,
-                    gx, gxo, gxs):
-    sa = cuda.shared.array(_RT, float64)
-    sb = cuda.shared.array(_RT, float64)
-    tid = cuda.threadIdx.x
-    nt = cuda.blockDim.x
-    for r in range(cuda.blockIdx.x, n_m, cuda.gridDim.x):
-        mu = mean[mo + r * ms]
-        rv = rstd[ro + r * rs]
-        s1 = float64(0)
-        s2 = float64(0)
-        for k in range(tid, n_k, nt):
-            gg = g[go + r * gs[0] + k * gs[1]] * gam[gmo + k * gms]
-            s1 += gg
-            s2 += gg * (x[xo + r * xs[0] + k * xs[1]] - mu) * rv
-        s1, s2 = _block_sum2(sa, sb, s1, s2)
-        s1 = s1 / n_k
-        s2 = s2 / n_k
-        for k in range(tid, n_k, nt):
-            xhat = (x[xo + r * xs[0] + k * xs[1]] - mu) * rv
-            gg = g[go + r * gs[0] + k * gs[1]] * gam[gmo + k * gms]
-            gx[gxo + r * gxs[0] + k * gxs[1]] = rv * (gg - s1 - xhat * s2)
-
-
-def layer_norm_bwd_input(g, x, mean, rstd, gamma, gx):
-    g, x = from_any(g), from_any(x)
-    n_m, n_k = x.shape
-    _launch.launch_blocks(_ln_bwd_input_k, _row_blocks(n_m), _RT, *_nd(g), *_nd(x), *_v(mean),
-                          *_v(rstd), *_v(gamma), n_m, n_k, *_nd(gx))
-
-
-layer_norm_fwd_par = layer_norm_fwd
-layer_norm_bwd_input_par = layer_norm_bwd_input
+# layer norm's rows: written once for both devices (``numgrad.kernels.rows``)
+layer_norm_fwd = layer_norm_fwd_par = ROWS.layer_norm_fwd
+layer_norm_bwd_input = layer_norm_bwd_input_par = ROWS.layer_norm_bwd_input
 
 
 # d gamma = sum_rows g xhat, d beta = sum_rows g (per feature)
@@ -636,61 +467,11 @@ def layer_norm_bwd_params(g, x, mean, rstd, ggamma, gbeta):
 
 
 # ========================================================================================
-# losses over class indices
+# losses over class indices: written once for both devices (``numgrad.kernels.rows``)
 # ========================================================================================
 
-
-@_launch.jit
-def _nll_k(logp, lo, ls, target, to, ts, weight, wo, ws, ignore_index, n_c,
-           losses, so, ss, weights, wto, wts, bad, n):
-    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
-        t = target[to + i * ts]
-        if t == ignore_index:
-            losses[so + i * ss] = 0
-            weights[wto + i * wts] = 0
-        elif t < 0 or t >= n_c:
-            cuda.atomic.min(bad, 0, i)
-        else:
-            w = weight[wo + t * ws]
-            losses[so + i * ss] = -w * logp[lo + i * ls[0] + t * ls[1]]
-            weights[wto + i * wts] = w
-
-
-def nll(logp, target, weight, ignore_index, losses, weights):
-    """losses[n] = -w[t] logp[n, t], weights[n] = w[t] (0 for ignored); returns the first
-    out-of-range target's position or -1."""
-    logp, target = from_any(logp), from_any(target)
-    n_b, n_c = logp.shape
-    if n_b == 0:
-        return -1
-    res = _first_buffer(n_b)
-    _launch.launch(_nll_k, n_b, *_nd(logp), *_v(target), *_v(weight), int(ignore_index), n_c,
-                   *_v(losses), *_v(weights), res.buf, n_b)
-    return _first_result(res, n_b)
-
-
-# d/dlogp nll = -w_n gl_n scale at [n, t_n], 0 elsewhere
-@_launch.jit
-def _nll_bwd_k(gl, glo, gls, per_sample, target, to, ts, weights, wo, ws, scale, n_c,
-               out, oo, os, n):
-    for e in range(cuda.grid(1), n, cuda.gridsize(1)):
-        c = e % n_c
-        i = e // n_c
-        w = weights[wo + i * ws]
-        dst = oo + i * os[0] + c * os[1]
-        if w != 0 and target[to + i * ts] == c:
-            gv = gl[glo + i * gls] if per_sample else gl[glo]
-            out[dst] = -w * gv * scale
-        else:
-            out[dst] = 0
-
-
-def nll_bwd(gl, target, weights, scale, out):
-    """out = 0; out[n, t_n] = -w_n gl_n scale (gl has one entry, or one per sample)."""
-    gl, out = from_any(gl), from_any(out)
-    n_c = out.shape[1]
-    _launch.launch(_nll_bwd_k, out.size, *_v(gl.reshape(-1)), gl.size > 1, *_v(target),
-                   *_v(weights), np.float64(scale), n_c, *_nd(out), out.size)
+nll = ROWS.nll
+nll_bwd = ROWS.nll_bwd
 
 
 # ========================================================================================

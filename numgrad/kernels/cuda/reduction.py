@@ -8,8 +8,7 @@ kernels do (operations along a line that stay serial, cumsum and sort, share one
 
 Every kernel works on a strided 3-D view ``(outer, reduced, inner)`` of its input (given as
 flat buffer, offset and three element strides, so the views made by ``as3d`` need no copy)
-and writes an ``(outer, inner)`` result, or an ``(outer, reduced, inner)`` one for the
-softmax family.
+and writes an ``(outer, inner)`` result.
 
 Layout of a launch: each output element ``(o, i)`` (a "row" along the reduced axis) is
 served by a segment of ``tr`` threads of a block (``tr`` a power of two, 1..blockDim): the
@@ -26,8 +25,9 @@ so any grid size is correct (the simulator runs one block of 32 threads).
   partial sums, then one reduction of the partials), deterministic unlike atomics;
 * max/min/argmax reduce candidate *indices* in shared memory (comparing through the input),
   so one kernel serves every dtype: nan wins, ties go to the first index, as on the CPU;
-* softmax/log_softmax/logsumexp: row max, then the float64 sum of exp(x - max), then the
-  outputs; the backward kernels: one float64 row sum, then the outputs.
+* the softmax family and logsumexp are row kernels written once for both devices
+  (``numgrad.kernels.rows``; their CUDA launchers, on this module's segments and trees, are
+  in ``numgrad.kernels.cuda.rows``).
 """
 
 import math
@@ -40,10 +40,7 @@ from numgrad.kernels.cuda import _launch
 from numgrad.kernels.cuda.array import CudaArray, from_any
 
 __all__ = ["runs", "as3d", "sum_3d", "extreme_3d", "extreme_index_3d", "put_along_3d",
-           "has_nan", "take_along_3d", "norm_3d", "softmax_3d", "logsumexp_3d",
-           "softmax_bwd_3d", "log_softmax_bwd_3d", "reduce_dims", "sum_all", "sum_dims",
-           "along", "along2", "softmax_rows", "softmax_bwd_rows", "log_softmax_bwd_rows",
-           "softmax_rows_par", "softmax_bwd_rows_par", "log_softmax_bwd_rows_par"]
+           "has_nan", "take_along_3d", "norm_3d", "reduce_dims", "sum_all", "sum_dims"]
 
 NT = 256  # shared-memory slots per block: at least the threads of any launch here
 assert _launch.THREADS <= NT
@@ -324,108 +321,6 @@ def norm_kernel(x, xo, xs0, xs1, xs2, out, oo, os0, os1, n_o, n_r, n_i, tr, ls, 
             out[oo + o * os0 + i * os1] = res
 
 
-@_launch.jit
-def logsumexp_kernel(x, xo, xs0, xs1, xs2, out, oo, os0, os1, n_o, n_r, n_i, tr, ls):
-    """out[o, i] = m + log sum_r e^(x - m), m = max_r x (out = m when m is +-inf or nan: any
-    nan in the row gives nan, as on the CPU)."""
-    shi = cuda.shared.array(NT, int64)
-    shf = cuda.shared.array(NT, float64)
-    t = cuda.threadIdx.x
-    lane = (t // ls) % tr
-    per = cuda.blockDim.x // tr
-    n_out = n_o * n_i
-    for base in range(cuda.blockIdx.x * per, n_out, cuda.gridDim.x * per):
-        k = _seg_output(base, t, ls, tr)
-        o, i = k // n_i, k % n_i
-        p = xo + o * xs0 + i * xs2
-        best = _seg_best(x, xo, xs0, xs1, xs2, k, n_out, n_r, n_i, t, lane, tr, ls, MAX, shi)
-        valid = k < n_out and best >= 0
-        m = float64(-math.inf)  # an empty row reads nothing (x may have no element at all)
-        if valid:
-            m = x[p + best * xs1]
-        finite = m == m and m != math.inf and m != -math.inf
-        nr = n_r if valid and finite else 0
-        s = float64(0)
-        for r in range(lane, nr, tr):
-            s += math.exp(x[p + r * xs1] - m)
-        s = _tree_sum(shf, t, lane, tr, ls, s)
-        if lane == 0 and k < n_out:
-            q = oo + o * os0 + i * os1
-            if not valid:
-                out[q] = -math.inf  # empty row: log(0)
-            elif nr == 0:
-                out[q] = m
-            else:
-                out[q] = m + math.log(s)
-
-
-# ----------------------------------------------------------------------------------------
-# the softmax family: (o, r, i) -> (o, r, i)
-# ----------------------------------------------------------------------------------------
-
-
-@_launch.jit
-def softmax_kernel(x, xo, xs0, xs1, xs2, out, oo, os0, os1, os2, n_o, n_r, n_i, tr, ls, log):
-    """softmax (or log_softmax) along r: e^(x - m) / sum e^(x - m), m = max_r x; log_softmax
-    is (x - m) - log(sum), exact when |m| dwarfs log(sum) (as the CPU's)."""
-    shi = cuda.shared.array(NT, int64)
-    shf = cuda.shared.array(NT, float64)
-    t = cuda.threadIdx.x
-    lane = (t // ls) % tr
-    per = cuda.blockDim.x // tr
-    n_out = n_o * n_i
-    for base in range(cuda.blockIdx.x * per, n_out, cuda.gridDim.x * per):
-        k = _seg_output(base, t, ls, tr)
-        o, i = k // n_i, k % n_i
-        p = xo + o * xs0 + i * xs2
-        q = oo + o * os0 + i * os2
-        best = _seg_best(x, xo, xs0, xs1, xs2, k, n_out, n_r, n_i, t, lane, tr, ls, MAX,
-                         shi)
-        valid = k < n_out and best >= 0
-        m = x[p + best * xs1] if valid else x[xo]
-        nr = n_r if valid else 0
-        s = float64(0)
-        for r in range(lane, nr, tr):
-            s += math.exp(x[p + r * xs1] - m)
-        s = _tree_sum(shf, t, lane, tr, ls, s)
-        if nr > 0:
-            if log:
-                log_s = math.log(s)
-                for r in range(lane, nr, tr):
-                    out[q + r * os1] = (x[p + r * xs1] - m) - log_s
-            else:
-                inv = 1.0 / s
-                for r in range(lane, nr, tr):
-                    out[q + r * os1] = math.exp(x[p + r * xs1] - m) * inv
-
-
-# d softmax: gx = y * (g - sum_r g y); d log_softmax: gx = g - e^y * sum_r g
-@_launch.jit
-def softmax_bwd_kernel(g, go, gs0, gs1, gs2, y, yo, ys0, ys1, ys2, out, oo, os0, os1, os2,
-                       n_o, n_r, n_i, tr, ls, log):
-    sh = cuda.shared.array(NT, float64)
-    t = cuda.threadIdx.x
-    lane = (t // ls) % tr
-    per = cuda.blockDim.x // tr
-    n_out = n_o * n_i
-    for base in range(cuda.blockIdx.x * per, n_out, cuda.gridDim.x * per):
-        k = _seg_output(base, t, ls, tr)
-        o, i = k // n_i, k % n_i
-        pg = go + o * gs0 + i * gs2
-        py = yo + o * ys0 + i * ys2
-        q = oo + o * os0 + i * os2
-        nr = n_r if k < n_out else 0
-        s = float64(0)
-        for r in range(lane, nr, tr):
-            s += g[pg + r * gs1] if log else g[pg + r * gs1] * y[py + r * ys1]
-        s = _tree_sum(sh, t, lane, tr, ls, s)
-        for r in range(lane, nr, tr):
-            if log:
-                out[q + r * os1] = g[pg + r * gs1] - math.exp(y[py + r * ys1]) * s
-            else:
-                out[q + r * os1] = y[py + r * ys1] * (g[pg + r * gs1] - s)
-
-
 # ----------------------------------------------------------------------------------------
 # gathers / scatters along r, nan check (grid-stride, one thread per element)
 # ----------------------------------------------------------------------------------------
@@ -578,68 +473,16 @@ def norm_3d(x, out, p):
         _rows(norm_kernel, x, _geom(x) + _geom(out), (_NORM_KIND.get(p, PGEN), np.float64(p)))
 
 
-def softmax_3d(x, out, log):
-    """softmax (or log_softmax) along r: e^(x - m) / sum e^(x - m), m = max_r x."""
-    x, out = from_any(x), from_any(out)
-    if out.size:
-        _rows(softmax_kernel, x, _geom(x) + _geom(out), (bool(log),))
-
-
-def logsumexp_3d(x, out):
-    """out[o, i] = m + log sum_r e^(x - m), m = max_r x (inf-safe; nan if any is)."""
-    x, out = from_any(x), from_any(out)
-    if out.size:
-        _rows(logsumexp_kernel, x, _geom(x) + _geom(out))
-
-
-def _softmax_bwd(g, y, out, log):
-    g, y, out = from_any(g), from_any(y), from_any(out)
-    if out.size:
-        _rows(softmax_bwd_kernel, y, _geom(g) + _geom(y) + _geom(out), (log,))
-
-
-# d softmax: gx = y * (g - sum_r g y)
-def softmax_bwd_3d(g, y, out):
-    _softmax_bwd(g, y, out, False)
-
-
-# d log_softmax: gx = g - e^y * sum_r g
-def log_softmax_bwd_3d(g, y, out):
-    _softmax_bwd(g, y, out, True)
-
-
-# --- the CPU's last-dim row variants: (rows, cols) arrays, here the 3-D kernels on
-# (rows, cols, 1) views; the GPU has no serial/parallel split (``_par`` names are aliases) --
-
-
-def softmax_rows(x, out, log):
-    """softmax (or log_softmax) along the last dim of 2-D ``x``."""
-    softmax_3d(from_any(x)[:, :, None], from_any(out)[:, :, None], log)
-
-
-# d softmax: gx = y (g - sum g y)
-def softmax_bwd_rows(g, y, out):
-    softmax_bwd_3d(from_any(g)[:, :, None], from_any(y)[:, :, None], from_any(out)[:, :, None])
-
-
-# d log_softmax: gx = g - e^y sum g
-def log_softmax_bwd_rows(g, y, out):
-    log_softmax_bwd_3d(from_any(g)[:, :, None], from_any(y)[:, :, None],
-                       from_any(out)[:, :, None])
-
-
-softmax_rows_par = softmax_rows
-softmax_bwd_rows_par = softmax_bwd_rows
-log_softmax_bwd_rows_par = log_softmax_bwd_rows
-
-
 # ----------------------------------------------------------------------------------------
 # launchers (same signatures as the CPU ones; CPU kernel objects map to twins by name)
 # ----------------------------------------------------------------------------------------
 
 
 def _twin_of(kernel):
-    """This module's twin of a CPU kernel (a Numba dispatcher) or of one of ours."""
+    """This module's twin of a CPU kernel (a Numba dispatcher) or of one of ours; a row
+    kernel written once (``numgrad.kernels.cpu.rows``) launches on either device itself."""
+    if getattr(kernel, "__module__", None) == "numgrad.kernels.cpu.rows":
+        return kernel
     name = getattr(kernel, "py_func", kernel).__name__
     k = _TWINS.get(name)
     if k is None:
@@ -693,31 +536,5 @@ def sum_dims(x, dims, dtype, scale):
     return reduce_dims(sum_3d, x, dims, dtype, scale)
 
 
-def along(kernel, x, dim, out_dtype, *args):
-    """Apply an (o, r, i) -> (o, r, i) kernel along ``dim``; the result has x's shape."""
-    k3 = _twin_of(kernel)
-    x = from_any(x)
-    if not x.size:  # the kernels read each line's first value
-        return CudaArray.empty(x.shape, out_dtype)
-    x3 = as3d(x, dim, dim + 1)
-    out = CudaArray.empty(x3.shape, out_dtype)
-    k3(x3, out, *args)
-    return out.reshape(x.shape)
-
-
-def along2(kernel, g, y, dim, out_dtype):
-    """Like ``along`` for backward kernels of two same-shaped inputs."""
-    k3 = _twin_of(kernel)
-    g, y = from_any(g), from_any(y)
-    g3 = as3d(g, dim, dim + 1)
-    y3 = as3d(y, dim, dim + 1)
-    out = CudaArray.empty(y3.shape, out_dtype)
-    k3(g3, y3, out)
-    return out.reshape(y.shape)
-
-
-_TWINS = {f.__name__: f for f in (sum_3d, extreme_3d, extreme_index_3d, norm_3d, softmax_3d,
-                                  logsumexp_3d, softmax_bwd_3d, log_softmax_bwd_3d,
+_TWINS = {f.__name__: f for f in (sum_3d, extreme_3d, extreme_index_3d, norm_3d,
                                   put_along_3d, take_along_3d)}
-_TWINS.update({"_softmax_rows": softmax_rows, "_softmax_bwd_rows": softmax_bwd_rows,
-               "_log_softmax_bwd_rows": log_softmax_bwd_rows})

@@ -1,0 +1,325 @@
+"""CUDA kernels over rows, one row function of ``numgrad.kernels.rows`` each (the CPU
+compiles the same functions in ``numgrad.kernels.cpu.rows``; same launcher names here).
+
+A row is served by a segment of ``tr`` threads of a block (``tr`` a power of two up to the
+block, see ``reduction._lanes``): the team the row functions see, its lanes striding over
+the row and combining partial results by trees in shared memory (float64). With ``tr`` equal
+to the block this is one block per row; shorter or strided rows share a block. Blocks loop
+over groups of rows, so any grid size is correct; a segment past the last row runs every
+combine with an empty row (n = 0) and writes nothing.
+"""
+
+import math
+import types as pytypes
+
+import numpy as np
+from numba import cuda, float64
+
+from numgrad.kernels import rows as R
+from numgrad.kernels.cpu.reduction import as3d
+from numgrad.kernels.cuda import _launch
+from numgrad.kernels.cuda.array import CudaArray, from_any
+from numgrad.kernels.cuda.reduction import NT, _geom, _rows, _tree_ext, _tree_sum
+
+# --- the team of a segment: tm = (lane, lanes, lead, thread, lane spacing, shared array) ---
+
+
+@_launch.device
+def _lane0(tm):
+    return tm[0]
+
+
+@_launch.device
+def _lanes(tm):
+    return tm[1]
+
+
+@_launch.device
+def _lead(tm):
+    return tm[2]
+
+
+@_launch.device
+def _allsum(tm, v):
+    return _tree_sum(tm[5], tm[3], tm[0], tm[1], tm[4], float64(v))
+
+
+@_launch.device
+def _allmax(tm, v):
+    return _tree_ext(tm[5], tm[3], tm[0], tm[1], tm[4], float64(v), True)
+
+
+@_launch.device
+def _anyof(tm, flag):
+    return _tree_sum(tm[5], tm[3], tm[0], tm[1], tm[4], float64(1.0 if flag else 0.0)) > 0
+
+
+@_launch.device
+def _qnan(m):
+    return float64(math.nan)
+
+
+_TEAM = {"lane0": _lane0, "lanes": _lanes, "lead": _lead, "allsum": _allsum,
+         "allmax": _allmax, "anyof": _anyof, "qnan": _qnan,
+         "fexp": _launch._SimMath().exp if _launch.SIM else math.exp}
+if _launch.SIM:
+    _TEAM["math"] = _launch._SimMath()
+
+_NAMES = ("shift", "row_max", "softmax_row", "softmax_bwd_row", "log_softmax_bwd_row",
+          "logsumexp_row", "layer_norm_row", "layer_norm_bwd_row", "nll_row", "nll_bwd_row")
+
+
+def _bind():
+    """The row functions as device functions (module attributes ``<name>_dev``, so the PTX
+    check rebuilds them by name)."""
+    g = dict(R.__dict__)
+    g.update(_TEAM)
+    for name in _NAMES:
+        fn = getattr(R, name)
+        copy = pytypes.FunctionType(fn.__code__, g, name, fn.__defaults__)
+        d = g[name] = cuda.jit(device=True)(copy)
+        globals()[name + "_dev"] = d
+        _launch._RECIPES[id(d)] = ("attr", __name__, name + "_dev")
+
+
+_bind()
+
+# --- kernel templates (``f``: the row function) ---------------------------------------------
+
+
+def _softmax_k(x, xo, xs0, xs1, xs2, out, oo, os0, os1, os2, n_o, n_r, n_i, tr, ls, log):
+    sh = cuda.shared.array(NT, float64)
+    t = cuda.threadIdx.x
+    lane = (t // ls) % tr
+    per = cuda.blockDim.x // tr
+    n_out = n_o * n_i
+    for base in range(cuda.blockIdx.x * per, n_out, cuda.gridDim.x * per):
+        k = base + t % ls + (t // (ls * tr)) * ls
+        live = k < n_out
+        o = k // n_i
+        i = k - o * n_i
+        tm = (lane, tr, live and lane == 0, t, ls, sh)
+        p = xo + o * xs0 + i * xs2 if live else xo
+        q = oo + o * os0 + i * os2 if live else oo
+        f(x, p, xs1, out, q, os1, n_r if live else 0, log, float64(0), tm)  # noqa: F821
+
+
+def _softmax_bwd_k(g, go, gs0, gs1, gs2, y, yo, ys0, ys1, ys2, out, oo, os0, os1, os2,
+                   n_o, n_r, n_i, tr, ls):
+    sh = cuda.shared.array(NT, float64)
+    t = cuda.threadIdx.x
+    lane = (t // ls) % tr
+    per = cuda.blockDim.x // tr
+    n_out = n_o * n_i
+    for base in range(cuda.blockIdx.x * per, n_out, cuda.gridDim.x * per):
+        k = base + t % ls + (t // (ls * tr)) * ls
+        live = k < n_out
+        o = k // n_i
+        i = k - o * n_i
+        tm = (lane, tr, live and lane == 0, t, ls, sh)
+        f(g, go + o * gs0 + i * gs2, gs1, y, yo + o * ys0 + i * ys2, ys1,  # noqa: F821
+          out, oo + o * os0 + i * os2, os1, n_r if live else 0, float64(0), tm)
+
+
+def _logsumexp_k(x, xo, xs0, xs1, xs2, out, oo, os0, os1, n_o, n_r, n_i, tr, ls):
+    sh = cuda.shared.array(NT, float64)
+    t = cuda.threadIdx.x
+    lane = (t // ls) % tr
+    per = cuda.blockDim.x // tr
+    n_out = n_o * n_i
+    for base in range(cuda.blockIdx.x * per, n_out, cuda.gridDim.x * per):
+        k = base + t % ls + (t // (ls * tr)) * ls
+        live = k < n_out
+        o = k // n_i
+        i = k - o * n_i
+        tm = (lane, tr, live and lane == 0, t, ls, sh)
+        p = xo + o * xs0 + i * xs2 if live else xo
+        f(x, p, xs1, n_r if live else 0, out, oo + o * os0 + i * os1, float64(0), tm)  # noqa: F821
+
+
+def _layer_norm_k(x, xo, xs0, xs1, xs2, gam, gmo, gms, bet, bo, bs, out, oo, os0, os1, os2,
+                  mean, mo, ms, rstd, ro, rs, n_o, n_r, n_i, tr, ls, eps):
+    sh = cuda.shared.array(NT, float64)
+    t = cuda.threadIdx.x
+    lane = (t // ls) % tr
+    per = cuda.blockDim.x // tr
+    for base in range(cuda.blockIdx.x * per, n_o, cuda.gridDim.x * per):
+        r = base + t % ls + (t // (ls * tr)) * ls
+        live = r < n_o
+        tm = (lane, tr, live and lane == 0, t, ls, sh)
+        f(x, xo + r * xs0, xs1, gam, gmo, gms, bet, bo, bs, eps, n_r if live else 0,  # noqa: F821
+          out, oo + r * os0, os1, mean, mo + r * ms, rstd, ro + r * rs, float64(0), tm)
+
+
+def _layer_norm_bwd_k(g, go, gs0, gs1, gs2, x, xo, xs0, xs1, xs2, mean, mo, ms, rstd, ro, rs,
+                      gam, gmo, gms, gx, gxo, gxs0, gxs1, gxs2, n_o, n_r, n_i, tr, ls):
+    sh = cuda.shared.array(NT, float64)
+    t = cuda.threadIdx.x
+    lane = (t // ls) % tr
+    per = cuda.blockDim.x // tr
+    for base in range(cuda.blockIdx.x * per, n_o, cuda.gridDim.x * per):
+        r = base + t % ls + (t // (ls * tr)) * ls
+        live = r < n_o
+        tm = (lane, tr, live and lane == 0, t, ls, sh)
+        rr = r if live else 0
+        f(g, go + r * gs0, gs1, x, xo + r * xs0, xs1, mean[mo + rr * ms],  # noqa: F821
+          rstd[ro + rr * rs], gam, gmo, gms, n_r if live else 0, gx, gxo + r * gxs0, gxs1,
+          float64(0), tm)
+
+
+def _nll_k(logp, lo, ls0, ls1, target, to, ts, weight, wo, ws, ignore_index, n_c,
+           losses, so, ss, weights, wto, wts, bad, n):
+    for r in range(cuda.grid(1), n, cuda.gridsize(1)):
+        if f(logp, lo + r * ls0, ls1, target[to + r * ts], weight, wo, ws,  # noqa: F821
+             ignore_index, n_c, losses, so + r * ss, weights, wto + r * wts):
+            cuda.atomic.min(bad, 0, r)
+
+
+def _nll_bwd_k(gl, glo, gls, per_sample, target, to, ts, weights, wo, ws, scale,
+               out, oo, os0, os1, os2, n_o, n_r, n_i, tr, ls):
+    sh = cuda.shared.array(NT, float64)
+    t = cuda.threadIdx.x
+    lane = (t // ls) % tr
+    per = cuda.blockDim.x // tr
+    for base in range(cuda.blockIdx.x * per, n_o, cuda.gridDim.x * per):
+        r = base + t % ls + (t // (ls * tr)) * ls
+        live = r < n_o
+        tm = (lane, tr, live and lane == 0, t, ls, sh)
+        rr = r if live else 0
+        gv = gl[glo + rr * gls] if per_sample else gl[glo]
+        f(gv, target[to + rr * ts], weights[wo + rr * ws], scale, out, oo + r * os0,  # noqa: F821
+          os1, n_r if live else 0, tm)
+
+
+_K = {}
+
+
+def _kernel(template, row):
+    k = _K.get((template, row))
+    if k is None:
+        k = _K[(template, row)] = _launch.kernel(template, row, f=globals()[row + "_dev"])
+    return k
+
+
+# --- launchers (the CPU module's names and arguments) ---------------------------------------
+
+
+def _3d(a):
+    """2-D rows as (rows, n, 1)."""
+    return from_any(a)[:, :, None]
+
+
+def softmax_3d(x, out, log):
+    """softmax (or log_softmax) along axis 1 of 3-D ``x``."""
+    x, out = from_any(x), from_any(out)
+    if out.size:
+        _rows(_kernel(_softmax_k, "softmax_row"), x, _geom(x) + _geom(out), (bool(log),))
+
+
+def softmax_rows(x, out, log):
+    """softmax (or log_softmax) along the last dim of 2-D ``x``."""
+    softmax_3d(_3d(x), _3d(out), log)
+
+
+def _bwd_3d(g, y, out, log):
+    g, y, out = from_any(g), from_any(y), from_any(out)
+    if out.size:
+        row = "log_softmax_bwd_row" if log else "softmax_bwd_row"
+        _rows(_kernel(_softmax_bwd_k, row), y, _geom(g) + _geom(y) + _geom(out))
+
+
+# d softmax: gx = y (g - sum g y)
+def softmax_bwd_3d(g, y, out):
+    _bwd_3d(g, y, out, False)
+
+
+# d log_softmax: gx = g - e^y sum g
+def log_softmax_bwd_3d(g, y, out):
+    _bwd_3d(g, y, out, True)
+
+
+# d softmax: gx = y (g - sum g y), along the last dim of 2-D g and y
+def softmax_bwd_rows(g, y, out):
+    _bwd_3d(_3d(g), _3d(y), _3d(out), False)
+
+
+# d log_softmax: gx = g - e^y sum g, along the last dim of 2-D g and y
+def log_softmax_bwd_rows(g, y, out):
+    _bwd_3d(_3d(g), _3d(y), _3d(out), True)
+
+
+def logsumexp_3d(x, out):
+    """out[o, i] = m + log sum_r e^(x - m), m = max_r x (inf-safe; nan if any is)."""
+    x, out = from_any(x), from_any(out)
+    if out.size:
+        if not x.shape[1]:  # an empty row still reads x[xo]
+            x = CudaArray.empty((1,), x.dtype).as_strided((x.shape[0], 0, x.shape[2]),
+                                                          (0, 0, 0))
+        _rows(_kernel(_logsumexp_k, "logsumexp_row"), x, _geom(x) + _geom(out))
+
+
+def along(x, dim, out_dtype, log):
+    """softmax (or log_softmax) of ``x`` along ``dim``: a new array of x's shape."""
+    x = from_any(x)
+    out = CudaArray.empty(x.shape, out_dtype)
+    if x.size:
+        x3 = as3d(x, dim, dim + 1)
+        softmax_3d(x3, out.reshape(x3.shape), log)
+    return out
+
+
+def along2(g, y, dim, out_dtype, log):
+    """The softmax (or log_softmax) backward along ``dim`` of same-shaped ``g`` and ``y``."""
+    g, y = from_any(g), from_any(y)
+    out = CudaArray.empty(y.shape, out_dtype)
+    if y.size:
+        y3 = as3d(y, dim, dim + 1)
+        _bwd_3d(as3d(g, dim, dim + 1), y3, out.reshape(y3.shape), log)
+    return out
+
+
+def _v(a):
+    """(buffer, offset, element stride) of a 1-D CudaArray."""
+    a = from_any(a)
+    return a.buf, a.offset, a.strides_el[0] if a.strides_el else 1
+
+
+def layer_norm_fwd(x, gamma, beta, eps, out, mean, rstd):
+    """Per row of x (M, K): mean, 1/sqrt(var + eps), and the normalized, affine output."""
+    x3 = _3d(x)
+    if x3.shape[0]:
+        _rows(_kernel(_layer_norm_k, "layer_norm_row"), x3,
+              _geom(x3) + _v(gamma) + _v(beta) + _geom(_3d(out)) + _v(mean) + _v(rstd),
+              (np.float64(eps),))
+
+
+# d/dx layer_norm = rstd (g gamma - mean(g gamma) - xhat mean(g gamma xhat)), per row
+def layer_norm_bwd_input(g, x, mean, rstd, gamma, gx):
+    x3 = _3d(x)
+    if x3.shape[0]:
+        _rows(_kernel(_layer_norm_bwd_k, "layer_norm_bwd_row"), x3,
+              _geom(_3d(g)) + _geom(x3) + _v(mean) + _v(rstd) + _v(gamma) + _geom(_3d(gx)))
+
+
+def nll(logp, target, weight, ignore_index, losses, weights):
+    """losses[n] = -w[t] logp[n, t], weights[n] = w[t] (0 for ignored); returns the first
+    out-of-range target's position or -1."""
+    logp = from_any(logp)
+    n_b, n_c = logp.shape
+    if n_b == 0:
+        return -1
+    bad = CudaArray.from_host(np.array([n_b], np.int64))
+    _launch.launch(_kernel(_nll_k, "nll_row"), n_b, *_geom(logp), *_v(target), *_v(weight),
+                   int(ignore_index), n_c, *_v(losses), *_v(weights), bad.buf, n_b)
+    r = bad.item()
+    return r if r < n_b else -1
+
+
+# d/dlogp nll = -w_n gl_n scale at [n, t_n], 0 elsewhere
+def nll_bwd(gl, target, weights, scale, out):
+    """out = 0; out[n, t_n] = -w_n gl_n scale (gl has one entry, or one per sample)."""
+    gl, out3 = from_any(gl).reshape(-1), _3d(out)
+    if out3.size:
+        _rows(_kernel(_nll_bwd_k, "nll_bwd_row"), out3,
+              _v(gl) + (gl.size > 1,) + _v(target) + _v(weights) + (np.float64(scale),)
+              + _geom(out3))

@@ -1,0 +1,134 @@
+"""CUDA kernels over pooling windows, one thread per output, from the same window functions
+as the CPU (``numgrad.kernels.windows``; same launcher names as ``numgrad.kernels.cpu.windows``).
+Max-pool backward has only the argmax indices, not the window geometry, so it scatters with
+atomic adds into a zeroed gradient."""
+
+import types as pytypes
+
+from numba import cuda, float64
+
+from numgrad.kernels import EW
+from numgrad.kernels import windows as W
+from numgrad.kernels.cuda import _launch
+from numgrad.kernels.cuda.array import CudaArray, from_any
+
+
+@_launch.device
+def _add_at(a, i, v):
+    cuda.atomic.add(a, i, v)
+
+
+def _bind():
+    """The window functions as device functions (module attributes ``<name>_dev``, so the PTX
+    check rebuilds them by name)."""
+    g = dict(W.__dict__)
+    g["add_at"] = _add_at
+    if _launch.SIM:
+        g["math"] = _launch._SimMath()
+    for name in ("max_window", "avg_bounds", "avg_window", "max_unpool_one", "max_gather_one"):
+        fn = getattr(W, name)
+        copy = pytypes.FunctionType(fn.__code__, g, name, fn.__defaults__)
+        d = g[name] = cuda.jit(device=True)(copy)
+        globals()[name + "_dev"] = d
+        _launch._RECIPES[id(d)] = ("attr", __name__, name + "_dev")
+
+
+_bind()
+
+
+def _max_pool_k(x, xo, xs, n_c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, out, oo, os,
+                idx, io, is_, n):
+    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
+        b, c, yo, xc = _launch.unravel4(t, n_c, oh, ow)
+        best, bi = f(x, xo + b * xs[0] + c * xs[1], xs[2], xs[3], h, w, yo, xc, kh, kw,  # noqa: F821
+                     sh, sw, ph, pw, dh, dw)
+        out[oo + b * os[0] + c * os[1] + yo * os[2] + xc * os[3]] = best
+        idx[io + b * is_[0] + c * is_[1] + yo * is_[2] + xc * is_[3]] = bi
+
+
+def _zero_k(a, ao, n):
+    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
+        a[ao + t] = 0
+
+
+def _max_unpool_k(g, go, gs, idx, io, is_, n_c, oh, ow, hw, gx, gxo, n):
+    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
+        b, c, yo, xc = _launch.unravel4(t, n_c, oh, ow)
+        f(g[go + b * gs[0] + c * gs[1] + yo * gs[2] + xc * gs[3]],  # noqa: F821
+          idx[io + b * is_[0] + c * is_[1] + yo * is_[2] + xc * is_[3]], gx,
+          gxo + (b * n_c + c) * hw)
+
+
+def _max_gather_k(gx, gxo, idx, io, is_, n_c, oh, ow, hw, out, oo, os, n):
+    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
+        b, c, yo, xc = _launch.unravel4(t, n_c, oh, ow)
+        out[oo + b * os[0] + c * os[1] + yo * os[2] + xc * os[3]] = f(  # noqa: F821
+            gx, gxo + (b * n_c + c) * hw, idx[io + b * is_[0] + c * is_[1] + yo * is_[2]
+                                              + xc * is_[3]])
+
+
+def _avg_pool_k(x, xo, xs, n_c, h, w, kh, kw, sh, sw, ph, pw, include, divisor, oh, ow,
+                out, oo, os, n):
+    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
+        b, c, yo, xc = _launch.unravel4(t, n_c, oh, ow)
+        out[oo + b * os[0] + c * os[1] + yo * os[2] + xc * os[3]] = f(  # noqa: F821
+            x, xo + b * xs[0] + c * xs[1], xs[2], xs[3], h, w, yo, xc, kh, kw, sh, sw, ph, pw,
+            include, divisor, float64(0))
+
+
+_K = {}
+
+
+def _kernel(template, fn):
+    k = _K.get(template)
+    if k is None:
+        bind = {"f": globals()[fn + "_dev"]} if fn else {}
+        k = _K[template] = _launch.kernel(template, template.__name__.strip("_"), **bind)
+    return k
+
+
+def _nd(a):
+    """(buffer, offset, element strides) of a CudaArray."""
+    a = from_any(a)
+    return a.buf, a.offset, a.strides_el
+
+
+def max_pool2d(x, kh, kw, sh, sw, ph, pw, dh, dw, out, idx):
+    """Window maxima and their flat indices (the last nan wins, the first maximum ties)."""
+    x, out, idx = from_any(x), from_any(out), from_any(idx)
+    n_c, h, w = x.shape[1], x.shape[2], x.shape[3]
+    oh, ow = out.shape[2], out.shape[3]
+    _launch.launch(_kernel(_max_pool_k, "max_window"), out.size, *_nd(x), n_c, h, w, kh, kw,
+                   sh, sw, ph, pw, dh, dw, oh, ow, *_nd(out), *_nd(idx), out.size)
+
+
+# d/dx max_pool = g routed to each window's argmax: gx[n, c].flat[idx] += g (atomic adds)
+def max_pool2d_bwd(g, idx, gx):
+    """gx = 0; gx[n, c].flat[idx] += g."""
+    g, idx, gx = from_any(g), from_any(idx), from_any(gx)
+    flat = gx if gx.flags.c_contiguous else CudaArray.empty(gx.shape, gx.dtype)
+    n_c, oh, ow = g.shape[1], g.shape[2], g.shape[3]
+    hw = gx.shape[2] * gx.shape[3]
+    _launch.launch(_kernel(_zero_k, None), flat.size, flat.buf, flat.offset, flat.size)
+    _launch.launch(_kernel(_max_unpool_k, "max_unpool_one"), g.size, *_nd(g), *_nd(idx), n_c,
+                   oh, ow, hw, flat.buf, flat.offset, g.size)
+    if flat is not gx:
+        EW.cuda().unary(EW.copy, flat, gx.dtype, out=gx)
+
+
+def max_pool2d_gather(gx, idx, out):
+    """out = gx[n, c].flat[idx] (the adjoint of max_pool2d_bwd)."""
+    gx, idx, out = from_any(gx).contiguous(), from_any(idx), from_any(out)
+    n_c, oh, ow = out.shape[1], out.shape[2], out.shape[3]
+    _launch.launch(_kernel(_max_gather_k, "max_gather_one"), out.size, gx.buf, gx.offset,
+                   *_nd(idx), n_c, oh, ow, gx.shape[2] * gx.shape[3], *_nd(out), out.size)
+
+
+def avg_pool2d(x, kh, kw, sh, sw, ph, pw, count_include_pad, divisor, out):
+    """Window means with PyTorch's divisor rules (padding counted or not, or an override)."""
+    x, out = from_any(x), from_any(out)
+    n_c, h, w = x.shape[1], x.shape[2], x.shape[3]
+    oh, ow = out.shape[2], out.shape[3]
+    _launch.launch(_kernel(_avg_pool_k, "avg_window"), out.size, *_nd(x), n_c, h, w, kh, kw, sh,
+                   sw, ph, pw, bool(count_include_pad), int(divisor), oh, ow, *_nd(out),
+                   out.size)

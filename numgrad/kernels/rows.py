@@ -1,0 +1,235 @@
+"""Row kernels written once for both devices: each function works on one row, addressed as a
+flat buffer, an element offset and the stride between the row's n elements (as the line
+kernels of ``numgrad.kernels.lines``).
+
+A row is served by a team of lanes: lane ``lane0(tm)`` takes the elements lane0, lane0 +
+lanes(tm), ... and the team combines its partial results with ``allsum``/``allmax``/``anyof``.
+``numgrad.kernels.cpu.rows`` binds a team of one (lane 0 of 1, the combines return their
+argument: plain loops over the row that vectorize), one row per ``prange`` iteration;
+``numgrad.kernels.cuda.rows`` binds the threads of a block segment (shared-memory trees).
+A team's lanes all run every combine (no early return): on the GPU they synchronize there.
+``lead(tm)`` is the one lane that writes a row's scalar results.
+
+The names below the row functions (``lane0`` ... ``fexp``, ``qnan``) are the team interface:
+stubs here, replaced in each device's copy of these functions. No Numba import here.
+"""
+
+import math
+
+
+def lane0(tm):
+    """The first element this lane takes."""
+    raise NotImplementedError
+
+
+def lanes(tm):
+    """The step between a lane's elements (the team's size)."""
+    raise NotImplementedError
+
+
+def lead(tm):
+    """Whether this lane writes the row's scalar results."""
+    raise NotImplementedError
+
+
+def allsum(tm, v):
+    """The sum of ``v`` over the team's lanes."""
+    raise NotImplementedError
+
+
+def allmax(tm, v):
+    """The largest ``v`` over the team's lanes; nan wins."""
+    raise NotImplementedError
+
+
+def anyof(tm, flag):
+    """Whether ``flag`` holds on any lane."""
+    raise NotImplementedError
+
+
+def fexp(v):
+    """e^v (the CPU's vectorizable exp, the GPU's libdevice one)."""
+    raise NotImplementedError
+
+
+def qnan(x):
+    """A quiet nan in the type the device computes ``x``'s row maxima in."""
+    raise NotImplementedError
+
+
+def shift(x, xo, xs, out, oo, os, n, m, log_s, tm):
+    """out = (x - m) - log_s: log_softmax's last step. The CPU compiles it apart without
+    fastmath, which would reassociate it into x - (m + log_s), the inexact form."""
+    for c in range(lane0(tm), n, lanes(tm)):
+        out[oo + c * os] = (x[xo + c * xs] - m) - log_s
+
+
+# ----------------------------------------------------------------------------------------
+# the softmax family
+# ----------------------------------------------------------------------------------------
+
+
+def row_max(x, xo, xs, n, tm):
+    """The largest value of the row, nan if it holds one (x[xo] must exist). Eight running
+    maxima per lane so the comparisons overlap (2.6x one running max on 1000-wide CPU rows);
+    the nan check is a flag loop apart, which vectorizes. Which of -0 and +0 comes out can
+    differ from a single running max; softmax gives the same result for either (e^(x - m)
+    is 1 for both, and log_softmax's x - m - log s has log s >= log 2 when a row holds
+    both zeros)."""
+    st = lanes(tm)
+    c = lane0(tm)
+    m0 = m1 = m2 = m3 = m4 = m5 = m6 = m7 = x[xo]
+    while c + 7 * st < n:
+        v0, v1 = x[xo + c * xs], x[xo + (c + st) * xs]
+        v2, v3 = x[xo + (c + 2 * st) * xs], x[xo + (c + 3 * st) * xs]
+        v4, v5 = x[xo + (c + 4 * st) * xs], x[xo + (c + 5 * st) * xs]
+        v6, v7 = x[xo + (c + 6 * st) * xs], x[xo + (c + 7 * st) * xs]
+        m0 = v0 if v0 > m0 else m0
+        m1 = v1 if v1 > m1 else m1
+        m2 = v2 if v2 > m2 else m2
+        m3 = v3 if v3 > m3 else m3
+        m4 = v4 if v4 > m4 else m4
+        m5 = v5 if v5 > m5 else m5
+        m6 = v6 if v6 > m6 else m6
+        m7 = v7 if v7 > m7 else m7
+        c += 8 * st
+    while c < n:
+        v = x[xo + c * xs]
+        m0 = v if v > m0 else m0
+        c += st
+    m0 = m1 if m1 > m0 else m0
+    m2 = m3 if m3 > m2 else m2
+    m4 = m5 if m5 > m4 else m4
+    m6 = m7 if m7 > m6 else m6
+    m0 = m2 if m2 > m0 else m0
+    m4 = m6 if m6 > m4 else m4
+    m = allmax(tm, m4 if m4 > m0 else m0)
+    nan = False
+    for c in range(lane0(tm), n, lanes(tm)):  # a flag: this loop vectorizes
+        nan |= x[xo + c * xs] != x[xo + c * xs]
+    if anyof(tm, nan):
+        m = qnan(m)
+    return m
+
+
+def softmax_row(x, xo, xs, out, oo, os, n, log, acc, tm):
+    """softmax (or log_softmax) of a row: e^(x - m) / sum e^(x - m), m = max x, the sum kept
+    in ``acc``'s type. log_softmax is (x - m) - log(sum): subtracting m first keeps it exact
+    when |m| dwarfs log(sum) (x - (m + log(sum)) rounds m + log(sum) back to m: logits of
+    1e20 gave 0)."""
+    m = row_max(x, xo, xs, n, tm)
+    s = acc
+    for c in range(lane0(tm), n, lanes(tm)):
+        s += fexp(x[xo + c * xs] - m)
+    s = allsum(tm, s)
+    if log:
+        shift(x, xo, xs, out, oo, os, n, m, math.log(s), tm)
+    else:
+        inv = 1.0 / s
+        for c in range(lane0(tm), n, lanes(tm)):
+            out[oo + c * os] = fexp(x[xo + c * xs] - m) * inv
+
+
+# d softmax: gx = y (g - sum g y)
+def softmax_bwd_row(g, go, gs, y, yo, ys, out, oo, os, n, acc, tm):
+    s = acc
+    for c in range(lane0(tm), n, lanes(tm)):
+        s += g[go + c * gs] * y[yo + c * ys]
+    s = allsum(tm, s)
+    for c in range(lane0(tm), n, lanes(tm)):
+        out[oo + c * os] = y[yo + c * ys] * (g[go + c * gs] - s)
+
+
+# d log_softmax: gx = g - e^y sum g
+def log_softmax_bwd_row(g, go, gs, y, yo, ys, out, oo, os, n, acc, tm):
+    s = acc
+    for c in range(lane0(tm), n, lanes(tm)):
+        s += g[go + c * gs]
+    s = allsum(tm, s)
+    for c in range(lane0(tm), n, lanes(tm)):
+        out[oo + c * os] = g[go + c * gs] - fexp(y[yo + c * ys]) * s
+
+
+def logsumexp_row(x, xo, xs, n, out, oo, acc, tm):
+    """out = m + log sum e^(x - m), m = max x (inf-safe; any nan gives nan, as in PyTorch);
+    an empty row gives -inf, the log of an empty sum."""
+    m = row_max(x, xo, xs, n, tm)  # x[xo] exists even for an empty row (see the callers)
+    finite = m == m and m != math.inf and m != -math.inf
+    s = acc
+    for c in range(lane0(tm), n if finite else 0, lanes(tm)):
+        s += fexp(x[xo + c * xs] - m)
+    s = allsum(tm, s)
+    if lead(tm):
+        if n == 0:
+            out[oo] = -math.inf
+        elif finite:
+            out[oo] = m + math.log(s)
+        else:
+            out[oo] = m
+
+
+# ----------------------------------------------------------------------------------------
+# layer norm: per row of x (M, K)
+# ----------------------------------------------------------------------------------------
+
+
+def layer_norm_row(x, xo, xs, gam, gmo, gms, bet, bo, bs, eps, n, out, oo, os, mean, mo, rstd,
+                   ro, acc, tm):
+    """The row's mean and 1/sqrt(var + eps) (two passes, in ``acc``'s type: float64), and
+    the normalized, affine output."""
+    s = acc
+    for k in range(lane0(tm), n, lanes(tm)):
+        s += x[xo + k * xs]
+    mu = allsum(tm, s) / n
+    ss = acc
+    for k in range(lane0(tm), n, lanes(tm)):
+        d = x[xo + k * xs] - mu
+        ss += d * d
+    inv = 1.0 / math.sqrt(allsum(tm, ss) / n + eps)
+    if lead(tm):
+        mean[mo] = mu
+        rstd[ro] = inv
+    for k in range(lane0(tm), n, lanes(tm)):
+        out[oo + k * os] = (x[xo + k * xs] - mu) * inv * gam[gmo + k * gms] + bet[bo + k * bs]
+
+
+# d/dx layer_norm = rstd (g gamma - mean(g gamma) - xhat mean(g gamma xhat)), per row
+def layer_norm_bwd_row(g, go, gs, x, xo, xs, mu, rv, gam, gmo, gms, n, gx, gxo, gxs, acc, tm):
+    s1 = acc
+    s2 = acc
+    for k in range(lane0(tm), n, lanes(tm)):
+        gg = g[go + k * gs] * gam[gmo + k * gms]
+        s1 += gg
+        s2 += gg * (x[xo + k * xs] - mu) * rv
+    s1 = allsum(tm, s1) / n
+    s2 = allsum(tm, s2) / n
+    for k in range(lane0(tm), n, lanes(tm)):
+        xhat = (x[xo + k * xs] - mu) * rv
+        gx[gxo + k * gxs] = rv * (g[go + k * gs] * gam[gmo + k * gms] - s1 - xhat * s2)
+
+
+# ----------------------------------------------------------------------------------------
+# negative log likelihood over class indices: one row of log-probabilities per sample
+# ----------------------------------------------------------------------------------------
+
+
+def nll_row(logp, lo, ls, t, weight, wo, ws, ignore_index, n_c, losses, so, weights, wto):
+    """losses = -w[t] logp[t], weights = w[t] (both 0 when t is ignored); whether t is out of
+    range (then nothing is written). One lane per row."""
+    if t == ignore_index:
+        losses[so] = 0
+        weights[wto] = 0
+        return False
+    if t < 0 or t >= n_c:
+        return True
+    w = weight[wo + t * ws]
+    losses[so] = -w * logp[lo + t * ls]
+    weights[wto] = w
+    return False
+
+
+# d/dlogp nll = -w gl scale at the target, 0 elsewhere
+def nll_bwd_row(gv, t, w, scale, out, oo, os, n_c, tm):
+    v = -w * gv * scale
+    for c in range(lane0(tm), n_c, lanes(tm)):
+        out[oo + c * os] = v if c == t and w != 0 else 0

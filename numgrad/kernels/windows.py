@@ -1,0 +1,79 @@
+"""Window kernels written once for both devices: each function computes one output of a 2-D
+pooling from its window (or routes one output's gradient back), over (N, C, H, W) planes
+given as a flat buffer, the plane's element offset and its row and column strides.
+``numgrad.kernels.cpu.windows`` loops over the outputs (``prange`` over the batch),
+``numgrad.kernels.cuda.windows`` runs one thread per output.
+
+``add_at(a, i, v)`` (a[i] += v; atomic on the GPU) is bound per device. No Numba import
+here.
+"""
+
+import math
+
+
+def add_at(a, i, v):
+    """a[i] += v (the GPU's is atomic: several outputs may route to one input)."""
+    raise NotImplementedError
+
+
+def max_window(x, xo, sy, sx, h, w, oy, ox, kh, kw, sh, sw, ph, pw, dh, dw):
+    """The window's maximum and its flat index in the plane (iy * w + ix), as in PyTorch: the
+    last nan wins, the first maximum wins ties; positions outside the plane (padding) take
+    no part."""
+    best = -math.inf
+    bi = -1
+    for i in range(kh):
+        iy = oy * sh - ph + i * dh
+        if iy < 0 or iy >= h:
+            continue
+        for j in range(kw):
+            ix = ox * sw - pw + j * dw
+            if ix < 0 or ix >= w:
+                continue
+            v = x[xo + iy * sy + ix * sx]
+            if v > best or v != v or bi < 0:
+                best = v
+                bi = iy * w + ix
+    return best, bi
+
+
+def avg_bounds(oy, ox, kh, kw, sh, sw, ph, pw, h, w, count_include_pad, divisor):
+    """The window's rows [hs, he) and columns [ws, we) inside the plane, and its divisor by
+    PyTorch's rules (an override, or the window's size with or without the padding)."""
+    hs = oy * sh - ph
+    ws = ox * sw - pw
+    he = min(hs + kh, h + ph)
+    we = min(ws + kw, w + pw)
+    pool = (he - hs) * (we - ws)
+    hs2 = max(hs, 0)
+    ws2 = max(ws, 0)
+    he2 = min(he, h)
+    we2 = min(we, w)
+    if divisor > 0:
+        d = divisor
+    elif count_include_pad:
+        d = pool
+    else:
+        d = (he2 - hs2) * (we2 - ws2)
+    return hs2, ws2, he2, we2, d
+
+
+def avg_window(x, xo, sy, sx, h, w, oy, ox, kh, kw, sh, sw, ph, pw, count_include_pad, divisor,
+               acc):
+    """The window's mean (the sum kept in ``acc``'s type)."""
+    hs, ws, he, we, d = avg_bounds(oy, ox, kh, kw, sh, sw, ph, pw, h, w, count_include_pad,
+                                   divisor)
+    for iy in range(hs, he):
+        for ix in range(ws, we):
+            acc += x[xo + iy * sy + ix * sx]
+    return acc / d
+
+
+# d/dx max_pool = g routed to the window's argmax: gx.flat[k] += g in a C-contiguous plane
+def max_unpool_one(gv, k, gx, gxo):
+    add_at(gx, gxo + k, gv)
+
+
+# d/dg of max_pool's backward: out = gx.flat[k], a gather from a C-contiguous plane
+def max_gather_one(gx, gxo, k):
+    return gx[gxo + k]
