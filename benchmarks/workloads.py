@@ -409,6 +409,40 @@ def gpt2_build(lib, forward=None, small=False):
     return run
 
 
+# 14 -------------------------------------------------------------------------------------
+def tiny_ops_chain(lib, forward=None, small=False, steps=300, tags=5):
+    """About 10,000 tiny ops, forward and backward: a BiLSTM-CRF's forward algorithm over a
+    300-step sentence with 5 tags (per step and tag: a row of the transitions, one emission
+    element, two adds and a ``logsumexp`` over the 5-vector; the gold path's score by
+    indexing, add, mul, exp and sum). Per-op overhead, not kernels, sets its time (30 steps
+    when small)."""
+    if lib not in ("numgrad", "torch"):
+        return None
+    m = module(lib)
+    steps = 30 if small else steps
+    rng = _rng()
+    feats = m.tensor(rng.standard_normal((steps, tags)), dtype=m.float32, requires_grad=True)
+    trans = m.tensor(rng.standard_normal((tags, tags)), dtype=m.float32, requires_grad=True)
+    gold = [int(t) for t in rng.integers(0, tags, steps)]
+
+    def loss():
+        alpha = trans[0] * 0.0
+        score = feats[0, 0] * 0.0
+        prev = 0
+        for i in range(steps):
+            feat = feats[i]
+            alpha = m.stack([m.logsumexp(alpha + trans[j] + feat[j], 0) for j in range(tags)])
+            tag = gold[i]
+            score = score + trans[tag, prev] + feat[tag] * 1.0 + (feat * 0.01).exp().sum()
+            prev = tag
+        return m.logsumexp(alpha, 0) - score
+    loss = _forward(forward, loss)
+
+    def run():
+        loss().backward()
+    return run
+
+
 WORKLOADS = {
     "1_seeds_5x5": seeds_5x5,
     "2_seeds_2x2": seeds_2x2,
@@ -423,13 +457,14 @@ WORKLOADS = {
     "11_lstm_step": lstm_step,
     "12_encoder_step": encoder_step,
     "13_gpt2_build_124M": gpt2_build,
+    "14_tiny_ops_chain_10k": tiny_ops_chain,
 }
 
 SMALL = ("1_seeds_5x5", "2_seeds_2x2", "3_deep_chain_200x16")
 
 # the model workloads: they take ``small`` (reduced sizes, for CI's smoke run and the tests)
 MODELS = ("8_gpt_step_sdpa", "9_gpt_step_manual", "10_gpt_generate_100", "11_lstm_step",
-          "12_encoder_step", "13_gpt2_build_124M")
+          "12_encoder_step", "13_gpt2_build_124M", "14_tiny_ops_chain_10k")
 
 # workloads with nothing to compile but a model's forward (or nothing at all: a model's
 # construction): no whole-step compiled variant

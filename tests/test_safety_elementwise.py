@@ -256,3 +256,20 @@ def test_integer_inplace_records_no_gradient():
     i = ng.tensor(4)
     i.copy_(ng.tensor(0.3, requires_grad=True))
     assert not i.requires_grad and i.item() == 0
+
+
+@requires_torch
+@pytest.mark.parametrize("call", [
+    "L.sub(2, x, alpha=3)", "L.add(2, u, alpha=2)", "L.add(2.5, u, alpha=2)",
+    "L.div(7, u, rounding_mode='floor')", "L.div(-7, x, rounding_mode='trunc')",
+    "L.logical_and(2, x)", "L.logical_or(x, 0)", "L.maximum(1.5, x)", "L.eq(u, 2.5)",
+    "L.add(u, True, alpha=2.5)", "L.sub(True, b)", "L.div(u, u)", "L.lt(u, 2.5)",
+])
+def test_number_operands_of_declared_arithmetic_match_pytorch(call):
+    """The promotion layer's number operands: a number first (with alpha or rounding_mode),
+    Python scalars of each category against uint8, int64, bool and float tensors."""
+    def make(L):
+        return {"L": L, "x": L.tensor([-2.5, 0.0, 3.0]), "u": L.tensor([1, 2, 3], dtype=L.uint8),
+                "b": L.tensor([True, False])}
+    assert _outcome(ng, lambda L: eval(call, make(L))) == \
+        _outcome(torch, lambda L: eval(call, make(L)))

@@ -15,7 +15,6 @@ import warnings
 import numpy as np
 
 from numgrad import _arrays, _dtype
-from numgrad._compile import tape as _tape
 from numgrad._shape import broadcast_shapes
 from numgrad.autograd.graph import Node
 from numgrad.ops._util import (
@@ -27,18 +26,18 @@ from numgrad.ops._util import (
     attach,
     dtype_of,
     edge,
-    float_type,
     is_scalar,
     meta_for,
     needs_grad,
     scalar_value,
     state,
 )
+from numgrad.ops.promote import as_tensor as _as_t
+from numgrad.ops.promote import binary
+from numgrad.ops.promote import coerce as _coerce
+from numgrad.ops.promote import scalar_tensor as _scalar_tensor
 from numgrad.ops.registry import REGISTRY, declare, inplace_of, make_node, write_out
 from numgrad.ops.registry import flat1 as _flat1
-from numgrad.ops.registry import flat2 as _flat2
-
-_ND = np.ndarray  # data of any other class is on the GPU
 
 # ========================================================================================
 # generic launchers
@@ -76,12 +75,6 @@ def _record(out, node, inputs, shape, dt):
 def _check_tensor(x, fn):
     if not isinstance(x, Tensor):
         raise TypeError(f"{fn}(): argument 'input' (position 1) must be Tensor, not "
-                        f"{type(x).__name__}")
-
-
-def _check_other(x, fn):
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{fn}(): argument 'other' (position 2) must be Tensor, not "
                         f"{type(x).__name__}")
 
 
@@ -240,198 +233,11 @@ class ClampBackward0(Node):
 
 
 # ========================================================================================
-# binary arithmetic
+# binary arithmetic: declarations over the promotion and Python-scalar layer (ops.promote)
 # ========================================================================================
 
 
-def _scalar_binary(x, s, scalar_kernel, node_cls, saved, dt=None):
-    """Tensor (op) Python number, computed in PyTorch's promoted dtype."""
-    xd = x._data
-    if xd.dtype.kind == "f" and s.__class__ in (float, int) and xd.flags.c_contiguous:
-        out = _wrap(_flat1(scalar_kernel, xd, float(s), 0.0))
-        if node_cls is not None and state.enabled and x._requires_grad:
-            attach(out, node_cls((edge(x), NO_EDGE), saved))
-        return out
-    if dt is None:
-        dt = _dtype.result_type(x, s)
-    r = _unary(scalar_kernel, x, dt, scalar_value(s, dt))
-    out = _wrap(r)
-    if node_cls is not None and state.enabled and x._requires_grad:
-        node = node_cls((edge(x), NO_EDGE), saved)
-        if x._data.dtype != dt.np:
-            node._meta = ((x._data.shape, dtype_of(x)), None)
-        attach(out, node)
-    return out
-
-
-def _tensor_binary(a, b, kernel, node_cls, saved_fn, p=0.0):
-    ad, bd = a._data, b._data
-    if (ad.dtype is bd.dtype and ad.shape == bd.shape and ad.flags.c_contiguous
-            and bd.flags.c_contiguous):
-        out = _wrap(_flat2(kernel, ad, bd, p, 0.0))
-        if state.enabled and (a._requires_grad or b._requires_grad):
-            attach(out, node_cls((edge(a), edge(b)), saved_fn(a, b)))
-        return out
-    dt = _dtype.result_type(a, b)
-    r, shape = _bin_out(kernel, a, b, dt, dt, p)
-    out = _wrap(r)
-    if state.enabled and (a._requires_grad or b._requires_grad):
-        _record(out, node_cls((edge(a), edge(b)), saved_fn(a, b)), (a, b), shape, dt)
-    return out
-
-
-def _coerce(other, opname):
-    if other.__class__ is int and not -2**63 <= other < 2**64:
-        _dtype.check_int(other)
-    if isinstance(other, Tensor) or is_scalar(other):
-        return other
-    if isinstance(other, (np.ndarray, list, tuple)):
-        from numgrad._factories import tensor
-        return tensor(other)
-    raise TypeError(f"{opname}(): argument 'other' (position 2) must be Tensor, not "
-                    f"{type(other).__name__}")
-
-
-class AddBackward0(Node):
-    __slots__ = ()
-    _names_of_saved = ("alpha",)
-    _meta_only = True
-
-    # d/da (a + alpha b) = 1, d/db = alpha
-    def _backward(self, g):
-        alpha = self._saved[0]
-        gb = None
-        if self.next_functions[1][0] is not None:
-            gb = g if alpha == 1 else mul(g, alpha)
-        return (g, gb)
-
-
-class SubBackward0(Node):
-    __slots__ = ()
-    _names_of_saved = ("alpha",)
-    _meta_only = True
-
-    # d/da (a - alpha b) = 1, d/db = -alpha
-    def _backward(self, g):
-        alpha = self._saved[0]
-        gb = None
-        if self.next_functions[1][0] is not None:
-            gb = neg(g) if alpha == 1 else mul(g, -alpha)
-        return (g, gb)
-
-
-class RsubBackward1(Node):
-    __slots__ = ()
-    _meta_only = True
-
-    # d/dx (s - x) = -1
-    def _backward(self, g):
-        return (neg(g),)
-
-
-class MulBackward0(Node):
-    __slots__ = ()
-    _names_of_saved = ("self", "other")
-
-    # d/da (a b) = b, d/db = a
-    def _backward(self, g):
-        a, b = self._saved
-        na, nb = self.next_functions
-        return (mul(g, b) if na[0] is not None else None,
-                mul(g, a) if nb[0] is not None else None)
-
-
-class DivBackward0(Node):
-    __slots__ = ()
-    _names_of_saved = ("self", "other")
-
-    # d/da (a / b) = 1 / b, d/db = -a / b^2
-    def _backward(self, g):
-        a, b = self._saved
-        na, nb = self.next_functions
-        ga = div(g, b) if na[0] is not None else None
-        gb = None
-        if nb[0] is not None:
-            gb = _div_other_backward(g, a, b)
-        return (ga, gb)
-
-
-def _div_other_backward(g, a, b):
-    """-g a / b^2: one fused kernel, or differentiable ops when a graph is recorded."""
-    if state.enabled and (g._requires_grad or a._requires_grad or b._requires_grad):
-        return neg(div(mul(g, a), mul(b, b)))
-    dt = dtype_of(b)
-    shape = broadcast_shapes(broadcast_shapes(g._data.shape, a._data.shape), b._data.shape)
-    return _wrap(EW.ternary(EW.div_bwd_other, as_type(g, dt), as_type(a, dt), b._data, dt.np,
-                            shape))
-
-
-def _alpha(alpha, input, other, fname):
-    """A non-int ``alpha`` checked as PyTorch checks it (a number; a float only for float
-    results, a bool only for bool results)."""
-    if isinstance(alpha, Tensor):
-        alpha = alpha.item()
-    if not is_scalar(alpha):
-        raise TypeError(f"{fname}(): argument 'alpha' must be Number, not {type(alpha).__name__}")
-    dt = _dtype.result_type(input, other)
-    if isinstance(alpha, (bool, np.bool_)):
-        if dt is not _dtype.bool_:
-            raise RuntimeError("Boolean alpha only supported for Boolean results.")
-    elif isinstance(alpha, (float, np.floating)) and dt._kind != 2:
-        raise RuntimeError("For integral input tensors, argument alpha must not be a floating "
-                           "point number.")
-    return alpha
-
-
-@declare(nodes=("AddBackward0",))
-def add(input, other, *, alpha=1, out=None):
-    """input + alpha * other (``AddBackward0``)."""
-    if out is not None:
-        return write_out(add, out, input, other, alpha=alpha)
-    if other.__class__ is not Tensor:
-        other = _coerce(other, "add")
-    if alpha.__class__ is not int:
-        alpha = _alpha(alpha, input, other, "add")
-    if not isinstance(input, Tensor):
-        return add(other, input, alpha=1) if alpha == 1 else add(_as_t(input), other, alpha=alpha)
-    if is_scalar(other):
-        return _scalar_binary(input, other * alpha, EW.add_s, AddBackward0, (alpha,),
-                              _dtype.result_type(input, other))
-    if alpha == 1:
-        return _tensor_binary(input, other, EW.add, AddBackward0, _alpha1)
-    return _tensor_binary(input, other, EW.add_scaled, AddBackward0, lambda a, b: (alpha,), alpha)
-
-
-def _alpha1(a, b):
-    return (1,)
-
-
-def _as_t(v):
-    from numgrad._factories import tensor
-    return tensor(v)
-
-
-@declare(nodes=("SubBackward0",), aliases=("subtract",))
-def sub(input, other, *, alpha=1, out=None):
-    """input - alpha * other (``SubBackward0``)."""
-    if out is not None:
-        return write_out(sub, out, input, other, alpha=alpha)
-    if other.__class__ is not Tensor:
-        other = _coerce(other, "sub")
-    if alpha.__class__ is not int:
-        alpha = _alpha(alpha, input, other, "sub")
-    if not isinstance(input, Tensor):
-        return rsub(other, input)
-    if other.__class__ is not Tensor or input._data.dtype.kind == "b" or \
-            other._data.dtype.kind == "b":
-        _sub_check(input, other)
-    if is_scalar(other):
-        return _scalar_binary(input, other * alpha, EW.sub_s, SubBackward0, (alpha,),
-                              _dtype.result_type(input, other))
-    if alpha == 1:
-        return _tensor_binary(input, other, EW.sub, SubBackward0, _alpha1)
-    return _tensor_binary(input, other, EW.add_scaled, SubBackward0, lambda a, b: (alpha,),
-                          -alpha)
+_IN_PLACE = ("function", "method", "inplace")  # variants of the ops with an in-place form
 
 
 def _sub_check(a, b):
@@ -444,6 +250,75 @@ def _sub_check(a, b):
             "`^` or `logical_xor()` operator instead." if ab and bb else
             "Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
             "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+
+
+def _add_number_first(a, b, alpha):
+    return add(b, a) if alpha == 1 else add(_number_first(a, b), b, alpha=alpha)
+
+
+@binary(node="AddBackward0", kernel="add", scalar_kernel="add_s", alpha=1, variants=_IN_PLACE,
+        number_first=_add_number_first, grad={
+            # d/da (a + alpha b) = 1
+            "self": lambda grad: grad,
+            # d/db (a + alpha b) = alpha
+            "other": lambda grad, alpha: grad if alpha == 1 else mul(grad, alpha)})
+def add():
+    """input + alpha * other (``AddBackward0``)."""
+
+
+@binary(node="SubBackward0", kernel="sub", scalar_kernel="sub_s", alpha=-1, check=_sub_check,
+        variants=_IN_PLACE, aliases=("subtract",),
+        number_first=lambda a, b, alpha: rsub(b, a, alpha=alpha), grad={
+            # d/da (a - alpha b) = 1
+            "self": lambda grad: grad,
+            # d/db (a - alpha b) = -alpha
+            "other": lambda grad, alpha: neg(grad) if alpha == 1 else mul(grad, -alpha)})
+def sub():
+    """input - alpha * other (``SubBackward0``)."""
+
+
+@binary(node="MulBackward0", kernel="mul", scalar_kernel="mul_s", variants=_IN_PLACE,
+        aliases=("multiply",), number_first=lambda a, b, alpha: mul(b, a),
+        saves=("self", "other"), grad={
+            # d/da (a b) = b
+            "self": lambda grad, other: mul(grad, other),
+            # d/db (a b) = a
+            "other": lambda grad, self: mul(grad, self)})
+def mul():
+    """Elementwise product (``MulBackward0``)."""
+
+
+@binary(node="DivBackward0", kernel="div", scalar_kernel="div_s", result="float",
+        variants=_IN_PLACE, aliases=("divide", "true_divide"), nodes=("DivBackward2",),
+        number_first=lambda a, b, alpha: mul(reciprocal(b), a),
+        rounding=lambda a, b, mode: _div_rounded(_number_first(a, b), b, mode),
+        saves=("self", "other"), grad={
+            # d/da (a / b) = 1 / b
+            "self": lambda grad, other: div(grad, other),
+            # d/db (a / b) = -a / b^2
+            "other": lambda grad, self, other: _div_other_backward(grad, self, other)})
+def div():
+    """True division (``DivBackward0``); integers divide as floats; ``rounding_mode``
+    "trunc" or "floor" rounds (``DivBackward2``)."""
+
+
+def _div_other_backward(g, a, b):
+    """-g a / b^2: one fused kernel, or differentiable ops when a graph is recorded."""
+    if state.enabled and (g._requires_grad or a._requires_grad or b._requires_grad):
+        return neg(div(mul(g, a), mul(b, b)))
+    dt = dtype_of(b)
+    shape = broadcast_shapes(broadcast_shapes(g._data.shape, a._data.shape), b._data.shape)
+    return _wrap(EW.ternary(EW.div_bwd_other, as_type(g, dt), as_type(a, dt), b._data, dt.np,
+                            shape))
+
+
+class RsubBackward1(Node):
+    __slots__ = ()
+    _meta_only = True
+
+    # d/dx (s - x) = -1
+    def _backward(self, g):
+        return (neg(g),)
 
 
 @declare(nodes=("RsubBackward1", "SubBackward0"))
@@ -460,68 +335,6 @@ def rsub(input, other, *, alpha=1):
             attach(out, RsubBackward1((edge(x),)))
         return out
     return sub(other, input, alpha=alpha)
-
-
-@declare(nodes=("MulBackward0",), aliases=("multiply",))
-def mul(input, other, *, out=None):
-    """Elementwise product (``MulBackward0``)."""
-    if out is not None:
-        return write_out(mul, out, input, other)
-    if other.__class__ is not Tensor:
-        other = _coerce(other, "mul")
-    if not isinstance(input, Tensor):
-        return mul(other, input)
-    if is_scalar(other):
-        return _scalar_binary(input, other, EW.mul_s, MulBackward0, (None, other))
-    return _tensor_binary(input, other, EW.mul, MulBackward0, _mul_saved)
-
-
-def _mul_saved(a, b):
-    # save only what the other input's gradient needs
-    return (a if b._requires_grad else None, b if a._requires_grad else None)
-
-
-@declare(nodes=("DivBackward0", "DivBackward2"),
-         aliases=("divide", "true_divide"))
-def div(input, other, *, rounding_mode=None, out=None):
-    """True division (``DivBackward0``); integers divide as floats."""
-    if out is not None:
-        return write_out(div, out, input, other, rounding_mode=rounding_mode)
-    if other.__class__ is not Tensor:
-        other = _coerce(other, "div")
-    if not isinstance(input, Tensor):
-        return mul(reciprocal(other), input)
-    if rounding_mode is not None:
-        return _div_rounded(input, other, rounding_mode)
-    if is_scalar(other):
-        dt = float_type(_dtype.result_type(input, other))
-        r = _unary(EW.div_s, input, dt, float(other))
-        out = _wrap(r)
-        if state.enabled and input._requires_grad:
-            node = DivScalarBackward((edge(input), NO_EDGE), (None, other))
-            if input._data.dtype != dt.np:
-                node._meta = ((input._data.shape, dtype_of(input)), None)
-            attach(out, node)
-        return out
-    dt = float_type(_dtype.result_type(input, other))
-    r, shape = _bin_out(EW.div, input, other, dt, dt)
-    out = _wrap(r)
-    if state.enabled and (input._requires_grad or other._requires_grad):
-        saved = (input if other._requires_grad else None, other)
-        _record(out, DivBackward0((edge(input), edge(other)), saved), (input, other), shape, dt)
-    return out
-
-
-class DivScalarBackward(Node):
-    __slots__ = ()
-    _names_of_saved = ("self", "other")
-
-    # d/dx (x / s) = 1 / s
-    def _backward(self, g):
-        return (div(g, self._saved[1]), None)
-
-
-DivScalarBackward.__name__ = DivScalarBackward.__qualname__ = "DivBackward0"
 
 
 def _has_zero(b):
@@ -733,6 +546,8 @@ inplace_of("round")(_round_method("round_"))
 
 def _number_first(v, other):
     """A number left operand (``2 // x``) as a 0-dim tensor of the op's result dtype."""
+    if isinstance(v, Tensor):
+        return v
     return _scalar_tensor(v, _dtype.result_type(v, other)) if is_scalar(v) else _as_t(v)
 
 
@@ -893,30 +708,6 @@ def _rpow(x, base):
 # ---- maximum / minimum ------------------------------------------------------------------
 
 
-class MaximumBackward0(Node):
-    __slots__ = ()
-    _names_of_saved = ("self", "other")
-
-    # d/da max(a, b) = [a > b] + [a == b]/2, and symmetrically for b
-    def _backward(self, g):
-        a, b = self._saved
-        na, nb = self.next_functions
-        return (_tie_grad(EW.maximum_bwd_a, g, a, b) if na[0] is not None else None,
-                _tie_grad(EW.maximum_bwd_a, g, b, a) if nb[0] is not None else None)
-
-
-class MinimumBackward0(Node):
-    __slots__ = ()
-    _names_of_saved = ("self", "other")
-
-    # d/da min(a, b) = [a < b] + [a == b]/2, and symmetrically for b
-    def _backward(self, g):
-        a, b = self._saved
-        na, nb = self.next_functions
-        return (_tie_grad(EW.minimum_bwd_a, g, a, b) if na[0] is not None else None,
-                _tie_grad(EW.minimum_bwd_a, g, b, a) if nb[0] is not None else None)
-
-
 def _tie_grad(kernel, g, a, b):
     dt = dtype_of(g)
     shape = broadcast_shapes(broadcast_shapes(g._data.shape, a._data.shape), b._data.shape)
@@ -928,20 +719,22 @@ def _tie_grad(kernel, g, a, b):
     return _wrap(EW.ternary(kernel, g._data, as_type(a, dt), as_type(b, dt), dt.np, shape))
 
 
-@declare(nodes=("MaximumBackward0",))
-def maximum(input, other):
-    if other.__class__ is not Tensor:
-        _check_tensor(input, "maximum")
-        _check_other(other, "maximum")
-    return _tensor_binary(input, other, EW.maximum, MaximumBackward0, lambda a, b: (a, b))
+@binary(node="MaximumBackward0", kernel="maximum", saves=("self", "other"), grad={
+    # d/da max(a, b) = [a > b] + [a == b]/2
+    "self": lambda grad, self, other: _tie_grad(EW.maximum_bwd_a, grad, self, other),
+    # d/db max(a, b) = [b > a] + [a == b]/2
+    "other": lambda grad, self, other: _tie_grad(EW.maximum_bwd_a, grad, other, self)})
+def maximum():
+    """The larger of two tensors' elements, NaN if either is (``MaximumBackward0``)."""
 
 
-@declare(nodes=("MinimumBackward0",))
-def minimum(input, other):
-    if other.__class__ is not Tensor:
-        _check_tensor(input, "minimum")
-        _check_other(other, "minimum")
-    return _tensor_binary(input, other, EW.minimum, MinimumBackward0, lambda a, b: (a, b))
+@binary(node="MinimumBackward0", kernel="minimum", saves=("self", "other"), grad={
+    # d/da min(a, b) = [a < b] + [a == b]/2
+    "self": lambda grad, self, other: _tie_grad(EW.minimum_bwd_a, grad, self, other),
+    # d/db min(a, b) = [b < a] + [a == b]/2
+    "other": lambda grad, self, other: _tie_grad(EW.minimum_bwd_a, grad, other, self)})
+def minimum():
+    """The smaller of two tensors' elements, NaN if either is (``MinimumBackward0``)."""
 
 
 # ========================================================================================
@@ -949,44 +742,52 @@ def minimum(input, other):
 # ========================================================================================
 
 
-def _compare(name, tensor_kernel, scalar_kernel):
-    def op(input, other):
-        other = _coerce(other, name)
-        if not isinstance(input, Tensor):
-            input = _as_t(input)
-        if is_scalar(other):
-            dt = _dtype.result_type(input, other)
-            return _wrap(EW.unary(getattr(EW, scalar_kernel), as_type(input, dt), np.bool_,
-                                  scalar_value(other, dt)))
-        dt = _dtype.result_type(input, other)
-        r, _ = _bin_out(getattr(EW, tensor_kernel), input, other, dt, _dtype.bool_)
-        return _wrap(r)
-    op.__name__ = op.__qualname__ = name
-    return op
+# computed in the promoted dtype, stored as bool
 
 
-eq = declare("eq")(_compare("eq", "eq", "eq_s"))
-ne = declare("ne", aliases=("not_equal",))(_compare("ne", "ne", "ne_s"))
-lt = declare("lt", aliases=("less",))(_compare("lt", "lt", "lt_s"))
-le = declare("le", aliases=("less_equal",))(_compare("le", "le", "le_s"))
-gt = declare("gt", aliases=("greater",))(_compare("gt", "gt", "gt_s"))
-ge = declare("ge", aliases=("greater_equal",))(_compare("ge", "ge", "ge_s"))
+@binary(kernel="eq", scalar_kernel="eq_s", result="bool")
+def eq():
+    """input == other (a bool tensor)."""
 
 
-def _logical(name):
-    def op(input, other):
-        _check_tensor(input, name)
-        _check_other(other, name)
-        dt = _dtype.result_type(input, other)
-        r, _ = _bin_out(getattr(EW, name), input, other, dt, _dtype.bool_)
-        return _wrap(r)
-    op.__name__ = op.__qualname__ = name
-    return op
+@binary(kernel="ne", scalar_kernel="ne_s", result="bool", aliases=("not_equal",))
+def ne():
+    """input != other (a bool tensor)."""
 
 
-logical_and = declare("logical_and")(_logical("logical_and"))
-logical_or = declare("logical_or")(_logical("logical_or"))
-logical_xor = declare("logical_xor")(_logical("logical_xor"))
+@binary(kernel="lt", scalar_kernel="lt_s", result="bool", aliases=("less",))
+def lt():
+    """input < other (a bool tensor)."""
+
+
+@binary(kernel="le", scalar_kernel="le_s", result="bool", aliases=("less_equal",))
+def le():
+    """input <= other (a bool tensor)."""
+
+
+@binary(kernel="gt", scalar_kernel="gt_s", result="bool", aliases=("greater",))
+def gt():
+    """input > other (a bool tensor)."""
+
+
+@binary(kernel="ge", scalar_kernel="ge_s", result="bool", aliases=("greater_equal",))
+def ge():
+    """input >= other (a bool tensor)."""
+
+
+@binary(kernel="logical_and", result="bool")
+def logical_and():
+    """Both elements nonzero (a bool tensor)."""
+
+
+@binary(kernel="logical_or", result="bool")
+def logical_or():
+    """Either element nonzero (a bool tensor)."""
+
+
+@binary(kernel="logical_xor", result="bool")
+def logical_xor():
+    """Exactly one element nonzero (a bool tensor)."""
 
 
 @declare()
@@ -1114,15 +915,6 @@ def where(condition, input=None, other=None):
                               (condition,))
         _record(out, node, (a if a_t else None, b if b_t else None), shape, dt)
     return out
-
-
-def _scalar_tensor(v, dt):
-    """Number ``v`` as a 0-dim tensor of ``dt``; an integer wraps into the dtype's range, as
-    PyTorch casts it (-3 as uint8 is 253)."""
-    v = scalar_value(v, dt)
-    if dt._kind == 1:
-        return _wrap(_tape.constant(np.array(v, np.int64).astype(dt.np)))
-    return _wrap(_tape.constant(np.full((), v, dt.np)))
 
 
 # declared ops (numgrad.ops.unary) that the rules above, and other modules as ew.<name>, call

@@ -33,7 +33,7 @@ from numgrad.ops._util import (
     is_scalar,
     state,
 )
-from numgrad.ops.registry import declare, inplace_of
+from numgrad.ops.registry import REGISTRY, declare, inplace_of
 
 LEAF = "a leaf Variable that requires grad is being used in an in-place operation."
 VIEW_OF_LEAF = ("a view of a leaf Variable that requires grad is being used in an in-place "
@@ -452,72 +452,6 @@ def copy_(self, src, non_blocking=False):
     return apply_(self, _copied, src, raw=_raw_copy)
 
 
-def _raw_binary(kernel_name, scalar_kernel_name):
-    def raw(t, other, alpha=None):
-        td = dtype_of(t)
-        rd = _dtype.result_type(t, other)
-        if rd._kind > td._kind:
-            raise RuntimeError(
-                f"result type {rd._legacy} can't be cast to the desired output type "
-                f"{td._legacy}")
-        a = t._data
-        if isinstance(other, Tensor):
-            b = other._data
-            from numgrad._shape import broadcast_shapes
-            if broadcast_shapes(a.shape, b.shape) != a.shape:
-                raise RuntimeError(
-                    f"output with shape {list(a.shape)} doesn't match the broadcast shape "
-                    f"{list(broadcast_shapes(a.shape, b.shape))}")
-            if alpha is not None and alpha != 1:
-                EW.binary(EW.add_scaled, a, _arrays.astype(b, a.dtype), a.dtype, a.shape,
-                          alpha if kernel_name == "add" else -alpha, out=a)
-                return
-            EW.binary(getattr(EW, kernel_name), a, _arrays.astype(b, a.dtype), a.dtype,
-                      a.shape, out=a)
-        else:
-            v = other if alpha is None else other * alpha
-            v = float(v) if a.dtype.kind == "f" else int(v)
-            EW.unary(getattr(EW, scalar_kernel_name), a, a.dtype, v, out=a)
-    return raw
-
-
-_RAW = {name: _raw_binary(name, name + "_s") for name in ("add", "sub", "mul", "div")}
-
-
-@inplace_of("add")
-def add_(self, other, *, alpha=1):
-    if alpha.__class__ is not int:
-        alpha = ew._alpha(alpha, self, other, "add_")
-    op = (lambda x, y: ew.add(x, y, alpha=alpha)) if alpha != 1 else ew.add
-    raw = _RAW["add"] if alpha == 1 else (lambda t, o: _RAW["add"](t, o, alpha))
-    return apply_(self, op, other, raw=raw)
-
-
-@inplace_of("sub")
-def sub_(self, other, *, alpha=1):
-    ew._sub_check(self, other)
-    if alpha.__class__ is not int:
-        alpha = ew._alpha(alpha, self, other, "sub_")
-    op = (lambda x, y: ew.sub(x, y, alpha=alpha)) if alpha != 1 else ew.sub
-    raw = _RAW["sub"] if alpha == 1 else (lambda t, o: _RAW["sub"](t, o, alpha))
-    return apply_(self, op, other, raw=raw)
-
-
-@inplace_of("mul")
-def mul_(self, other):
-    return apply_(self, ew.mul, other, raw=_RAW["mul"])
-
-
-@inplace_of("div")
-def div_(self, other, *, rounding_mode=None):
-    if rounding_mode is not None:
-        return apply_(self, lambda x, y: ew.div(x, y, rounding_mode=rounding_mode), other)
-    if self._data.dtype.kind != "f":
-        raise RuntimeError(
-            f"result type Float can't be cast to the desired output type {dtype_of(self)._legacy}")
-    return apply_(self, ew.div, other, raw=_RAW["div"])
-
-
 class MaskedFillBackward0(Node):
     __slots__ = ()
 
@@ -611,8 +545,9 @@ random_ = inplace_of("random")(_random_(_random_draw))
 
 
 # Python's in-place operators and item assignment (the named in-place methods come from the
-# registry)
+# registry; ``add_`` and the other arithmetic ones from its promotion layer, ``ops.promote``)
 METHODS = {
-    "__iadd__": add_, "__isub__": sub_, "__imul__": mul_, "__itruediv__": div_,
+    "__iadd__": REGISTRY["add"].inplace_fn, "__isub__": REGISTRY["sub"].inplace_fn,
+    "__imul__": REGISTRY["mul"].inplace_fn, "__itruediv__": REGISTRY["div"].inplace_fn,
     "__setitem__": setitem,
 }
