@@ -8,6 +8,7 @@ background worker.
 
     python benchmarks/cold_start.py [--repeat 3] [--args "--epochs 1" ...] [--numgrad-path DIR]
         [--no-background]
+    python benchmarks/cold_start.py --model gpt   # the GPT's first training step instead
     python benchmarks/cold_start.py --record   # rewrite numgrad/_common_kernels.py
 
 "numgrad cold" runs with a new, empty NUMGRAD_CACHE_DIR; its background compile worker (see
@@ -35,6 +36,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 DIGITS = os.path.join(ROOT, "numgrad", "examples", "digits.py")
 COMMON = os.path.join(ROOT, "numgrad", "_common_kernels.py")
+FIRST_STEP = os.path.join(HERE, "first_step.py")
 
 TORCH_IMPORTS = {"import numgrad as torch\n": "import torch\n",
                  "from numgrad import nn\n": "from torch import nn\n",
@@ -103,12 +105,18 @@ def prebuild(numgrad_path, out):
     return dest, time.perf_counter() - t0
 
 
-def measure(args, repeat, numgrad_path, background, out, prebuilt):
-    torch_py = torch_script(out)
-    extra = shlex.split(args) + ["--out", out]
+def measure(args, repeat, numgrad_path, background, out, prebuilt, model=None):
+    """The rows of one command: the digits example with ``args``, or with ``model`` (gpt,
+    lstm) the first training step of that benchmark model (``first_step.py``)."""
+    if model:
+        ng_cmd = [sys.executable, FIRST_STEP, "numgrad", model]
+        torch_cmd = [sys.executable, FIRST_STEP, "torch", model]
+    else:
+        extra = shlex.split(args) + ["--out", out]
+        ng_cmd = [sys.executable, "-m", "numgrad.examples.digits", *extra]
+        torch_cmd = [sys.executable, torch_script(out), *extra]
     rows = {"installed": [], "numgrad cold": [], "numgrad warm": [], "PyTorch": [],
             "worker after exit": []}
-    ng_cmd = [sys.executable, "-m", "numgrad.examples.digits", *extra]
     for _ in range(repeat):
         if prebuilt:
             cache = tempfile.mkdtemp(prefix="numgrad-installed-")
@@ -127,7 +135,7 @@ def measure(args, repeat, numgrad_path, background, out, prebuilt):
             wait_for_worker(cache, env)
         finally:
             shutil.rmtree(cache, ignore_errors=True)
-        rows["PyTorch"].append(timed([sys.executable, torch_py, *extra], _env(None)))
+        rows["PyTorch"].append(timed(torch_cmd, _env(None)))
     return rows
 
 
@@ -139,7 +147,10 @@ def fmt(times):
 
 # --- recording the common kernels --------------------------------------------------------------
 
-RECORD = """
+# then the first training step of these models (``workloads.py``)
+MODEL_STEPS = ("8_gpt_step_sdpa", "12_encoder_step", "11_lstm_step")
+
+RECORD = f"BENCHMARKS, MODEL_STEPS = {HERE!r}, {MODEL_STEPS!r}\n" + """
 import json, sys
 from numba.core import event
 
@@ -162,6 +173,13 @@ class Listener(event.Listener):
 event.register("numba:compile", Listener())
 from numgrad import __main__ as demo
 demo.main(sys.argv[1:])
+# then the first training step of the benchmark models: a transformer (the GPT, then
+# nn.TransformerEncoder) and the char-LSTM, at their benchmark sizes (the sizes pick serial
+# or multithreaded kernels)
+sys.path.insert(0, BENCHMARKS)
+import workloads
+for name in MODEL_STEPS:
+    workloads.WORKLOADS[name]("numgrad")()
 out = []
 for dispatcher, sig in compiled:
     text = _background.describe_signature(sig)
@@ -180,8 +198,9 @@ print(json.dumps([e for e in json.loads(sys.argv[1]) if _jit.find(e[0], e[1]) is
 
 def record(out):
     """The kernels the demo (``python -m numgrad``: the tutorial part, then the digits example's
-    MLP and CNN, one epoch each) compiles on a cold cache, in the order it first calls them,
-    as numgrad/_common_kernels.py."""
+    MLP and CNN, one epoch each) and then the first training step of the benchmark GPT,
+    TransformerEncoder and char-LSTM (``workloads.py``) compile on a cold cache, in the order
+    they first call them, as numgrad/_common_kernels.py."""
     cache = tempfile.mkdtemp(prefix="numgrad-record-")
     try:
         env = _env(ROOT, cache, background=False)
@@ -212,6 +231,8 @@ def main():
     parser.add_argument("--numgrad-path", default=ROOT)
     parser.add_argument("--no-background", action="store_true")
     parser.add_argument("--record", action="store_true")
+    parser.add_argument("--model", choices=("gpt", "lstm"),
+                        help="time a benchmark model's first training step instead")
     opts = parser.parse_args()
     out = tempfile.mkdtemp(prefix="numgrad-cold-out-")
     try:
@@ -226,10 +247,11 @@ def main():
         print("| command | numgrad, first run after install | numgrad, nothing prebuilt | "
               "numgrad warm | PyTorch | worker busy after exit (nothing prebuilt) |")
         print("|---|---|---|---|---|---|")
-        for args in opts.args or ["", "--epochs 1"]:
+        for args in [None] if opts.model else opts.args or ["", "--epochs 1"]:
             rows = measure(args, opts.repeat, opts.numgrad_path, not opts.no_background, out,
-                           prebuilt)
-            cmd = textwrap.shorten(f"digits.py {args}".strip(), 60)
+                           prebuilt, opts.model)
+            cmd = (f"first_step.py {opts.model}" if opts.model
+                   else textwrap.shorten(f"digits.py {args}".strip(), 60))
             print(f"| `{cmd}` | {fmt(rows['installed'])} | {fmt(rows['numgrad cold'])} | "
                   f"{fmt(rows['numgrad warm'])} | {fmt(rows['PyTorch'])} | "
                   f"{fmt(rows['worker after exit'])} |", flush=True)

@@ -1,12 +1,14 @@
 # ruff: noqa: E501 - generated, one kernel a line
-"""The kernels most programs compile first: the tutorials' float32 autograd, and float32
-training of an MLP and a small CNN.
+"""The kernels most programs compile first: the tutorials' float32 autograd, float32
+training of an MLP and a small CNN, and the first training step of a GPT, a
+TransformerEncoder and a char-LSTM.
 
 ``pip install`` compiles them for the machine it installs on (``numgrad._prebuild``), and
 ``numgrad._background`` compiles them in a background process when a program starts on a cold
 kernel cache without those. Written by ``python benchmarks/cold_start.py --record`` (the
 kernels the demo, ``python -m numgrad``, compiles: its tutorial part, then the digits example,
-in the order it first calls them); an entry whose kernel no longer exists is skipped.
+then the first step of the benchmark GPT, encoder and LSTM, in the order they first call them);
+an entry whose kernel no longer exists is skipped.
 """
 
 KERNELS = (
@@ -17,9 +19,7 @@ KERNELS = (
     ('numgrad.kernels.cpu.reduction', 'sum_3d', 'float32[:, :, ::1], float32[:, ::1], float64'),
     ('numgrad.kernels.cpu.elementwise', 'fill_scaled', 'float32[::1], float32[::1], float64'),
     ('numgrad.kernels.cpu.elementwise', 'b_flat__add', 'float32[::1], float32[::1], float32[::1], float64, float64'),
-    ('numgrad.kernels.cpu.random', 'next_u32', 'uint32[::1], uint32[::1]'),
     ('numgrad.kernels.cpu.random', 'fill_uniform32', 'uint32[::1], float32[::1], float64, float64'),
-    ('numgrad.kernels.cpu.random', 'fill_normal32', 'uint32[::1], float32[::1], float64, float64'),
     ('numgrad.kernels.cpu.elementwise', 'u_flat__pow_s', 'float32[::1], float32[::1], float64, float64'),
     ('numgrad.kernels.cpu.elementwise', 'b_flat__pow_s_bwd', 'float32[::1], float32[::1], float32[::1], int64, float64'),
     ('numgrad.kernels.cpu.elementwise', 'u_flat__copy', 'float32[::1], float32[::1], float64, float64'),
@@ -27,6 +27,7 @@ KERNELS = (
     ('numgrad.kernels.cpu.random', 'normal_pairs', 'float64[::1], float64[::1]'),
     ('numgrad.kernels.cpu.random', 'scale_shift', 'float64[::1], float32[::1], float64, float64'),
     ('numgrad.kernels.cpu.elementwise', 'u_flat__exp', 'float32[::1], float32[::1], float64, float64'),
+    ('numgrad.kernels.cpu.random', 'next_u32', 'uint32[::1], uint32[::1]'),
     ('numgrad.kernels.cpu.random', 'randperm', 'uint32[::1], int64[::1]'),
     ('numgrad.kernels.cpu.indexing', 'linearize', 'int64[:, ::1], int64[::1], int64[::1], boolean'),
     ('numgrad.kernels.cpu.indexing', 'gather_axis', 'float32[:, :, ::1], int64[::1], float32[:, :, ::1]'),
@@ -34,31 +35,58 @@ KERNELS = (
     ('numgrad.kernels.cpu.elementwise', 'b_nd__add', 'float32[:, :, :, ::1], float32[:, :, :, ::1], float32[:, :, :, ::1], float64, float64'),
     ('numgrad.kernels.cpu.elementwise', 'u_flat__relu', 'float32[::1], float32[::1], float64, float64'),
     ('numgrad.kernels.cpu.random', 'bernoulli', 'uint32[::1], float32[::1], float64'),
-    ('numgrad.kernels.cpu.reduction', '_softmax_rows', 'float32[:, ::1], float32[:, ::1], boolean'),
-    ('numgrad.kernels.cpu.nn', 'nll', 'float32[:, ::1], int64[::1], float32[::1], int64, float32[::1], float32[::1]'),
-    ('numgrad.kernels.cpu.nn', 'nll_bwd', 'float32[::1], int64[::1], float32[::1], float64, float32[:, ::1]'),
-    ('numgrad.kernels.cpu.reduction', '_log_softmax_bwd_rows', 'float32[:, ::1], float32[:, ::1], float32[:, ::1]'),
+    ('numgrad.kernels.cpu.rows', '_softmax_rows__softmax_rows', 'float32[:, ::1], float32[:, ::1], boolean'),
+    ('numgrad.kernels.cpu.rows', '_nll_rows__nll', 'float32[:, ::1], int64[::1], float32[::1], int64, float32[::1], float32[::1]'),
+    ('numgrad.kernels.cpu.rows', '_nll_bwd_rows__nll_bwd', 'float32[::1], int64[::1], float32[::1], float64, float32[:, ::1]'),
     ('numgrad.kernels.cpu.elementwise', 'b_flat__relu_bwd', 'float32[::1], float32[::1], float32[::1], float64, float64'),
     ('numgrad.kernels.cpu.nn', 'adam_step', 'float32[::1], float32[::1], float32[::1], float32[::1], float32[::1], float32[::1], float64, float64, float64, float64, float64, boolean, boolean, boolean'),
     ('numgrad.kernels.cpu.reduction', 'extreme_index_3d', 'float32[:, :, ::1], float32[:, ::1], int64[:, ::1], boolean'),
     ('numgrad.kernels.cpu.elementwise', 'b_flat__eq', 'int64[::1], int64[::1], bool[::1], float64, float64'),
     ('numgrad.kernels.cpu.elementwise', 'u_flat__copy', 'bool[::1], float32[::1], float64, float64'),
-    ('numgrad.kernels.cpu.conv', '_forward_split__f32_par', 'float32[:, :, :, ::1], float32[:, ::1], float32[::1], boolean, int64, int64, int64, int64, int64, int64, int64, int64, int64, float32[:, :, ::1], int64[::1]'),
+    ('numgrad.kernels.cpu.conv', '_conv_forward__f32', 'float32[:, :, :, ::1], float32[:, ::1], float32[::1], boolean, int64, int64, int64, int64, int64, int64, int64, int64, int64, float32[:, :, ::1], int64, int64'),
     ('numgrad.kernels.cpu.elementwise', 'u_flat__add_s', 'int64[::1], int64[::1], int64, float64'),
     ('numgrad.kernels.cpu.nn', 'channel_stats', 'float32[:, :, ::1], float64, float64[::1], float64[::1], float64[::1]'),
     ('numgrad.kernels.cpu.nn', 'running_update', 'float32[::1], float64[::1], float64, float64'),
     ('numgrad.kernels.cpu.nn', '_batch_norm_apply__parallel', 'float32[:, :, ::1], float64[::1], float64[::1], float32[::1], float32[::1], float32[:, :, ::1]'),
-    ('numgrad.kernels.cpu.nn', '_max_pool2d_2x2__parallel', 'float32[:, :, :, ::1], float32[:, :, :, ::1], int64[:, :, :, ::1]'),
     ('numgrad.kernels.cpu.nn', '_batch_norm_apply', 'float32[:, :, ::1], float64[::1], float64[::1], float32[::1], float32[::1], float32[:, :, ::1]'),
-    ('numgrad.kernels.cpu.nn', '_max_pool2d_2x2', 'float32[:, :, :, ::1], float32[:, :, :, ::1], int64[:, :, :, ::1]'),
-    ('numgrad.kernels.cpu.nn', '_max_pool2d_bwd', 'float32[:, :, :, ::1], int64[:, :, :, ::1], float32[:, :, :, ::1]'),
     ('numgrad.kernels.cpu.nn', 'batch_norm_bwd_sums', 'float32[:, :, ::1], float32[:, :, ::1], float64[::1], float64[::1], float64[::1], float64[::1]'),
     ('numgrad.kernels.cpu.nn', '_batch_norm_bwd_input', 'float32[:, :, ::1], float32[:, :, ::1], float64[::1], float64[::1], float32[::1], float64[::1], float64[::1], boolean, float32[:, :, ::1]'),
     ('numgrad.kernels.cpu.elementwise', 'u_flat__copy', 'float64[::1], float32[::1], float64, float64'),
-    ('numgrad.kernels.cpu.conv', '_backward_split__f32_par', 'float32[:, :, :, ::1], float32[:, ::1], float32[:, :, ::1], int64, int64, int64, int64, int64, int64, int64, int64, int64, boolean, boolean, float32[:, :, :, ::1], float32[:, :, :, ::1], int64[::1]'),
+    ('numgrad.kernels.cpu.conv', '_conv_backward__f32', 'float32[:, :, :, ::1], float32[:, ::1], float32[:, :, ::1], int64, int64, int64, int64, int64, int64, int64, int64, int64, boolean, boolean, float32[:, :, :, ::1], float32[:, :, :, ::1], int64, int64'),
     ('numgrad.kernels.cpu.conv', '_sum_parts__f32', 'float32[:, :, :, ::1], float32[:, ::1]'),
-    ('numgrad.kernels.cpu.nn', '_max_pool2d_bwd__parallel', 'float32[:, :, :, ::1], int64[:, :, :, ::1], float32[:, :, :, ::1]'),
     ('numgrad.kernels.cpu.nn', '_batch_norm_bwd_input__parallel', 'float32[:, :, ::1], float32[:, :, ::1], float64[::1], float64[::1], float32[::1], float64[::1], float64[::1], boolean, float32[:, :, ::1]'),
     ('numgrad.kernels.cpu.nn', 'inv_std', 'float32[::1], float64, float64[::1]'),
     ('numgrad.kernels.cpu.elementwise', 'u_flat_par__relu', 'float32[::1], float32[::1], float64, float64'),
+    ('numgrad.kernels.cpu.random', 'fill_normal32', 'uint32[::1], float32[::1], float64, float64'),
+    ('numgrad.kernels.cpu.elementwise', 'u_flat__fill', 'float32[::1], float32[::1], int64, float64'),
+    ('numgrad.kernels.cpu.nn', 'first_outside', 'int64[::1], int64, int64'),
+    ('numgrad.kernels.cpu.elementwise', 'b_nd__add_par', 'float32[:, :, :, ::1], float32[:, :, :, ::1], float32[:, :, :, ::1], float64, float64'),
+    ('numgrad.kernels.cpu.rows', '_layer_norm_rows__layer_norm_rows_par', 'float32[:, ::1], float32[::1], float32[::1], float64, float32[:, ::1], float64[::1], float64[::1]'),
+    ('numgrad.kernels.cpu.elementwise', 'u_flat_par__mul_s', 'float32[::1], float32[::1], float64, float64'),
+    ('numgrad.kernels.cpu.elementwise', 't_nd__where_par', 'bool[:, :, :, ::1], float32[:, :, :, ::1], float32[:, :, :, ::1], float32[:, :, :, ::1], float64, float64'),
+    ('numgrad.kernels.cpu.rows', '_softmax_rows__softmax_rows_par', 'float32[:, ::1], float32[:, ::1], boolean'),
+    ('numgrad.kernels.cpu.elementwise', 'u_nd__copy_par', 'float32[:, :, :, :], float32[:, :, :, ::1], float64, float64'),
+    ('numgrad.kernels.cpu.elementwise', 'b_flat_par__add', 'float32[::1], float32[::1], float32[::1], float64, float64'),
+    ('numgrad.kernels.cpu.elementwise', 'u_flat_par__gelu', 'float32[::1], float32[::1], float64, float64'),
+    ('numgrad.kernels.cpu.rows', '_layer_norm_bwd_rows__layer_norm_bwd_rows_par', 'float32[:, ::1], float32[:, ::1], float64[::1], float64[::1], float32[::1], float32[:, ::1]'),
+    ('numgrad.kernels.cpu.nn', 'layer_norm_bwd_params', 'float32[:, ::1], float32[:, ::1], float64[::1], float64[::1], float32[::1], float32[::1]'),
+    ('numgrad.kernels.cpu.elementwise', 'b_flat_par__gelu_bwd', 'float32[::1], float32[::1], float32[::1], float64, float64'),
+    ('numgrad.kernels.cpu.elementwise', 'b_nd__mul_par', 'float32[:, :, :, :], float32[:, :, :, ::1], float32[:, :, :, ::1], float64, float64'),
+    ('numgrad.kernels.cpu.elementwise', 'b_nd__sub_par', 'float32[:, :, :, ::1], float32[:, :, :, ::1], float32[:, :, :, ::1], float64, float64'),
+    ('numgrad.kernels.cpu.elementwise', 'b_flat_par__mul', 'float32[::1], float32[::1], float32[::1], float64, float64'),
+    ('numgrad.kernels.cpu.elementwise', 'u_nd__copy_par', 'float32[:, :, :, ::1], float32[:, :, :, :], float64, float64'),
+    ('numgrad.kernels.cpu.indexing', 'scatter_add_axis', 'float32[:, :, ::1], int64[::1], float32[:, :, ::1]'),
+    ('numgrad.kernels.cpu.reduction', 'norm_3d', 'float32[:, :, ::1], float32[:, ::1], float64'),
+    ('numgrad.kernels.cpu.optim', 'clip_coef', 'float32[::1], float64, float32[::1]'),
+    ('numgrad.kernels.cpu.optim', 'scale_', 'float32[::1], float32[::1]'),
+    ('numgrad.kernels.cpu.elementwise', 'u_flat__fill', 'float32[::1], float32[::1], float64, float64'),
+    ('numgrad.kernels.cpu.elementwise', 'b_nd__mul_par', 'float32[:, :, :, :], float32[:, :, :, :], float32[:, :, :, ::1], float64, float64'),
+    ('numgrad.kernels.cpu.elementwise', 'u_nd__mul_s_par', 'float32[:, :, :, ::1], float32[:, :, :, ::1], float64, float64'),
+    ('numgrad.kernels.cpu.elementwise', 'b_flat_par__relu_bwd', 'float32[::1], float32[::1], float32[::1], float64, float64'),
+    ('numgrad.kernels.cpu.elementwise', 'b_nd__mul_par', 'float32[:, :, :, ::1], float32[:, :, :, :], float32[:, :, :, ::1], float64, float64'),
+    ('numgrad.kernels.cpu.elementwise', 'u_nd__copy_par', 'float32[:, :, :, :], float32[:, :, :, :], float64, float64'),
+    ('numgrad.kernels.cpu.elementwise', 'b_nd__add_par', 'float32[:, :, :, ::1], float32[:, :, :, :], float32[:, :, :, ::1], float64, float64'),
+    ('numgrad.kernels.cpu.rnn', '_layer_forward__f32', 'float32[::1], float32[:, ::1], float32[::1], float32[::1], float32[:, ::1], float32[::1], float32[::1], float32[::1], float32[::1], float32[::1], float32[::1], float32[::1], float32[::1], float32[::1], int64, int64, int64, int64, int64, int64, boolean'),
+    ('numgrad.kernels.cpu.rnn', '_layer_backward__f32', 'float32[::1], float32[::1], float32[::1], float32[::1], float32[:, ::1], float32[:, ::1], float32[::1], float32[::1], float32[::1], float32[::1], float32[::1], float32[::1], float32[::1], float32[::1], float32[::1], float32[:, ::1], float32[:, ::1], float32[::1], int64, int64, int64, int64, int64, int64, boolean, boolean, boolean, boolean, boolean, boolean'),
+    ('numgrad.kernels.cpu.elementwise', 'u_flat_par__copy', 'float32[::1], float32[::1], float64, float64'),
 )

@@ -3,10 +3,11 @@
 ``pip install`` builds numgrad with ``setup.py``'s build step, which runs
 ``python -m numgrad._prebuild <build>/numgrad/_prebuilt``: the kernels listed in
 ``numgrad._common_kernels`` (the demo's: the tutorials' float32 autograd, float32 training of
-an MLP and a small CNN) compile in a few
-processes into a fresh kernel cache, which then moves to ``_prebuilt/<version>-<hash>``. A
-program's first run loads them from there (``numgrad.kernels._jit``) instead of compiling
-them, as PyTorch's first run loads its compiled library.
+an MLP and a small CNN; and a first training step of a GPT, a TransformerEncoder and a
+char-LSTM) compile in a few processes into a fresh kernel cache, which then moves to
+``_prebuilt/<version>-<hash>``. A program's first run loads them from there
+(``numgrad.kernels._jit``) instead of compiling them, as PyTorch's first run loads its
+compiled library.
 
 The files are Numba's cache entries, keyed as usual by the kernel's code, its argument types
 and this machine's CPU: copied to another CPU they are not used (the kernels compile there
