@@ -23,7 +23,6 @@ module generates does what all of them share, in PyTorch's way:
   casts that input's gradient back to, so no derivative formula handles broadcasting.
 """
 
-import operator
 
 import numpy as np
 
@@ -102,20 +101,24 @@ def _tensor_arg(x, fn, name, pos):
 
 
 def _saved_getters(od):
-    """For each (self requires grad, other requires grad): a function (a, b, alpha) -> the
-    saved tuple, holding an input only where a needed gradient's formula reads it."""
+    """Indexed by (self requires grad) + 2 (other requires grad): a function (a, b, alpha) ->
+    the saved tuple, holding an input only where a needed gradient's formula reads it."""
     readers = {n: {i for i, key in enumerate(od.inputs)
                    if key in od.grads and n in _reads(od.grads[key])} for n in od.saves}
 
     def getter(need):
         slots = tuple(_SLOTS[n] if n == "alpha" or readers[n] & need else 3 for n in od.saves)
-        if not slots:
-            return lambda env: ()
-        if len(slots) == 1:
-            i = slots[0]
-            return lambda env: (env[i],)
-        return operator.itemgetter(*slots)
-    return {(True, False): getter({0}), (False, True): getter({1}), (True, True): getter({0, 1})}
+        if slots == (2,):
+            one = (1,)  # alpha 1: one shared tuple (nothing for the collector to track per op)
+            return lambda a, b, al: one if al == 1 else (al,)
+        if slots == (0, 1):
+            return lambda a, b, al: (a, b)
+        if slots == (3, 1):
+            return lambda a, b, al: (None, b)
+        if slots == (0, 3):
+            return lambda a, b, al: (a, None)
+        return lambda a, b, al: tuple((a, b, al, None)[i] for i in slots)
+    return (None, getter({0}), getter({1}), getter({0, 1}))
 
 
 def binary(name=None, *, node=None, kernel, scalar_kernel=None, grad=None, result="same",
@@ -181,7 +184,7 @@ def binary(name=None, *, node=None, kernel, scalar_kernel=None, grad=None, resul
             if node_cls is not None and state.enabled:
                 ra, rb = a._requires_grad, b._requires_grad
                 if ra or rb:
-                    node = node_cls((edge(a), edge(b)), saved_of[ra, rb]((a, b, al, None)))
+                    node = node_cls((edge(a), edge(b)), saved_of[ra + 2 * rb](a, b, al))
                     if dt is not None:
                         ma, mb = meta_for(a, r.shape, dt), meta_for(b, r.shape, dt)
                         if ma is not None or mb is not None:
@@ -211,7 +214,7 @@ def binary(name=None, *, node=None, kernel, scalar_kernel=None, grad=None, resul
                 r = EW.unary(sk, as_type(a, dt), bool_out or dt.np, scalar_value(v, dt))
             res = _wrap(r)
             if node_cls is not None and state.enabled and a._requires_grad:
-                node = node_cls((edge(a), NO_EDGE), saved_of[True, False]((a, s, al, None)))
+                node = node_cls((edge(a), NO_EDGE), saved_of[1](a, s, al))
                 if dt is not None and xd.dtype != dt.np:
                     node._meta = ((xd.shape, dtype_of(a)), None)
                 attach(res, node)
@@ -237,9 +240,12 @@ def binary(name=None, *, node=None, kernel, scalar_kernel=None, grad=None, resul
 
         if alpha:
             def op(input, other, *, alpha=1, out=None):
-                if out is not None:
-                    return write_out(op, out, input, other, alpha=alpha)
-                return run(input, other, alpha)
+                if out is None:
+                    if (alpha.__class__ is int and input.__class__ is Tensor
+                            and other.__class__ is Tensor):
+                        return tensors(input, other, alpha)
+                    return run(input, other, alpha)
+                return write_out(op, out, input, other, alpha=alpha)
         elif rounding is not None:
             def op(input, other, *, rounding_mode=None, out=None):
                 if out is not None:
@@ -249,9 +255,11 @@ def binary(name=None, *, node=None, kernel, scalar_kernel=None, grad=None, resul
                 return run(input, other, 1)
         else:
             def op(input, other, *, out=None):
-                if out is not None:
-                    return write_out(op, out, input, other)
-                return run(input, other, 1)
+                if out is None:
+                    if input.__class__ is Tensor and other.__class__ is Tensor:
+                        return tensors(input, other, 1)
+                    return run(input, other, 1)
+                return write_out(op, out, input, other)
 
         op.__name__ = op.__qualname__ = op_name
         op.__doc__ = fn.__doc__
