@@ -126,6 +126,39 @@ def _conv_t2d(x, w, b=None, stride=1, padding=0, output_padding=0, groups=1, dil
     return out if b is None else out + b.reshape(1, -1, 1, 1)
 
 
+_LSTM_W = [np.random.default_rng(5).uniform(-0.6, 0.6, s) for s in ((8, 3), (8, 2), (8,), (8,))]
+
+
+def _lstm_layer(m, x):
+    """An LSTM(3, 2) with fixed weights (not differentiated) over (T, B, 3) input ``x``."""
+    mod = m.nn.LSTM(3, 2).to(device=x.device, dtype=x.dtype)
+    with m.no_grad():
+        for p, a in zip(mod.parameters(), _LSTM_W):
+            p.copy_(m.tensor(a, dtype=x.dtype, device=x.device))
+            p.requires_grad_(False)
+    return mod(x)[0]
+
+
+def _lstm_np(x):
+    w_ih, w_hh, b_ih, b_hh = _LSTM_W
+    h = c = np.zeros((x.shape[1], 2))
+    outs = []
+    for t in range(x.shape[0]):
+        z = x[t] @ w_ih.T + b_ih + h @ w_hh.T + b_hh
+        i, f, o = (1 / (1 + np.exp(-z[:, k:k + 2])) for k in (0, 2, 6))
+        c = f * c + i * np.tanh(z[:, 4:6])
+        h = o * np.tanh(c)
+        outs.append(h)
+    return np.stack(outs)
+
+
+def _steps(m, a):
+    """``a``'s rows as one node (the recurrent layers' ``_unbind_steps``; PyTorch's unbind)."""
+    if m.__name__ == "torch":
+        return m.unbind(a, 0)
+    return m.ops.recurrent._unbind_steps(a, 0)
+
+
 _BAG_IDX = [1, 2, 0, 3, 2]  # embedding_bag rows: bags [1, 2] and [0, 3, 2]
 
 
@@ -465,8 +498,8 @@ CASES = [
      lambda m, q, k, v: m.nn.functional.scaled_dot_product_attention(q, k, v),
      lambda q, k, v: _softmax(q @ k.swapaxes(-1, -2) / 2, -1) @ v,
      [U(1, 2, 3, 4), U(1, 2, 5, 4), U(1, 2, 5, 4)]),
-    # --- nn ops declared in numgrad/ops (resample.py, conv_transpose.py, embedding_bag.py,
-    # group_norm.py, attention.py)
+    # --- nn ops declared in numgrad/ops (resample.py, conv_transpose.py, recurrent.py,
+    # embedding_bag.py, group_norm.py, attention.py)
     ("upsample_nearest1d", lambda m, a: m.nn.functional.interpolate(a, scale_factor=2),
      lambda a: np.repeat(a, 2, -1), [U(1, 2, 3)]),
     ("upsample_nearest2d", lambda m, a: m.nn.functional.interpolate(a, size=(3, 2)),
@@ -510,6 +543,8 @@ CASES = [
     ("_conv_transpose_1d", lambda m, x, w: m.nn.functional.conv_transpose1d(x, w, dilation=2),
      lambda x, w: _conv_t2d(x[:, :, None], w[:, :, None], dilation=2)[:, :, 0],
      [U(1, 2, 4), U(2, 3, 2)]),
+    ("mkldnn_rnn_layer", lambda m, x: _lstm_layer(m, x), _lstm_np, [U(3, 2, 3)]),
+    ("_unbind_steps", lambda m, a: _steps(m, a)[1], lambda a: a[1], [U(3, 4)]),
     ("_embedding_bag_psw", lambda m, w, p: m.nn.functional.embedding_bag(
         m.tensor(_BAG_IDX, device=w.device), w, m.tensor([0, 2], device=w.device),
         mode="sum", per_sample_weights=p),

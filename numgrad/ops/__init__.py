@@ -20,6 +20,7 @@ from numgrad.ops import (  # noqa: F401  (they declare their ops)
     lines,
     losses,
     products,
+    recurrent,
     registry,
     reorder,
     repeat,

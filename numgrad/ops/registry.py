@@ -360,7 +360,7 @@ def elementwise(name=None, *, node=None, grad=None, dtype="same", check=None,
 
 
 def op(name=None, *, node=None, grads=None, inputs=("self",), variants=("function", "method"),
-       aliases=(), outputs=1, save=None):
+       aliases=(), outputs=1, save=None, differentiable_outputs=False):
     """Declare an op whose forward is the decorated function.
 
     The function takes the op's arguments (tensors for ``inputs``) and returns
@@ -368,11 +368,16 @@ def op(name=None, *, node=None, grads=None, inputs=("self",), variants=("functio
     of the non-tensor values the derivative formulas read (``dim``, ``indices``, ...). The
     generated function wraps the arrays, and records the node when a differentiable input
     requires grad. ``save``: the saved names when they differ from what the formulas read
-    (PyTorch's ``_saved_*`` order)."""
+    (PyTorch's ``_saved_*`` order). ``differentiable_outputs``: every output of the tuple is
+    an output of the node, and the formulas' ``grad`` is the tuple of their gradients (zeros
+    for an output that got none)."""
     def declare(forward):
         op_name = name or forward.__name__
         od = OpDef(op_name, "op", tuple(inputs), grads or {}, node, variants=variants,
                    aliases=aliases, saves=save)
+        if differentiable_outputs and od.node is not None:
+            od.node = type(od.node.__name__, (od.node,), {
+                "__slots__": ("_n_outputs", "_out_meta"), "_run": _run_outputs, "_plain": False})
         node_cls = od.node
         n_in = len(od.inputs)
         saves = od.saves
@@ -391,7 +396,10 @@ def op(name=None, *, node=None, grads=None, inputs=("self",), variants=("functio
                     saved = tuple(_saved_value(s, ins, first, values, od.inputs)
                                   for s in saves)
                     edges = tuple(edge(t) if isinstance(t, Tensor) else (None, 0) for t in ins)
-                    attach(first, node_cls(edges, saved))
+                    node = node_cls(edges, saved)
+                    attach(first, node)
+                    if differentiable_outputs:
+                        _attach_outputs(node, res)
             if multi and outputs_type is not None:
                 return outputs_type(*res)
             return res
@@ -405,6 +413,27 @@ def op(name=None, *, node=None, grads=None, inputs=("self",), variants=("functio
         REGISTRY[op_name] = od
         return fn
     return declare
+
+
+def _attach_outputs(node, res):
+    """Every result of ``res`` (a tuple) as output ``nr`` of ``node``."""
+    for nr, r in enumerate(res[1:], 1):
+        r._grad_fn = node
+        r._output_nr = nr
+        r._requires_grad = True
+    node._n_outputs = len(res)
+    node._out_meta = [(r._data.shape, r._data.dtype, r.device) for r in res]
+
+
+def _run_outputs(self, grads):
+    """The backward of a node of several outputs: the tuple of their gradients, zeros where
+    an output got none."""
+    from numgrad.autograd.function import _zeros
+    from numgrad.autograd.graph import FREED_MSG
+    if self._saved is None:
+        raise RuntimeError(FREED_MSG)
+    return self._backward(tuple(g if g is not None else _zeros(m)
+                                for g, m in zip(grads, self._out_meta)))
 
 
 def declare(name=None, *, nodes=(), aliases=(), variants=("function", "method"), method=None):

@@ -1,11 +1,12 @@
 """Recurrent layers: ``RNN`` (tanh/relu), ``LSTM`` (with ``proj_size``), ``GRU`` and their
 single-step cells, with PyTorch's signatures, parameter names, initialization and errors.
 
-``LSTM`` layers (without ``proj_size``) are one node per layer and direction,
-``_LSTMLayer``, whose forward and backward run in ``numgrad.kernels.<device>.rnn`` (on the
-CPU one compiled loop each): the input projection of all time steps as one matrix product,
-then per step one ``h @ W_hh^T`` product and one pass of gate math; backward one pass and one
-product per step, and each weight gradient and the input's as one product over all steps.
+``LSTM`` layers (without ``proj_size``) are one node per layer and direction, the declared op
+``mkldnn_rnn_layer`` (``numgrad/ops/recurrent.py``), whose forward and backward run in
+``numgrad.kernels.<device>.rnn`` (on the CPU one compiled loop each): the input projection
+of all time steps as one matrix product, then per step one ``h @ W_hh^T`` product and one
+pass of gate math; backward one pass and one product per step, and each weight gradient and
+the input's as one product over all steps.
 Its gradients taken with ``create_graph=True`` come from the composed form below, built
 again from the node's saved inputs, so they can be differentiated again.
 
@@ -13,9 +14,9 @@ The other layers, the cells, projected LSTMs and that composed form are numgrad 
 (``addmm``, ``sigmoid``, ``tanh``, ``mul``, ``stack``...), so every step runs numgrad's
 kernels and the gradients come from their rules. Per layer and direction the input
 projection of all time steps is one matrix product; a step then adds one ``h @ W_hh^T``
-product and the gate math. The projected steps are handed to the loop by ``Unbind``, one node
-for all steps whose backward stacks the step gradients (slicing each step out separately
-would give every step's gradient the size of the whole sequence).
+product and the gate math. The projected steps are handed to the loop by the op
+``_unbind_steps``, one node for all steps whose backward stacks the step gradients (slicing
+each step out separately would give every step's gradient the size of the whole sequence).
 
 Gates follow PyTorch's layout: LSTM rows (i, f, g, o), GRU rows (r, z, n) with the reset gate
 applied to ``W_hn h + b_hn``. A ``PackedSequence`` input runs in ``_rnn_packed``.
@@ -28,10 +29,6 @@ import warnings
 import numpy as np
 
 from numgrad import _factories
-from numgrad.autograd import grad_mode
-from numgrad.autograd.function import Function
-from numgrad.autograd.graph import Node
-from numgrad.kernels import LazyKernels
 from numgrad.nn import functional as F
 from numgrad.nn import init
 from numgrad.nn.modules.module import Module
@@ -39,29 +36,13 @@ from numgrad.nn.parameter import Parameter
 from numgrad.nn.utils.rnn import PackedSequence  # (torch.nn.modules.rnn has it too)
 from numgrad.ops import elementwise as ew
 from numgrad.ops import linalg as la
+from numgrad.ops import recurrent as RO
 from numgrad.ops import shape as sh
 from numgrad.ops import unary as un
-from numgrad.ops._util import Tensor, _wrap
+from numgrad.ops._util import Tensor
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
-RNN_KERNELS = LazyKernels("rnn")
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
-
-
-class Unbind(Function):
-    """The slices of ``x`` along ``dim`` (node ``UnbindBackward``, PyTorch: UnbindBackward0)."""
-
-    @staticmethod
-    def forward(ctx, x, dim):
-        ctx.dim = dim
-        data = x._data
-        lead = (slice(None),) * dim
-        return tuple(_wrap(data[lead + (i,)]) for i in range(data.shape[dim]))
-
-    # d/dx unbind(x, dim)_i = the i-th slice: the gradient is the stack of the slices' grads
-    @staticmethod
-    def backward(ctx, *grads):
-        return sh.stack(grads, ctx.dim), None
 
 
 # ---- one time step of each cell ------------------------------------------------------------
@@ -155,7 +136,7 @@ def _check_dtype(input, weight):
 
 def _lstm_composed(xw, h, c, w_hh, time_dim, reverse):
     """The layer as numgrad ops: (output sequence, last h, last c)."""
-    seq = Unbind.apply(xw, time_dim)
+    seq = RO._unbind_steps(xw, time_dim)
     params = (sh.t(w_hh), None)
     outs = [None] * len(seq)
     for t in (range(len(seq) - 1, -1, -1) if reverse else range(len(seq))):
@@ -164,73 +145,22 @@ def _lstm_composed(xw, h, c, w_hh, time_dim, reverse):
     return sh.stack(outs, time_dim), h, c
 
 
-class _LSTMLayer(Function):
-    """One LSTM layer in one direction over the whole sequence, its input projection
-    included: (output, h_n, c_n) from the input, h0, c0 and the layer's weights (node
-    ``MkldnnRnnLayerBackward0``, as PyTorch's CPU LSTM layer)."""
-
-    @staticmethod
-    def forward(ctx, x, h0, c0, w_ih, w_hh, b_ih, b_hh, batch_first, reverse):
-        out, hn, cn, saved = RNN_KERNELS.on(x._data).lstm_forward(
-            x._data, w_ih._data, None if b_ih is None else b_ih._data,
-            None if b_hh is None else b_hh._data, w_hh._data, h0._data, c0._data,
-            batch_first, reverse)
-        ctx.layout = (batch_first, reverse)
-        ctx.save_for_backward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, *(_wrap(a) for a in saved))
-        return _wrap(out), _wrap(hn), _wrap(cn)
-
-    # the chain rule through the steps, last first: the cell's rule per step
-    # (numgrad.kernels.cpu.rnn.lstm_cell_backward) gives d gates_t; d h_(t-1) = d gates_t W_hh;
-    # d W_hh = sum_t d gates_t^T h_(t-1), d W_ih = sum_t d gates_t^T x_t, d x_t = d gates_t W_ih,
-    # d b_ih = d b_hh = sum_t d gates_t
-    @staticmethod
-    def backward(ctx, dout, dhn, dcn):
-        x, h0, c0, w_ih, w_hh, b_ih, b_hh, *saved = ctx.saved_tensors
-        need = ctx.needs_input_grad
-        if grad_mode.state.enabled:  # create_graph: gradients that can be differentiated
-            return _composed_backward(ctx, (dout, dhn, dcn))
-        needs = (need[0], need[1], need[2], need[3], need[4],
-                 b_ih is not None and (need[5] or need[6]))
-        dx, dh0, dc0, dw_ih, dw_hh, db = RNN_KERNELS.on(x._data).lstm_backward(
-            dout._data, dhn._data, dcn._data, x._data, w_ih._data, w_hh._data, c0._data,
-            [s._data for s in saved], *ctx.layout, needs)
-        db = None if db is None else _wrap(db)
-        return (_wrap_or_none(dx), _wrap_or_none(dh0), _wrap(dc0) if need[2] else None,
-                _wrap_or_none(dw_ih), _wrap_or_none(dw_hh), db if need[5] else None,
-                db if need[6] else None, None, None)
-
-
-def _wrap_or_none(a):
-    return None if a is None else _wrap(a)
-
-
-class MkldnnRnnLayerBackward0(_LSTMLayer._backward_cls):
-    """``_LSTMLayer``'s node, named and printed as PyTorch's built-in node."""
-
-    __repr__ = Node.__repr__
-
-
-_LSTMLayer._backward_cls = MkldnnRnnLayerBackward0
-
-
-def _composed_backward(ctx, grads):
-    """The layer's input gradients through its composed form (a graph of its own, on the same
-    inputs), with ``create_graph``."""
+def _composed_backward(inputs, batch_first, reverse, grads, need):
+    """The LSTM layer's input gradients through its composed form (a graph of its own, on the
+    same inputs), with ``create_graph``: ``mkldnn_rnn_layer``'s derivative when a graph of
+    the gradients is recorded."""
     from numgrad import autograd
-    x, h0, c0, w_ih, w_hh, b_ih, b_hh = ctx.saved_tensors[:7]
-    batch_first, reverse = ctx.layout
+    x, h0, c0, w_ih, w_hh, b_ih, b_hh = inputs
     bias = None if b_ih is None else ew.add(b_ih, b_hh)
     xw = F.linear(x, w_ih, bias)
     out, hn, cn = _lstm_composed(xw, h0, c0, w_hh, 1 if batch_first else 0, reverse)
-    inputs = (x, h0, c0, w_ih, w_hh, b_ih, b_hh)
-    need = ctx.needs_input_grad[:7]
     got = iter(autograd.grad((out, hn, cn), [t for t, n in zip(inputs, need) if n], grads,
                              create_graph=True, allow_unused=True))
-    return tuple(next(got) if n else None for n in need) + (None, None)
+    return tuple(next(got) if n else None for n in need)
 
 
 def _fused(mode, x, w_hr):
-    """Whether a layer runs as ``_LSTMLayer``: an LSTM without projection on float data
+    """Whether a layer runs as ``mkldnn_rnn_layer``: an LSTM without projection on float data
     with a batch (the kernels' products need one row at least)."""
     a = x._data
     return (mode == "LSTM" and w_hr is None and a.dtype in _FLOATS and a.ndim == 3
@@ -374,11 +304,11 @@ class RNNBase(Module):
         b_ih, b_hh = (weights[2], weights[3]) if self.bias else (None, None)
         w_hr = weights[-1] if self.proj_size > 0 else None
         if _fused(self.mode, x, w_hr):
-            return _LSTMLayer.apply(x, h, c, weights[0], weights[1], b_ih, b_hh, time_dim == 1,
-                                    reverse)
+            return RO.mkldnn_rnn_layer(x, h, c, weights[0], weights[1], b_ih, b_hh,
+                                       time_dim == 1, reverse)
         bias, params = _prepare(self.mode, weights[0], weights[1], b_ih, b_hh, w_hr)
         xw = _parts(self.mode, F.linear(x, weights[0], bias))
-        seqs = [Unbind.apply(part, time_dim) for part in xw]
+        seqs = [RO._unbind_steps(part, time_dim) for part in xw]
         steps = len(seqs[0])
         outs = [None] * steps
         for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
