@@ -169,6 +169,12 @@ def _group_norm(a, groups, w, b, eps=1e-5):
     return y.reshape(a.shape) * w.reshape(view) + b.reshape(view)
 
 
+def _layer_norm(a, dims, w, b, eps=1e-5):
+    axes = tuple(range(a.ndim - dims, a.ndim))
+    d = a - a.mean(axes, keepdims=True)
+    return d / np.sqrt((d * d).mean(axes, keepdims=True) + eps) * w + b
+
+
 def _softmax(x, d):
     e = np.exp(x - x.max(axis=d, keepdims=True))
     return e / e.sum(axis=d, keepdims=True)
@@ -239,6 +245,16 @@ CASES = [
      lambda a: np.where(2 * a > 1.5, a, np.log1p(np.exp(2 * a)) / 2), [U(3, 4, lo=-2, hi=2)]),
     ("sigmoid", lambda m, a: m.sigmoid(a), lambda a: 1 / (1 + np.exp(-a)), [U(3, 4, lo=-5, hi=5)]),
     ("relu", lambda m, a: m.relu(a), lambda a: np.maximum(a, 0), [AWAY(3, 4)]),
+    # --- nn ops declared in numgrad/ops (gelu.py, norms.py)
+    ("gelu", lambda m, a: m.nn.functional.gelu(a),
+     _vectorized(lambda v: v * (1 + math.erf(v / math.sqrt(2))) / 2), [U(3, 4, lo=-3, hi=3)]),
+    ("gelu_tanh", lambda m, a: m.nn.functional.gelu(a, approximate="tanh"),
+     lambda a: a * (1 + np.tanh(math.sqrt(2 / math.pi) * (a + 0.044715 * a ** 3))) / 2,
+     [U(3, 4, lo=-3, hi=3)]),
+    ("native_layer_norm", lambda m, a, w, b: m.nn.functional.layer_norm(a, (4,), w, b),
+     lambda a, w, b: _layer_norm(a, 1, w, b), [U(2, 3, 4), U(4), U(4)]),
+    ("native_layer_norm_2d", lambda m, a: m.nn.functional.layer_norm(a, (3, 2), eps=0.1),
+     lambda a: _layer_norm(a, 2, 1.0, 0.0, 0.1), [U(2, 3, 2)]),
     # --- activations (numgrad.ops.activation)
     ("elu", lambda m, a: m.nn.functional.elu(a, 1.3),
      lambda a: np.where(a > 0, a, 1.3 * np.expm1(a)), [AWAY(3, 4)]),

@@ -17,8 +17,10 @@ from numgrad._shape import Size, broadcast_shapes
 from numgrad.autograd.graph import Node
 from numgrad.nn import _pad_checks
 from numgrad.ops import elementwise as ew
+from numgrad.ops import gelu as gelu_op
 from numgrad.ops import indexing as ix
 from numgrad.ops import linalg as la
+from numgrad.ops import norms
 from numgrad.ops import reduction as red
 from numgrad.ops import shape as sh
 from numgrad.ops import unary as un
@@ -36,6 +38,7 @@ from numgrad.ops._util import (
     meta_for,
     state,
 )
+from numgrad.ops.fused import addmm  # noqa: F401  (linear's op; nn.RNN cells call it)
 
 NN = LazyKernels("nn")
 CONV = LazyKernels("conv")
@@ -194,73 +197,6 @@ def _check_mixed_dtype(x, params):
 # ========================================================================================
 # linear
 # ========================================================================================
-
-
-class AddmmBackward0(Node):
-    __slots__ = ()
-    _names_of_saved = ("mat1", "mat2", "alpha", "beta")
-
-    # d/dbias = beta g, d/dmat1 = alpha g mat2^T, d/dmat2 = alpha mat1^T g
-    def _backward(self, g):
-        m1, m2, alpha, beta, m2_column_major = self._saved
-        gs = g if alpha == 1 else ew.mul(g, alpha)
-        return (g if beta == 1 else ew.mul(g, beta),
-                la.mm(gs, sh.t(m2)) if _needs(self, 1) else None,
-                la.mat2_grad(m1, gs, m2_column_major) if _needs(self, 2) else None)
-
-
-def _expand_check(src, target, t):
-    """PyTorch's errors for ``t.expand(target)`` (``src`` is t's shape)."""
-    if len(src) > len(target):
-        raise RuntimeError(
-            f"expand(torch.{dtype_of(t)._legacy}Tensor{{{list(src)}}}, size={list(target)}): the "
-            f"number of sizes provided ({len(target)}) must be greater or equal to the number of "
-            f"dimensions in the tensor ({len(src)})")
-    off = len(target) - len(src)
-    for i in range(len(target) - 1, off - 1, -1):
-        size = src[i - off]
-        if size != target[i] and size != 1:
-            raise RuntimeError(
-                f"The expanded size of the tensor ({target[i]}) must match the existing size "
-                f"({size}) at non-singleton dimension {i}.  Target sizes: {list(target)}.  "
-                f"Tensor sizes: {list(src)}")
-
-
-def addmm(input, mat1, mat2, *, beta=1, alpha=1):
-    """beta * input + alpha * (mat1 @ mat2) in one op (``AddmmBackward0``)."""
-    with_graph = state.enabled and (input._requires_grad or mat1._requires_grad
-                                    or mat2._requires_grad)
-    for name, t in (("mat1", mat1), ("mat2", mat2)):
-        if t._data.ndim != 2:
-            raise RuntimeError(f"{name} must be a matrix, got {t._data.ndim}-D tensor")
-    for name, t in (("self", input), ("mat1", mat1)):
-        if t._data.dtype != mat2._data.dtype:
-            raise RuntimeError(f"{name} and mat2 must have the same dtype, but got "
-                               f"{dtype_of(t)._legacy} and {dtype_of(mat2)._legacy}")
-    (n, k), (k2, m) = mat1._data.shape, mat2._data.shape
-    if k != k2:
-        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({n}x{k} and {k2}x{m})")
-    _expand_check(input._data.shape, (n, m), input)
-    out_arr = A.empty(mat1._data, (n, m), mat1._data.dtype)
-    LIN.matmul(mat1._data, mat2._data, out_arr)
-    if alpha != 1:
-        EW.unary(EW.mul_s, out_arr, out_arr.dtype, alpha, out=out_arr)
-    bias = input._data
-    if beta != 1:
-        bias = EW.unary(EW.mul_s, bias, bias.dtype, beta)
-    EW.binary(EW.add, out_arr, A.astype(bias, out_arr.dtype), out_arr.dtype,
-              (n, m), out=out_arr)
-    out = _wrap(out_arr)
-    if with_graph:
-        node = AddmmBackward0((edge(input), edge(mat1), edge(mat2)),
-                              (mat1 if mat2._requires_grad else None,
-                               mat2 if mat1._requires_grad else None, alpha, beta,
-                               mat2._requires_grad and la.column_major(mat2)))
-        m_in = meta_for(input, (n, m), dtype_of(mat1))
-        if m_in is not None:
-            node._meta = (m_in, None, None)
-        attach(out, node)
-    return out
 
 
 def linear(input, weight, bias=None):
@@ -1343,52 +1279,6 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     return out
 
 
-class NativeLayerNormBackward0(Node):
-    __slots__ = ()
-    _names_of_saved = ("input", "weight", "mean", "rstd", "normalized_shape")
-
-    # dx = rstd (g gamma - mean(g gamma) - xhat mean(g gamma xhat)) per row;
-    # dgamma = sum_rows g xhat, dbeta = sum_rows g
-    def _backward(self, g):
-        x, gamma, mean, rstd, k, beta, eps = self._saved
-        if state.enabled:
-            return _composite_grads(self, lambda a, b, c: _layer_norm_ops(a, b, c, k, eps),
-                                    (x, gamma, beta), g)
-        x2 = A.contiguous(x._data).reshape(-1, k)
-        g2 = A.contiguous(g._data).reshape(-1, k)
-        gam = gamma._data.reshape(-1) if gamma is not None else A.ones(x2, k, x2.dtype)
-        K = NN.on(x2)
-        gx = gg = gb = None
-        if _needs(self, 0):
-            gx_arr = A.empty(x2, x2.shape, x2.dtype)
-            K.pick(K.layer_norm_bwd_input, K.layer_norm_bwd_input_par, x2.size)(
-                g2, x2, mean, rstd, gam, gx_arr)
-            gx = _wrap(gx_arr.reshape(x._data.shape))
-        if _needs(self, 1) or _needs(self, 2):
-            ggam = A.empty(x2, k, x2.dtype)  # the kernel sums in float64 and casts
-            gbet = A.empty(x2, k, x2.dtype)
-            K.layer_norm_bwd_params(g2, x2, mean, rstd, ggam, gbet)
-            shape = gamma._data.shape if gamma is not None else (k,)
-            gg = _wrap(ggam.reshape(shape)) if _needs(self, 1) else None
-            gb = _wrap(gbet.reshape(shape)) if _needs(self, 2) else None
-        return (gx, gg, gb)
-
-
-def _layer_norm_ops(x, gamma, beta, k, eps):
-    """Layer norm written with numgrad ops (for higher-order gradients)."""
-    shape = x._data.shape
-    x2 = sh.reshape(x, (-1, k))
-    mu = red.mean(x2, 1, keepdim=True)
-    d = ew.sub(x2, mu)
-    var = red.mean(ew.mul(d, d), 1, keepdim=True)
-    y = ew.mul(d, ew.pow(ew.add(var, eps), -0.5))
-    if gamma is not None:
-        y = ew.mul(y, sh.reshape(gamma, (1, k)))
-    if beta is not None:
-        y = ew.add(y, sh.reshape(beta, (1, k)))
-    return sh.reshape(y, shape)
-
-
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
     """Normalize over the trailing ``normalized_shape`` dims (``NativeLayerNormBackward0``)."""
     _tensor_arg("layer_norm", "input", 1, input)
@@ -1410,25 +1300,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
     _check_mixed_dtype(input, (weight, bias))
     if x.size == 0:
         return sh.clone(input)
-    k = math.prod(normalized_shape)  # Python ints (np.prod costs a few us per call)
-    x2 = A.contiguous(x).reshape(-1, k)
-    gam = weight._data.reshape(-1) if weight is not None else A.ones(x, k, x.dtype)
-    bet = bias._data.reshape(-1) if bias is not None else A.zeros(x, k, x.dtype)
-    out_arr = A.empty(x, x2.shape, x.dtype)
-    mean = A.empty(x, x2.shape[0], np.float64)
-    rstd = A.empty(x, x2.shape[0], np.float64)
-    K = NN.on(x)
-    K.pick(K.layer_norm_fwd, K.layer_norm_fwd_par, x2.size)(
-        x2, gam.astype(x.dtype, copy=False), bet.astype(x.dtype, copy=False), float(eps),
-        out_arr, mean, rstd)
-    out = _wrap(out_arr.reshape(x.shape))
-    parts = (input, weight, bias)
-    if state.enabled and any(t is not None and t._requires_grad for t in parts):
-        node = NativeLayerNormBackward0(
-            tuple(edge(t) if t is not None else NO_EDGE for t in parts),
-            (input, weight, mean, rstd, k, bias, float(eps)))
-        attach(out, node)
-    return out
+    return norms.native_layer_norm(input, weight, bias, normalized_shape, eps)
 
 
 # ========================================================================================
@@ -1513,30 +1385,6 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     return out
 
 
-class GeluBackward0(Node):
-    __slots__ = ()
-    _names_of_saved = ("self", "approximate")
-
-    # d/dx gelu(x) = Phi(x) + x phi(x)  (tanh form: 0.5(1 + t) + 0.5 x (1 - t^2) u')
-    def _backward(self, g):
-        x, approximate = self._saved
-        if state.enabled:
-            return _composite_grads(self, lambda a: _gelu_ops(a, approximate), (x,), g)
-        kernel = EW.gelu_tanh_bwd if approximate == "tanh" else EW.gelu_bwd
-        return (_wrap(EW.binary(kernel, g._data, A.astype(x._data, g._data.dtype),
-                                g._data.dtype, g._data.shape)),)
-
-
-def _gelu_ops(x, approximate):
-    """GELU written with numgrad ops (for higher-order gradients)."""
-    if approximate == "tanh":
-        c = math.sqrt(2.0 / math.pi)
-        inner = ew.mul(ew.add(x, ew.mul(ew.pow(x, 3), 0.044715)), c)
-        return ew.mul(ew.mul(x, 0.5), ew.add(un.tanh(inner), 1.0))
-    cdf = ew.mul(ew.add(un.erf(ew.mul(x, 1.0 / math.sqrt(2.0))), 1.0), 0.5)
-    return ew.mul(x, cdf)
-
-
 def relu(input, inplace=False):
     """max(x, 0) (``ReluBackward0``); in place with ``inplace=True``."""
     return input.relu_() if inplace else ew.relu(input)
@@ -1552,12 +1400,7 @@ def gelu(input, approximate="none"):
     if approximate not in ("none", "tanh"):
         raise RuntimeError("approximate argument must be either none or tanh.")
     _require_float(input, "GeluKernelImpl")
-    dt = dtype_of(input)
-    kernel = EW.gelu_tanh if approximate == "tanh" else EW.gelu
-    out = _wrap(EW.unary(kernel, input._data, dt.np))
-    if state.enabled and input._requires_grad:
-        attach(out, GeluBackward0((edge(input),), (input, approximate)))
-    return out
+    return gelu_op.gelu(input, approximate)
 
 
 def silu(input, inplace=False):

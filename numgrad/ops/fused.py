@@ -4,6 +4,7 @@ composed of numgrad ops run without recording; the derivatives are numgrad ops t
 are differentiable again. Inputs broadcast; the engine sums each gradient back to its input's
 shape (the node's ``_meta``)."""
 
+from numgrad import _arrays
 from numgrad._shape import broadcast_shapes
 from numgrad.autograd.grad_mode import no_grad
 from numgrad.autograd.graph import Node
@@ -11,8 +12,19 @@ from numgrad.ops import elementwise as ew
 from numgrad.ops import linalg as la
 from numgrad.ops import shape as sh
 from numgrad.ops import unary as un
-from numgrad.ops._util import Tensor, _wrap, attach, dtype_of, edge, is_scalar, meta_for, state
-from numgrad.ops.registry import declare
+from numgrad.ops._util import (
+    EW,
+    LIN,
+    Tensor,
+    _wrap,
+    attach,
+    dtype_of,
+    edge,
+    is_scalar,
+    meta_for,
+    state,
+)
+from numgrad.ops.registry import declare, op
 
 _VARIANTS = ("function", "method", "inplace")
 
@@ -59,19 +71,6 @@ def _result(fn):
 # ----------------------------------------------------------------------------------------
 
 
-class AddmmBackward0(Node):
-    __slots__ = ()
-    _names_of_saved = ("alpha", "beta", "mat1", "mat2")
-
-    # d/dC (beta C + alpha A B) = beta g, d/dA = alpha g B^T, d/dB = alpha A^T g
-    def _backward(self, g):
-        alpha, beta, a, b = self._saved
-        nc, na, nb = self.next_functions
-        return (_scaled(g, beta) if nc[0] is not None else None,
-                _scaled(la.mm(g, sh.t(b)), alpha) if na[0] is not None else None,
-                _scaled(la.mm(sh.t(a), g), alpha) if nb[0] is not None else None)
-
-
 class BaddbmmBackward0(Node):
     __slots__ = ()
     _names_of_saved = ("alpha", "batch1", "batch2", "beta")
@@ -100,19 +99,78 @@ def _same_dtype(input, mat2):
                            f"{dtype_of(input)._legacy} and {dtype_of(mat2)._legacy}")
 
 
-@declare(nodes=("AddmmBackward0",), variants=_VARIANTS)
+def _mat2_column_major(strides, mat1, grad):
+    """Whether mat2, (k, m) with these element strides, was laid out column by column (the
+    t() of a Linear weight): its gradient is then computed in that layout."""
+    k, m = mat1._data.shape[1], grad._data.shape[1]
+    return k > 1 and m > 1 and strides == (1, k)
+
+
+# d/dinput (beta input + alpha mat1 mat2) = beta g, d/dmat1 = alpha g mat2^T,
+# d/dmat2 = alpha mat1^T g
+@op(node="AddmmBackward0", inputs=("self", "other", "third"), variants=_VARIANTS,
+    grads={"self": lambda grad, beta: _scaled(grad, beta),
+           "other": lambda grad, mat2, alpha: _scaled(la.mm(grad, sh.t(mat2)), alpha),
+           "third": lambda grad, mat1, mat2_sym_strides, alpha: _scaled(la.mat2_grad(
+               mat1, grad, _mat2_column_major(mat2_sym_strides, mat1, grad)), alpha)},
+    save=("alpha", "beta", "mat1", "mat2", "mat2_sym_strides"))
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
-    """beta * input + alpha * (mat1 @ mat2)."""
-    _check_tensors("addmm", ("input", "mat1", "mat2"), (input, mat1, mat2))
-    for name, m in (("mat1", mat1), ("mat2", mat2)):
-        if m._data.ndim != 2:
-            raise RuntimeError(f"{name} must be a matrix, got {m._data.ndim}-D tensor")
-    (n, k), (k2, p) = mat1._data.shape, mat2._data.shape
+    """beta * input + alpha * (mat1 @ mat2) (``nn.functional.linear``'s op for 2-D input)."""
+    try:
+        xd, ad, bd = input._data, mat1._data, mat2._data
+    except AttributeError:
+        _check_tensors("addmm", ("input", "mat1", "mat2"), (input, mat1, mat2))
+    if ad.ndim != 2:
+        raise RuntimeError(f"mat1 must be a matrix, got {ad.ndim}-D tensor")
+    if bd.ndim != 2:
+        raise RuntimeError(f"mat2 must be a matrix, got {bd.ndim}-D tensor")
+    if xd.dtype != bd.dtype or ad.dtype != bd.dtype:
+        name, t = ("self", input) if xd.dtype != bd.dtype else ("mat1", mat1)
+        raise RuntimeError(f"{name} and mat2 must have the same dtype, but got "
+                           f"{dtype_of(t)._legacy} and {dtype_of(mat2)._legacy}")
+    (n, k), (k2, m) = ad.shape, bd.shape
     if k != k2:
-        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({n}x{k} and {k2}x{p})")
-    _same_dtype(input, mat2)
-    out = _result(lambda: _plus_product(input, la.mm(mat1, mat2), beta, alpha))
-    return _record(out, AddmmBackward0, (input, mat1, mat2), (alpha, beta, mat1, mat2))
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({n}x{k} and {k2}x{m})")
+    if xd.dtype.kind == "f":
+        if xd.shape != (m,) and xd.shape != (n, m):
+            _expand_check(xd.shape, (n, m), input)
+        out = _arrays.empty(ad, (n, m), ad.dtype)
+        LIN.matmul(ad, bd, out)
+        if alpha != 1:
+            EW.unary(EW.mul_s, out, out.dtype, alpha, out=out)
+        if beta != 0:  # beta 0 ignores input (NaN and inf included), as PyTorch
+            bias = xd if beta == 1 else EW.unary(EW.mul_s, xd, xd.dtype, beta)
+            EW.binary(EW.add, out, bias, out.dtype, (n, m), out=out)
+    else:
+        out = _result(lambda: _plus_product(input, la.mm(mat1, mat2), beta, alpha))._data
+    values = {"alpha": alpha, "beta": beta}
+    if state.enabled and (mat1._requires_grad or mat2._requires_grad or input._requires_grad):
+        # what each gradient reads, saved only when that gradient is needed (as PyTorch)
+        values["mat1"] = mat1 if mat2._requires_grad else None
+        values["mat2"] = mat2 if mat1._requires_grad else None
+        values["mat2_sym_strides"] = ((bd.strides[0] // bd.itemsize, bd.strides[1] // bd.itemsize)
+                                      if mat2._requires_grad else None)
+        mi = meta_for(input, (n, m), dtype_of(mat1))
+        if mi is not None:
+            values["_meta"] = (mi, None, None)
+    return out, values
+
+
+def _expand_check(src, target, t):
+    """PyTorch's errors for ``t.expand(target)`` (``src`` is t's shape)."""
+    if len(src) > len(target):
+        raise RuntimeError(
+            f"expand(torch.{dtype_of(t)._legacy}Tensor{{{list(src)}}}, size={list(target)}): the "
+            f"number of sizes provided ({len(target)}) must be greater or equal to the number of "
+            f"dimensions in the tensor ({len(src)})")
+    off = len(target) - len(src)
+    for i in range(len(target) - 1, off - 1, -1):
+        size = src[i - off]
+        if size != target[i] and size != 1:
+            raise RuntimeError(
+                f"The expanded size of the tensor ({target[i]}) must match the existing size "
+                f"({size}) at non-singleton dimension {i}.  Target sizes: {list(target)}.  "
+                f"Tensor sizes: {list(src)}")
 
 
 @declare(nodes=("BaddbmmBackward0",), variants=_VARIANTS)

@@ -145,6 +145,7 @@ def make_node(name, inputs, grads, saves):
     result_at = saves.index("result") if "result" in saves else -1
     joint = tuple((at, f, tuple(saves.index(p) for p in _reads(f)))
                   for at, f in _joint(inputs, grads))
+    each = tuple((i, f, a) for i, (f, a) in enumerate(zip(formulas, args)))
 
     if len(inputs) == 1 and args[0] == (0,):  # one input, one saved value: the common case
         f0 = formulas[0]
@@ -161,9 +162,9 @@ def make_node(name, inputs, grads, saves):
                 saved = list(saved)
                 saved[result_at] = wrap_out(self, saved[result_at])
             nf = self.next_functions
-            res = tuple(
+            res = tuple([
                 f(g, *[saved[j] for j in a]) if f is not None and nf[i][0] is not None else None
-                for i, (f, a) in enumerate(zip(formulas, args)))
+                for i, f, a in each])
             for at, f, a in joint:
                 mask = tuple(nf[i][0] is not None for i in at)
                 if any(mask):
@@ -368,9 +369,11 @@ def op(name=None, *, node=None, grads=None, inputs=("self",), variants=("functio
     of the non-tensor values the derivative formulas read (``dim``, ``indices``, ...). The
     generated function wraps the arrays, and records the node when a differentiable input
     requires grad. ``save``: the saved names when they differ from what the formulas read
-    (PyTorch's ``_saved_*`` order). ``differentiable_outputs``: every output of the tuple is
-    an output of the node, and the formulas' ``grad`` is the tuple of their gradients (zeros
-    for an output that got none)."""
+    (PyTorch's ``_saved_*`` order). Inputs may also be given by keyword. A ``"_meta"`` value
+    (per input ``(shape, dtype)`` or ``None``) becomes the node's ``_meta``: the engine sums
+    (and casts) each gradient back to a broadcast input's shape. ``differentiable_outputs``:
+    every output of the tuple is an output of the node, and the formulas' ``grad`` is the
+    tuple of their gradients (zeros for an output that got none)."""
     def declare(forward):
         op_name = name or forward.__name__
         od = OpDef(op_name, "op", tuple(inputs), grads or {}, node, variants=variants,
@@ -380,7 +383,7 @@ def op(name=None, *, node=None, grads=None, inputs=("self",), variants=("functio
                 "__slots__": ("_n_outputs", "_out_meta"), "_run": _run_outputs, "_plain": False})
         node_cls = od.node
         n_in = len(od.inputs)
-        saves = od.saves
+        getters = tuple((s, od.inputs.index(s) if s in od.inputs else -1) for s in od.saves)
 
         def fn(*args, **kwargs):
             if kwargs.get("out") is not None:
@@ -391,12 +394,19 @@ def op(name=None, *, node=None, grads=None, inputs=("self",), variants=("functio
             res = tuple(_wrap(a) for a in arrays) if multi else _wrap(arrays)
             if node_cls is not None and state.enabled:
                 ins = args[:n_in]
-                if any(isinstance(t, Tensor) and t._requires_grad for t in ins):
+                if len(ins) < n_in and kwargs:
+                    ins = _bound_inputs(forward, n_in, args, kwargs)
+                if _requiring(ins):
                     first = res[0] if multi else res
-                    saved = tuple(_saved_value(s, ins, first, values, od.inputs)
-                                  for s in saves)
-                    edges = tuple(edge(t) if isinstance(t, Tensor) else (None, 0) for t in ins)
+                    n = len(ins)  # (_saved_value, inlined)
+                    saved = tuple([first._data if s == "result" else ins[j] if 0 <= j < n
+                                   else values[s] for s, j in getters])
+                    edges = tuple([edge(t) if isinstance(t, Tensor) else (None, 0)
+                                   for t in ins])
                     node = node_cls(edges, saved)
+                    meta = values.get("_meta")
+                    if meta is not None:
+                        node._meta = meta
                     attach(first, node)
                     if differentiable_outputs:
                         _attach_outputs(node, res)
@@ -492,14 +502,18 @@ def respelled(kwargs):
     return kwargs
 
 
-def _saved_value(name, ins, out, values, names=INPUT_NAMES):
-    """A saved value: the output's array (``result``), an input by its declared name (PyTorch's
-    ``self``, ``other`` or an nn op's ``input``, ``weight``), else a value the forward gave."""
-    if name == "result":
-        return out._data
-    if name in names[:len(ins)]:
-        return ins[names.index(name)]
-    return values[name]
+def _requiring(ins):
+    """Whether a tensor among ``ins`` requires grad."""
+    for t in ins:
+        if isinstance(t, Tensor) and t._requires_grad:
+            return True
+    return False
+
+
+def _bound_inputs(forward, n_in, args, kwargs):
+    """The first ``n_in`` arguments of ``forward`` when some were given by keyword."""
+    names = list(inspect.signature(forward).parameters)[:n_in]
+    return tuple(args[i] if i < len(args) else kwargs.get(n) for i, n in enumerate(names))
 
 
 # ----------------------------------------------------------------------------------------
