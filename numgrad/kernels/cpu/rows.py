@@ -246,7 +246,7 @@ def logsumexp_3d(x, out):
         return _CUDA.logsumexp_3d(x, out)
     n_o, n, inner = x.shape
     if n_o * inner:
-        flat = _c(x).reshape(-1) if n else np.zeros(1, x.dtype)  # an empty row reads x[0]
+        flat = _c(x).reshape(-1) if n else np.zeros(inner, x.dtype)  # an empty row reads x[xo]
         res = np.empty(n_o * inner, out.dtype)
         _LOGSUMEXP_LINES(flat, res, n_o * inner, n, inner)
         out[...] = res.reshape(out.shape)
