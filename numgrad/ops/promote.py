@@ -314,6 +314,28 @@ def _inplace_form(op, op_name, kernels, resolve, alpha, check, float_only):
             _APPLY.append(apply_)
         return _APPLY[0](*args, **kwargs)
 
+    def direct(t, other):
+        """Write a same-shape float tensor into plain ``t`` when neither takes part in a
+        graph (what apply_'s checks would allow), else None."""
+        a, b = t._data, other._data
+        vc = t._vc
+        if (a.__class__ is _ND and b.__class__ is _ND and a.dtype is b.dtype
+                and a.dtype.kind == "f" and a.shape == b.shape and a.flags.c_contiguous
+                and b.flags.c_contiguous and not t._requires_grad
+                and not other._requires_grad and t._base is None
+                and (vc is None or vc.__class__ is list)):
+            k = (kernels or resolve())[0]
+            n = a.size
+            if n:
+                (k.flat if n < EW.PARALLEL_MIN else k.flat_par)(
+                    a.ravel(), b.ravel(), a.ravel(), 0.0, 0.0)
+            if vc is None:
+                t._vc = [1]
+            else:
+                vc[0] += 1
+            return t
+        return None
+
     if alpha:
         def op_(self, other, *, alpha=1):
             if check is not None:
@@ -321,6 +343,10 @@ def _inplace_form(op, op_name, kernels, resolve, alpha, check, float_only):
             if alpha.__class__ is not int:
                 alpha = check_alpha(alpha, self, other, op_name + "_")
             if alpha == 1:
+                if self.__class__ is Tensor and other.__class__ is Tensor:
+                    done = direct(self, other)
+                    if done is not None:
+                        return done
                 return apply_(self, op, other, raw=raw)
             return apply_(self, lambda x, y: op(x, y, alpha=alpha), other,
                           raw=lambda t, o: raw(t, o, alpha))
@@ -331,9 +357,17 @@ def _inplace_form(op, op_name, kernels, resolve, alpha, check, float_only):
             if self._data.dtype.kind != "f":
                 raise RuntimeError("result type Float can't be cast to the desired output type "
                                    f"{dtype_of(self)._legacy}")
+            if self.__class__ is Tensor and other.__class__ is Tensor:
+                done = direct(self, other)
+                if done is not None:
+                    return done
             return apply_(self, op, other, raw=raw)
     else:
         def op_(self, other):
+            if self.__class__ is Tensor and other.__class__ is Tensor:
+                done = direct(self, other)
+                if done is not None:
+                    return done
             return apply_(self, op, other, raw=raw)
     op_.__name__ = op_.__qualname__ = op_name + "_"
     op_.__doc__ = f"In-place {op_name}."
