@@ -256,10 +256,10 @@ batch_norm_bwd_input, batch_norm_bwd_input_par = serial_and_parallel(_batch_norm
 
 
 # layer norm's rows (forward, input gradient) are row kernels written once for both devices
-# (``numgrad.kernels.rows``): these names are theirs, for the callers of ``pick`` (one
-# launcher picks the serial or the multithreaded loop itself)
-layer_norm_fwd = layer_norm_fwd_par = ROWS.layer_norm_fwd
-layer_norm_bwd_input = layer_norm_bwd_input_par = ROWS.layer_norm_bwd_input
+# (``numgrad.kernels.rows``): these names are their serial and multithreaded loops, for the
+# callers of ``pick`` (``ROWS.layer_norm_fwd`` picks by itself)
+layer_norm_fwd, layer_norm_fwd_par = ROWS._LAYER_NORM
+layer_norm_bwd_input, layer_norm_bwd_input_par = ROWS._LAYER_NORM_BWD
 
 
 # d gamma = sum_rows g xhat, d beta = sum_rows g (per feature)
@@ -283,8 +283,8 @@ def layer_norm_bwd_params(g, x, mean, rstd, ggamma, gbeta):
 # losses over class indices: row kernels written once (``numgrad.kernels.rows``)
 # ========================================================================================
 
-nll = ROWS.nll
-nll_bwd = ROWS.nll_bwd
+nll = ROWS._NLL
+nll_bwd = ROWS._NLL_BWD
 
 
 # ========================================================================================
