@@ -523,6 +523,10 @@ CASES = [
     ("upsample_linear1d", lambda m, a: m.nn.functional.interpolate(
         a, size=5, mode="linear", align_corners=True),
      lambda a: a @ _resize(3, 5, "linear").T, [U(1, 2, 3)]),
+    # a gradient that depends on the input: its adjoint is recorded (_resample_backward)
+    ("upsample_linear1d_squared", lambda m, a: m.nn.functional.interpolate(
+        a, size=5, mode="linear", align_corners=True) ** 2,
+     lambda a: (a @ _resize(3, 5, "linear").T) ** 2, [U(1, 2, 3)]),
     ("upsample_bilinear2d", lambda m, a: m.nn.functional.interpolate(
         a, size=(3, 4), mode="bilinear", align_corners=True),
      lambda a: _resize2d(a, (3, 4), "linear"), [U(1, 1, 2, 3)]),
