@@ -13,6 +13,10 @@ kept (the random generators it draws from start the replay from their state befo
 call). From then on calls replay the plan: the kernels run in the recorded order on the
 current data, and no Tensor, Node or engine walk is made.
 
+Signatures that differ only in tensor sizes (a sequence growing by one token per call) are
+one program: after traces at three sizes, its plans are fitted as one and later sizes get
+their plan from the fit, checked by a light run instead of traced (``dynamic.py``).
+
 A function that returns tensors that still require grad (``loss = f(x)``, ``model(x)``) is
 the forward form (``forward.py``): its trace also records the backward, and a replayed call
 returns tensors whose backward is one compiled node.
@@ -33,6 +37,7 @@ import warnings
 
 import numpy as np
 
+from numgrad._compile import dynamic as _dynamic
 from numgrad._compile import forward as _forward
 from numgrad._compile import guard as _guard_module
 from numgrad._compile import tape as _tape
@@ -50,7 +55,7 @@ from numgrad.tensor import Tensor
 
 CHECK_GUARDS = os.environ.get("NUMGRAD_CHECK_GUARDS") == "1"
 RECOMPILE_LIMIT = 8  # programs traced per compiled function (torch's recompile_limit)
-SIZES_LIMIT = 256  # sizes traced per program (a growing sequence: one plan per length)
+SIZES_LIMIT = 256  # sizes met per program (traced, or instantiated from a fit: dynamic.py)
 _ATTEMPTS = 3  # traces of one signature that may fail to verify before it stays eager
 
 
@@ -59,7 +64,8 @@ class CompileError(RuntimeError):
 
 
 class _Entry:
-    __slots__ = ("plan", "verified", "eager", "failures", "why", "fuse", "guard")
+    __slots__ = ("plan", "verified", "eager", "failures", "why", "fuse", "guard", "sizes",
+                 "family", "pending", "checking", "sig")
 
     def __init__(self, fuse):
         self.fuse = fuse  # off after a fused plan failed to verify: the next one is not fused
@@ -69,6 +75,11 @@ class _Entry:
         self.failures = 0
         self.why = None
         self.guard = None  # the signature's generated guard (``guard.py``), once verified
+        self.sizes = None  # its tensors' sizes (``dynamic.sizes_of``)
+        self.family = None  # the ``dynamic.Family`` of its program
+        self.pending = None  # the family whose fitted plan this entry's next call verifies
+        self.checking = False  # its plan, made from a verified fit, awaits its light check
+        self.sig = None
 
 
 class CompiledFunction:
@@ -77,6 +88,11 @@ class CompiledFunction:
     def __init__(self, fn, fullgraph=False, dynamic=None, disable=False, fuse=True):
         self._orig_fn = fn
         self._fuse = fuse
+        self._dynamic = dynamic is not False  # fit plans of several sizes as one (dynamic.py)
+        self._families = {}  # signature without sizes -> its dynamic.Family
+        # what was compiled: per-size traces that built a plan, fits tried, plans made from
+        # a verified fit (``stats()``)
+        self._stats = {"traces": 0, "fits": 0, "instantiated": 0}
         self._fullgraph = fullgraph
         self._disable = disable
         self._cache = {}  # signature -> _Entry
@@ -112,6 +128,19 @@ class CompiledFunction:
                         return last[1].plan.call(tensors)
                     except GuardFailed:
                         return fn(*args, **kwargs)
+            family = last[1].family
+            if family is not None and family.guard:
+                # the guard of every size of the program: which sizes this call has
+                hit = family.guard(args, kwargs, fn)
+                entry = None if hit is None else family.entries.get(hit[1])
+                if entry is not None and entry.verified:
+                    if CHECK_GUARDS:
+                        _check_guard(fn, args, kwargs, entry.sig, hit[0])
+                    self._last = (entry.sig, entry)
+                    try:
+                        return entry.plan.call(hit[0])
+                    except GuardFailed:
+                        return fn(*args, **kwargs)
         try:
             reach = reachable(fn, args, kwargs)
         except TooMuchState as exc:
@@ -136,17 +165,82 @@ class CompiledFunction:
                     return fn(*args, **kwargs)
                 self._programs[program] = n + 1
                 entry = self._cache[sig] = _Entry(self._fuse)
+                entry.sig = sig
+                if self._dynamic:
+                    self._sized(entry, program, sig, reach)
             self._last = (sig, entry)
         if entry.verified:
             if entry.guard is None:
-                entry.guard = _guard(args, kwargs, fn, sig)
+                family = entry.family
+                if family is not None and family.verified:  # one guard for all its sizes
+                    if family.guard is None:
+                        family.guard = _guard(args, kwargs, fn, sig, sizeless=True)
+                    entry.guard = False
+                else:
+                    entry.guard = _guard(args, kwargs, fn, sig)
             try:
                 return entry.plan.call(reach.tensors)
             except GuardFailed:
                 return fn(*args, **kwargs)
         if entry.eager:
             return fn(*args, **kwargs)
+        if entry.checking:
+            return self._check(entry, reach, args, kwargs)
         return self._trace(entry, reach, args, kwargs)
+
+    def stats(self):
+        """What this function compiled: ``traces`` (calls traced into a per-size plan),
+        ``fits`` (plans of several sizes fitted as one) and ``instantiated`` (plans made for a
+        new size from a verified fit, without a trace)."""
+        return dict(self._stats)
+
+    def _sized(self, entry, program, sig, reach):
+        """A new signature: note its sizes in its program's family; a plan for them from the
+        family's verified fit, or a fitted plan this call verifies (``dynamic.py``)."""
+        family = self._families.get(program)
+        if family is None:
+            family = self._families[program] = _dynamic.Family()
+        sizes = _dynamic.sizes_of(sig, reach)
+        if sizes is None:
+            return
+        entry.family, entry.sizes = family, sizes
+        family.entries[sizes] = entry
+        datas = [t._data for t in reach.tensors]
+        if family.verified:
+            plan = family.instantiate(sizes, datas)
+            if plan is not None:
+                entry.plan, entry.checking = plan, True
+                self._stats["instantiated"] += 1
+        else:
+            plan = family.propose(sizes, datas)
+            if plan is not None:
+                entry.plan, entry.pending = plan, family
+                self._stats["fits"] += 1
+
+    def _check(self, entry, reach, args, kwargs):
+        """The first call at new sizes of a plan made from a verified fit: it runs eagerly on
+        a light tape (calls and where arrays come from, no copies), which must be that plan
+        (``dynamic.check``); then its next calls replay it. Else the next call traces."""
+        tensors = reach.tensors
+        pre = [(t._data, t._grad, t._version) for t in tensors]
+        opt_before = [_python_state(o) for o in reach.optimizers]
+        entry.checking = False
+        t = _tape.start(light=True)
+        t.known.update(id(_tape.root(d)) for d, _, _ in pre if d.__class__ is np.ndarray)
+        try:
+            result = self._orig_fn(*args, **kwargs)
+            post = [(t_._data, t_._grad, t_._version) for t_ in tensors]
+        finally:
+            _tape.stop()
+        ok = not _forward.needs_backward(result) and not any(
+            _python_state_changed(b, _python_state(o))
+            for b, o in zip(opt_before, reach.optimizers))
+        if ok and _dynamic.check(entry.plan, t, pre, post, result):
+            entry.verified = True
+        else:
+            entry.plan = None
+            entry.family.missed()
+        return result
 
     # ---------------------------------------------------------------------------------------
     def _trace(self, entry, reach, args, kwargs):
@@ -204,12 +298,21 @@ class CompiledFunction:
             finally:
                 for g, snap in zip(gens, gens_after):
                     g._restore(snap)
-            if ok:
+            family, entry.pending = entry.pending, None
+            if family is not None:
+                # a fitted plan: its replay was eager's, and this call's own trace must be it
+                ok = ok and not cuda and rec is None and _confirm(family, entry.plan, t, pre,
+                                                                  post, result)
+                if ok:
+                    entry.verified = True
+                    return result
+            elif ok:
                 entry.verified = True
                 return result
-            entry.failures += 1
-            if entry.plan.fused is not None:
-                entry.fuse = False
+            else:
+                entry.failures += 1
+                if entry.plan.fused is not None:
+                    entry.fuse = False
         try:
             if cuda and rec is not None:
                 plan = _forward.CudaForwardPlan(t.calls, split, pre, post, result, rec,
@@ -230,6 +333,9 @@ class CompiledFunction:
             return self._give_up(entry, "its replay did not match the eager run", result)
         plan.generators = list(t.generators.values())
         entry.plan = plan
+        self._stats["traces"] += 1
+        if entry.family is not None:
+            entry.family.add(entry.sizes, entry)
         return result
 
     def _give_up(self, entry, why, result):
@@ -253,11 +359,20 @@ class CompiledFunction:
                           stacklevel=4)
 
 
-def _guard(args, kwargs, fn, sig):
-    """The generated guard of a verified signature, or False when it cannot be written (the
-    full walk then guards every call)."""
+def _confirm(family, plan, t, pre, post, result):
+    """Whether the trace ``t`` of a call that verified the fitted ``plan`` is that plan."""
     try:
-        return _guard_module.build(args, kwargs, fn, sig)
+        traced = Plan(t.calls, pre, post, result, t, detach=t.ran_backward, fuse=False)
+    except Unplannable:
+        return False
+    return family.confirm(plan, traced)
+
+
+def _guard(args, kwargs, fn, sig, sizeless=False):
+    """The generated guard of a verified signature (of its program, ``sizeless``), or False
+    when it cannot be written (the full walk then guards every call)."""
+    try:
+        return _guard_module.build(args, kwargs, fn, sig, sizeless)
     except Exception:
         return False
 
@@ -296,10 +411,12 @@ def _python_state_changed(before, after):
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="numgrad", mode=None,  # noqa: A001
             options=None, disable=False):
     """PyTorch's ``torch.compile`` signature. ``model`` is a function or an ``nn.Module``;
-    used as a decorator with or without arguments. There is one backend and one mode, and
-    every trace is specialised to its shapes: ``dynamic``, ``backend`` and ``mode`` are
-    accepted for PyTorch code and change nothing. ``options={"fuse": False}`` replays every
-    kernel call from Python instead of through the generated interpreter."""
+    used as a decorator with or without arguments. There is one backend and one mode:
+    ``backend`` and ``mode`` are accepted for PyTorch code and change nothing. Calls that
+    differ only in tensor sizes get plans fitted across sizes after three traces
+    (``dynamic.py``), as torch's automatic dynamic shapes; ``dynamic=False`` keeps one plan
+    per size. ``options={"fuse": False}`` replays every kernel call from Python instead of
+    through the generated interpreter."""
     if model is None:
         return lambda m: compile(m, fullgraph=fullgraph, dynamic=dynamic, backend=backend,
                                  mode=mode, options=options, disable=disable)

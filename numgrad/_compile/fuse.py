@@ -92,7 +92,7 @@ def _variant(step, index, no_guard):
             if not (0 < a.ndim <= 4 and a.dtype in _DTYPES and a.flags.c_contiguous
                     and spec.key in index):
                 return None
-            desc.append((a.dtype.name, a.ndim))
+            desc.append((_dtype_name(a.dtype), a.ndim))
             arrays.append(spec)
         else:
             kind = _NUMBERS.get(a.__class__)
@@ -101,6 +101,17 @@ def _variant(step, index, no_guard):
             desc.append(kind)
             numbers.append(float(a))
     return (name, tuple(desc)), arrays, numbers
+
+
+_DTYPE_NAMES = {}
+
+
+def _dtype_name(dt):
+    """``dt.name``, which NumPy builds anew at every read."""
+    name = _DTYPE_NAMES.get(dt)
+    if name is None:
+        name = _DTYPE_NAMES[dt] = dt.name
+    return name
 
 
 def _source(variants):

@@ -122,7 +122,11 @@ class _Writer:
 
     def tensor(self, v, t):
         self.lines.append(f"    T.append({v})")
-        self.fail(f"LAYOUT({v}, ROOTS) != {self.const(S.layout(t, self.roots))}")
+        lay = S.layout(t, self.roots)
+        if self.sizeless:  # the sizes are collected, not compared (``dynamic.Family``)
+            self.fail(f"SIZELESS({v}, ROOTS, SIZES) != {self.const(_sizeless(lay))}")
+        else:
+            self.fail(f"LAYOUT({v}, ROOTS) != {self.const(lay)}")
         g = t._grad
         if g is not None:
             self.visit(f"{v}._grad", g)
@@ -224,15 +228,19 @@ def _slots_dict(obj, names):
     return {k: getattr(obj, k, _MISSING) for k in names}
 
 
-def build(args, kwargs, fn, sig):
+def build(args, kwargs, fn, sig, sizeless=False):
     """The guard of signature ``sig``, written from the objects of a call that had it:
     ``guard(args, kwargs, fn)`` returns the tensors the walk would find, in its order, when
-    the call's signature is ``sig``, else None."""
+    the call's signature is ``sig``, else None. ``sizeless``: the guard of every signature
+    of ``sig``'s program (``state.shape_free``): it returns (tensors, their sizes as
+    ``dynamic.sizes_of`` writes them) when the call's signature is one of them."""
     w = _Writer()
     w.roots = {}
+    w.sizeless = sizeless
     w.lines += ["def guard(args, kwargs, fn):",
                 "    T = []",
                 "    ROOTS = {}",
+                "    SIZES = []",
                 "    SEEN = set()"]
     w.visit("args", args)
     if kwargs:
@@ -242,14 +250,19 @@ def build(args, kwargs, fn, sig):
     w.visit("fn", fn)
     w.fail(f"len(SEEN) != {len(w.seen)}")
     w.fail(f"GLOBALS() != {w.const(sig[0])}")
-    if sig[2]:  # tensors sharing memory: where each starts
-        w.fail(f"STARTS(T) != {w.const(sig[2])}")
-    w.lines.append("    return T")
+    if sizeless:
+        if sig[2]:
+            w.lines.append("    SIZES.extend(STARTS(T))")
+        w.lines.append("    return T, tuple(SIZES)")
+    else:
+        if sig[2]:  # tensors sharing memory: where each starts
+            w.fail(f"STARTS(T) != {w.const(sig[2])}")
+        w.lines.append("    return T")
     src = "\n".join(w.lines) + "\n"
     names = {"K": tuple(w.consts), "MISSING": _MISSING, "MODULE": types.ModuleType,
              "VALUE": _value, "LAYOUT": S.layout, "SETVALUE": _set_value,
              "SLOTS": _slots_dict, "KIND": _kind, "CLASS_KINDS": S._CLASS_KINDS,
-             "GLOBALS": S._globals, "STARTS": _starts}
+             "GLOBALS": S._globals, "STARTS": _starts, "SIZELESS": _layout_sizes}
     exec(compile(src, "<numgrad.compile guard>", "exec"), names)  # our generated source
     inner = names["guard"]
 
@@ -260,6 +273,21 @@ def build(args, kwargs, fn, sig):
             return None
     guard.source = src
     return guard
+
+
+def _sizeless(lay):
+    """A layout without its shape and strides (its rank instead), as ``state.shape_free``."""
+    return lay if lay[0] == "cuda" else (len(lay[0]),) + lay[2:]
+
+
+def _layout_sizes(t, roots, sizes):
+    """``t``'s layout without its sizes; its shape and strides appended to ``sizes``."""
+    lay = S.layout(t, roots)
+    if lay[0] == "cuda":
+        return lay
+    sizes.extend(lay[0])
+    sizes.extend(lay[1])
+    return (len(lay[0]),) + lay[2:]
 
 
 def _starts(tensors):

@@ -283,6 +283,16 @@ class Plan:
                 self.restore.append((("s", rid), r, snapshots[rid]))
         self.guards_first = False  # set by a watched run (see ``run``)
         self.rollback = ()  # reachable tensors written before a check: saved at each replay
+        # what ``dynamic.py`` reads to fit plans of several sizes: the steps in recorded
+        # order (fusion reorders ``steps``) and the constants' content before any kernel ran
+        # (kept up to 64 KiB: a larger one is no size's recipe there)
+        self.raw_steps = self.steps
+        self.constants = {}
+        for rid in loc.statics:
+            if rid in constants:
+                snap = snapshots.get(rid)
+                self.constants[rid] = snap if snap is not None and snap.nbytes <= 1 << 16 \
+                    else None
         self.fused = None
         if fuse:
             fused = Fused(self, _NO_GUARD)

@@ -37,9 +37,12 @@ _SNAPSHOT_BYTES = 16 << 20  # buffers up to this size can start a replay from tr
 
 class Tape:
     __slots__ = ("calls", "breaks", "first", "ran_backward", "_depth", "thread", "known",
-                 "constants", "outside", "produced", "_keep", "generators", "uninit")
+                 "constants", "outside", "produced", "_keep", "generators", "uninit", "light")
 
-    def __init__(self):
+    def __init__(self, light=False):
+        # a light tape records the calls and where arrays come from, nothing of their
+        # content: it checks that a run is a plan already verified (``dynamic.check``)
+        self.light = light
         self.calls = []  # (fn, args, kwargs, result)
         self.breaks = []  # why this run cannot be replayed
         self.first = {}  # id(root) -> the root's content when a call first received it
@@ -69,11 +72,46 @@ class Tape:
                 self._snapshot(a, new)
         return new
 
+    def _unknown(self, args, new):
+        """(root, copy) of the arrays of ``args`` a light tape meets first that are none of
+        the reachable tensors' data, constants, results or allocations for a kernel."""
+        for a in args:
+            if a.__class__ is np.ndarray:
+                r = root(a)
+                rid = id(r)
+                if rid not in self.first:
+                    unknown = r.nbytes and not (rid in self.known or rid in self.constants
+                                                or rid in self.produced or rid in self.uninit)
+                    self.first[rid] = None
+                    if unknown:
+                        self._keep.append(r)
+                        new.append((r, r.copy(order="K")))
+            elif a.__class__ in (tuple, list):
+                self._unknown(a, new)
+        return new
+
     def call(self, fn, impl, args, kwargs):
         """Run ``impl(*args, **kwargs)`` and record it as a call of ``fn`` (outermost only:
         a recorded launcher's own kernel calls are part of it)."""
         if self._depth or threading.get_ident() != self.thread:
             return impl(*args, **kwargs)
+        if self.light:
+            new = self._unknown(args, [])
+            self._depth += 1
+            try:
+                result = impl(*args, **kwargs)
+            finally:
+                self._depth -= 1
+            for r, before in new:  # memory of unknown content: the call must write it
+                if _same_bytes(before, r) and not self._writes(fn, impl, args, kwargs, r):
+                    self.outside[id(r)] = getattr(fn, "__name__", type(fn).__name__)
+                    self._keep.append(r)
+            self.calls.append((fn, args, kwargs, result))
+            for v in (result if result.__class__ is tuple else (result,)):
+                if v.__class__ is np.ndarray:
+                    self.produced.add(id(root(v)))
+                    self._keep.append(v)
+            return result
         new = self._snapshot(args, [])
         self._depth += 1
         try:
@@ -178,7 +216,8 @@ def uninit(a):
     tape = TAPE
     if tape is not None and a.nbytes and threading.get_ident() == tape.thread and (
             a.flags.c_contiguous or a.flags.f_contiguous):
-        a.reshape(-1, order="A").view(np.uint8).fill(255)
+        if not tape.light:
+            a.reshape(-1, order="A").view(np.uint8).fill(255)
         tape.uninit[id(a)] = a
     return a
 
@@ -234,14 +273,14 @@ def _recording_call(self, *args, **kwargs):
 _NUMBA_CALL = None
 
 
-def start():
+def start(light=False):
     """Make a new tape the active one and route kernel calls to it."""
     global TAPE, _NUMBA_CALL
     from numba._dispatcher import Dispatcher
     from numba.core.registry import CPUDispatcher
     _LOCK.acquire()
     _NUMBA_CALL = Dispatcher.__call__
-    TAPE = Tape()
+    TAPE = Tape(light)
     CPUDispatcher.__call__ = _recording_call
     _CUDA[0] = cuda_tape.install(TAPE)
     return TAPE
