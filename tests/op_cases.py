@@ -245,7 +245,7 @@ CASES = [
      lambda a: np.where(2 * a > 1.5, a, np.log1p(np.exp(2 * a)) / 2), [U(3, 4, lo=-2, hi=2)]),
     ("sigmoid", lambda m, a: m.sigmoid(a), lambda a: 1 / (1 + np.exp(-a)), [U(3, 4, lo=-5, hi=5)]),
     ("relu", lambda m, a: m.relu(a), lambda a: np.maximum(a, 0), [AWAY(3, 4)]),
-    # --- nn ops declared in numgrad/ops (gelu.py, norms.py)
+    # --- nn ops declared in numgrad/ops (gelu.py, norms.py, nn_losses.py, embedding.py)
     ("gelu", lambda m, a: m.nn.functional.gelu(a),
      _vectorized(lambda v: v * (1 + math.erf(v / math.sqrt(2))) / 2), [U(3, 4, lo=-3, hi=3)]),
     ("gelu_tanh", lambda m, a: m.nn.functional.gelu(a, approximate="tanh"),
@@ -255,6 +255,17 @@ CASES = [
      lambda a, w, b: _layer_norm(a, 1, w, b), [U(2, 3, 4), U(4), U(4)]),
     ("native_layer_norm_2d", lambda m, a: m.nn.functional.layer_norm(a, (3, 2), eps=0.1),
      lambda a: _layer_norm(a, 2, 1.0, 0.0, 0.1), [U(2, 3, 2)]),
+    ("mse_loss", lambda m, a, b: m.nn.functional.mse_loss(a, b),
+     lambda a, b: np.mean((a - b) ** 2), [U(3, 4), U(3, 4)]),
+    ("mse_loss_none", lambda m, a, b: m.nn.functional.mse_loss(a, b.expand(3, 4), reduction="none"),
+     lambda a, b: (a - b) ** 2, [U(3, 4), U(4)]),
+    ("embedding", lambda m, w: m.nn.functional.embedding(
+        m.tensor([[1, 0, 3], [3, 3, 2]], device=w.device), w),
+     lambda w: w[[[1, 0, 3], [3, 3, 2]]], [U(4, 3)]),
+    # squared: the first derivative is embedding_dense_backward of a gradient that needs grad
+    ("embedding_squared", lambda m, w: m.nn.functional.embedding(
+        m.tensor([2, 0, 2], device=w.device), w) ** 2,
+     lambda w: w[[2, 0, 2]] ** 2, [U(3, 2)]),
     # --- activations (numgrad.ops.activation)
     ("elu", lambda m, a: m.nn.functional.elu(a, 1.3),
      lambda a: np.where(a > 0, a, 1.3 * np.expm1(a)), [AWAY(3, 4)]),

@@ -17,10 +17,11 @@ from numgrad._shape import Size, broadcast_shapes
 from numgrad.autograd.graph import Node
 from numgrad.nn import _pad_checks
 from numgrad.ops import elementwise as ew
+from numgrad.ops import embedding as embedding_op
 from numgrad.ops import gelu as gelu_op
 from numgrad.ops import indexing as ix
 from numgrad.ops import linalg as la
-from numgrad.ops import norms
+from numgrad.ops import nn_losses, norms
 from numgrad.ops import reduction as red
 from numgrad.ops import shape as sh
 from numgrad.ops import unary as un
@@ -35,7 +36,6 @@ from numgrad.ops._util import (
     attach,
     dtype_of,
     edge,
-    meta_for,
     state,
 )
 from numgrad.ops.fused import addmm  # noqa: F401  (linear's op; nn.RNN cells call it)
@@ -1308,24 +1308,6 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
 # ========================================================================================
 
 
-class EmbeddingBackward0(Node):
-    __slots__ = ()
-    _names_of_saved = ("indices", "padding_idx")
-
-    # d/dW embedding(idx, W) = rows of g added at idx (the padding row gets none); with
-    # scale_grad_by_freq each row of g is divided by how often its index occurs
-    def _backward(self, g):
-        plan, padding_idx, freq_scale = self._saved
-        if freq_scale is not None:
-            g = ew.mul(g, _wrap(A.to_device(freq_scale.astype(g._data.dtype), g.device)))
-        gw = ix._index_scatter(g, plan)
-        if padding_idx is not None and 0 <= padding_idx < plan.in_shape[0]:
-            keep = np.ones((plan.in_shape[0], 1), g._data.dtype)
-            keep[padding_idx] = 0
-            gw = ew.mul(gw, _wrap(A.to_device(A.constant(keep), g.device)))
-        return (gw,)
-
-
 def _embedding_renorm(weight, flat, max_norm, norm_type):
     """PyTorch's embedding_renorm_: rows looked up whose norm exceeds max_norm are scaled
     in place to max_norm (a no_grad update of the weight)."""
@@ -1373,16 +1355,12 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
         raise IndexError("index out of range in self")
     if max_norm is not None:
         _embedding_renorm(weight, A.host(flat), max_norm, norm_type)
-    idx = A.host(idx)  # the gather plan is built on the host
-    plan = ix._plan(weight._data.shape, [(0, idx)])
-    out = _wrap(ix._gather(weight._data, plan))
-    if state.enabled and weight._requires_grad:
-        freq = None
-        if scale_grad_by_freq:
-            host = A.host(flat)
-            freq = (1.0 / np.bincount(host, minlength=n)[host]).reshape(idx.shape + (1,))
-        attach(out, EmbeddingBackward0((edge(weight),), (plan, padding_idx, freq)))
-    return out
+    plan = ix._plan(weight._data.shape, [(0, A.host(idx))])  # built on the host
+    freq = None
+    if scale_grad_by_freq and state.enabled and weight._requires_grad:
+        host = A.host(flat)
+        freq = (1.0 / np.bincount(host, minlength=n)[host]).reshape(idx.shape + (1,))
+    return embedding_op.embedding(weight, input, padding_idx, plan, freq)
 
 
 def relu(input, inplace=False):
@@ -1502,20 +1480,6 @@ def _weighted_loss(el, weight, input, reduction):
     return ew.div(red.sum(el), red.sum(weight))
 
 
-class MseLossBackward0(Node):
-    __slots__ = ()
-    _names_of_saved = ("self", "target", "reduction")
-
-    # d/dx mean((x - t)^2) = 2 (x - t) g / n, d/dt = -that
-    def _backward(self, g):
-        x, t, reduction, n = self._saved
-        if t._data.dtype.kind == "b" or x._data.dtype.kind == "b":  # sub refuses bool
-            x, t = (sh.to_dtype(v, g.dtype) if v._data.dtype.kind == "b" else v for v in (x, t))
-        d = ew.mul(ew.sub(x, t), (2.0 / n if n else 0.0) if reduction == "mean" else 2.0)
-        gx = ew.mul(d, g)
-        return (gx if _needs(self, 0) else None, ew.neg(gx) if _needs(self, 1) else None)
-
-
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean squared error (``MseLossBackward0``)."""
     reduction, shape = _pointwise_loss_args("mse_loss", input, target, size_average, reduce,
@@ -1525,20 +1489,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     dt = _dtype.result_type(input, target)
     if not dt.is_floating_point:
         raise NotImplementedError(f"\"mse_cpu\" not implemented for '{dt._legacy}'")
-    el = EW.binary(EW.sqdiff, A.astype(input._data, dt.np),
-                   A.astype(target._data, dt.np), dt.np, shape)
-    if reduction == "none":
-        out = _wrap(el)
-    else:
-        scale = (1.0 / el.size if el.size else np.nan) if reduction == "mean" else 1.0
-        out = _wrap(RED.sum_all(el, dt.np, scale))
-    if state.enabled and (input._requires_grad or target._requires_grad):
-        node = MseLossBackward0((edge(input), edge(target)), (input, target, reduction, el.size))
-        metas = (meta_for(input, shape, dt), meta_for(target, shape, dt))
-        if metas != (None, None):
-            node._meta = metas
-        attach(out, node)
-    return out
+    return nn_losses.mse_loss(input, target, reduction, shape, dt)
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
