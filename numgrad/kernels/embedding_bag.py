@@ -75,8 +75,7 @@ def bag_psw_grad(g, go, w, wo, idx, io, pos_bag, gp, gpo, i, dim, pad):
     """gp[i] = <g[bag of i], w[idx[i]]>; 0 for a padding position or one in no bag."""
     b = pos_bag[i]
     r = idx[io + i]
-    acc = gp[gpo + i] * 0
+    gp[gpo + i] = 0  # the output's memory is uninitialised: never read before written
     if b >= 0 and r != pad:
         for d in range(dim):
-            acc += g[go + b * dim + d] * w[wo + r * dim + d]
-    gp[gpo + i] = acc
+            gp[gpo + i] += g[go + b * dim + d] * w[wo + r * dim + d]
