@@ -15,6 +15,7 @@ from numgrad.ops import elementwise as ew
 from numgrad.ops import reduction as red
 from numgrad.ops import shape as sh
 from numgrad.ops._util import EW, RED, LazyKernels
+from numgrad.ops.norms import normalized_rows, row_curvature
 from numgrad.ops.registry import op
 
 NN = LazyKernels("nn")
@@ -37,14 +38,6 @@ def _rows(t, group):
     return sh.reshape(t, (t.shape[0] * group, -1))
 
 
-def _normalized(x2, eps):
-    """xhat = (x - mean) rstd and rstd = 1 / sqrt(var + eps) per row, as numgrad ops (so
-    they are differentiable in x)."""
-    d = ew.sub(x2, red.mean(x2, 1, keepdim=True))
-    r = ew.pow(ew.add(red.mean(ew.mul(d, d), 1, keepdim=True), eps), -0.5)
-    return ew.mul(d, r), r
-
-
 def _times_weight(t, weight):
     return t if weight is None else ew.mul(t, _channel_view(weight, t.dim()))
 
@@ -61,14 +54,8 @@ def _input_curvature(grad, grad_out, input, weight, mean, rstd, group, eps):
     h = _times_weight(grad_out, weight)
     rpa = _rows(group_norm_input_backward(grad, input, None, mean, rstd, group, eps), group)
     rph = _rows(group_norm_input_backward(h, input, None, mean, rstd, group, eps), group)
-    a2, h2 = _rows(grad, group), _rows(h, group)
-    xh, r = _normalized(_rows(input, group), eps)
-    mah = red.mean(ew.mul(a2, xh), 1, keepdim=True)
-    mhh = red.mean(ew.mul(h2, xh), 1, keepdim=True)
-    mdh = red.mean(ew.mul(ew.sub(a2, red.mean(a2, 1, keepdim=True)), h2), 1, keepdim=True)
-    along = ew.mul(ew.mul(xh, r), ew.sub(mdh, ew.mul(mah, mhh)))
-    total = ew.add(ew.add(along, ew.mul(rpa, mhh)), ew.mul(rph, mah))
-    return sh.reshape(ew.neg(ew.mul(total, r)), tuple(input.shape))
+    return row_curvature(_rows(grad, group), _rows(h, group), rpa, rph, _rows(input, group),
+                         eps, tuple(input.shape))
 
 
 # dx = r P(g gamma) is linear in g and P is symmetric: d/dg <a, dx> = gamma r P(a)
@@ -105,7 +92,7 @@ def group_norm_input_backward(grad_out, input, weight, mean, rstd, group, eps):
 
 # d/dg sum g xhat = xhat ggamma_c
 def _weight_backward_grad_out(grad, input, group, eps):
-    xhat = sh.reshape(_normalized(_rows(input, group), eps)[0], tuple(input.shape))
+    xhat = sh.reshape(normalized_rows(_rows(input, group), eps)[0], tuple(input.shape))
     return ew.mul(xhat, _channel_view(grad, input.dim()))
 
 

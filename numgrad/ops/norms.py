@@ -25,7 +25,7 @@ def _rows(t, normalized_shape):
     return sh.reshape(t, (-1, math.prod(normalized_shape)))
 
 
-def _normalized(x2, eps):
+def normalized_rows(x2, eps):
     """xhat = (x - mean) r and r = 1 / sqrt(var + eps) per row, as numgrad ops (so they are
     differentiable in x)."""
     d = ew.sub(x2, red.mean(x2, 1, keepdim=True))
@@ -59,14 +59,20 @@ def _input_curvature(grad, grad_out, input, weight, result1, result2, normalized
     h = _times_weight(grad_out, weight)
     rpa = _rows(_rpa(grad, input, result1, result2, normalized_shape, eps), normalized_shape)
     rph = _rows(_rpa(h, input, result1, result2, normalized_shape, eps), normalized_shape)
-    a2, h2 = _rows(grad, normalized_shape), _rows(h, normalized_shape)
-    xh, r = _normalized(_rows(input, normalized_shape), eps)
+    return row_curvature(_rows(grad, normalized_shape), _rows(h, normalized_shape), rpa, rph,
+                         _rows(input, normalized_shape), eps, tuple(input.shape))
+
+
+def row_curvature(a2, h2, rpa, rph, x2, eps, shape):
+    """The curvature term shared by the row norms (layer and group norm) on rows: a2, h2
+    the two gradients, rpa, rph their r P(.) projections, x2 the input, reshaped to shape."""
+    xh, r = normalized_rows(x2, eps)
     mah = red.mean(ew.mul(a2, xh), 1, keepdim=True)
     mhh = red.mean(ew.mul(h2, xh), 1, keepdim=True)
     mdh = red.mean(ew.mul(ew.sub(a2, red.mean(a2, 1, keepdim=True)), h2), 1, keepdim=True)
     along = ew.mul(ew.mul(xh, r), ew.sub(mdh, ew.mul(mah, mhh)))
     total = ew.add(ew.add(along, ew.mul(rpa, mhh)), ew.mul(rph, mah))
-    return sh.reshape(ew.neg(ew.mul(total, r)), tuple(input.shape))
+    return sh.reshape(ew.neg(ew.mul(total, r)), shape)
 
 
 # dx = r P(g gamma) is linear in g and P is symmetric: d/dg <a, dx> = gamma r P(a)
@@ -102,7 +108,7 @@ def layer_norm_input_backward(grad_out, input, weight, result1, result2, normali
 
 # d/dg sum_rows g xhat = xhat ggamma
 def _weight_backward_grad_out(grad, input, normalized_shape, eps):
-    xhat = sh.reshape(_normalized(_rows(input, normalized_shape), eps)[0], tuple(input.shape))
+    xhat = sh.reshape(normalized_rows(_rows(input, normalized_shape), eps)[0], tuple(input.shape))
     return ew.mul(xhat, grad)
 
 
