@@ -140,9 +140,9 @@ def test_compile_report_notes_variants_that_run_eagerly_or_raise(monkeypatch, ca
 
 def test_compiled_generation_replays_and_draws_eagers_tokens():
     """Generation compiled in the forward form with ``fullgraph=True`` (any eager fallback
-    raises): one plan per context length (the first token's length-1 causal mask is all zero
-    offsets, which a trace once took for values computed outside it); every run draws
-    eager's tokens, the third replaying every length."""
+    raises): the plans of the context lengths fitted as one family (the first token's
+    length-1 causal mask is all zero offsets, which a trace once took for values computed
+    outside it); every run draws eager's tokens, the third replaying every length."""
     import numgrad
     name = "10_gpt_generate_100"
     eager = workloads.WORKLOADS[name]("numgrad", small=True)().numpy()
