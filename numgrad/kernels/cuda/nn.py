@@ -35,7 +35,7 @@ from numba import cuda, float64
 from numgrad.kernels.cuda import _launch
 from numgrad.kernels.cuda import rows as ROWS
 from numgrad.kernels.cuda import windows as WIN
-from numgrad.kernels.cuda.array import CudaArray, from_any
+from numgrad.kernels.cuda.array import from_any
 from numgrad.kernels.cuda.optim import count_step
 
 _RT = _launch.THREADS  # threads per block of the block reductions (a power of two, >= 32)
@@ -104,24 +104,6 @@ def _block_sum2(sa, sb, a, b):
     rb = sb[0]
     cuda.syncthreads()
     return ra, rb
-
-
-@_launch.jit
-def _set_first(res, n):
-    if cuda.grid(1) == 0:
-        res[0] = n
-
-
-def _first_buffer(n):
-    """A one-element int64 device buffer holding ``n`` (the 'none found' value)."""
-    res = CudaArray.empty((1,), np.int64)
-    _launch.launch(_set_first, 1, res.buf, n)
-    return res
-
-
-def _first_result(res, n):
-    r = res.item()
-    return r if r < n else -1
 
 
 # ========================================================================================
@@ -330,9 +312,9 @@ def first_outside(x, lo, hi):
     n = x.size
     if n == 0:
         return -1
-    res = _first_buffer(n)
+    res = ROWS.first_buffer(n)
     _launch.launch(_first_outside_k, n, *_v(x.reshape(-1)), _py(lo), _py(hi), res.buf, n)
-    return _first_result(res, n)
+    return ROWS.first_result(res, n)
 
 
 @_launch.jit

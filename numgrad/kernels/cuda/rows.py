@@ -301,6 +301,24 @@ def layer_norm_bwd_input(g, x, mean, rstd, gamma, gx):
               _geom(_3d(g)) + _geom(x3) + _v(mean) + _v(rstd) + _v(gamma) + _geom(_3d(gx)))
 
 
+@_launch.jit
+def _set_first(res, n):
+    if cuda.grid(1) == 0:
+        res[0] = n
+
+
+def first_buffer(n):
+    """A one-element int64 device buffer holding ``n`` (the 'none found' value)."""
+    res = CudaArray.empty((1,), np.int64)
+    _launch.launch(_set_first, 1, res.buf, n)
+    return res
+
+
+def first_result(res, n):
+    r = res.item()
+    return r if r < n else -1
+
+
 def nll(logp, target, weight, ignore_index, losses, weights):
     """losses[n] = -w[t] logp[n, t], weights[n] = w[t] (0 for ignored); returns the first
     out-of-range target's position or -1."""
@@ -308,11 +326,10 @@ def nll(logp, target, weight, ignore_index, losses, weights):
     n_b, n_c = logp.shape
     if n_b == 0:
         return -1
-    bad = CudaArray.from_host(np.array([n_b], np.int64))
+    bad = first_buffer(n_b)  # filled by a kernel: a compiled plan records it
     _launch.launch(_kernel(_nll_k, "nll_row"), n_b, *_geom(logp), *_v(target), *_v(weight),
                    int(ignore_index), n_c, *_v(losses), *_v(weights), bad.buf, n_b)
-    r = bad.item()
-    return r if r < n_b else -1
+    return first_result(bad, n_b)
 
 
 # d/dlogp nll = -w_n gl_n scale at [n, t_n], 0 elsewhere
