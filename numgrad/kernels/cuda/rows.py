@@ -19,7 +19,7 @@ from numgrad.kernels import rows as R
 from numgrad.kernels.cpu.reduction import as3d
 from numgrad.kernels.cuda import _launch
 from numgrad.kernels.cuda.array import CudaArray, from_any
-from numgrad.kernels.cuda.reduction import NT, _geom, _rows, _tree_ext, _tree_sum
+from numgrad.kernels.cuda.reduction import NT, _geom, _rows, _seg_output, _tree_ext, _tree_sum
 
 # --- the team of a segment: tm = (lane, lanes, lead, thread, lane spacing, shared array) ---
 
@@ -94,7 +94,7 @@ def _softmax_k(x, xo, xs0, xs1, xs2, out, oo, os0, os1, os2, n_o, n_r, n_i, tr, 
     per = cuda.blockDim.x // tr
     n_out = n_o * n_i
     for base in range(cuda.blockIdx.x * per, n_out, cuda.gridDim.x * per):
-        k = base + t % ls + (t // (ls * tr)) * ls
+        k = _seg_output(base, t, ls, tr)
         live = k < n_out
         o = k // n_i
         i = k - o * n_i
@@ -112,7 +112,7 @@ def _softmax_bwd_k(g, go, gs0, gs1, gs2, y, yo, ys0, ys1, ys2, out, oo, os0, os1
     per = cuda.blockDim.x // tr
     n_out = n_o * n_i
     for base in range(cuda.blockIdx.x * per, n_out, cuda.gridDim.x * per):
-        k = base + t % ls + (t // (ls * tr)) * ls
+        k = _seg_output(base, t, ls, tr)
         live = k < n_out
         o = k // n_i
         i = k - o * n_i
@@ -128,7 +128,7 @@ def _logsumexp_k(x, xo, xs0, xs1, xs2, out, oo, os0, os1, n_o, n_r, n_i, tr, ls)
     per = cuda.blockDim.x // tr
     n_out = n_o * n_i
     for base in range(cuda.blockIdx.x * per, n_out, cuda.gridDim.x * per):
-        k = base + t % ls + (t // (ls * tr)) * ls
+        k = _seg_output(base, t, ls, tr)
         live = k < n_out
         o = k // n_i
         i = k - o * n_i
