@@ -5,9 +5,12 @@
   them on the host);
 * ``*_update``: one element's update, values in and values out (the caller stores them), with
   the operations and roundings of PyTorch's single-tensor CPU update (see
-  ``numgrad.kernels.cpu.optim``).
+  ``numgrad.kernels.cpu.optim``). A state value a flag leaves unused (SGD's buffer without
+  momentum, Adam's max without amsgrad, ...) comes back unchanged, and the caller does not
+  store it: its array may be a stand-in (the parameter itself).
 
-``numgrad.kernels.cpu.optim`` compiles them as inlined functions of its loops and
+``numgrad.kernels.cpu.optim`` (and the SGD/Adam/RMSprop loops of ``numgrad.kernels.cpu.nn``)
+compile them as inlined functions of their loops and
 ``numgrad.kernels.cuda.optim`` as device functions of one-thread-per-element kernels, each
 binding ``ffma`` (a * b + c rounded once) and the helpers to its own compiled forms."""
 
@@ -58,6 +61,61 @@ def root(x, t):
     rounded sqrt in about one value in 1,500. LLVM rewrites pow with a constant exponent 0.5
     into sqrt, so the exponent is computed from the step count ``t`` (0.5 for any finite t)."""
     return x ** (0.0 * t + 0.5)
+
+
+def sgd_update(pi, gi, bi, lr, wd, mom, damp, has_wd, has_mom, nesterov, maximize, first):
+    """d = g (negated to maximize) + wd p; with momentum b = d at the first step, else
+    mom b + (1 - dampening) d, and d = d + mom b (Nesterov) or b; p -= lr d; returns (p, b)
+    (b unchanged without momentum)."""
+    d = -gi if maximize else gi
+    if has_wd:
+        d = d + wd * pi
+    if has_mom:
+        bi = d if first else mom * bi + damp * d
+        d = d + mom * bi if nesterov else bi
+    return pi - lr * d, bi
+
+
+def adam_consts(t, lr, beta1, beta2):
+    """-lr / (1 - beta1^t) and (1 - beta2^t)^0.5 at step ``t``."""
+    return -(lr / (1.0 - beta1 ** t)), root(1.0 - beta2 ** t, t)
+
+
+def adam_update(pi, gi, mi, vi, xi, amsgrad, neg_step_size, bc2, eps, maximize, has_wd,
+                decoupled, decay, wd, w1, w1_m1, small, b2, w2):
+    """m, v as ``moments``; amsgrad: vmax = max(vmax, v) (NaN-propagating) is v's stand-in;
+    p.addcdiv_(m, sqrt(v) / bias2^0.5 + eps, value=-step_size); returns (p, m, v, vmax)
+    (vmax = ``xi`` unchanged without amsgrad)."""
+    pi, _, mi, vi = moments(pi, gi, mi, vi, maximize, has_wd, decoupled, decay, wd, w1, w1_m1,
+                            small, b2, w2)
+    d = vi
+    if amsgrad:
+        xi = maximum(xi, vi)
+        d = xi
+    denom = math.sqrt(d) / bc2 + eps
+    return pi + (neg_step_size * mi) / denom, mi, vi, xi
+
+
+def rmsprop_update(pi, gi, si, bi, ai, a, w, w_m1, small, wd, mom, neg_lr, eps, has_wd, has_mom,
+                   centered, maximize):
+    """sq.mul_(alpha).addcmul_(g, g, value=1 - alpha); centered: gavg.lerp_(g, 1 - alpha),
+    avg = sqrt(sq.addcmul(gavg, gavg, value=-1)), else sqrt(sq); avg += eps; momentum:
+    buf.mul_(momentum).addcdiv_(g, avg), p.add_(buf, alpha=-lr); else p.addcdiv_(g, avg,
+    value=-lr); returns (p, sq, buf, gavg) (buf, gavg unchanged where not used)."""
+    if maximize:
+        gi = -gi
+    if has_wd:
+        gi = ffma(pi, wd, gi)  # grad.add(param, alpha=weight_decay)
+    si = ffma(w * gi, gi, si * a)
+    if centered:
+        ai = lerp2(ai, gi, w, w_m1, small)
+        avg = math.sqrt(ffma(-ai, ai, si)) + eps
+    else:
+        avg = math.sqrt(si) + eps
+    if has_mom:
+        bi = bi * mom + gi / avg
+        return ffma(bi, neg_lr, pi), si, bi, ai
+    return pi + (neg_lr * gi) / avg, si, bi, ai
 
 
 def adagrad_consts(t, lr, lr_decay):

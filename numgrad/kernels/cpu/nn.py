@@ -13,9 +13,8 @@ from numba import prange
 from numgrad.kernels._jit import inline, jit, serial_and_parallel, specialize
 from numgrad.kernels.cpu import rows as ROWS
 from numgrad.kernels.cpu import windows as WIN
-from numgrad.kernels.cpu._fastmath import ffma
 from numgrad.kernels.cpu._scalar import like
-from numgrad.kernels.cpu.optim import adam_moments, lerp_, maximum_, root_
+from numgrad.kernels.cpu.optim import _adam_consts, _adam_update, _rmsprop_update, _sgd_update
 from numgrad.kernels.cpu.windows import avg_bounds
 
 PARALLEL_MIN = 1 << 16  # elements of work below which the serial variant is faster
@@ -292,84 +291,81 @@ nll_bwd = ROWS._NLL_BWD
 # ========================================================================================
 
 
+# the per-element updates are written once for both devices (``numgrad.kernels.optim_steps``,
+# inlined here by ``numgrad.kernels.cpu.optim``); a state array a flag leaves unused is the
+# parameter itself (the callers pass it as a stand-in), so it is read but never written
+
+
 @jit
 def sgd_step(p, g, buf, lr, weight_decay, momentum, dampening, nesterov, maximize, first):
+    """SGD (``sgd_update``): momentum buffer ``buf`` (``first``: the first step's, which
+    takes the gradient)."""
     lr_ = like(p[0], lr)
     wd = like(p[0], weight_decay)
     mom = like(p[0], momentum)
     damp = like(p[0], 1.0 - dampening)
+    has_wd = weight_decay != 0
+    has_mom = momentum != 0
     for i in range(p.size):
-        d = -g[i] if maximize else g[i]
-        if weight_decay != 0:
-            d = d + wd * p[i]
-        if momentum != 0:
-            b = d if first else mom * buf[i] + damp * d
-            buf[i] = b
-            d = d + mom * b if nesterov else b
-        p[i] = p[i] - lr_ * d
+        pi, bi = _sgd_update(p[i], g[i], buf[i], lr_, wd, mom, damp, has_wd, has_mom, nesterov,
+                             maximize, first)
+        if has_mom:
+            buf[i] = bi
+        p[i] = pi
 
 
 @jit
 def adam_step(p, g, m, v, vmax, step, lr, beta1, beta2, eps, weight_decay, decoupled, amsgrad,
               maximize):
-    """Adam / AdamW as PyTorch's single-tensor path computes it, rounding for rounding (see
-    ``optim``'s docstring): step += 1; bias1 = 1 - beta1^t, bias2 = 1 - beta2^t and the step
-    size lr / bias1 in float64; m.lerp_(g, 1 - beta1); v.mul_(beta2).addcmul_(g, g,
-    value=1 - beta2); p.addcdiv_(m, sqrt(v) / bias2^0.5 + eps, value=-step_size)."""
+    """Adam / AdamW (``adam_update``) at the incremented ``step``, as PyTorch's single-tensor
+    path computes it, rounding for rounding (see ``optim``'s docstring)."""
     step[0] += 1
-    t = float(step[0])
-    bias1 = 1.0 - beta1 ** t
-    bias2_sqrt = root_(1.0 - beta2 ** t, t)
+    neg_step_size, bias2_sqrt = _adam_consts(float(step[0]), lr, beta1, beta2)
     w1 = like(p[0], 1.0 - beta1)
+    w1_m1 = w1 - like(w1, 1.0)
+    small = abs(w1) < 0.5
     b2 = like(p[0], beta2)
     w2 = like(p[0], 1.0 - beta2)
     wd = like(p[0], weight_decay)
-    neg_step_size = like(p[0], -(lr / bias1))
+    nss = like(p[0], neg_step_size)
     bc2 = like(p[0], bias2_sqrt)
     eps_ = like(p[0], eps)
     decay = like(p[0], 1.0 - lr * weight_decay)
+    has_wd = weight_decay != 0
     for i in range(p.size):
-        pi, _, mi, vi = adam_moments(p[i], g[i], m[i], v[i], maximize, weight_decay, decoupled,
-                                     decay, wd, w1, b2, w2)
+        pi, mi, vi, xi = _adam_update(p[i], g[i], m[i], v[i], vmax[i], amsgrad, nss, bc2, eps_,
+                                      maximize, has_wd, decoupled, decay, wd, w1, w1_m1, small,
+                                      b2, w2)
         m[i] = mi
         v[i] = vi
         if amsgrad:
-            vi = maximum_(vmax[i], vi)
-            vmax[i] = vi
-        denom = math.sqrt(vi) / bc2 + eps_
-        p[i] = pi + (neg_step_size * mi) / denom
+            vmax[i] = xi
+        p[i] = pi
 
 
 @jit
 def rmsprop_step(p, g, sq, buf, gavg, step, lr, alpha, eps, weight_decay, momentum, centered,
                  maximize):
-    """RMSprop as PyTorch's single-tensor path computes it, rounding for rounding (see
-    ``optim``'s docstring): step += 1; sq.mul_(alpha).addcmul_(g, g, value=1 - alpha);
-    centered: gavg.lerp_(g, 1 - alpha), avg = sqrt(sq.addcmul(gavg, gavg, value=-1)), else
-    sqrt(sq); avg += eps; momentum: buf.mul_(momentum).addcdiv_(g, avg), p.add_(buf,
-    alpha=-lr); else p.addcdiv_(g, avg, value=-lr)."""
+    """RMSprop (``rmsprop_update``), counting the step, as PyTorch's single-tensor path
+    computes it, rounding for rounding (see ``optim``'s docstring)."""
     step[0] += 1
     a = like(p[0], alpha)
     w = like(p[0], 1.0 - alpha)
+    w_m1 = w - like(w, 1.0)
+    small = abs(w) < 0.5
     wd = like(p[0], weight_decay)
     mom = like(p[0], momentum)
     neg_lr = like(p[0], -lr)
     eps_ = like(p[0], eps)
+    has_wd = weight_decay != 0
+    has_mom = momentum > 0
     for i in range(p.size):
-        gi = -g[i] if maximize else g[i]
-        if weight_decay != 0:
-            gi = ffma(p[i], wd, gi)  # grad.add(param, alpha=weight_decay)
-        si = ffma(w * gi, gi, sq[i] * a)
+        pi, si, bi, ai = _rmsprop_update(p[i], g[i], sq[i], buf[i], gavg[i], a, w, w_m1, small,
+                                         wd, mom, neg_lr, eps_, has_wd, has_mom, centered,
+                                         maximize)
         sq[i] = si
         if centered:
-            ga = lerp_(gavg[i], gi, w)
-            gavg[i] = ga
-            avg = math.sqrt(ffma(-ga, ga, si)) + eps_
-        else:
-            avg = math.sqrt(si) + eps_
-        if momentum > 0:
-            b = buf[i] * mom + gi / avg
-            buf[i] = b
-            p[i] = ffma(b, neg_lr, p[i])
-        else:
-            p[i] = p[i] + (neg_lr * gi) / avg
+            gavg[i] = ai
+        if has_mom:
+            buf[i] = bi
+        p[i] = pi

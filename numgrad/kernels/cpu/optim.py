@@ -1,7 +1,8 @@
-"""Fused optimizer updates beyond SGD/Adam/RMSprop (those live in ``nn``), and the scalar
-steps the update kernels share: one pass over a flat, contiguous parameter and its state, in
-the parameter's dtype, with the operations of PyTorch's single-tensor implementation in its
-order and with its roundings, so results are PyTorch's CPU results bit for bit:
+"""Fused optimizer updates beyond SGD/Adam/RMSprop (those loops live in ``nn``), and the
+shared per-element updates bound for the CPU: one pass over a flat, contiguous parameter and
+its state, in the parameter's dtype, with the operations of PyTorch's single-tensor
+implementation in its order and with its roundings, so results are PyTorch's CPU results bit
+for bit:
 
 * a tensor op with a Python number converts the number to the parameter dtype first;
 * where PyTorch's vectorized CPU kernels compute a fused multiply-add (``add(.., alpha=)``,
@@ -11,9 +12,10 @@ order and with its roundings, so results are PyTorch's CPU results bit for bit:
   computed in float64 from the step count, which each kernel takes as a one-element array
   and increments itself, in its dtype (so a compiled step that replays the kernel counts on).
 
-The per-step numbers and per-element updates of Adagrad, Adamax, NAdam, RAdam and Adadelta
-(and the Adam moments) are written once for both devices in ``numgrad.kernels.optim_steps``;
-here they are inlined into one loop per kernel. Callers never pass empty arrays.
+The per-step numbers and per-element updates of every optimizer (SGD, Adam/AdamW, RMSprop,
+Adagrad, Adamax, NAdam, RAdam, Adadelta) are written once for both devices in
+``numgrad.kernels.optim_steps``; here they are inlined into one loop per kernel. Callers
+never pass empty arrays.
 """
 
 import types
@@ -30,7 +32,8 @@ def _bind():
     multiply-add: {name: inlined function}."""
     g = dict(S.__dict__)
     g["ffma"] = ffma
-    for name in ("lerp2", "maximum", "root", "moments", "adagrad_consts", "adagrad_update",
+    for name in ("lerp2", "maximum", "root", "moments", "sgd_update", "adam_consts",
+                 "adam_update", "rmsprop_update", "adagrad_consts", "adagrad_update",
                  "adamax_consts", "adamax_update", "nadam_consts", "nadam_coefs",
                  "nadam_update", "radam_consts", "radam_update", "adadelta_update"):
         fn = getattr(S, name)
@@ -41,26 +44,14 @@ def _bind():
 
 
 _B = _bind()
-_lerp2, maximum_, root_, _moments = _B["lerp2"], _B["maximum"], _B["root"], _B["moments"]
+_sgd_update, _rmsprop_update = _B["sgd_update"], _B["rmsprop_update"]
+_adam_consts, _adam_update = _B["adam_consts"], _B["adam_update"]
 _adagrad_consts, _adagrad_update = _B["adagrad_consts"], _B["adagrad_update"]
 _adamax_consts, _adamax_update = _B["adamax_consts"], _B["adamax_update"]
 _nadam_consts, _nadam_coefs, _nadam_update = (_B["nadam_consts"], _B["nadam_coefs"],
                                               _B["nadam_update"])
 _radam_consts, _radam_update = _B["radam_consts"], _B["radam_update"]
 _adadelta_update = _B["adadelta_update"]
-
-
-@inline
-def lerp_(a, b, w):
-    """PyTorch's ``a.lerp_(b, w)`` for a weight ``w`` in a's dtype (``lerp2``)."""
-    return _lerp2(a, b, w, w - like(w, 1.0), abs(w) < 0.5)
-
-
-@inline
-def adam_moments(pi, gi, mi, vi, maximize, weight_decay, decoupled, decay, wd, w1, b2, w2):
-    """``moments`` with the lerp weight's complement and form derived from ``w1``."""
-    return _moments(pi, gi, mi, vi, maximize, weight_decay != 0, decoupled, decay, wd, w1,
-                    w1 - like(w1, 1.0), abs(w1) < 0.5, b2, w2)
 
 
 @jit

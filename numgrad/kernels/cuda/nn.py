@@ -19,8 +19,8 @@ Same names and arguments as the CPU module, over ``CudaArray`` data:
   over the block's warps (layer-norm parameter grads).
 * ``first_outside`` finds the first bad position with an atomic min and copies that one
   value to the host.
-* The optimizer steps update parameter and state buffers in place, one thread per element,
-  with PyTorch's single-tensor formulas (scalars converted to the parameter dtype first).
+* The SGD, Adam and RMSprop steps are those of ``numgrad.kernels.cuda.optim`` (written once
+  for both devices in ``numgrad.kernels.optim_steps``), named here for ``NN.on(p)``.
 
 Every array is passed as (flat buffer, element offset, element strides), so strided views
 need no copies. Accumulators are float64 (``float64(0)``, which also keeps the simulator's
@@ -36,7 +36,7 @@ from numgrad.kernels.cuda import _launch
 from numgrad.kernels.cuda import rows as ROWS
 from numgrad.kernels.cuda import windows as WIN
 from numgrad.kernels.cuda.array import from_any
-from numgrad.kernels.cuda.optim import count_step
+from numgrad.kernels.cuda.optim import adam_step, rmsprop_step, sgd_step  # noqa: F401
 
 _RT = _launch.THREADS  # threads per block of the block reductions (a power of two, >= 32)
 _TILE = 32  # features per block in layer_norm_bwd_params
@@ -454,125 +454,3 @@ def layer_norm_bwd_params(g, x, mean, rstd, ggamma, gbeta):
 
 nll = ROWS.nll
 nll_bwd = ROWS.nll_bwd
-
-
-# ========================================================================================
-# optimizer updates: one thread per element of a flat parameter and its state
-# ========================================================================================
-
-
-@_launch.jit
-def _sgd_k(p, po, ps, g, go, gs, buf, bo, bs, lr, wd, mom, damp, has_wd, has_mom, nesterov,
-           maximize, first, n):
-    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
-        pi = p[po + i * ps]
-        gi = g[go + i * gs]
-        d = -gi if maximize else gi
-        if has_wd:
-            d = d + wd * pi
-        if has_mom:
-            b = d if first else mom * buf[bo + i * bs] + damp * d
-            buf[bo + i * bs] = b
-            d = d + mom * b if nesterov else b
-        p[po + i * ps] = pi - lr * d
-
-
-def sgd_step(p, g, buf, lr, weight_decay, momentum, dampening, nesterov, maximize, first):
-    p = from_any(p)
-    dt = p.dtype
-    s = _launch.scalar
-    _launch.launch(_sgd_k, p.size, *_v(p), *_v(g), *_v(buf), s(dt, lr), s(dt, weight_decay),
-                   s(dt, momentum), s(dt, 1.0 - dampening), weight_decay != 0, momentum != 0,
-                   bool(nesterov), bool(maximize), bool(first), p.size)
-
-
-@_launch.jit
-def _adam_k(p, po, ps, g, go, gs, m, mo, ms, v, vo, vs, vmax, xo, xs, w1, w1m1, small, b2, w2, wd,
-            neg_step_size, bc2, eps, decay, has_wd, decoupled, amsgrad, maximize, n):
-    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
-        gi = g[go + i * gs]
-        if maximize:
-            gi = -gi
-        pi = p[po + i * ps]
-        if has_wd:
-            if decoupled:
-                pi = pi * decay
-            else:
-                gi = cuda.fma(pi, wd, gi)
-        mi = m[mo + i * ms]
-        d = gi - mi
-        mi = cuda.fma(w1, d, mi) if small else cuda.fma(w1m1, d, gi)
-        m[mo + i * ms] = mi
-        vi = cuda.fma(w2 * gi, gi, v[vo + i * vs] * b2)
-        v[vo + i * vs] = vi
-        if amsgrad:
-            vm = vmax[xo + i * xs]
-            if vi != vi or vm != vm:
-                vm = vm + vi
-            elif vi > vm:
-                vm = vi
-            vmax[xo + i * xs] = vm
-            vi = vm
-        denom = math.sqrt(vi) / bc2 + eps
-        p[po + i * ps] = pi + (neg_step_size * mi) / denom
-
-
-def adam_step(p, g, m, v, vmax, step, lr, beta1, beta2, eps, weight_decay, decoupled, amsgrad,
-              maximize):
-    """Adam / AdamW with the CPU kernel's operations and roundings (fused multiply-adds where
-    it has them); ``step``: the step count, a host array (``optim.count_step``)."""
-    t = count_step(step)
-    bias1 = 1.0 - beta1 ** t
-    bias2_sqrt = (1.0 - beta2 ** t) ** 0.5
-    p = from_any(p)
-    dt = p.dtype
-    s = _launch.scalar
-    w1 = s(dt, 1.0 - beta1)
-    _launch.launch(_adam_k, p.size, *_v(p), *_v(g), *_v(m), *_v(v), *_v(vmax),
-                   w1, w1 - dt.type(1), bool(abs(w1) < 0.5), s(dt, beta2), s(dt, 1.0 - beta2),
-                   s(dt, weight_decay), s(dt, -(lr / bias1)), s(dt, bias2_sqrt), s(dt, eps),
-                   s(dt, 1.0 - lr * weight_decay), weight_decay != 0, bool(decoupled),
-                   bool(amsgrad), bool(maximize), p.size)
-
-
-@_launch.jit
-def _rmsprop_k(p, po, ps, g, go, gs, sq, qo, qs, buf, bo, bs, gavg, ao, as_, a, w, w_m1, small,
-               wd, mom, neg_lr, eps, has_wd, has_mom, centered, maximize, n):
-    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
-        gi = g[go + i * gs]
-        if maximize:
-            gi = -gi
-        pi = p[po + i * ps]
-        if has_wd:
-            gi = cuda.fma(pi, wd, gi)
-        si = cuda.fma(w * gi, gi, sq[qo + i * qs] * a)
-        sq[qo + i * qs] = si
-        if centered:
-            ga = gavg[ao + i * as_]
-            d = gi - ga
-            ga = cuda.fma(w, d, ga) if small else cuda.fma(w_m1, d, gi)
-            gavg[ao + i * as_] = ga
-            avg = math.sqrt(cuda.fma(-ga, ga, si)) + eps
-        else:
-            avg = math.sqrt(si) + eps
-        if has_mom:
-            b = buf[bo + i * bs] * mom + gi / avg
-            buf[bo + i * bs] = b
-            p[po + i * ps] = cuda.fma(b, neg_lr, pi)
-        else:
-            p[po + i * ps] = pi + (neg_lr * gi) / avg
-
-
-def rmsprop_step(p, g, sq, buf, gavg, step, lr, alpha, eps, weight_decay, momentum, centered,
-                 maximize):
-    """RMSprop with the CPU kernel's operations and roundings; ``step``: the step count, a host
-    array (``optim.count_step``)."""
-    count_step(step)
-    p = from_any(p)
-    dt = p.dtype
-    s = _launch.scalar
-    w = s(dt, 1.0 - alpha)
-    _launch.launch(_rmsprop_k, p.size, *_v(p), *_v(g), *_v(sq), *_v(buf), *_v(gavg),
-                   s(dt, alpha), w, w - dt.type(1), bool(abs(w) < 0.5), s(dt, weight_decay),
-                   s(dt, momentum), s(dt, -lr), s(dt, eps), weight_decay != 0, momentum > 0,
-                   bool(centered), bool(maximize), p.size)
