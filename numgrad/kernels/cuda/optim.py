@@ -1,8 +1,9 @@
 """Fused optimizer updates on the GPU, from the formulas the CPU kernels use
 (``numgrad.kernels.optim_steps``; same names and arguments as ``numgrad.kernels.cpu.optim``
-and, for SGD, Adam and RMSprop, ``numgrad.kernels.cpu.nn``, over ``CudaArray`` data): one thread per element of a flat parameter and its state runs the
-shared ``*_update`` function as a device function, with the scalars converted to the parameter
-dtype first, as the CPU kernels convert them.
+and, for SGD, Adam and RMSprop, ``numgrad.kernels.cpu.nn``, over ``CudaArray`` data): one
+thread per element of a flat parameter and its state runs the shared ``*_update`` function as
+a device function, with the scalars converted to the parameter dtype first, as the CPU kernels
+convert them.
 
 The step count stays a host array beside CUDA parameters (PyTorch keeps ``state["step"]`` on
 the CPU unless ``capturable``): ``count_step`` increments it and the shared ``*_consts``
