@@ -69,6 +69,28 @@ def avg_window(x, xo, sy, sx, h, w, oy, ox, kh, kw, sh, sw, ph, pw, count_includ
     return acc / d
 
 
+# d/dx avg_pool: every input of a window receives g / divisor
+def avg_row_grad(g, go, sy, sx, oh, ow, iy, gx, gxo, gxs, h, w, kh, kw, sh, sw, ph, pw,
+                 count_include_pad, divisor):
+    """Input row ``iy`` of a plane's gradient (w elements from ``gxo``, stride ``gxs``): the
+    windows that cover the row (yo*sh - ph <= iy < yo*sh - ph + kh) in raster order, each
+    adding its g / divisor to the row's pixels it covers, rounded to gx's type after every
+    addition: the scatter PyTorch's CPU kernel makes, a row at a time (no two rows share
+    an element: no atomics on the GPU, the same sums on both devices)."""
+    for ix in range(w):
+        gx[gxo + ix * gxs] = 0
+    y_hi = min((iy + ph) // sh, oh - 1)
+    ty = iy + ph - kh + 1
+    y_lo = 0 if ty <= 0 else (ty + sh - 1) // sh
+    for yo in range(y_lo, y_hi + 1):
+        for xo in range(ow):
+            _, ws, _, we, d = avg_bounds(yo, xo, kh, kw, sh, sw, ph, pw, h, w,
+                                         count_include_pad, divisor)
+            v = g[go + yo * sy + xo * sx] / d
+            for ix in range(ws, we):
+                gx[gxo + ix * gxs] += v
+
+
 # d/dx max_pool = g routed to the window's argmax: gx.flat[k] += g in a C-contiguous plane
 def max_unpool_one(gv, k, gx, gxo):
     add_at(gx, gxo + k, gv)

@@ -15,7 +15,6 @@ from numgrad.kernels.cpu import rows as ROWS
 from numgrad.kernels.cpu import windows as WIN
 from numgrad.kernels.cpu._scalar import like
 from numgrad.kernels.cpu.optim import _adam_consts, _adam_update, _rmsprop_update, _sgd_update
-from numgrad.kernels.cpu.windows import avg_bounds
 
 PARALLEL_MIN = 1 << 16  # elements of work below which the serial variant is faster
 
@@ -136,24 +135,7 @@ max_pool2d_gather = WIN.max_pool2d_gather
 avg_pool2d = avg_pool2d_par = WIN.avg_pool2d
 
 
-def _avg_pool2d_bwd(g, kh, kw, sh, sw, ph, pw, count_include_pad, divisor, gx):
-    """gx = 0; every input of a window receives g / divisor."""
-    n_b, n_c, h, w = gx.shape
-    oh, ow = g.shape[2], g.shape[3]
-    for n in prange(n_b):
-        gx[n] = 0
-        for c in range(n_c):
-            for yo in range(oh):
-                for xo in range(ow):
-                    hs, ws, he, we, d = avg_bounds(yo, xo, kh, kw, sh, sw, ph, pw, h, w,
-                                                   count_include_pad, divisor)
-                    v = g[n, c, yo, xo] / d
-                    for iy in range(hs, he):
-                        for ix in range(ws, we):
-                            gx[n, c, iy, ix] += v
-
-
-avg_pool2d_bwd, avg_pool2d_bwd_par = serial_and_parallel(_avg_pool2d_bwd)
+avg_pool2d_bwd = avg_pool2d_bwd_par = WIN.avg_pool2d_bwd
 
 
 # ========================================================================================

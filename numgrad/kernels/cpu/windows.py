@@ -29,7 +29,8 @@ def _bind():
     """This device's copies of the window functions (inlined into the loops)."""
     g = dict(W.__dict__)
     g["add_at"] = inline(_add_at)
-    for name in ("max_window", "avg_bounds", "avg_window", "max_unpool_one", "max_gather_one"):
+    for name in ("max_window", "avg_bounds", "avg_window", "avg_row_grad", "max_unpool_one",
+                 "max_gather_one"):
         fn = getattr(W, name)
         copy = pytypes.FunctionType(fn.__code__, g, name, fn.__defaults__)
         copy.__qualname__ = f"{name}__cpu"
@@ -220,3 +221,34 @@ def avg_pool2d(x, kh, kw, sh, sw, ph, pw, count_include_pad, divisor, out, paral
     par = int(x.size >= PARALLEL_MIN if parallel is None else parallel)
     _AVG[par](np.ascontiguousarray(x).reshape(-1), x.shape[2], x.shape[3], kh, kw, sh, sw, ph,
               pw, count_include_pad, divisor, out)
+
+
+def _avg_pool2d_bwd(g, n_b, n_c, oh, ow, kh, kw, sh, sw, ph, pw, count_include_pad, divisor, gx,
+                    h, w):
+    """The gradient's planes a row at a time (``g``: the flat gradient of planes oh x ow,
+    ``gx``: the flat input gradient of planes h x w)."""
+    for n in prange(n_b):
+        for c in range(n_c):
+            gbase = (n * n_c + c) * oh * ow
+            xbase = (n * n_c + c) * h * w
+            for iy in range(h):
+                f(g, gbase, ow, 1, oh, ow, iy, gx, xbase + iy * w, 1, h, w, kh, kw, sh, sw,  # noqa: F821
+                  ph, pw, count_include_pad, divisor)
+
+
+_AVG_BWD = (specialize(_avg_pool2d_bwd, "serial", f=_F["avg_row_grad"]),
+            specialize(_avg_pool2d_bwd, "parallel", {"parallel": True}, f=_F["avg_row_grad"]))
+
+
+def avg_pool2d_bwd(g, kh, kw, sh, sw, ph, pw, count_include_pad, divisor, gx, parallel=None):
+    """gx = the adjoint of avg_pool2d applied to g: every input of a window receives
+    g / divisor."""
+    if g.__class__ is not _ND:
+        return _CUDA.avg_pool2d_bwd(g, kh, kw, sh, sw, ph, pw, count_include_pad, divisor, gx)
+    par = int(gx.size >= PARALLEL_MIN if parallel is None else parallel)
+    flat = gx.reshape(-1) if gx.flags.c_contiguous else np.empty(gx.size, gx.dtype)
+    n_b, n_c, h, w = gx.shape
+    _AVG_BWD[par](np.ascontiguousarray(g).reshape(-1), n_b, n_c, g.shape[2], g.shape[3], kh, kw,
+                  sh, sw, ph, pw, count_include_pad, divisor, flat, h, w)
+    if not gx.flags.c_contiguous:
+        gx[...] = flat.reshape(gx.shape)

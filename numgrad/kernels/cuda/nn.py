@@ -10,10 +10,9 @@ Same names and arguments as the CPU module, over ``CudaArray`` data:
 * im2col writes one column element per thread; col2im (its adjoint) is a gather, one thread
   per input pixel summing the column entries that read it, in the CPU's order (no atomics,
   bit-for-bit the CPU's sums).
-* Pooling windows (but the avg-pool backward), the layer-norm rows and the NLL rows are
-  written once for both devices (``numgrad.kernels.windows``, ``numgrad.kernels.rows``):
-  their names here are those modules' launchers. The avg-pool backward is a gather, one
-  thread per input pixel over the windows that cover it (the CPU scatters).
+* Pooling windows, the layer-norm rows and the NLL rows are written once for both devices
+  (``numgrad.kernels.windows``, ``numgrad.kernels.rows``): their names here are those
+  modules' launchers.
 * Per-channel / per-feature statistics are block reductions: one block per channel (batch
   norm), a float64 shared-memory tree, or a tile of 32 features per block with rows split
   over the block's warps (layer-norm parameter grads).
@@ -192,44 +191,9 @@ max_pool2d = max_pool2d_par = WIN.max_pool2d
 max_pool2d_bwd = max_pool2d_bwd_par = WIN.max_pool2d_bwd
 max_pool2d_gather = WIN.max_pool2d_gather
 avg_pool2d = avg_pool2d_par = WIN.avg_pool2d
-_avg_window = WIN.avg_bounds_dev  # PyTorch's window and divisor rules
 
 
-# d/dx avg_pool: each pixel gathers g / divisor from every window covering it
-@_launch.jit
-def _avg_pool_bwd_k(g, go, gs, n_c, oh, ow, kh, kw, sh, sw, ph, pw, include, divisor, h, w,
-                    gx, xo, xs, n):
-    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        b, c, iy, ix = _launch.unravel4(t, n_c, h, w)
-        # windows yo*sh - ph <= iy < yo*sh - ph + kh (same along x)
-        y_hi = min((iy + ph) // sh, oh - 1)
-        ty = iy + ph - kh + 1
-        y_lo = 0 if ty <= 0 else (ty + sh - 1) // sh
-        x_hi = min((ix + pw) // sw, ow - 1)
-        tx = ix + pw - kw + 1
-        x_lo = 0 if tx <= 0 else (tx + sw - 1) // sw
-        base = go + b * gs[0] + c * gs[1]
-        acc = float64(0)
-        for yo in range(y_lo, y_hi + 1):
-            for xc in range(x_lo, x_hi + 1):
-                hs, ws, he, we, d = _avg_window(yo, xc, kh, kw, sh, sw, ph, pw, h, w, include,
-                                                divisor)
-                if iy >= hs and iy < he and ix >= ws and ix < we:
-                    acc += float64(g[base + yo * gs[2] + xc * gs[3]]) / d
-        gx[xo + b * xs[0] + c * xs[1] + iy * xs[2] + ix * xs[3]] = acc
-
-
-def avg_pool2d_bwd(g, kh, kw, sh, sw, ph, pw, count_include_pad, divisor, gx):
-    """gx = 0; every input of a window receives g / divisor."""
-    g, gx = from_any(g), from_any(gx)
-    n_c, oh, ow = g.shape[1], g.shape[2], g.shape[3]
-    h, w = gx.shape[2], gx.shape[3]
-    _launch.launch(_avg_pool_bwd_k, gx.size, *_nd(g), n_c, oh, ow, kh, kw, sh, sw, ph, pw,
-                   bool(count_include_pad), int(divisor), h, w, *_nd(gx), gx.size)
-
-
-avg_pool2d_par = avg_pool2d
-avg_pool2d_bwd_par = avg_pool2d_bwd
+avg_pool2d_bwd = avg_pool2d_bwd_par = WIN.avg_pool2d_bwd
 
 # ========================================================================================
 # normalization: statistics over (N, L) per channel (batch norm) or per row (layer norm)

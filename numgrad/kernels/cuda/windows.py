@@ -1,5 +1,6 @@
-"""CUDA kernels over pooling windows, one thread per output, from the same window functions
-as the CPU (``numgrad.kernels.windows``; same launcher names as ``numgrad.kernels.cpu.windows``).
+"""CUDA kernels over pooling windows, one thread per output (per input row for the avg-pool
+backward), from the same window functions as the CPU (``numgrad.kernels.windows``; same
+launcher names as ``numgrad.kernels.cpu.windows``).
 Max-pool backward has only the argmax indices, not the window geometry, so it scatters with
 atomic adds into a zeroed gradient."""
 
@@ -25,7 +26,8 @@ def _bind():
     g["add_at"] = _add_at
     if _launch.SIM:
         g["math"] = _launch._SimMath()
-    for name in ("max_window", "avg_bounds", "avg_window", "max_unpool_one", "max_gather_one"):
+    for name in ("max_window", "avg_bounds", "avg_window", "avg_row_grad", "max_unpool_one",
+                 "max_gather_one"):
         fn = getattr(W, name)
         copy = pytypes.FunctionType(fn.__code__, g, name, fn.__defaults__)
         d = g[name] = cuda.jit(device=True)(copy)
@@ -74,6 +76,15 @@ def _avg_pool_k(x, xo, xs, n_c, h, w, kh, kw, sh, sw, ph, pw, include, divisor, 
         out[oo + b * os[0] + c * os[1] + yo * os[2] + xc * os[3]] = f(  # noqa: F821
             x, xo + b * xs[0] + c * xs[1], xs[2], xs[3], h, w, yo, xc, kh, kw, sh, sw, ph, pw,
             include, divisor, float64(0))
+
+
+def _avg_bwd_k(g, go, gs, n_c, oh, ow, kh, kw, sh, sw, ph, pw, include, divisor, h, w,
+               gx, gxo, gxs, n):
+    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
+        b, c, iy = _launch.unravel3(t, n_c, h)
+        f(g, go + b * gs[0] + c * gs[1], gs[2], gs[3], oh, ow, iy, gx,  # noqa: F821
+          gxo + b * gxs[0] + c * gxs[1] + iy * gxs[2], gxs[3], h, w, kh, kw, sh, sw, ph, pw,
+          include, divisor)
 
 
 _K = {}
@@ -132,3 +143,12 @@ def avg_pool2d(x, kh, kw, sh, sw, ph, pw, count_include_pad, divisor, out):
     _launch.launch(_kernel(_avg_pool_k, "avg_window"), out.size, *_nd(x), n_c, h, w, kh, kw, sh,
                    sw, ph, pw, bool(count_include_pad), int(divisor), oh, ow, *_nd(out),
                    out.size)
+
+
+def avg_pool2d_bwd(g, kh, kw, sh, sw, ph, pw, count_include_pad, divisor, gx):
+    """gx = 0; every input of a window receives g / divisor (a thread per input row)."""
+    g, gx = from_any(g), from_any(gx)
+    n_b, n_c, h, w = gx.shape
+    _launch.launch(_kernel(_avg_bwd_k, "avg_row_grad"), n_b * n_c * h, *_nd(g), n_c,
+                   g.shape[2], g.shape[3], kh, kw, sh, sw, ph, pw, bool(count_include_pad),
+                   int(divisor), h, w, *_nd(gx), n_b * n_c * h)
