@@ -208,6 +208,22 @@ def layer_norm_bwd_row(g, go, gs, x, xo, xs, mu, rv, gam, gmo, gms, n, gx, gxo, 
         gx[gxo + k * gxs] = rv * (g[go + k * gs] * gam[gmo + k * gms] - s1 - xhat * s2)
 
 
+# d gamma = sum_rows g xhat, d beta = sum_rows g (per feature: a sum down the columns)
+def layer_norm_params_tile(g, go, gs0, gs1, x, xo, xs0, xs1, mean, mo, ms, rstd, ro, rs, r0, r1,
+                           rstep, k0, k1, acc_g, acc_b, ao):
+    """Add rows r0, r0 + rstep, ... < r1 of features [k0, k1) to acc_g[ao + k] (g xhat) and
+    acc_b[ao + k] (g), each feature's rows in order. Not a team function: the CPU passes
+    every row and feature (the loop over features, unit stride, vectorizes), the GPU one
+    feature and every ``rstep``-th row per thread, then sums the threads' partials."""
+    for r in range(r0, r1, rstep):
+        mu = mean[mo + r * ms]
+        rv = rstd[ro + r * rs]
+        for k in range(k0, k1):
+            gv = g[go + r * gs0 + k * gs1]
+            acc_b[ao + k] += gv
+            acc_g[ao + k] += gv * (x[xo + r * xs0 + k * xs1] - mu) * rv
+
+
 # ----------------------------------------------------------------------------------------
 # negative log likelihood over class indices: one row of log-probabilities per sample
 # ----------------------------------------------------------------------------------------

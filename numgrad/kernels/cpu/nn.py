@@ -243,18 +243,20 @@ layer_norm_fwd, layer_norm_fwd_par = ROWS._LAYER_NORM
 layer_norm_bwd_input, layer_norm_bwd_input_par = ROWS._LAYER_NORM_BWD
 
 
+_LN_PARAMS_TILE = ROWS._F["layer_norm_params_tile"]
+
+
 # d gamma = sum_rows g xhat, d beta = sum_rows g (per feature)
 @jit
 def layer_norm_bwd_params(g, x, mean, rstd, ggamma, gbeta):
-    """d gamma = sum over rows of g xhat, d beta = sum of g: summed in float64, written in
-    the dtype of ``ggamma`` and ``gbeta`` (the parameters')."""
+    """d gamma = sum over rows of g xhat, d beta = sum of g (``layer_norm_params_tile`` over
+    every row and feature): summed in float64, written in the dtype of ``ggamma`` and
+    ``gbeta`` (the parameters'). ``g`` and ``x``: C-contiguous (M, K)."""
     n_m, n_k = x.shape
     acc_g = np.zeros(n_k, np.float64)
     acc_b = np.zeros(n_k, np.float64)
-    for r in range(n_m):
-        for k in range(n_k):
-            acc_b[k] += g[r, k]
-            acc_g[k] += g[r, k] * (x[r, k] - mean[r]) * rstd[r]
+    _LN_PARAMS_TILE(g.ravel(), 0, n_k, 1, x.ravel(), 0, n_k, 1, mean, 0, 1, rstd, 0, 1, 0, n_m,
+                    1, 0, n_k, acc_g, acc_b, 0)
     for k in range(n_k):
         ggamma[k] = acc_g[k]
         gbeta[k] = acc_b[k]

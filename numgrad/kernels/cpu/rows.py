@@ -51,8 +51,8 @@ def _bind():
     g = dict(R.__dict__)
     g.update(_TEAM)
     names = ("shift", "row_max", "softmax_row", "softmax_bwd_row", "log_softmax_bwd_row",
-             "logsumexp_row", "layer_norm_row", "layer_norm_bwd_row", "nll_row",
-             "nll_bwd_row")
+             "logsumexp_row", "layer_norm_row", "layer_norm_bwd_row", "layer_norm_params_tile",
+             "nll_row", "nll_bwd_row")
     for name in names:
         fn = getattr(R, name)
         copy = pytypes.FunctionType(fn.__code__, g, name, fn.__defaults__)

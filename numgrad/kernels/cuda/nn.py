@@ -10,12 +10,11 @@ Same names and arguments as the CPU module, over ``CudaArray`` data:
 * im2col writes one column element per thread; col2im (its adjoint) is a gather, one thread
   per input pixel summing the column entries that read it, in the CPU's order (no atomics,
   bit-for-bit the CPU's sums).
-* Pooling windows, the layer-norm rows and the NLL rows are written once for both devices
-  (``numgrad.kernels.windows``, ``numgrad.kernels.rows``): their names here are those
-  modules' launchers.
-* Per-channel / per-feature statistics are block reductions: one block per channel (batch
-  norm), a float64 shared-memory tree, or a tile of 32 features per block with rows split
-  over the block's warps (layer-norm parameter grads).
+* Pooling windows, layer norm (rows and parameter gradients) and the NLL rows are written
+  once for both devices (``numgrad.kernels.windows``, ``numgrad.kernels.rows``): their names
+  here are those modules' launchers.
+* Batch norm's per-channel statistics are block reductions: one block per channel, a
+  float64 shared-memory tree.
 * ``first_outside`` finds the first bad position with an atomic min and copies that one
   value to the host.
 * The SGD, Adam and RMSprop steps are those of ``numgrad.kernels.cuda.optim`` (written once
@@ -38,7 +37,6 @@ from numgrad.kernels.cuda.array import from_any
 from numgrad.kernels.cuda.optim import adam_step, rmsprop_step, sgd_step  # noqa: F401
 
 _RT = _launch.THREADS  # threads per block of the block reductions (a power of two, >= 32)
-_TILE = 32  # features per block in layer_norm_bwd_params
 _MAX_ROW_BLOCKS = 2 if _launch.SIM else 8192  # blocks of the per-channel/row reductions
 
 
@@ -362,54 +360,13 @@ batch_norm_apply_par = batch_norm_apply
 batch_norm_bwd_input_par = batch_norm_bwd_input
 
 
-# layer norm's rows: written once for both devices (``numgrad.kernels.rows``)
+# layer norm's rows and parameter gradients: written once for both devices
+# (``numgrad.kernels.rows``)
 layer_norm_fwd = layer_norm_fwd_par = ROWS.layer_norm_fwd
 layer_norm_bwd_input = layer_norm_bwd_input_par = ROWS.layer_norm_bwd_input
 
 
-# d gamma = sum_rows g xhat, d beta = sum_rows g (per feature)
-@_launch.jit
-def _ln_bwd_params_k(g, go, gs, x, xo, xs, mean, mo, ms, rstd, ro, rs, n_m, n_k,
-                     gg, ggo, ggs, gb, gbo, gbs):
-    sa = cuda.shared.array(_RT, float64)
-    sb = cuda.shared.array(_RT, float64)
-    tid = cuda.threadIdx.x
-    lane = tid % _TILE  # the feature within the tile: coalesced reads along a row
-    part = tid // _TILE  # which rows this thread sums
-    parts = cuda.blockDim.x // _TILE
-    n_tiles = (n_k + _TILE - 1) // _TILE
-    for tile in range(cuda.blockIdx.x, n_tiles, cuda.gridDim.x):
-        k = tile * _TILE + lane
-        a = float64(0)
-        b = float64(0)
-        if k < n_k:
-            for r in range(part, n_m, parts):
-                gv = g[go + r * gs[0] + k * gs[1]]
-                b += gv
-                a += gv * (x[xo + r * xs[0] + k * xs[1]] - mean[mo + r * ms]) * rstd[ro + r * rs]
-        sa[tid] = a
-        sb[tid] = b
-        cuda.syncthreads()
-        s = parts // 2
-        while s > 0:
-            if part < s:
-                sa[tid] += sa[tid + s * _TILE]
-                sb[tid] += sb[tid + s * _TILE]
-            cuda.syncthreads()
-            s //= 2
-        if part == 0 and k < n_k:
-            gg[ggo + k * ggs] = sa[tid]
-            gb[gbo + k * gbs] = sb[tid]
-        cuda.syncthreads()
-
-
-def layer_norm_bwd_params(g, x, mean, rstd, ggamma, gbeta):
-    """d gamma = sum over rows of g xhat, d beta = sum of g."""
-    g, x = from_any(g), from_any(x)
-    n_m, n_k = x.shape
-    tiles = (n_k + _TILE - 1) // _TILE
-    _launch.launch_blocks(_ln_bwd_params_k, _row_blocks(tiles), _RT, *_nd(g), *_nd(x),
-                          *_v(mean), *_v(rstd), n_m, n_k, *_v(ggamma), *_v(gbeta))
+layer_norm_bwd_params = ROWS.layer_norm_bwd_params
 
 
 # ========================================================================================

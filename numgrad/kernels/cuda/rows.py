@@ -66,7 +66,8 @@ if _launch.SIM:
     _TEAM["math"] = _launch._SimMath()
 
 _NAMES = ("shift", "row_max", "softmax_row", "softmax_bwd_row", "log_softmax_bwd_row",
-          "logsumexp_row", "layer_norm_row", "layer_norm_bwd_row", "nll_row", "nll_bwd_row")
+          "logsumexp_row", "layer_norm_row", "layer_norm_bwd_row", "layer_norm_params_tile",
+          "nll_row", "nll_bwd_row")
 
 
 def _bind():
@@ -165,6 +166,44 @@ def _layer_norm_bwd_k(g, go, gs0, gs1, gs2, x, xo, xs0, xs1, xs2, mean, mo, ms, 
         f(g, go + r * gs0, gs1, x, xo + r * xs0, xs1, mean[mo + rr * ms],  # noqa: F821
           rstd[ro + rr * rs], gam, gmo, gms, n_r if live else 0, gx, gxo + r * gxs0, gxs1,
           float64(0), tm)
+
+
+_TILE = 32  # features per block of the layer-norm parameter gradients
+
+
+def _layer_norm_params_k(g, go, gs0, gs1, x, xo, xs0, xs1, mean, mo, ms, rstd, ro, rs, n_m, n_k,
+                         gg, ggo, ggs, gb, gbo, gbs):
+    """A block per tile of 32 features: a thread per (feature, every parts-th row), partials
+    in registers (one-slot local arrays), then summed over the parts in shared memory."""
+    sa = cuda.shared.array(NT, float64)
+    sb = cuda.shared.array(NT, float64)
+    acc_g = cuda.local.array(1, float64)
+    acc_b = cuda.local.array(1, float64)
+    t = cuda.threadIdx.x
+    lane = t % _TILE  # the feature within the tile: coalesced reads along a row
+    part = t // _TILE
+    parts = cuda.blockDim.x // _TILE
+    for tile in range(cuda.blockIdx.x, (n_k + _TILE - 1) // _TILE, cuda.gridDim.x):
+        k = tile * _TILE + lane
+        acc_g[0] = 0
+        acc_b[0] = 0
+        if k < n_k:
+            f(g, go, gs0, gs1, x, xo, xs0, xs1, mean, mo, ms, rstd, ro, rs, part, n_m,  # noqa: F821
+              parts, k, k + 1, acc_g, acc_b, -k)
+        sa[t] = acc_g[0]
+        sb[t] = acc_b[0]
+        cuda.syncthreads()
+        s = parts // 2
+        while s > 0:
+            if part < s:
+                sa[t] += sa[t + s * _TILE]
+                sb[t] += sb[t + s * _TILE]
+            cuda.syncthreads()
+            s //= 2
+        if part == 0 and k < n_k:
+            gg[ggo + k * ggs] = sa[t]
+            gb[gbo + k * gbs] = sb[t]
+        cuda.syncthreads()
 
 
 def _nll_k(logp, lo, ls0, ls1, target, to, ts, weight, wo, ws, ignore_index, n_c,
@@ -299,6 +338,18 @@ def layer_norm_bwd_input(g, x, mean, rstd, gamma, gx):
     if x3.shape[0]:
         _rows(_kernel(_layer_norm_bwd_k, "layer_norm_bwd_row"), x3,
               _geom(_3d(g)) + _geom(x3) + _v(mean) + _v(rstd) + _v(gamma) + _geom(_3d(gx)))
+
+
+# d gamma = sum_rows g xhat, d beta = sum_rows g (per feature)
+def layer_norm_bwd_params(g, x, mean, rstd, ggamma, gbeta):
+    """d gamma = sum over rows of g xhat, d beta = sum of g (float64 partials)."""
+    g, x = from_any(g), from_any(x)
+    n_m, n_k = x.shape
+    tiles = (n_k + _TILE - 1) // _TILE
+    _launch.launch_blocks(_kernel(_layer_norm_params_k, "layer_norm_params_tile"),
+                          min(tiles, _launch.MAX_BLOCKS), _launch.THREADS,
+                          *_geom(g), *_geom(x), *_v(mean), *_v(rstd), n_m, n_k,
+                          *_v(ggamma), *_v(gbeta))
 
 
 @_launch.jit
