@@ -169,6 +169,16 @@ def _group_norm(a, groups, w, b, eps=1e-5):
     return y.reshape(a.shape) * w.reshape(view) + b.reshape(view)
 
 
+_T2D = [[[0, 2], [1, 2]], [[2, 1], [0, 0]]]  # nll2d targets of a (2, 3, 2, 2) input
+_W3 = [0.5, 2.0, 1.5]
+
+
+def _batch_norm(a, mean, var, w, b, eps=1e-5):
+    """Batch norm of (N, C, L) by the given per-channel (C, 1) statistics."""
+    w, b = (np.reshape(v, (-1, 1)) if np.ndim(v) else v for v in (w, b))
+    return (a - mean) / np.sqrt(var + eps) * w + b
+
+
 def _layer_norm(a, dims, w, b, eps=1e-5):
     axes = tuple(range(a.ndim - dims, a.ndim))
     d = a - a.mean(axes, keepdims=True)
@@ -259,6 +269,42 @@ CASES = [
      lambda a, b: np.mean((a - b) ** 2), [U(3, 4), U(3, 4)]),
     ("mse_loss_none", lambda m, a, b: m.nn.functional.mse_loss(a, b.expand(3, 4), reduction="none"),
      lambda a, b: (a - b) ** 2, [U(3, 4), U(4)]),
+    # nll on a leaf: its first derivative is nll_loss_backward (recorded: self needs grad)
+    ("nll_loss_forward", lambda m, a: m.nn.functional.nll_loss(
+        a, m.tensor([1, 0, 3], device=a.device)), lambda a: -a[[0, 1, 2], [1, 0, 3]].mean(),
+     [U(3, 4)]),
+    ("nll_loss_forward_cross_entropy", lambda m, a: m.nn.functional.cross_entropy(
+        a, m.tensor([2, 0, 3], device=a.device), reduction="sum"),
+     lambda a: _lse(a, 1).sum() - a[[0, 1, 2], [2, 0, 3]].sum(), [U(3, 4)]),
+    ("nll_loss2d_forward", lambda m, a: m.nn.functional.nll_loss(
+        a, m.tensor(_T2D, device=a.device), m.tensor(_W3, dtype=a.dtype, device=a.device),
+        ignore_index=1, reduction="none"),
+     lambda a: np.where(np.array(_T2D) == 1, 0.0, -np.take_along_axis(
+         a, np.array(_T2D)[:, None], 1)[:, 0] * np.array(_W3)[_T2D]), [U(2, 3, 2, 2)]),
+    ("binary_cross_entropy", lambda m, a, t: m.nn.functional.binary_cross_entropy(a, t),
+     lambda a, t: -np.mean(t * np.log(a) + (1 - t) * np.log1p(-a)),
+     [U(3, 4, lo=0.1, hi=0.9), U(3, 4, lo=0.0, hi=1.0)]),
+    ("binary_cross_entropy_with_logits", lambda m, a, t:
+     m.nn.functional.binary_cross_entropy_with_logits(
+         a, t, pos_weight=m.tensor(_W3[:1] * 4, dtype=a.dtype, device=a.device), reduction="sum"),
+     lambda a, t: np.sum(0.5 * t * np.logaddexp(0, -a) + (1 - t) * np.logaddexp(0, a)),
+     [U(3, 4, lo=-3, hi=3), U(3, 4, lo=0.0, hi=1.0)]),
+    ("native_batch_norm", lambda m, a, w, b: m.nn.functional.batch_norm(
+        a, None, None, w, b, training=True, eps=0.1),
+     lambda a, w, b: _batch_norm(a, a.mean((0, 2), keepdims=True),
+                                 a.var((0, 2), keepdims=True), w, b, 0.1),
+     [U(4, 3, 2), U(3), U(3)]),
+    # squared: the first derivatives are the backward ops of a gradient that needs grad
+    ("native_batch_norm_squared", lambda m, a, w, b: m.nn.functional.batch_norm(
+        a, None, None, w, b, training=True) ** 2,
+     lambda a, w, b: _batch_norm(a, a.mean((0, 2), keepdims=True),
+                                 a.var((0, 2), keepdims=True), w, b) ** 2,
+     [U(4, 3, 2), U(3), U(3)]),
+    ("native_batch_norm_eval", lambda m, a, w: m.nn.functional.batch_norm(
+        a, m.tensor(_W3, dtype=a.dtype, device=a.device) - 1,
+        m.tensor(_W3, dtype=a.dtype, device=a.device), w) ** 2,
+     lambda a, w: _batch_norm(a, np.array(_W3)[:, None] - 1, np.array(_W3)[:, None], w, 0.0)
+     ** 2, [U(2, 3, 2), U(3)]),
     ("embedding", lambda m, w: m.nn.functional.embedding(
         m.tensor([[1, 0, 3], [3, 3, 2]], device=w.device), w),
      lambda w: w[[[1, 0, 3], [3, 3, 2]]], [U(4, 3)]),

@@ -16,6 +16,7 @@ from numgrad import _dtype
 from numgrad._shape import Size, broadcast_shapes
 from numgrad.autograd.graph import Node
 from numgrad.nn import _pad_checks
+from numgrad.ops import batch_norm as batch_norm_op
 from numgrad.ops import elementwise as ew
 from numgrad.ops import embedding as embedding_op
 from numgrad.ops import gelu as gelu_op
@@ -73,21 +74,6 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
 
 def _needs(node, i):
     return node.next_functions[i][0] is not None
-
-
-def _composite_grads(node, forward, inputs, g):
-    """Gradients from re-running ``forward`` (a composite of numgrad ops) under autograd: used
-    by fused ops when create_graph=True needs gradients that can be differentiated again."""
-    from numgrad.autograd import grad
-    diff = [(i, t) for i, t in enumerate(inputs)
-            if t is not None and _needs(node, i) and t.requires_grad]
-    out = [None] * len(inputs)
-    if diff:
-        y = forward(*inputs)
-        gs = grad(y, [t for _, t in diff], g, create_graph=True, allow_unused=True)
-        for (i, _), gi in zip(diff, gs):
-            out[i] = gi
-    return tuple(out)
 
 
 # ========================================================================================
@@ -1138,77 +1124,8 @@ def dropout(input, p=0.5, training=True, inplace=False):
 # ========================================================================================
 
 
-class NativeBatchNormBackward0(Node):
-    __slots__ = ()
-    _names_of_saved = ("input", "weight", "save_mean", "save_invstd", "training")
-
-    # train: dx = gamma invstd / M (M g - sum g - xhat sum g xhat); dgamma = sum g xhat;
-    # dbeta = sum g (sums over batch and space, per channel); eval: dx = gamma invstd g
-    def _backward(self, g):
-        x, gamma, mean, invstd, training, beta, eps = self._saved
-        if state.enabled:
-            if training:
-                return _composite_grads(self, lambda a, b, c: _batch_norm_ops(a, b, c, eps),
-                                        (x, gamma, beta), g)
-            return _batch_norm_backward_ops(g, x, gamma, mean, invstd, training, self)
-        n, c = x._data.shape[:2]
-        x3 = A.contiguous(x._data).reshape(n, c, -1)
-        g3 = A.contiguous(g._data).reshape(n, c, -1)
-        sum_g = A.empty(x3, c, np.float64)
-        sum_gxhat = A.empty(x3, c, np.float64)
-        K = NN.on(x3)
-        K.batch_norm_bwd_sums(g3, x3, mean, invstd, sum_g, sum_gxhat)
-        gx = None
-        if _needs(self, 0):
-            gam = gamma._data if gamma is not None else A.ones(x3, c, x3.dtype)
-            gx_arr = A.empty(x3, x3.shape, x3.dtype)
-            K.pick(K.batch_norm_bwd_input, K.batch_norm_bwd_input_par, x3.size)(
-                g3, x3, mean, invstd, gam, sum_g, sum_gxhat, training, gx_arr)
-            gx = _wrap(gx_arr.reshape(x._data.shape))
-        # the float64 sums rounded to the input's dtype in a kernel (a NumPy cast would be
-        # invisible to numgrad.compile's trace)
-        gg = _wrap(EW.unary(EW.copy, sum_gxhat, x3.dtype)) if _needs(self, 1) else None
-        gb = _wrap(EW.unary(EW.copy, sum_g, x3.dtype)) if _needs(self, 2) else None
-        return (gx, gg, gb)
-
-
 def _channel_view(t, ndim):
     return sh.reshape(t, (1, -1) + (1,) * (ndim - 2))
-
-
-def _batch_norm_ops(x, gamma, beta, eps):
-    """Training-mode batch norm written with numgrad ops (for higher-order gradients)."""
-    nd = x._data.ndim
-    dims = (0,) + tuple(range(2, nd))
-    mu = red.mean(x, dims, keepdim=True)
-    d = ew.sub(x, mu)
-    var = red.mean(ew.mul(d, d), dims, keepdim=True)
-    y = ew.mul(d, ew.pow(ew.add(var, eps), -0.5))
-    if gamma is not None:
-        y = ew.mul(y, _channel_view(gamma, nd))
-    if beta is not None:
-        y = ew.add(y, _channel_view(beta, nd))
-    return y
-
-
-def _batch_norm_backward_ops(g, x, gamma, mean, invstd, training, node):
-    nd = x._data.ndim
-    dims = (0,) + tuple(range(2, nd))
-    mu = _channel_view(_wrap(A.astype(mean, x._data.dtype)), nd)
-    inv = _channel_view(_wrap(A.astype(invstd, x._data.dtype)), nd)
-    xhat = ew.mul(ew.sub(x, mu), inv)
-    m = x._data.size // x._data.shape[1]
-    gam = _channel_view(gamma, nd) if gamma is not None else 1.0
-    sum_g = red.sum(g, dims, keepdim=True)
-    sum_gx = red.sum(ew.mul(g, xhat), dims, keepdim=True)
-    if training:
-        inner = ew.sub(ew.sub(g, ew.div(sum_g, m)), ew.mul(xhat, ew.div(sum_gx, m)))
-        gx = ew.mul(ew.mul(inner, inv), gam)
-    else:
-        gx = ew.mul(ew.mul(g, inv), gam)
-    return (gx if _needs(node, 0) else None,
-            red.sum(ew.mul(g, xhat), dims) if _needs(node, 1) else None,
-            red.sum(g, dims) if _needs(node, 2) else None)
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
@@ -1243,40 +1160,11 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     for t in (running_mean, running_var):
         if t is not None and t._data.ndim != 1:
             raise RuntimeError(f"TensorAccessor expected 1 dims but tensor has {t._data.ndim}")
-    n = x.shape[0]
-    x3 = A.contiguous(x).reshape(n, c, -1)
-    K = NN.on(x)
-    if training:
-        if x3.shape[0] * x3.shape[2] <= 1:
-            raise ValueError(f"Expected more than 1 value per channel when training, got input "
-                             f"size {Size(x.shape)}")
-        mean = A.empty(x, c, np.float64)
-        var = A.empty(x, c, np.float64)
-        invstd = A.empty(x, c, np.float64)
-        K.channel_stats(x3, float(eps), mean, var, invstd)
-        if running_mean is not None:
-            m = x3.shape[0] * x3.shape[2]
-            K.running_update(running_mean._data, mean, float(momentum), 1.0)
-            K.running_update(running_var._data, var, float(momentum), m / (m - 1))
-            running_mean._bump_version()
-            running_var._bump_version()
-    else:
-        mean = A.astype(running_mean._data.reshape(-1), np.float64)
-        invstd = A.empty(x, c, np.float64)
-        K.inv_std(running_var._data.reshape(-1), float(eps), invstd)
-    gam = weight._data.reshape(-1) if weight is not None else A.ones(x, c, x.dtype)
-    bet = bias._data.reshape(-1) if bias is not None else A.zeros(x, c, x.dtype)
-    out_arr = A.empty(x, x3.shape, x.dtype)
-    K.pick(K.batch_norm_apply, K.batch_norm_apply_par, x3.size)(
-        x3, mean, invstd, A.astype(gam, x.dtype), A.astype(bet, x.dtype), out_arr)
-    out = _wrap(out_arr.reshape(x.shape))
-    parts = (input, weight, bias)
-    if state.enabled and any(t is not None and t._requires_grad for t in parts):
-        node = NativeBatchNormBackward0(
-            tuple(edge(t) if t is not None else NO_EDGE for t in parts),
-            (input, weight, mean, invstd, bool(training), bias, float(eps)))
-        attach(out, node)
-    return out
+    if training and x.size // c <= 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input "
+                         f"size {Size(x.shape)}")
+    return batch_norm_op.native_batch_norm(input, weight, bias, running_mean, running_var,
+                                           training, momentum, eps)
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
@@ -1516,40 +1404,6 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     return _reduce(loss, reduction)
 
 
-class NllLossBackward0(Node):
-    __slots__ = ()
-    _names_of_saved = ("target", "weight", "total_weight", "reduction", "ignore_index")
-
-    # d/dlogp[n, t_n] = -w[t_n] g_n / total_weight (0 elsewhere and for ignored n)
-    def _backward(self, g):
-        target, weights, total, reduction, shape = self._saved
-        if not state.enabled:  # one pass writing the sparse gradient
-            out = A.empty(weights, shape, weights.dtype)
-            scale = (1.0 / total if total else np.nan) if reduction == "mean" else 1.0
-            NN.on(out).nll_bwd(A.contiguous(g._data).reshape(-1), target, weights, scale, out)
-            return (_wrap(out),)
-        scale = (-1.0 / total if total else np.nan) if reduction == "mean" else -1.0
-        per = ew.mul(g, _wrap(EW.unary(EW.mul_s, weights, weights.dtype, scale)))
-        zeros = _wrap(A.zeros(weights, shape, weights.dtype))
-        src = sh.unsqueeze(per, 1)
-        return (ix.scatter_add(zeros, 1, _wrap(target.reshape(-1, 1)), src),)
-
-
-def _classes_last(input, target):
-    """(N, C) logits and (N,) targets from (N, C, d1, ...) / (N, d1, ...) or (C,) / ()."""
-    x = input
-    if x._data.ndim == 1:
-        return sh.unsqueeze(x, 0), target._data.reshape(1), (), None
-    if x._data.ndim > 2:
-        perm = (0,) + tuple(range(2, x._data.ndim)) + (1,)
-        spatial = tuple(x._data.shape[2:])
-        rows = math.prod(x._data.shape) // x._data.shape[1] if x._data.shape[1] else \
-            math.prod((x._data.shape[0],) + spatial)  # no -1: C may be 0
-        xc = sh.reshape(sh.permute(x, perm), (rows, x._data.shape[1]))
-        return xc, target._data.reshape(-1), (x._data.shape[0],) + spatial, perm
-    return x, target._data, (x._data.shape[0],), None
-
-
 def _nll_checks(input, target, weight):
     """PyTorch's nll_loss_nd/nll_loss/nll_loss2d checks, in its order."""
     xs, ts = input._data.shape, target._data.shape
@@ -1620,31 +1474,19 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
 
 
 def _nll(input, target, weight, ignore_index, reduction):
-    x2, t, out_shape, perm = _classes_last(input, target)
-    c = x2._data.shape[1]
-    dt = x2._data.dtype
-    xd = x2._data
-    w = weight._data.reshape(-1) if weight is not None else A.ones(xd, c, dt)
-    # int64 targets as they are; Byte ones cast by a kernel (a compiled step replays it)
-    t = A.contiguous(t) if t.dtype == np.int64 else EW.unary(EW.copy, t, np.int64)
-    losses = A.empty(xd, t.shape[0], dt)
-    weights = A.empty(xd, t.shape[0], dt)
-    bad = NN.on(xd).nll(A.contiguous(xd), t, w, ignore_index, losses, weights) if t.size else -1
-    if bad >= 0:
-        raise IndexError(f"Target {A.host(t)[bad]} is out of bounds.")
-    total = A.item(RED.sum_all(weights, weights.dtype, 1.0)) if reduction == "mean" \
-        else 1.0
-    if reduction == "none":
-        out_arr = losses.reshape(out_shape) if input._data.ndim > 1 else losses.reshape(())
-    elif reduction == "sum":
-        out_arr = RED.sum_all(losses, dt, 1.0)
-    else:
-        out_arr = RED.sum_all(losses, dt, 1.0 / total if total else np.nan)
-    out = _wrap(out_arr)
-    if state.enabled and x2._requires_grad:
-        node = NllLossBackward0((edge(x2),), (t, weights, total, reduction, x2._data.shape))
-        attach(out, node)
-    return out
+    """PyTorch's nll_loss_nd: (C,) and (N, C) inputs to nll_loss_forward, (N, C, H, W) ones to
+    nll_loss2d_forward, other ranks viewed as (N, C, 1, -1) for it (the loss viewed back)."""
+    nd = input._data.ndim
+    if nd <= 2:
+        return nn_losses.nll_loss_forward(input, target, weight, reduction, ignore_index)
+    if nd == 4:
+        return nn_losses.nll_loss2d_forward(input, target, weight, reduction, ignore_index)
+    xs = input._data.shape
+    n, c = xs[:2]
+    x4 = sh.reshape(sh.contiguous(input), (n, c, 1, -1) if input._data.size else (n, c, 0, 0))
+    t3 = A.reshape(target._data, (n, 1, -1) if target._data.size else (n, 0, 0))
+    out = nn_losses.nll_loss2d_forward(x4, t3, weight, reduction, ignore_index)
+    return sh.reshape(out, (n,) + tuple(xs[2:])) if reduction == "none" else out
 
 
 def _log_softmax_checked(input, class_dim):
@@ -1722,25 +1564,6 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     return ew.add(ew.mul(nll, 1 - label_smoothing), ew.mul(ret, label_smoothing / c))
 
 
-class BinaryCrossEntropyBackward0(Node):
-    __slots__ = ()
-    _names_of_saved = ("self", "target", "weight", "reduction")
-
-    # d/dx bce = (x - t) / max(x (1 - x), 1e-12) * w g / n; d/dt = (log(1 - x) - log x) w g / n
-    def _backward(self, g):
-        x, t, w, reduction, n = self._saved
-        scale = ew.div(g, n) if reduction == "mean" else g
-        if w is not None:
-            scale = ew.mul(scale, w)
-        gx = gt = None
-        if _needs(self, 0):
-            denom = ew.clamp_min(ew.mul(x, ew.rsub(x, 1.0)), 1e-12)
-            gx = ew.mul(ew.div(ew.sub(x, t), denom), scale)
-        if _needs(self, 1):
-            gt = ew.mul(ew.sub(un.log1p(ew.neg(x)), un.log(x)), scale)
-        return (gx, gt)
-
-
 def _broadcast_shapes_py(*shapes):
     """``torch.broadcast_shapes`` (a Python function in PyTorch, with its own message)."""
     common = [1] * max(len(sh_) for sh_ in shapes)
@@ -1781,54 +1604,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         raise RuntimeError("all elements of input should be between 0 and 1")
     if w_shape is not None:
         _inplace_shape(x.shape, w_shape)
-    el = EW.binary(EW.bce, x, target._data, x.dtype, x.shape)
-    if weight is not None:
-        el = EW.binary(EW.mul, el, A.astype(weight._data, x.dtype), x.dtype, x.shape)
-    out = _reduced(el, reduction)
-    if state.enabled and (input._requires_grad or target._requires_grad):
-        attach(out, BinaryCrossEntropyBackward0((edge(input), edge(target)),
-                                                (input, target, weight, reduction, el.size)))
-    return out
-
-
-def _reduced(el, reduction):
-    if reduction == "none":
-        return _wrap(el)
-    if reduction == "sum":
-        return _wrap(RED.sum_all(el, el.dtype, 1.0))
-    if reduction == "mean":
-        return _wrap(RED.sum_all(el, el.dtype, 1.0 / el.size if el.size else np.nan))
-    raise ValueError(f"{reduction} is not a valid value for reduction")
-
-
-class BinaryCrossEntropyWithLogitsBackward0(Node):
-    __slots__ = ()
-    _names_of_saved = ("self", "target", "weight", "pos_weight", "reduction")
-
-    # d/dx = lw sigmoid(x) - pw t, lw = (pw - 1) t + 1 (= sigmoid(x) - t without pw); the
-    # expanded (1 - t) + lw (sigmoid(x) - 1) cancels to noise at large negative x
-    # d/dt = (1 - pw) log_sigmoid(x) - x (= -x without pw), log_sigmoid(x) = -softplus(-x)
-    def _backward(self, g):
-        x, t, w, pw, reduction, n = self._saved
-        scale = ew.div(g, n) if reduction == "mean" else g
-        if w is not None:
-            scale = ew.mul(scale, w)
-        gx = gt = None
-        if _needs(self, 0):
-            s = un.sigmoid(x)
-            if pw is None:
-                d = ew.sub(s, t)
-            else:
-                lw = ew.add(ew.mul(ew.sub(pw, 1.0), t), 1.0)
-                d = ew.sub(ew.mul(lw, s), ew.mul(pw, t))
-            gx = ew.mul(d, scale)
-        if _needs(self, 1):
-            if pw is None:
-                d = ew.neg(x)
-            else:
-                d = ew.sub(ew.mul(ew.rsub(pw, 1.0), ew.neg(un.softplus(ew.neg(x)))), x)
-            gt = ew.mul(d, scale)
-        return (gx, gt)
+    return nn_losses.binary_cross_entropy(input, target, weight, reduction)
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None,
@@ -1856,21 +1632,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
                            f"output type {tdt._legacy}")
     if weight is not None:
         _inplace_shape(x.shape, weight._data.shape)
-    dt = tdt.np
-    x = A.astype(x, dt)
-    t = target._data
-    if pos_weight is None:
-        el = EW.binary(EW.bce_logits, x, t, dt, x.shape, 1.0)
-    else:
-        el = EW.ternary(EW.bce_logits_pw, x, t, A.astype(pos_weight._data, dt), dt,
-                        x.shape)
-    if weight is not None:
-        el = EW.binary(EW.mul, el, A.astype(weight._data, dt), dt, x.shape)
-    out = _reduced(el, reduction)
-    if state.enabled and (input._requires_grad or target._requires_grad):
-        attach(out, BinaryCrossEntropyWithLogitsBackward0(
-            (edge(input), edge(target)), (input, target, weight, pos_weight, reduction, el.size)))
-    return out
+    return nn_losses.binary_cross_entropy_with_logits(input, target, weight, pos_weight,
+                                                      reduction)
 
 
 def one_hot(tensor, num_classes=-1):

@@ -6,6 +6,7 @@ from numgrad import _dtype
 from numgrad.ops import (  # noqa: F401  (they declare their ops)
     activation,
     attention,
+    batch_norm,
     compare,
     conv_transpose,
     diagonal,
