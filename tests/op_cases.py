@@ -126,6 +126,41 @@ def _conv_t2d(x, w, b=None, stride=1, padding=0, output_padding=0, groups=1, dil
     return out if b is None else out + b.reshape(1, -1, 1, 1)
 
 
+def _windows_np(a, k, s=(1, 1), p=(0, 0), d=(1, 1), fill=0.0):
+    """(N, C, kh, kw, oh, ow): every window element of the padded (N, C, H, W) array."""
+    n, c, h, w = a.shape
+    full = np.full((n, c, h + 2 * p[0], w + 2 * p[1]), fill)
+    full[:, :, p[0]:p[0] + h, p[1]:p[1] + w] = a
+    oh = (h + 2 * p[0] - d[0] * (k[0] - 1) - 1) // s[0] + 1
+    ow = (w + 2 * p[1] - d[1] * (k[1] - 1) - 1) // s[1] + 1
+    return np.stack([np.stack([full[:, :, i * d[0]:i * d[0] + (oh - 1) * s[0] + 1:s[0],
+                                    j * d[1]:j * d[1] + (ow - 1) * s[1] + 1:s[1]]
+                               for j in range(k[1])], 2) for i in range(k[0])], 2)
+
+
+def _conv2d_np(x, w, b=None, groups=1, **geo):
+    """A 2-D convolution by its definition: each output the weight's dot with its window."""
+    win = _windows_np(x, w.shape[2:], **geo)
+    n, c = x.shape[:2]
+    win = win.reshape(n, groups, c // groups, *win.shape[2:])
+    out = np.einsum("ngcijyx,gocij->ngoyx", win, w.reshape(groups, -1, *w.shape[1:]))
+    out = out.reshape(n, -1, *out.shape[3:])
+    return out if b is None else out + b.reshape(1, -1, 1, 1)
+
+
+def _fold_np(cols, size, k):
+    """F.fold (stride 1, no padding): each column's window added into the image."""
+    n, ck, _ = cols.shape
+    c = ck // (k[0] * k[1])
+    oh, ow = size[0] - k[0] + 1, size[1] - k[1] + 1
+    img = np.zeros((n, c) + tuple(size))
+    cols = cols.reshape(n, c, k[0], k[1], oh, ow)
+    for i in range(k[0]):
+        for j in range(k[1]):
+            img[:, :, i:i + oh, j:j + ow] += cols[:, :, i, j]
+    return img
+
+
 _LSTM_W = [np.random.default_rng(5).uniform(-0.6, 0.6, s) for s in ((8, 3), (8, 2), (8,), (8,))]
 
 
@@ -620,6 +655,34 @@ CASES = [
     ("_conv_transpose_1d", lambda m, x, w: m.nn.functional.conv_transpose1d(x, w, dilation=2),
      lambda x, w: _conv_t2d(x[:, :, None], w[:, :, None], dilation=2)[:, :, 0],
      [U(1, 2, 4), U(2, 3, 2)]),
+    # --- convolution, im2col/col2im, constant pad, pools (numgrad/ops/conv.py, pad.py,
+    # pooling.py); the squared rows record the backward ops in the first derivative
+    ("convolution", lambda m, x, w, b: m.nn.functional.conv2d(
+        x, w, b, stride=(1, 2), padding=1, groups=2),
+     lambda x, w, b: _conv2d_np(x, w, b, 2, s=(1, 2), p=(1, 1)),
+     [U(2, 4, 3, 4), U(2, 2, 2, 3), U(2)]),
+    ("convolution_1d", lambda m, x, w: m.nn.functional.conv1d(x, w, dilation=2),
+     lambda x, w: _conv2d_np(x[:, :, None], w[:, :, None], d=(1, 2))[:, :, 0],
+     [U(2, 2, 5), U(3, 2, 2)]),
+    ("im2col", lambda m, a: m.nn.functional.unfold(a, (2, 2), padding=1, stride=2),
+     lambda a: _windows_np(a, (2, 2), (2, 2), (1, 1)).reshape(1, 8, -1), [U(1, 2, 3, 2)]),
+    ("col2im", lambda m, a: m.nn.functional.fold(a, (3, 4), (2, 2)),
+     lambda a: _fold_np(a, (3, 4), (2, 2)), [U(1, 8, 6)]),
+    ("constant_pad_nd", lambda m, a: m.nn.functional.pad(a, (1, -1, 2, 0), value=0.5),
+     lambda a: np.pad(a[..., :-1], ((0, 0), (2, 0), (1, 0)), constant_values=0.5),
+     [U(2, 2, 3)]),
+    ("max_pool2d_with_indices", lambda m, a: m.nn.functional.max_pool2d(a, 2, 1, 1),
+     lambda a: _windows_np(a, (2, 2), p=(1, 1), fill=-np.inf).max((2, 3)),
+     [DISTINCT(1, 2, 3, 3)]),
+    ("max_pool2d_with_indices_squared",
+     lambda m, a: m.nn.functional.max_pool2d(a, (2, 1), ceil_mode=True) ** 2,
+     lambda a: _windows_np(np.concatenate([a, np.full((1, 1, 1, 2), -np.inf)], 2), (2, 1),
+                           (2, 1)).max((2, 3)) ** 2, [DISTINCT(1, 1, 3, 2)]),
+    ("avg_pool2d", lambda m, a: m.nn.functional.avg_pool2d(a, 2, 1, 1, count_include_pad=False),
+     lambda a: _windows_np(a, (2, 2), p=(1, 1)).sum((2, 3)) / _windows_np(
+         np.ones_like(a), (2, 2), p=(1, 1)).sum((2, 3)), [U(1, 2, 3, 3)]),
+    ("avg_pool2d_squared", lambda m, a: m.nn.functional.avg_pool2d(a, 2) ** 2,
+     lambda a: _windows_np(a, (2, 2), (2, 2)).mean((2, 3)) ** 2, [U(1, 1, 4, 2)]),
     ("mkldnn_rnn_layer", lambda m, x: _lstm_layer(m, x), _lstm_np, [U(3, 2, 3)]),
     ("_unbind_steps", lambda m, a: _steps(m, a)[1], lambda a: a[1], [U(3, 4)]),
     ("_embedding_bag_psw", lambda m, w, p: m.nn.functional.embedding_bag(

@@ -16,20 +16,16 @@ from numgrad import _arrays as A
 from numgrad._shape import Size
 from numgrad.nn import _pad_checks
 from numgrad.nn import functional as F
+from numgrad.ops import conv as CV
 from numgrad.ops import conv_transpose as CT
 from numgrad.ops import group_norm as GN
 from numgrad.ops import reduction as red
 from numgrad.ops import resample as R
 from numgrad.ops import shape as sh
 from numgrad.ops._util import (
-    EW,
-    NO_EDGE,
     Tensor,
     _wrap,
-    attach,
     dtype_of,
-    edge,
-    state,
 )
 
 __all__ = ["conv1d", "conv_transpose1d", "conv_transpose2d", "group_norm", "instance_norm",
@@ -147,25 +143,6 @@ def _conv_tensors(fn, input, weight, bias):
 # ========================================================================================
 
 
-def _conv1d_backward(self, g):
-    # conv1d(x, W) = conv2d(x[:, :, None], W[:, :, None])[:, :, 0]: the conv2d rule on the
-    # unit-height views, its gradients squeezed back
-    saved = self._saved
-    x, w, geo, cols = saved
-    self._saved = (sh.unsqueeze(x, 2), sh.unsqueeze(w, 2), geo, cols)
-    try:
-        grads = F.ConvolutionBackward0._backward(self, sh.unsqueeze(g, 2))
-    finally:
-        self._saved = saved
-    gx, gw, gb = grads
-    return (sh.squeeze(gx, 2) if gx is not None else None,
-            sh.squeeze(gw, 2) if gw is not None else None, gb)
-
-
-_Conv1dBackward = type("ConvolutionBackward0", (F.ConvolutionBackward0,),
-                       {"__slots__": (), "_backward": _conv1d_backward,
-                        "__doc__": "conv1d's node: the conv2d rule on a unit height."})
-
 _CONV1D_SIGNATURES = (
     "\n * (Tensor input, Tensor weight, Tensor bias = None, tuple of ints stride = 1, tuple of "
     "ints padding = 0, tuple of ints dilation = 1, int groups = 1)\n * (Tensor input, Tensor "
@@ -221,24 +198,8 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
                            f"kernel_width: {w4.shape[3]}")
     geo = F._make_geom(x4.shape, w4.shape, (1, w4.shape[3]), (1, stride[0]), (0, padding[0]),
                        (1, dilation[0]), groups, (1, ol))
-    n, oc = x4.shape[0], w4.shape[0]
-    if x4.size == 0 or w4.size == 0:
-        oc = oc if x4.shape[1] else 0  # no input channels: none out either (PyTorch's)
-        arr = A.zeros(x4, (n, oc, ol), x4.dtype)
-        if bias is not None and oc:
-            EW.binary(EW.add, arr, A.astype(bias._data.reshape(1, -1, 1), arr.dtype), arr.dtype,
-                      arr.shape, out=arr)
-        res = F._attach_empty_conv(_wrap(arr), input, weight, bias)
-    else:
-        out_arr, cols = F._conv_forward(x4, w4, bias._data if bias is not None else None, geo)
-        res = _wrap(out_arr.reshape(n, oc, ol))
-    parts = (input, weight, bias)
-    if state.enabled and any(t is not None and t._requires_grad for t in parts) and x4.size \
-            and w4.size:
-        keep = weight._requires_grad and F._keep_columns(cols)
-        attach(res, _Conv1dBackward(
-            tuple(edge(t) if t is not None else NO_EDGE for t in parts),
-            (input, weight, geo, cols if keep else None)))
+    res = CV.convolution(input, weight, bias, geo, True,
+                         F._empty_conv_shape(input, weight, (ol,)))
     return sh.squeeze(res, 0) if unbatched else res
 
 
@@ -324,13 +285,8 @@ def _conv_transpose(fn, dims, input, weight, bias, stride, padding, output_paddi
     n, oc = x.shape[0], w.shape[1] * groups
     geo = F._make_geom((n, oc) + out, w.shape, w.shape[2:], stride, padding, dilation, groups,
                        x.shape[2:])
-    if x.size == 0 or w.size == 0:
-        arr = A.zeros(x, (n, oc) + out, x.dtype)
-        if bias is not None:
-            EW.binary(EW.add, arr, bias._data.reshape(1, -1, 1, 1), arr.dtype, arr.shape, out=arr)
-        res = F._attach_empty_conv(
-            _wrap(arr.reshape(arr.shape[:2] + arr.shape[3:]) if unit else arr), input, weight,
-            bias)
+    if x.size == 0 or w.size == 0:  # the bias alone (the empty case of the convolution op)
+        res = CV.convolution(input, weight, bias, geo, unit, (n, oc) + out[unit:])
         return sh.squeeze(res, 0) if unbatched else res
     res = CT._conv_transpose(input, weight, bias, geo, unit, (n, oc) + out)
     return sh.squeeze(res, 0) if unbatched else res

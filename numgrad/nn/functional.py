@@ -14,35 +14,31 @@ import numpy as np
 from numgrad import _arrays as A
 from numgrad import _dtype
 from numgrad._shape import Size, broadcast_shapes
-from numgrad.autograd.graph import Node
 from numgrad.nn import _pad_checks
 from numgrad.ops import batch_norm as batch_norm_op
+from numgrad.ops import conv as conv_op
 from numgrad.ops import elementwise as ew
 from numgrad.ops import embedding as embedding_op
 from numgrad.ops import gelu as gelu_op
 from numgrad.ops import indexing as ix
 from numgrad.ops import linalg as la
-from numgrad.ops import nn_losses, norms
+from numgrad.ops import nn_losses, norms, pooling
+from numgrad.ops import pad as pad_op
 from numgrad.ops import reduction as red
 from numgrad.ops import shape as sh
 from numgrad.ops import unary as un
 from numgrad.ops._util import (
     EW,
-    LIN,
-    NO_EDGE,
-    RED,
     LazyKernels,
     Tensor,
     _wrap,
-    attach,
     dtype_of,
-    edge,
     state,
 )
 from numgrad.ops.fused import addmm  # noqa: F401  (linear's op; nn.RNN cells call it)
 
 NN = LazyKernels("nn")
-CONV = LazyKernels("conv")
+CONV = conv_op.CONV
 
 # activations that exist as tensor ops
 tanh = un.tanh
@@ -70,10 +66,6 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
         _tensor_arg("log_softmax", "input", 1, input)
         dim = _softmax_dim("log_softmax", input._data.ndim, _stacklevel)
     return red.log_softmax(input, dim, dtype)
-
-
-def _needs(node, i):
-    return node.next_functions[i][0] is not None
 
 
 # ========================================================================================
@@ -224,29 +216,14 @@ def _ntuple2(v):
 _pair = _ntuple2
 
 
-class _ConvGeom:
-    __slots__ = ("kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw", "groups", "oh", "ow",
-                 "in_shape", "w_shape")
-
-    def args(self):
-        return (self.kh, self.kw, self.sh, self.sw, self.ph, self.pw, self.dh, self.dw,
-                self.oh, self.ow)
-
-
-def _make_geom(in_shape, w_shape, k, s, p, d, groups, out):
-    """A checked geometry: every size the im2col/col2im kernels index by."""
-    geo = _ConvGeom()
-    (geo.kh, geo.kw), (geo.sh, geo.sw), (geo.ph, geo.pw) = k, s, p
-    (geo.dh, geo.dw), (geo.oh, geo.ow) = d, out
-    geo.groups = groups
-    geo.in_shape = tuple(in_shape)
-    geo.w_shape = tuple(w_shape)
-    return geo
-
-
-def _blocks(size, k, s, p, d):
-    """Sliding windows along one dim (floor division, as PyTorch's div_rtn)."""
-    return (size + 2 * p - (d * (k - 1) + 1)) // s + 1
+# the convolution's geometry and arrays live with its ops (numgrad/ops/conv.py)
+_ConvGeom = conv_op.ConvGeom
+_make_geom = conv_op.make_geom
+_blocks = conv_op.blocks
+_group_slices = conv_op.group_slices
+_col2im = conv_op.col2im_array
+_conv_forward = conv_op.forward_arrays
+_keep_columns = conv_op.keep_columns
 
 
 _CONV2D_SIGNATURES = (
@@ -311,37 +288,6 @@ def _check_empty_input(x_shape):
     return False
 
 
-class _EmptyConvolutionBackward(Node):
-    """A convolution whose input or weight is empty: its output is the bias (or zeros), so
-    input and weight get zeros and the bias the sum of the gradient per channel."""
-
-    __slots__ = ()
-    _names_of_saved = ("input", "weight")
-
-    # out = bias (nothing is multiplied): dx = 0, dW = 0, db = sum of g over batch and space
-    def _backward(self, g):
-        x, w, b = self._saved
-        grads = [_wrap(A.zeros(t._data, t._data.shape, t._data.dtype))
-                 if _needs(self, i) else None for i, t in enumerate((x, w, b))]
-        if grads[2] is not None and g._data.shape[1] == b._data.shape[0]:
-            grads[2] = red.sum(g, (0,) + tuple(range(2, g._data.ndim)))
-        return tuple(grads)
-
-
-_EmptyConvolutionBackward.__name__ = "ConvolutionBackward0"
-_EmptyConvolutionBackward.__qualname__ = "ConvolutionBackward0"
-
-
-def _attach_empty_conv(out, input, weight, bias):
-    """``out`` (a fresh tensor) as the result of an empty convolution of these operands."""
-    if state.enabled and any(t is not None and t._requires_grad for t in (input, weight, bias)):
-        out = _wrap(out._data)
-        attach(out, _EmptyConvolutionBackward(
-            tuple(edge(t) if t is not None else NO_EDGE for t in (input, weight, bias)),
-            (input, weight, bias)))
-    return out
-
-
 def _conv_geom(x_shape, w_shape, stride, padding, dilation, groups, bias_shape=None):
     """PyTorch's ``check_shape_forward`` for a 2-D convolution on (already parsed) int
     tuples; the geometry the kernels run."""
@@ -393,172 +339,6 @@ def _conv_geom(x_shape, w_shape, stride, padding, dilation, groups, bias_shape=N
                            f"{kh} kernel_width: {kw}")
     out = (_blocks(h, kh, stride[0], ph, dh), _blocks(w, kw, stride[1], pw, dw))
     return _make_geom(x_shape, w_shape, (kh, kw), stride, padding, dilation, groups, out)
-
-
-def _im2col(x, geo):
-    """Columns of x laid out (N, C*kh*kw, L) (the layout of ``unfold``)."""
-    n, c = x.shape[0], x.shape[1]
-    cols = A.empty(x, (n, c * geo.kh * geo.kw, geo.oh * geo.ow), x.dtype)
-    K = NN.on(x)
-    K.pick(K.im2col, K.im2col_par, cols.size)(A.contiguous(x), *geo.args(), cols)
-    return cols
-
-
-def _im2col_kmajor(x, geo):
-    """Columns of x laid out (C*kh*kw, N*L), so a whole batch is one GEMM."""
-    n, c = x.shape[0], x.shape[1]
-    k = c * geo.kh * geo.kw
-    cols = A.empty(x, (k, n, geo.oh * geo.ow), x.dtype)
-    K = NN.on(x)
-    K.pick(K.im2col, K.im2col_par, cols.size)(
-        A.contiguous(x), *geo.args(), cols.transpose(1, 0, 2))
-    return cols.reshape(k, -1)
-
-
-def _col2im(cols, geo, shape):
-    """The adjoint of im2col from (N, K, L) columns (any strides)."""
-    x = A.empty(cols, shape, cols.dtype)
-    K = NN.on(cols)
-    K.pick(K.col2im, K.col2im_par, cols.size)(cols, *geo.args(), x)
-    return x
-
-
-def _keep_columns(cols):
-    """Whether the forward's columns are worth keeping for the weight gradient."""
-    return cols is not None and cols.nbytes <= KEEP_COLUMNS_BYTES
-
-
-def _group_slices(total, groups):
-    step = total // groups
-    return [slice(i * step, (i + 1) * step) for i in range(groups)]
-
-
-# columns up to this size are kept from the forward pass for the weight gradient (saves
-# one im2col per convolution in backward; larger ones are rebuilt to bound memory)
-KEEP_COLUMNS_BYTES = 64 << 20
-
-
-def _batch_loop(x, geo):
-    """Whether the stride-1 loop over the batch (``kernels/cpu/conv.py``) runs this
-    convolution: CPU float32/float64 data, where NumPy's OpenBLAS can be called from it."""
-    return geo.sh == 1 and geo.sw == 1 and x.__class__ is np.ndarray and CONV.AVAILABLE \
-        and x.dtype in CONV.DTYPES
-
-
-def _conv_forward(x, w, bias, geo):
-    """(N, OC, L) and the columns to keep for backward (None: backward makes them)."""
-    if _batch_loop(x, geo):
-        n, oc = x.shape[0], w.shape[0]
-        out = A.empty(x, (n, oc, geo.oh * geo.ow), x.dtype)
-        w2 = A.contiguous(w).reshape(oc, -1)
-        has_bias = bias is not None
-        CONV.forward(A.contiguous(x), w2, bias if has_bias else w2[0], has_bias, geo.groups,
-                     geo.kh, geo.kw, geo.ph, geo.pw, geo.dh, geo.dw, geo.oh, geo.ow, out)
-        return out, None
-    return _conv_forward_columns(x, w, bias, geo)
-
-
-def _conv_forward_columns(x, w, bias, geo):
-    """The general path: one GEMM per group over the whole batch's columns, then bias and
-    layout in one pass; returns the result and the columns."""
-    n = x.shape[0]
-    oc = w.shape[0]
-    cols = _im2col_kmajor(x, geo)
-    out2 = A.empty(x, (oc, cols.shape[1]), x.dtype)
-    w2 = w.reshape(oc, -1)
-    if geo.groups == 1:
-        LIN.matmul(w2, cols, out2)
-    else:
-        for go, gk in zip(_group_slices(oc, geo.groups), _group_slices(cols.shape[0], geo.groups)):
-            LIN.matmul(w2[go], cols[gk], out2[go])
-    src = out2.reshape(oc, n, -1).transpose(1, 0, 2)
-    out = A.empty(x, (n, oc, src.shape[2]), x.dtype)
-    if bias is None:
-        EW.unary(EW.copy, src, out.dtype, out=out)
-    else:
-        EW.binary(EW.add, src, A.astype(bias.reshape(1, oc, 1), out.dtype), out.dtype,
-                  out.shape, out=out)
-    return out, cols
-
-
-class ConvolutionBackward0(Node):
-    __slots__ = ()
-    _names_of_saved = ("input", "weight", "geometry")
-
-    # conv(x, W) = W cols(x): dW = G cols(x)^T, dx = col2im(W^T G), db = sum G
-    def _backward(self, g):
-        x, w, geo, cols = self._saved
-        if state.enabled:  # create_graph: the same rule in differentiable ops
-            return _conv_backward_ops(g, x, w, geo, self)
-        if cols is None and _batch_loop(x._data, geo):
-            return self._batch_loop_backward(g, x, w, geo)
-        n, oc = g._data.shape[0], g._data.shape[1]
-        # the gradient as (OC, N*L), the layout of the forward GEMM's output
-        g2 = A.empty(g._data, (oc, n, geo.oh * geo.ow), g._data.dtype)
-        EW.unary(EW.copy, g._data.reshape(n, oc, -1).transpose(1, 0, 2), g2.dtype, out=g2)
-        g2 = g2.reshape(oc, -1)
-        gx = gw = gb = None
-        if _needs(self, 2):
-            gb = _wrap(RED.sum_dims(g2, (1,), g2.dtype, 1.0).reshape(oc))
-        k = geo.in_shape[1] * geo.kh * geo.kw
-        slices_o = _group_slices(oc, geo.groups)
-        slices_k = _group_slices(k, geo.groups)
-        w2 = w._data.reshape(oc, -1)
-        if _needs(self, 1):
-            if cols is None:
-                cols = _im2col_kmajor(x._data, geo)
-            gw2 = A.empty(g2, w2.shape, g2.dtype)
-            for go, gk in zip(slices_o, slices_k):
-                LIN.matmul(g2[go], cols[gk].T, gw2[go])
-            gw = _wrap(gw2.reshape(w._data.shape))
-        if _needs(self, 0):
-            gcols = A.empty(g2, (k, g2.shape[1]), g2.dtype)
-            for go, gk in zip(slices_o, slices_k):
-                LIN.matmul(w2[go].T, g2[go], gcols[gk])
-            gcols3 = gcols.reshape(k, n, -1).transpose(1, 0, 2)
-            gx = _wrap(_col2im(gcols3, geo, geo.in_shape))
-        return (gx, gw, gb)
-
-    # conv(x, W) = W cols(x) per sample: dW = sum_n G_n cols_n^T, dx_n = col2im(W^T G_n),
-    # db = sum G
-    def _batch_loop_backward(self, g, x, w, geo):
-        xd = A.contiguous(x._data)
-        n, oc = xd.shape[0], w._data.shape[0]
-        gy = A.contiguous(g._data).reshape(n, oc, -1)
-        w2 = A.contiguous(w._data).reshape(oc, -1)
-        need_x, need_w = _needs(self, 0), _needs(self, 1)
-        gx = A.empty(xd, xd.shape if need_x else (0, 0, 0, 0), xd.dtype)
-        gw = A.empty(w2, w2.shape if need_w else (0, 0), w2.dtype)
-        CONV.backward(xd, w2, gy, geo.groups, geo.kh, geo.kw, geo.ph, geo.pw, geo.dh, geo.dw,
-                      geo.oh, geo.ow, need_x, need_w, gx, gw)
-        gb = _wrap(RED.sum_dims(gy, (0, 2), gy.dtype, 1.0).reshape(oc)) \
-            if _needs(self, 2) else None
-        return (_wrap(gx) if need_x else None,
-                _wrap(gw.reshape(w._data.shape)) if need_w else None, gb)
-
-
-def _conv_backward_ops(g, x, w, geo, node):
-    """The convolution rule with unfold/fold and matmul ops (all differentiable)."""
-    n, oc = g._data.shape[0], g._data.shape[1]
-    g3 = sh.reshape(g, (n, oc, -1))
-    gx = gw = gb = None
-    if _needs(node, 2):
-        gb = red.sum(g3, (0, 2))
-    k = geo.in_shape[1] * geo.kh * geo.kw
-    slices_o = _group_slices(oc, geo.groups)
-    slices_k = _group_slices(k, geo.groups)
-    if _needs(node, 1):
-        cols = unfold(x, (geo.kh, geo.kw), (geo.dh, geo.dw), (geo.ph, geo.pw), (geo.sh, geo.sw))
-        parts = [red.sum(la.matmul(g3[:, go], sh.transpose(cols[:, gk], 1, 2)), 0)
-                 for go, gk in zip(slices_o, slices_k)]
-        gw = sh.reshape(sh.cat(parts, 0), w._data.shape)
-    if _needs(node, 0):
-        w2 = sh.reshape(w, (oc, -1))
-        parts = [la.matmul(sh.t(w2[go]), g3[:, go]) for go in slices_o]
-        gcols = sh.cat(parts, 1) if len(parts) > 1 else parts[0]
-        gx = fold(gcols, geo.in_shape[2:], (geo.kh, geo.kw), (geo.dh, geo.dw), (geo.ph, geo.pw),
-                  (geo.sh, geo.sw))
-    return (gx, gw, gb)
 
 
 def _conv_same(input, weight, stride, dilation, groups):
@@ -619,48 +399,18 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     if input._data.dtype != weight._data.dtype:
         raise RuntimeError(f"expected scalar type {dtype_of(input)._legacy} but found "
                            f"{dtype_of(weight)._legacy}")
-    if input._data.size == 0 or weight._data.size == 0:
-        # PyTorch's output for an input of no channels has none either (and no bias)
-        oc = weight._data.shape[0] if input._data.shape[1] else 0
-        arr = A.zeros(input._data, (input._data.shape[0], oc, geo.oh, geo.ow), input._data.dtype)
-        if bias is not None and oc:
-            EW.binary(EW.add, arr, A.astype(bias._data.reshape(1, -1, 1, 1), arr.dtype),
-                      arr.dtype, arr.shape, out=arr)
-        out = _attach_empty_conv(_wrap(arr), input, weight, bias)
-        return sh.squeeze(out, 0) if unbatched else out
-    out_arr, cols = _conv_forward(input._data, weight._data,
-                                  bias._data if bias is not None else None, geo)
-    out = _wrap(out_arr.reshape(out_arr.shape[0], out_arr.shape[1], geo.oh, geo.ow))
-    reqs = (input, weight) + ((bias,) if bias is not None else ())
-    if state.enabled and any(t._requires_grad for t in reqs):
-        keep = weight._requires_grad and _keep_columns(cols)
-        node = ConvolutionBackward0((edge(input), edge(weight),
-                                     edge(bias) if bias is not None else NO_EDGE),
-                                    (input, weight, geo, cols if keep else None))
-        attach(out, node)
+    out = conv_op.convolution(input, weight, bias, geo, False,
+                              _empty_conv_shape(input, weight, (geo.oh, geo.ow)))
     return sh.squeeze(out, 0) if unbatched else out
 
 
-class Im2ColBackward0(Node):
-    __slots__ = ()
-    _meta_only = True
-
-    # d/dx unfold(x) = fold(g)
-    def _backward(self, g):
-        geo = self._saved[0]
-        return (fold(g, geo.in_shape[2:], (geo.kh, geo.kw), (geo.dh, geo.dw), (geo.ph, geo.pw),
-                     (geo.sh, geo.sw)),)
-
-
-class Col2ImBackward0(Node):
-    __slots__ = ()
-    _meta_only = True
-
-    # d/dcols fold(cols) = unfold(g)
-    def _backward(self, g):
-        geo = self._saved[0]
-        return (unfold(g, (geo.kh, geo.kw), (geo.dh, geo.dw), (geo.ph, geo.pw),
-                       (geo.sh, geo.sw)),)
+def _empty_conv_shape(input, weight, space):
+    """The output shape of a convolution whose input or weight is empty (PyTorch's output
+    for an input of no channels has none either), else None."""
+    x, w = input._data, weight._data
+    if x.size and w.size:
+        return None
+    return (x.shape[0], w.shape[0] if x.shape[1] else 0) + tuple(space)
 
 
 def _window_args(fn, values, first_pos):
@@ -712,9 +462,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     _require_float(input, "im2col_out_cpu")
     x = sh.unsqueeze(input, 0) if nd == 3 else input
     geo = _make_geom(x._data.shape, (1, shape[-3]) + k, k, s, p, d, 1, out)
-    res = _wrap(_im2col(x._data, geo))
-    if state.enabled and x._requires_grad:
-        attach(res, Im2ColBackward0((edge(x),), (geo,)))
+    res = conv_op.im2col(x, geo)
     return sh.squeeze(res, 0) if nd == 3 else res
 
 
@@ -756,42 +504,8 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     x = sh.unsqueeze(input, 0) if nd == 2 else input
     n, c = x._data.shape[0], planes // (k[0] * k[1])
     geo = _make_geom((n, c, oh, ow), (1, c) + k, k, s, p, d, 1, nb)
-    out = _wrap(_col2im(A.contiguous(x._data), geo, (n, c, oh, ow)))
-    if state.enabled and x._requires_grad:
-        attach(out, Col2ImBackward0((edge(x),), (geo,)))
+    out = conv_op.col2im(x, geo)
     return sh.squeeze(out, 0) if nd == 2 else out
-
-
-class ConstantPadNdBackward0(Node):
-    __slots__ = ()
-    _meta_only = True
-
-    # d/dx pad(x, w) = pad(g, -w): the padding cut off, the cropped parts zero
-    def _backward(self, g):
-        widths = self._saved[0]
-        return (_constant_pad(g, [-v for v in widths], 0),)
-
-
-def _constant_pad(x, widths, value):
-    """Pad (or, for negative widths, crop) the last len(widths)/2 dims."""
-    shape = list(x._data.shape)
-    src = [slice(None)] * len(shape)
-    dst = [slice(None)] * len(shape)
-    for i in range(len(widths) // 2):
-        d = len(shape) - 1 - i
-        lo, hi = widths[2 * i], widths[2 * i + 1]
-        a = max(-lo, 0)
-        n = max(shape[d] - max(-hi, 0) - a, 0)
-        src[d], dst[d] = slice(a, a + n), slice(max(lo, 0), max(lo, 0) + n)
-        shape[d] += lo + hi
-    out_arr = A.full(x._data, tuple(shape), value, x._data.dtype)
-    part = x._data[tuple(src)]
-    if part.size:
-        EW.unary(EW.copy, part, out_arr.dtype, out=out_arr[tuple(dst)])
-    out = _wrap(out_arr)
-    if state.enabled and x._requires_grad:
-        attach(out, ConstantPadNdBackward0((edge(x),), (tuple(widths),)))
-    return out
 
 
 def pad(input, pad, mode="constant", value=None):
@@ -816,7 +530,7 @@ def pad(input, pad, mode="constant", value=None):
     if mode != "constant":
         raise NotImplementedError(f"pad mode '{mode}' is not supported by numgrad")
     _pad_checks.constant_shape(input._data.shape, widths)
-    return _constant_pad(input, widths, value)
+    return pad_op.constant_pad_nd(input, tuple(widths), value)
 
 
 # ========================================================================================
@@ -891,37 +605,6 @@ def _bool_arg(v, fn, name, pos):
     return bool(v)
 
 
-class MaxPool2DWithIndicesBackward0(Node):
-    __slots__ = ()
-    _names_of_saved = ("indices", "self_sym_sizes")
-
-    # d/dx max_pool(x) = g routed to the argmax of each window
-    def _backward(self, g):
-        idx, shape = self._saved
-        return (_max_pool_scatter(g, idx, shape),)
-
-
-class MaxPoolScatterBackward(Node):
-    __slots__ = ()
-
-    # d/dg scatter(g, idx) = gather(gg, idx)
-    def _backward(self, gg):
-        idx = self._saved[0]
-        out = A.empty(idx, idx.shape, gg._data.dtype)
-        NN.on(idx).max_pool2d_gather(A.contiguous(gg._data), idx, out)
-        return (_wrap(out),)
-
-
-def _max_pool_scatter(g, idx, shape):
-    gx = A.empty(g._data, shape, g._data.dtype)
-    K = NN.on(gx)
-    K.pick(K.max_pool2d_bwd, K.max_pool2d_bwd_par, gx.size)(A.contiguous(g._data), idx, gx)
-    out = _wrap(gx)
-    if state.enabled and g._requires_grad:
-        attach(out, MaxPoolScatterBackward((edge(g),), (idx,)))
-    return out
-
-
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     """Window maxima over (N, C, H, W) or unbatched (C, H, W) input
@@ -936,65 +619,11 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
         raise _not_implemented("max_pool2d", input)
     unbatched = input._data.ndim == 3
     x = sh.unsqueeze(input, 0) if unbatched else input
-    n, c = x._data.shape[:2]
-    out_arr = A.empty(x._data, (n, c, oh, ow), x._data.dtype)
-    idx = A.empty(x._data, (n, c, oh, ow), np.int64)
-    if out_arr.size:
-        K = NN.on(x._data)
-        K.pick(K.max_pool2d, K.max_pool2d_par, x._data.size)(
-            A.contiguous(x._data), kh, kw, sh_, sw, ph, pw, dh, dw, out_arr, idx)
-    out = _wrap(out_arr)
-    if state.enabled and x._requires_grad:
-        attach(out, MaxPool2DWithIndicesBackward0((edge(x),), (idx, x._data.shape)))
+    out, idx = pooling.max_pool2d_with_indices(x, (kh, kw, sh_, sw, ph, pw, dh, dw, oh, ow))
     if unbatched:
         out = sh.squeeze(out, 0)
-        idx = idx[0]
-    return (out, _wrap(idx)) if return_indices else out
-
-
-class AvgPool2DBackward0(Node):
-    __slots__ = ()
-    _meta_only = True
-
-    # d/dx avg_pool(x) = each window's g / divisor spread over the window
-    def _backward(self, g):
-        geo, shape = self._saved
-        return (_avg_pool_spread(g, geo, shape),)
-
-
-class AvgPoolSpreadBackward(Node):
-    __slots__ = ()
-    _meta_only = True
-
-    # d/dg spread(g) = avg_pool(gg) (the two are adjoint)
-    def _backward(self, gg):
-        geo = self._saved[0]
-        return (_avg_pool_apply(gg, geo),)
-
-
-def _avg_pool_apply(x, geo):
-    kh, kw, sh_, sw, ph, pw, include, divisor, oh, ow = geo
-    n, c = x._data.shape[:2]
-    out_arr = A.empty(x._data, (n, c, oh, ow), x._data.dtype)
-    K = NN.on(x._data)
-    K.pick(K.avg_pool2d, K.avg_pool2d_par, x._data.size)(
-        A.contiguous(x._data), kh, kw, sh_, sw, ph, pw, include, divisor, out_arr)
-    out = _wrap(out_arr)
-    if state.enabled and x._requires_grad:
-        attach(out, AvgPool2DBackward0((edge(x),), (geo, x._data.shape)))
-    return out
-
-
-def _avg_pool_spread(g, geo, shape):
-    kh, kw, sh_, sw, ph, pw, include, divisor, _, _ = geo
-    gx = A.empty(g._data, shape, g._data.dtype)
-    K = NN.on(gx)
-    K.pick(K.avg_pool2d_bwd, K.avg_pool2d_bwd_par, gx.size)(
-        A.contiguous(g._data), kh, kw, sh_, sw, ph, pw, include, divisor, gx)
-    out = _wrap(gx)
-    if state.enabled and g._requires_grad:
-        attach(out, AvgPoolSpreadBackward((edge(g),), (geo,)))
-    return out
+        idx = _wrap(idx._data[0])
+    return (out, idx) if return_indices else out
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
@@ -1017,7 +646,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     x = sh.unsqueeze(input, 0) if unbatched else input
     divisor = divisor_override or 0
     geo = (kh, kw, sh_, sw, ph, pw, count_include_pad, abs(divisor), oh, ow)
-    out = _avg_pool_apply(x, geo)
+    out = pooling.avg_pool2d(x, geo)
     if divisor < 0:  # the kernels take a positive divisor
         out = ew.neg(out)
     return sh.squeeze(out, 0) if unbatched else out

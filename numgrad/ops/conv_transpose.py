@@ -7,6 +7,7 @@ checks and the geometry are ``numgrad.nn.functional``'s (``conv_transpose1d``/``
 """
 
 from numgrad import _arrays as A
+from numgrad.ops import conv as CV
 from numgrad.ops import linalg as la
 from numgrad.ops import reduction as red
 from numgrad.ops import shape as sh
@@ -43,8 +44,8 @@ def _weight_grad(grad, input, weight, geo, unit):
     cols = F.unfold(g, (geo.kh, geo.kw), (geo.dh, geo.dw), (geo.ph, geo.pw), (geo.sh, geo.sw))
     x3 = sh.reshape(x, (n, cin, -1))
     parts = [red.sum(la.matmul(x3[:, gi], sh.transpose(cols[:, gk], 1, 2)), 0)
-             for gi, gk in zip(F._group_slices(cin, geo.groups),
-                               F._group_slices(cols._data.shape[1], geo.groups))]
+             for gi, gk in zip(CV.group_slices(cin, geo.groups),
+                               CV.group_slices(cols._data.shape[1], geo.groups))]
     gw = sh.reshape(sh.cat(parts, 0) if len(parts) > 1 else parts[0], w._data.shape)
     return _from_2d(gw, unit)
 
@@ -61,7 +62,6 @@ def _conv_transpose(input, weight, bias, geo, unit, out_shape):
     """The transposed convolution of a nonempty (N, Cin, H, W) ``input`` (``unit``: (N, Cin,
     L), as height 1) with weight (Cin, Cout/groups, kh, kw) into ``out_shape`` (4-D), for
     the geometry ``geo`` the caller checked."""
-    F = _functional()
     x, w = input._data, weight._data
     if unit:
         x, w = x[:, :, None, :], w[:, :, None, :]
@@ -72,9 +72,9 @@ def _conv_transpose(input, weight, bias, geo, unit, out_shape):
     x2 = x2.reshape(cin, -1)
     w2 = w.reshape(cin, -1)
     cols = A.empty(x, (k, x2.shape[1]), x.dtype)
-    for gi, gk in zip(F._group_slices(cin, geo.groups), F._group_slices(k, geo.groups)):
+    for gi, gk in zip(CV.group_slices(cin, geo.groups), CV.group_slices(k, geo.groups)):
         LIN.matmul(w2[gi].T, x2[gi], cols[gk])
-    out = F._col2im(cols.reshape(k, n, -1).transpose(1, 0, 2), geo, out_shape)
+    out = CV.col2im_array(cols.reshape(k, n, -1).transpose(1, 0, 2), geo, out_shape)
     if bias is not None:
         EW.binary(EW.add, out, bias._data.reshape(1, -1, 1, 1), out.dtype, out.shape, out=out)
     return (out.reshape(out.shape[:2] + out.shape[3:]) if unit else out), {
