@@ -1,7 +1,7 @@
-"""nn ops declared through the op registry (``numgrad/ops/gelu.py``, ``norms.py``, the one
-``addmm`` of ``fused.py``): first and second derivatives, their node names and saved values
-against PyTorch. Forward, backward, gradcheck and gradgradcheck of each op run from its rows
-in ``op_cases.py``."""
+"""nn ops declared through the op registry (``numgrad/ops/gelu.py``, ``norms.py``,
+``nn_losses.py``, ``batch_norm.py``, the one ``addmm`` of ``fused.py``): first and second
+derivatives, their node names and saved values against PyTorch. Forward, backward, gradcheck
+and gradgradcheck of each op run from its rows in ``op_cases.py``."""
 
 import numpy as np
 import pytest
@@ -108,3 +108,55 @@ def test_embedding_first_and_second_derivatives_match_pytorch(kwargs):
         assert_close(res[0][3], a0[idx] / count, rtol=1e-12, atol=1e-12)
     else:
         assert_close(res[0][3], res[1][3], rtol=1e-12, atol=1e-12)
+
+
+def _chain(fn):
+    """The node names along the first edges (the graph's shape near the output)."""
+    names = []
+    while fn is not None and len(names) < 3:
+        names.append(fn.name().replace("torch::autograd::", ""))
+        fn = fn.next_functions[0][0] if fn.next_functions else None
+    return names
+
+
+LOSS_NORM = [  # (call, input shapes): x, w, b as in CALLS; t the targets of x's batch
+    ("F.nll_loss(x, t, reduction='none')", [(5,)]),
+    ("F.nll_loss(x, t, w.detach(), ignore_index=1)", [(4, 5), (5,)]),
+    ("F.nll_loss(x, t, reduction='none')", [(4, 5, 3)]),
+    ("F.cross_entropy(x, t, w.detach(), reduction='sum')", [(2, 5, 3, 2), (5,)]),
+    ("F.nll_loss(x, t)", [(2, 5, 2, 1, 2)]),
+    ("F.batch_norm(x, None, None, w, b, training=True) ** 2", [(4, 3, 2), (3,), (3,)]),
+    ("F.batch_norm(x, w.detach() - 1, w.detach() ** 2, w, b) ** 2", [(4, 3), (3,), (3,)]),
+]
+
+
+@requires_torch
+@pytest.mark.parametrize("call,shapes", LOSS_NORM, ids=[f"{c[0]}-{len(c[1][0])}d"
+                                                         for c in LOSS_NORM])
+def test_nll_and_batch_norm_graphs_match_pytorch(call, shapes):
+    """nll_loss by rank (NllLoss2DBackward0 for 4-D, a view of 3-D and 5-D inputs) and batch
+    norm: values, node chains, first and second derivatives."""
+    rng = np.random.default_rng(3)
+    arrays = [rng.uniform(-2, 2, s) for s in shapes]
+    xs = shapes[0]
+    target = rng.integers(0, 5, xs[:1] + xs[2:] if len(xs) > 1 else ())
+    res = []
+    for m in (ng, torch):
+        ts = [m.tensor(a, requires_grad=True) for a in arrays]
+        env = {"m": m, "F": m.nn.functional, "x": ts[0], "t": m.tensor(target),
+               "w": ts[1] if len(ts) > 1 else None, "b": ts[2] if len(ts) > 2 else None}
+        out = eval(call, env)
+        g = m.tensor(np.random.default_rng(4).uniform(0.5, 1.5, tuple(out.shape)),
+                     dtype=out.dtype)
+        grads = m.autograd.grad(out, ts, g, create_graph=True, allow_unused=True)
+        need = [q for q in grads if q is not None and q.requires_grad]
+        s = sum((q * q).sum() for q in need)
+        res.append((out, grads, m.autograd.grad(s, ts, allow_unused=True),
+                    _chain(out.grad_fn), _chain(grads[0].grad_fn)))
+    (out, grads, second, chain, gchain), (t_out, t_grads, t_second, t_chain, t_gchain) = res
+    assert chain == t_chain and gchain[0] == t_gchain[0]
+    assert_close(out, t_out, rtol=1e-12, atol=1e-12)
+    for a, b in zip(grads + second, t_grads + t_second):
+        assert (a is None) == (b is None)
+        if a is not None:
+            assert_close(a, b, rtol=1e-9, atol=1e-11)

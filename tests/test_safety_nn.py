@@ -346,6 +346,11 @@ CASES = [
     ("cross_entropy target -3", lambda t: F(t).cross_entropy(o(t, 4, 3), L(t, [1, 2, -3, 0]))),
     ("nll_loss target 5 of 3 classes", lambda t: F(t).nll_loss(o(t, 4, 3), L(t, [1, 2, 5, 0]))),
     ("nll_loss 1-D input target 5", lambda t: F(t).nll_loss(o(t, 3), L(t, 5))),
+    # no classes: the (N, C, 1, -1) view of a 3-D or 5-D input has no room for the targets
+    ("nll_loss 3-D input of 0 classes",
+     lambda t: F(t).nll_loss(o(t, 2, 0, 3), t.zeros(2, 3, dtype=t.long))),
+    ("nll_loss 5-D input of 0 classes",
+     lambda t: F(t).nll_loss(o(t, 2, 0, 3, 1, 1), t.zeros(2, 3, 1, 1, dtype=t.long))),
     ("cross_entropy target batch", lambda t: F(t).cross_entropy(o(t, 4, 3), L(t, [1, 2, 0]))),
     ("cross_entropy 2-D target", lambda t: F(t).cross_entropy(o(t, 4, 3), L(t, [[1, 2], [0, 1]]))),
     ("cross_entropy spatial target",

@@ -1114,6 +1114,9 @@ def _nll(input, target, weight, ignore_index, reduction):
     n, c = xs[:2]
     x4 = sh.reshape(sh.contiguous(input), (n, c, 1, -1) if input._data.size else (n, c, 0, 0))
     t3 = A.reshape(target._data, (n, 1, -1) if target._data.size else (n, 0, 0))
+    if x4._data.shape[2:] != t3.shape[1:]:  # C == 0 with targets
+        raise RuntimeError(f"size mismatch (got input: {list(x4._data.shape)} , target: "
+                           f"{list(t3.shape)}")
     out = nn_losses.nll_loss2d_forward(x4, t3, weight, reduction, ignore_index)
     return sh.reshape(out, (n,) + tuple(xs[2:])) if reduction == "none" else out
 

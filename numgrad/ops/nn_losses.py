@@ -74,6 +74,9 @@ def _nll(self, target, weight, reduction, ignore_index):
     x = self._data
     x2 = _class_rows(x)
     t = _target_rows(getattr(target, "_data", target))
+    if x2.shape[0] != t.shape[0]:  # (the callers check; the kernel writes a loss per row)
+        raise RuntimeError(f"size mismatch (got input: {list(x.shape)} , target: "
+                           f"{list(getattr(target, 'shape', t.shape))}")
     c, dt = x2.shape[1], x.dtype
     w = weight._data.reshape(-1) if weight is not None else A.ones(x, c, dt)
     losses = A.empty(x, t.shape[0], dt)
