@@ -3,8 +3,6 @@
 so it is differentiable again. Reached through ``numgrad.nn.functional.mse_loss``
 (variant ``"functional"``), which parses and checks the arguments."""
 
-import math
-
 import numpy as np
 
 from numgrad import _arrays as A
@@ -57,17 +55,19 @@ def mse_loss(input, target, reduction, shape, dt):
 def _class_rows(x):
     """The (rows, C) array of class scores: (C,) as one row, (N, C) as it is, (N, C, H, W)
     as its (N H W, C) transposed copy."""
+    if x.ndim == 2:
+        return A.contiguous(x)
     if x.ndim == 4:
         n, c, h, w = x.shape
         return A.contiguous(x.transpose(0, 2, 3, 1)).reshape((n * h * w, c))
-    return A.contiguous(x).reshape((x.shape[0] if x.ndim == 2 else 1, x.shape[-1]))
+    return A.contiguous(x).reshape((1, x.shape[0]))
 
 
 def _target_rows(t):
     """The targets as one contiguous int64 line (Byte ones cast by a kernel, which a compiled
     step replays)."""
     t = A.contiguous(t) if t.dtype == np.int64 else EW.unary(EW.copy, t, np.int64)
-    return t.reshape(-1)
+    return t if t.ndim == 1 else t.reshape(-1)
 
 
 def _nll(self, target, weight, reduction, ignore_index):
@@ -97,9 +97,7 @@ def _nll(self, target, weight, reduction, ignore_index):
 def _nll_backward(grad_output, self, weights, target, total_weight, reduction):
     """One pass writing the sparse gradient (rows of ``self`` transposed back for 4-D)."""
     x = self._data
-    x2_shape = (math.prod(x.shape) // x.shape[1], x.shape[1]) if x.ndim == 4 else \
-        (x.shape[0] if x.ndim == 2 else 1, x.shape[-1])
-    out = A.empty(x, x2_shape, x.dtype)
+    out = A.empty(x, (target.shape[0], x.shape[1 if x.ndim > 1 else 0]), x.dtype)
     scale = (1.0 / total_weight if total_weight else np.nan) if reduction == "mean" else 1.0
     NN.on(out).nll_bwd(A.contiguous(grad_output._data).reshape(-1), target, weights, scale, out)
     if x.ndim == 4:
