@@ -17,11 +17,14 @@ import sys
 
 import numpy as np
 
+from numgrad import _arrays
 from numgrad._compile import tape as _tape
+from numgrad._shape import sum_to_axes
 from numgrad.autograd import anomaly_mode, grad_mode
 from numgrad.autograd.anomaly_mode import STATE as ANOMALY
 from numgrad.autograd.function import BackwardCFunction
 from numgrad.autograd.graph import FREED_MSG, AccumulateGrad
+from numgrad.kernels import EW, RED
 from numgrad.tensor import Tensor, _wrap
 
 _ND = np.ndarray  # data of any other class is on the GPU
@@ -102,7 +105,7 @@ def _collect(roots):
         if node.__class__ is AccumulateGrad:
             continue
         nodes.append(node)
-        for nxt, _ in node.next_functions:
+        for nxt in node._next[::2]:
             if nxt is None:
                 continue
             if nxt.__class__ is AccumulateGrad:
@@ -125,7 +128,7 @@ def _needed(roots, targets):
     seen = set(roots)
     while stack:
         node = stack.pop()
-        for nxt, _ in node.next_functions:
+        for nxt in node._next[::2]:
             if nxt is not None:
                 parents.setdefault(nxt, []).append(node)
                 if nxt not in seen:
@@ -164,16 +167,38 @@ def _conform(node, outs):
         if m is None or g is None:
             continue
         shape, dtype = m
-        if g._data.shape != shape:
-            lead = len(shape) - g._data.ndim  # leading 1s a node's gradient may leave out
+        a = g._data
+        if a.shape != shape:
+            lead = len(shape) - a.ndim  # leading 1s a node's gradient may leave out
             if lead > 0 and all(n == 1 for n in shape[:lead]):
-                g = g.sum_to_size(shape[lead:]).reshape(shape)
+                if a.__class__ is _ND and not grad_mode.state.enabled:
+                    g = _wrap(_summed_to(g, a, shape[lead:]).reshape(shape))
+                else:
+                    g = g.sum_to_size(shape[lead:]).reshape(shape)
+            elif a.__class__ is _ND and not grad_mode.state.enabled:
+                g = _wrap(_summed_to(g, a, shape).reshape(shape))
             else:
                 g = g.sum_to_size(shape)
         if g.dtype is not dtype:
             g = g.to(dtype)
         outs[i] = g
     return outs
+
+
+def _summed_to(g, a, target):
+    """Array ``a`` (``g``'s data) summed over the dims that ``target`` (a shape ``a``
+    broadcasts from) lacks or has as 1: ``sum_to_size``'s kernel call, without the op
+    around it (no graph is recorded here); ``g.sum_to_size`` raises PyTorch's error for a
+    ``target`` that does not broadcast to ``a``'s shape."""
+    src = a.shape
+    if src == target:
+        return a
+    if len(target) > len(src) or not all(
+            s == t or t == 1 for s, t in zip(reversed(src), reversed(target))):
+        return g.sum_to_size(target)._data
+    lead, kept = sum_to_axes(src, target)
+    dims = tuple(range(lead)) + kept
+    return RED.sum_dims(a, dims, a.dtype, 1.0 if a.dtype.kind == "f" else 1) if dims else a
 
 
 def _hook_name(fn):
@@ -296,11 +321,45 @@ def _post_accumulate(var):
             raise RuntimeError("Tensor post accumulate grad hooks should return None.")
 
 
-def _fire(acc, buffers, captured, capture, accumulate, shared):
+def _sum(old, g, owned):
+    """``old + g`` for two gradients arriving at one input (no graph recorded): a float sum
+    of one shape runs the add kernel directly, into ``old`` itself when ``old`` is a sum this
+    engine made (``owned``: ids of such sums that nothing but a buffer holds), else into a new
+    array that joins ``owned``. The same kernel on the same operands as ``old + g``."""
+    a = old._data
+    b = g._data
+    if (a.__class__ is _ND and b.__class__ is _ND and a.dtype is b.dtype and a.shape == b.shape
+            and a.dtype.kind == "f" and a.flags.c_contiguous and b.flags.c_contiguous):
+        k = EW.add
+        n = a.size
+        run = k.flat if n < EW.PARALLEL_MIN else k.flat_par
+        if id(old) in owned:
+            if n:
+                run(a.ravel(), b.ravel(), a.ravel(), 0.0, 0.0)
+            return old
+        r = _arrays.new(a.shape, a.dtype)
+        if n:
+            run(a.ravel(), b.ravel(), r.ravel(), 0.0, 0.0)
+        s = _wrap(r)
+        owned.add(id(s))
+        return s
+    owned.discard(id(old))
+    return old + g
+
+
+def _disown(inp, owned):
+    """Gradients leaving the buffers are no longer the engine's to add into."""
+    for g in inp:
+        owned.discard(id(g))
+
+
+def _fire(acc, buffers, captured, capture, accumulate, shared, owned=None):
     """Run an AccumulateGrad node whose producers are all done."""
     inp = buffers.pop(acc, None)
     if inp is None:
         return
+    if owned:
+        _disown(inp, owned)
     var = acc.variable
     hooks = acc._hooks
     if hooks is None and capture is None and accumulate is True and not var._hooks:
@@ -363,6 +422,8 @@ def execute(roots, grads, keep_graph, create_graph, capture=None, targets=None,
     final = _FINAL[0] = []
     pop = buffers.pop
     get = buffers.get
+    # sums of fan-in gradients this engine made; None with create_graph (a sum is then a node)
+    owned = None if create_graph else set()
     try:
         for node in root_nodes:
             if node.__class__ is AccumulateGrad and node not in acc_in:
@@ -371,6 +432,8 @@ def execute(roots, grads, keep_graph, create_graph, capture=None, targets=None,
             inp = pop(node, None)
             outs = None
             if inp is not None:
+                if owned:
+                    _disown(inp, owned)
                 hooks = node._hooks
                 if hooks is not None or capture is not None:
                     inp = _run_hooks_before(node, hooks, inp, captured, capture, shared)
@@ -405,25 +468,27 @@ def execute(roots, grads, keep_graph, create_graph, capture=None, targets=None,
                     if node._shares_outputs:
                         shared.update(id(g) for g in outs if g is not None)
             inp = None  # gone before a leaf below may take an output's memory as its .grad
-            i = 0
-            for nxt, nr in node.next_functions:
+            nx = node._next
+            for j in range(0, len(nx), 2):
+                nxt = nx[j]
                 if nxt is not None:
                     if outs is not None:
-                        g = outs[i]
+                        g = outs[j >> 1]
                         if g is not None:
+                            nr = nx[j + 1]
                             buf = get(nxt)
                             if buf is None:
                                 buffers[nxt] = [g] if nxt._n_outputs == 1 else \
                                     [g if k == nr else None for k in range(nxt._n_outputs)]
                             else:
                                 old = buf[nr]
-                                buf[nr] = g if old is None else old + g
+                                buf[nr] = g if old is None else old + g if owned is None \
+                                    else _sum(old, g, owned)
                     if nxt.__class__ is AccumulateGrad:
                         left = acc_in[nxt] - 1
                         acc_in[nxt] = left
                         if left == 0:
-                            _fire(nxt, buffers, captured, capture, accumulate, shared)
-                i += 1
+                            _fire(nxt, buffers, captured, capture, accumulate, shared, owned)
         if final:
             _run_final(final)
     finally:

@@ -1,10 +1,13 @@
 """Graph nodes (``grad_fn``), ``AccumulateGrad`` and hook handles.
 
 A node holds ``next_functions`` (one ``(node or None, output_nr)`` edge per input of the
-forward op, exactly as PyTorch builds them), what its backward rule needs (``_saved``, a
-tuple; ``None`` once freed) and, only for broadcasting or type-promoting ops, ``_meta``: per
-input ``(shape, dtype)`` or ``None``, which the engine uses to sum each gradient back to its
-input's shape in one place. Node classes print as PyTorch's (``<MulBackward0 object at ...>``).
+forward op, exactly as PyTorch shows them; stored flat in ``_next`` as ``(node, output_nr,
+node, output_nr, ...)``, one tuple instead of one per edge plus their container, so a graph
+of tiny ops gives the garbage collector fewer objects to track), what its backward rule
+needs (``_saved``, a tuple; ``None`` once freed) and, only for broadcasting or
+type-promoting ops, ``_meta``: per input ``(shape, dtype)`` or ``None``, which the engine
+uses to sum each gradient back to its input's shape in one place. Node classes print as
+PyTorch's (``<MulBackward0 object at ...>``).
 """
 
 import itertools
@@ -35,6 +38,17 @@ def _as_saved_value(value):
         from numgrad.tensor import _wrap
         return _wrap(value)
     return value
+
+
+def _flat(edges):
+    """``((node, nr), (node, nr), ...)`` as ``(node, nr, node, nr, ...)`` (``Node._next``)."""
+    if len(edges) == 2:
+        (a, i), (b, j) = edges
+        return (a, i, b, j)
+    out = []
+    for fn, nr in edges:
+        out += (fn, nr)
+    return tuple(out)
 
 
 class RemovableHandle:
@@ -72,7 +86,7 @@ class _NodeHooks:
 class Node:
     """Base of every ``grad_fn``. Subclasses implement ``_backward(self, grad)``."""
 
-    __slots__ = ("next_functions", "_seq", "_saved", "_meta", "_hooks", "_metadata", "_vchk",
+    __slots__ = ("_next", "_seq", "_saved", "_meta", "_hooks", "_metadata", "_vchk",
                  "__weakref__")
     _n_outputs = 1
     _names_of_saved = ()  # PyTorch's names of what _saved holds, read as node._saved_<name>
@@ -90,7 +104,8 @@ class Node:
         cls.__module__ = "builtins"
 
     def __init__(self, next_functions=(), saved=()):
-        self.next_functions = next_functions
+        e = next_functions[0] if len(next_functions) == 1 else None
+        self._next = e if e.__class__ is tuple else _flat(next_functions)
         self._seq = next(_seq)
         self._saved = saved
         self._meta = None
@@ -99,6 +114,18 @@ class Node:
         if ANOMALY[0]:
             from numgrad.autograd.anomaly_mode import record_forward
             record_forward(self)
+
+    @property
+    def next_functions(self):
+        """One ``(node or None, output_nr)`` edge per input of the forward op."""
+        t = self._next
+        if len(t) == 2:
+            return (t,)
+        return tuple(zip(t[::2], t[1::2]))
+
+    @next_functions.setter
+    def next_functions(self, edges):
+        self._next = _flat(edges)
 
     def __repr__(self):
         return f"<{type(self).__name__} object at {id(self):#x}>"
@@ -178,7 +205,7 @@ class AccumulateGrad(Node):
 
     def __init__(self, variable):
         self.variable = variable
-        self.next_functions = ()
+        self._next = ()
         self._seq = _ACC_SEQ
         self._saved = ()
         self._meta = None

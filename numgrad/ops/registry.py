@@ -161,12 +161,12 @@ def make_node(name, inputs, grads, saves):
             if result_at >= 0:
                 saved = list(saved)
                 saved[result_at] = wrap_out(self, saved[result_at])
-            nf = self.next_functions
+            nf = self._next  # (node, output_nr, node, output_nr, ...)
             res = tuple([
-                f(g, *[saved[j] for j in a]) if f is not None and nf[i][0] is not None else None
+                f(g, *[saved[j] for j in a]) if f is not None and nf[2 * i] is not None else None
                 for i, f, a in each])
             for at, f, a in joint:
-                mask = tuple(nf[i][0] is not None for i in at)
+                mask = tuple(nf[2 * i] is not None for i in at)
                 if any(mask):
                     res = list(res)
                     for i, gi in zip(at, f(g, *[saved[j] for j in a], mask)):
