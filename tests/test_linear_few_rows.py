@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 
 # (rows, in, out): the swapped layout's range and its edges
 SHAPES = [(4, 128, 384), (16, 128, 512), (32, 512, 128), (64, 784, 256), (3, 128, 384),
-          (2, 1024, 1024), (33, 128, 384)]
+          (2, 1024, 1024), (33, 128, 384), (48, 128, 512), (56, 512, 128)]
 
 
 @pytest.mark.parametrize("m,k,n", SHAPES)
@@ -39,6 +39,11 @@ def test_swap_taken_only_where_it_pays():
     assert not L._swap_pays(a, np.ascontiguousarray(w.T), out)  # already the fast layout
     assert not L._swap_pays(a.astype(np.float64), w.T.astype(np.float64), out.astype(np.float64))
     assert not L._swap_pays(np.zeros((128, 128), np.float32), w.T, np.empty((128, 384), np.float32))
+    # 33-56 rows: for weights of 40,000 elements or more; 64 rows: only for big weights
+    big = np.zeros((48, 128), np.float32)
+    assert L._swap_pays(big, w.T, np.empty((48, 384), np.float32))
+    assert not L._swap_pays(big, w[:128].T, np.empty((48, 128), np.float32))
+    assert not L._swap_pays(np.zeros((64, 128), np.float32), w.T, np.empty((64, 384), np.float32))
 
 
 @pytest.mark.parametrize("rows", [1, 5, 16, 40])
