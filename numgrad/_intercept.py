@@ -50,6 +50,13 @@ DUNDERS = {
     "__abs__": ("abs", False), "__pos__": ("positive", False),
     "__floordiv__": ("floor_divide", False), "__rfloordiv__": ("floor_divide", True),
     "__mod__": ("remainder", False), "__rmod__": ("remainder", True),
+    "__lshift__": ("bitwise_left_shift", False), "__rlshift__": ("bitwise_left_shift", True),
+    "__rshift__": ("bitwise_right_shift", False),
+    "__rrshift__": ("bitwise_right_shift", True), "__ipow__": ("pow_", False),
+    "__imod__": ("remainder_", False), "__ifloordiv__": ("floor_divide_", False),
+    "__iand__": ("bitwise_and_", False), "__ior__": ("bitwise_or_", False),
+    "__ixor__": ("bitwise_xor_", False), "__ilshift__": ("bitwise_left_shift_", False),
+    "__irshift__": ("bitwise_right_shift_", False),
 }
 # Tensor methods that are not declared ops
 METHODS = ("float", "double", "half", "long", "int", "bool", "contiguous", "clone", "type_as",

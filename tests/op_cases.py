@@ -275,6 +275,10 @@ CASES = [
     ("pow_tensor", lambda m, a, b: a ** b, lambda a, b: a ** b, [POS(3, 4), U(3, 4)]),
     ("pow_tensor_bcast", lambda m, a, b: m.pow(a, b), lambda a, b: a ** b, [POS(3, 4), U(4)]),
     ("rpow", lambda m, a: 2 ** a, lambda a: 2.0 ** a, [U(3, 4)]),
+    ("rsub", lambda m, a, b: m.rsub(a, b, alpha=2), lambda a, b: b - 2 * a, [U(3, 4), U(4)]),
+    ("remainder", lambda m, a, b: a % b, np.mod, [U(3, 4), AWAY(3, 4)]),
+    ("fmod", lambda m, a, b: m.fmod(a, b), np.fmod, [U(3, 4), AWAY(4)]),
+    ("hypot", lambda m, a, b: m.hypot(a, b), np.hypot, [AWAY(3, 4), U(3, 4)]),
     ("square", lambda m, a: m.square(a), lambda a: a * a, [U(3, 4)]),
     ("reciprocal", lambda m, a: m.reciprocal(a), lambda a: 1 / a, [AWAY(3, 4)]),
     # --- unary
@@ -421,6 +425,8 @@ CASES = [
     ("clamp_upper", lambda m, a: a.clamp(max=0.2), lambda a: np.minimum(a, 0.2), [AWAY(3, 4)]),
     ("clamp_min", lambda m, a: m.clamp_min(a, 0.2), lambda a: np.maximum(a, 0.2), [AWAY(3, 4)]),
     ("clamp_max", lambda m, a: a.clamp_max(0.2), lambda a: np.minimum(a, 0.2), [AWAY(3, 4)]),
+    ("clamp_min_tensor", lambda m, a, b: m.clamp_min(a, b), np.maximum, [AWAY(3, 4), U(4)]),
+    ("clamp_max_tensor", lambda m, a, b: a.clamp_max(b), np.minimum, [AWAY(3, 4), U(3, 1)]),
     ("clamp_tensor", lambda m, a, lo, hi: a.clamp(lo, hi), lambda a, lo, hi: np.minimum(
         np.maximum(a, lo), hi), [U(3, 4), U(3, 4, lo=-2, hi=-1.1), U(4, lo=1.1, hi=2)]),
     ("maximum", lambda m, a, b: m.maximum(a, b), np.maximum,

@@ -410,6 +410,8 @@ OPERATORS = [
     ("floor_divide", lambda L, a, b: a // b), ("remainder", lambda L, a, b: a % b),
     ("bitwise_and", lambda L, a, b: a & b), ("bitwise_or", lambda L, a, b: a | b),
     ("bitwise_xor", lambda L, a, b: a ^ b),
+    ("bitwise_left_shift", lambda L, a, b: a << b),
+    ("bitwise_right_shift", lambda L, a, b: a >> b),
 ]
 BINARY = [
     ("sub_fn", lambda L, a, b: L.sub(a, b)), ("div_fn", lambda L, a, b: L.div(a, b)),

@@ -273,3 +273,71 @@ def test_number_operands_of_declared_arithmetic_match_pytorch(call):
                 "b": L.tensor([True, False])}
     assert _outcome(ng, lambda L: eval(call, make(L))) == \
         _outcome(torch, lambda L: eval(call, make(L)))
+
+
+# ---- ops declared over the promotion layer (issue 32): every form against PyTorch ---------
+
+
+@requires_torch
+@pytest.mark.parametrize("fn", [
+    # in place into uint8: computed in the promoted int32, then cast (not uint8 arithmetic)
+    lambda L: L.tensor([7, 3, 200], dtype=L.uint8).remainder_(
+        L.tensor([3, 2, -1], dtype=L.int32)),
+    lambda L: L.tensor([7, 3, 200], dtype=L.uint8).__ifloordiv__(
+        L.tensor([3, 2, -1], dtype=L.int32)),
+    lambda L: L.fmod(L.tensor([-7, 7, -7, I64_MIN]), L.tensor([3, -3, -3, -1])),
+    lambda L: L.fmod(L.tensor([-7.5, 7.5]), 2),
+    lambda L: L.fmod(L.tensor([1, 2]), 0),
+    lambda L: L.tensor([1, -8, 3, 5]) << L.tensor([1, 70, -1, 63]),
+    lambda L: L.tensor([-8, 8, 3]) >> L.tensor([70, 70, 1]),
+    lambda L: L.tensor([5, 200], dtype=L.uint8) >> L.tensor([1, 9], dtype=L.uint8),
+    lambda L: 2 << L.tensor([1, 3]),
+    lambda L: L.tensor([True]) << 1,
+    lambda L: L.tensor([1.5]) >> 1,
+    lambda L: L.hypot(L.tensor([3.0, 5.0]), L.tensor([4.0, 12.0], dtype=L.float64)),
+    lambda L: L.hypot(L.tensor([3, 5]), L.tensor([4, 12])),
+    lambda L: L.hypot(L.tensor([3.0]), 4),
+    lambda L: L.rsub(L.tensor([1, 2]), L.tensor([5, 5]), alpha=3),
+    lambda L: L.rsub(L.tensor([1.5, 2.0]), 5, alpha=3),
+    lambda L: L.pow(L.tensor([2, 3]), -1),
+    lambda L: L.pow(2, L.tensor([1, 2]), out=L.zeros(2, dtype=L.int64)),
+    lambda L: L.bitwise_and(L.tensor([1, 2]), L.tensor([1.5, 2.5]),
+                            out=L.zeros(2, dtype=L.int64)),
+    lambda L: L.clamp_min(L.tensor([1, 5]), L.tensor([2, 2])),
+    lambda L: L.clamp_max(L.tensor([1, 5]), 2.5),
+    lambda L: L.clamp(L.tensor([1, 5]), 2, 3, out=L.zeros(2)),
+    lambda L: L.where(L.tensor([True, False]), L.tensor([1, 2]), L.tensor([3, 4]),
+                      out=L.zeros(2)),
+])
+def test_declared_binary_forms(fn):
+    _same_as_torch(fn)
+
+
+def _node_names(out):
+    names, todo = [], [out.grad_fn]
+    while todo:
+        n = todo.pop()
+        if n is not None:
+            names.append((type(n).__name__, len(n.next_functions)))
+            todo.extend(f for f, _ in n.next_functions)
+    return names
+
+
+@requires_torch
+@pytest.mark.parametrize("fn", [
+    lambda L, a, b: a ** b, lambda L, a, b: a ** 2, lambda L, a, b: 2 ** a,
+    lambda L, a, b: a % b, lambda L, a, b: a % 2, lambda L, a, b: 2 % a,
+    lambda L, a, b: L.fmod(a, b), lambda L, a, b: L.fmod(a, 2), lambda L, a, b: a // b,
+    lambda L, a, b: L.rsub(a, b), lambda L, a, b: L.rsub(a, 2),
+    lambda L, a, b: L.clamp_min(a, b), lambda L, a, b: L.clamp_min(a, 0.5),
+    lambda L, a, b: L.clamp_max(a, b), lambda L, a, b: L.clamp(a, 0.2, 0.8),
+    lambda L, a, b: L.hypot(a, b),
+    lambda L, a, b: L.nn.functional.rms_norm(a, (3,), b),
+])
+def test_declared_binary_nodes(fn):
+    """Node names and edge counts of each form, as PyTorch records them."""
+    def names(L):
+        a = L.tensor([[0.7, 1.9, 1.2]], requires_grad=True)
+        b = L.tensor([0.4, 1.1, 1.3], requires_grad=True)
+        return _node_names(fn(L, a, b))
+    assert names(ng) == names(torch)

@@ -9,6 +9,7 @@ import numpy as np
 
 from numgrad import _arrays as A
 from numgrad.nn import functional as F
+from numgrad.ops import elementwise as ew
 from numgrad.ops import linalg as la
 from numgrad.ops import shape as sh
 from numgrad.ops._util import _wrap, dtype_of
@@ -201,7 +202,8 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     if eps is None:
         eps = float(np.finfo(x.dtype).eps) if x.dtype != np.object_ else 1e-7
     dims = tuple(range(-len(ns), 0))
-    rstd = (input.pow(2).mean(dims, keepdim=True) + eps).rsqrt()
+    # PyTorch's composite: its add(Tensor, Scalar) records AddBackward1
+    rstd = ew.add.scalar(input.pow(2).mean(dims, keepdim=True), eps).rsqrt()
     out = input * rstd
     return out * weight if weight is not None else out
 

@@ -115,6 +115,9 @@ _OPERATORS = {
     "__and__": _binop(ew.bitwise_and), "__or__": _binop(ew.bitwise_or),
     "__xor__": _binop(ew.bitwise_xor), "__rand__": _rbinop(ew.bitwise_and),
     "__ror__": _rbinop(ew.bitwise_or), "__rxor__": _rbinop(ew.bitwise_xor),
+    "__lshift__": _binop(ew.bitwise_left_shift), "__rshift__": _binop(ew.bitwise_right_shift),
+    "__rlshift__": _rbinop(ew.bitwise_left_shift),
+    "__rrshift__": _rbinop(ew.bitwise_right_shift),
     "__invert__": ew.invert, "__neg__": unary.neg, "__abs__": unary.abs,
     "__pos__": lambda self: self, "__getitem__": ix.getitem,
 }

@@ -29,12 +29,11 @@ from numgrad.ops._util import (
     is_scalar,
     meta_for,
     needs_grad,
-    scalar_value,
     state,
 )
+from numgrad.ops.promote import WRAP, _tensor_arg, binary
 from numgrad.ops.promote import as_tensor as _as_t
-from numgrad.ops.promote import binary
-from numgrad.ops.promote import coerce as _coerce
+from numgrad.ops.promote import not_implemented as _not_implemented
 from numgrad.ops.promote import scalar_tensor as _scalar_tensor
 from numgrad.ops.registry import REGISTRY, declare, inplace_of, make_node, write_out
 from numgrad.ops.registry import flat1 as _flat1
@@ -72,15 +71,15 @@ def _record(out, node, inputs, shape, dt):
     return out
 
 
+_IN_PLACE = ("function", "method", "inplace")  # variants of the ops with an in-place form
+
+
 def _check_tensor(x, fn):
     if not isinstance(x, Tensor):
         raise TypeError(f"{fn}(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(x).__name__}")
 
 
-def _not_implemented(kernel, dt):
-    """PyTorch's error for a kernel that has no version for dtype ``dt``."""
-    return NotImplementedError(f"\"{kernel}\" not implemented for '{dt._legacy}'")
 
 
 # ========================================================================================
@@ -95,13 +94,22 @@ def square(input):
 
 @declare(nodes=("ClampBackward1", "ClampBackward0"), aliases=("clip",),
          variants=("function", "method", "inplace"))
-def clamp(input, min=None, max=None):  # noqa: A002
+def clamp(input, min=None, max=None, *, out=None):  # noqa: A002
     """Clamp into [min, max] (``ClampBackward1`` for numbers, ``ClampBackward0`` for tensors)."""
-    return _clamp(input, min, max, ClampBackward1)
-
-
-def _clamp(input, min, max, node):  # noqa: A002
-    _check_tensor(input, "clamp")
+    if out is not None:
+        if (isinstance(input, Tensor) and isinstance(out, Tensor)
+                and all(v is None or is_scalar(v) for v in (min, max))):
+            # number bounds write only into their own dtype
+            dt = _dtype.result_type(input, *[v for v in (min, max) if v is not None])
+            if dt is not dtype_of(out):
+                raise RuntimeError(f"Found dtype {dtype_of(out)._legacy} but expected "
+                                   f"{dt._legacy}")
+        return write_out(clamp, out, input, min, max)
+    if not isinstance(input, Tensor) or (isinstance(min, Tensor) and is_scalar(max)
+                                         or isinstance(max, Tensor) and is_scalar(min)):
+        got = ", ".join(type(v).__name__ for v in (input, min, max)[:3 if max is not None else 2])
+        raise TypeError(f"clamp() received an invalid combination of arguments - got ({got}), "
+                        "but expected one of:")
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
@@ -123,41 +131,54 @@ def _clamp(input, min, max, node):  # noqa: A002
     out = _wrap(_unary(EW.clamp, input, dt, lo, hi))
     if state.enabled and input._requires_grad:
         # the bounds as given (PyTorch's _saved_min/_saved_max), then as applied
-        given = (max, min) if node is ClampMaxBackward0 else (min, max)
-        attach(out, node((edge(input),), (input, *given, lo, hi)))
+        attach(out, ClampBackward1((edge(input),), (input, min, max, lo, hi)))
     return out
 
 
-@declare(nodes=("ClampMinBackward0", "ClampBackward0"),
-         variants=("function", "method", "inplace"))
-def clamp_min(input, min):  # noqa: A002
-    return _clamp(input, min, None, ClampMinBackward0)
+def _clamp_check(which):
+    """No bool clamp against a number bound."""
+    def check(a, b):
+        if not isinstance(b, Tensor) and _dtype.result_type(a, b) is _dtype.bool_:
+            raise _not_implemented(f"clamp_{which}_scalar_cpu", _dtype.bool_)
+    return check
 
 
-@declare(nodes=("ClampMaxBackward0", "ClampBackward0"),
-         variants=("function", "method", "inplace"))
-def clamp_max(input, max):  # noqa: A002
-    return _clamp(input, None, max, ClampMaxBackward0)
+@binary(node="ClampMinBackward1", kernel="clamp_min", scalar_kernel="clamp_min_s",
+        check=_clamp_check("min"), number_first="refuse", variants=_IN_PLACE, second="min",
+        saves=("self", "min"), grad={
+            # d/dx max(x, m) = [x >= m]
+            "self": lambda grad, self, min: where(ge(self, min), grad, 0.0),  # noqa: A006
+            # d/dm max(x, m) = [x < m]
+            "other": lambda grad, self, min: where(lt(self, min), grad, 0.0)},  # noqa: A006
+        number={"node": "ClampMinBackward0", "saves": ("self", "min"), "grad": {
+            # d/dx max(x, m) = [x >= m]
+            "self": lambda grad, self, min: clamp_backward(  # noqa: A006
+                grad, self, float(min), np.inf)}})
+def clamp_min():
+    """max(input, min), NaN if either is (``ClampMinBackward0``; ``ClampMinBackward1`` for a
+    tensor bound)."""
 
 
-class ClampBackward1(Node):
-    __slots__ = ()
-    _names_of_saved = ("self", "min", "max")
+@binary(node="ClampMaxBackward1", kernel="clamp_max", scalar_kernel="clamp_max_s",
+        check=_clamp_check("max"), number_first="refuse", variants=_IN_PLACE, second="max",
+        saves=("self", "max"), grad={
+            # d/dx min(x, m) = [x <= m]
+            "self": lambda grad, self, max: where(le(self, max), grad, 0.0),  # noqa: A006
+            # d/dm min(x, m) = [x > m]
+            "other": lambda grad, self, max: where(gt(self, max), grad, 0.0)},  # noqa: A006
+        number={"node": "ClampMaxBackward0", "saves": ("self", "max"), "grad": {
+            # d/dx min(x, m) = [x <= m]
+            "self": lambda grad, self, max: clamp_backward(  # noqa: A006
+                grad, self, -np.inf, float(max))}})
+def clamp_max():
+    """min(input, max), NaN if either is (``ClampMaxBackward0``; ``ClampMaxBackward1`` for a
+    tensor bound)."""
 
-    # d/dx clamp(x, lo, hi) = [lo <= x <= hi]
-    def _backward(self, g):
-        x, _, _, lo, hi = self._saved
-        return (clamp_backward(g, x, lo, hi),)
 
-
-class ClampMinBackward0(ClampBackward1):
-    __slots__ = ()
-    _names_of_saved = ("self", "min")
-
-
-class ClampMaxBackward0(ClampBackward1):
-    __slots__ = ()
-    _names_of_saved = ("self", "max")
+# d/dx clamp(x, lo, hi) = [lo <= x <= hi] (lo, hi: the bounds as applied)
+ClampBackward1 = make_node("ClampBackward1", ("self",), {
+    "self": lambda grad, self, lo, hi: clamp_backward(grad, self, lo, hi)},
+    ("self", "min", "max", "lo", "hi"))
 
 
 def _bound(v, dt, upper):
@@ -202,42 +223,39 @@ def _in_place_mask(a, b, c, d):
                            f"{list(s2)}")
 
 
-class ClampBackward0(Node):
-    __slots__ = ()
-    _names_of_saved = ("self", "min", "max")
-
-    # d/dx clamp = [lo <= x <= hi]; d/dlo = [x < lo < hi]; d/dhi = [x > hi or hi < lo]
-    # (PyTorch's clamp_backward_min_max; a missing bound drops its terms)
-    def _backward(self, g):
-        x, lo, hi = self._saved
-        nx, nlo, nhi = (n[0] is not None for n in self.next_functions)
-        gx = glo = ghi = None
-        if lo is None or hi is None:
-            if lo is not None:
-                gx = where(ge(x, lo), g, 0.0) if nx else None
-                glo = where(lt(x, lo), g, 0.0) if nlo else None
-            else:
-                gx = where(le(x, hi), g, 0.0) if nx else None
-                ghi = where(gt(x, hi), g, 0.0) if nhi else None
-            return (gx, glo, ghi)
-        if nx:
-            _in_place_mask(x, lo, x, hi)
-            gx = where(logical_and(ge(x, lo), le(x, hi)), g, 0.0)
-        if nlo:
-            _in_place_mask(x, lo, lo, hi)
-            glo = where(logical_and(lt(x, lo), lt(lo, hi)), g, 0.0)
-        if nhi:
-            _in_place_mask(x, hi, hi, lo)
-            ghi = where(logical_or(gt(x, hi), lt(hi, lo)), g, 0.0)
+def _clamp_grads(g, x, lo, hi, mask):
+    """d/dx clamp = [lo <= x <= hi]; d/dlo = [x < lo < hi]; d/dhi = [x > hi or hi < lo]
+    (PyTorch's clamp_backward_min_max; a missing bound drops its terms)."""
+    nx, nlo, nhi = mask
+    gx = glo = ghi = None
+    if lo is None or hi is None:
+        if lo is not None:
+            gx = where(ge(x, lo), g, 0.0) if nx else None
+            glo = where(lt(x, lo), g, 0.0) if nlo else None
+        else:
+            gx = where(le(x, hi), g, 0.0) if nx else None
+            ghi = where(gt(x, hi), g, 0.0) if nhi else None
         return (gx, glo, ghi)
+    if nx:
+        _in_place_mask(x, lo, x, hi)
+        gx = where(logical_and(ge(x, lo), le(x, hi)), g, 0.0)
+    if nlo:
+        _in_place_mask(x, lo, lo, hi)
+        glo = where(logical_and(lt(x, lo), lt(lo, hi)), g, 0.0)
+    if nhi:
+        _in_place_mask(x, hi, hi, lo)
+        ghi = where(logical_or(gt(x, hi), lt(hi, lo)), g, 0.0)
+    return (gx, glo, ghi)
+
+
+ClampBackward0 = make_node("ClampBackward0", ("self", "min", "max"), {
+    ("self", "min", "max"): lambda grad, self, min, max, output_mask: _clamp_grads(  # noqa: A006
+        grad, self, min, max, output_mask)}, ("self", "min", "max"))
 
 
 # ========================================================================================
 # binary arithmetic: declarations over the promotion and Python-scalar layer (ops.promote)
 # ========================================================================================
-
-
-_IN_PLACE = ("function", "method", "inplace")  # variants of the ops with an in-place form
 
 
 def _sub_check(a, b):
@@ -257,7 +275,7 @@ def _add_number_first(a, b, alpha):
 
 
 @binary(node="AddBackward0", kernel="add", scalar_kernel="add_s", alpha=1, variants=_IN_PLACE,
-        number_first=_add_number_first, grad={
+        number_first=_add_number_first, scalar_node="AddBackward1", grad={
             # d/da (a + alpha b) = 1
             "self": lambda grad: grad,
             # d/db (a + alpha b) = alpha
@@ -312,29 +330,18 @@ def _div_other_backward(g, a, b):
                             shape))
 
 
-class RsubBackward1(Node):
-    __slots__ = ()
-    _meta_only = True
-
-    # d/dx (s - x) = -1
-    def _backward(self, g):
-        return (neg(g),)
-
-
-@declare(nodes=("RsubBackward1", "SubBackward0"))
-def rsub(input, other, *, alpha=1):
-    """other - alpha * input; with a number ``other`` the node is ``RsubBackward1``."""
-    if is_scalar(other):
-        _coerce(other, "rsub")
-        _sub_check(input, other)
-        dt = _dtype.result_type(input, other)
-        x = input if alpha == 1 else mul(input, alpha)
-        r = _unary(EW.rsub_s, x, dt, scalar_value(other, dt))
-        out = _wrap(r)
-        if state.enabled and x._requires_grad:
-            attach(out, RsubBackward1((edge(x),)))
-        return out
-    return sub(other, input, alpha=alpha)
+@binary(node="RsubBackward0", kernel="rsub", scalar_kernel="rsub_s", alpha=1,
+        scaled="rsub_scaled", scaled_scalar="rsub_scaled_s", check=_sub_check,
+        number_first="refuse", grad={
+            # d/da (b - alpha a) = -alpha
+            "self": lambda grad, alpha: neg(grad) if alpha == 1 else mul(grad, -alpha),
+            # d/db (b - alpha a) = 1
+            "other": lambda grad: grad},
+        number={"node": "RsubBackward1", "grad": {
+            # d/dx (s - alpha x) = -alpha
+            "self": lambda grad, alpha: neg(grad) if alpha == 1 else mul(grad, -alpha)}})
+def rsub():
+    """other - alpha * input (``RsubBackward0``; ``RsubBackward1`` for a number ``other``)."""
 
 
 def _has_zero(b):
@@ -393,20 +400,6 @@ class _NoDerivative(Node):
     # PyTorch defines no derivative for this op: its grad_fn (``NotImplemented``) raises
     def _backward(self, g):
         raise RuntimeError(f"derivative for aten::{self._op} is not implemented")
-
-
-class FloorDivideBackward(_NoDerivative):
-    __slots__ = ()
-    _op = "floor_divide"
-
-
-class NumberRemainderBackward(_NoDerivative):  # number % tensor
-    __slots__ = ()
-    _op = "remainder"
-
-
-for _cls in (FloorDivideBackward, NumberRemainderBackward):
-    _cls.__name__ = _cls.__qualname__ = "NotImplemented"
 
 
 def _div_rounded(a, b, mode):
@@ -551,91 +544,67 @@ def _number_first(v, other):
     return _scalar_tensor(v, _dtype.result_type(v, other)) if is_scalar(v) else _as_t(v)
 
 
-@declare(nodes=("NotImplemented",))
-def floor_divide(input, other):
+def _no_derivative(op):
+    """A derivative formula for an op PyTorch defines none for: its node (``NotImplemented``)
+    raises at backward."""
+    def formula(grad):
+        raise RuntimeError(f"derivative for aten::{op} is not implemented")
+    return formula
+
+
+def _division_check(kernel):
+    """PyTorch's refusals of a rounding division or remainder: no bool version, and integers
+    check the divisor for a zero (no value to return, unlike floats)."""
+    def check(a, b):
+        dt = _dtype.result_type(a, b)
+        if dt._kind == 0:
+            raise _not_implemented(kernel, dt)
+        if dt._kind == 1 and _has_zero(b):
+            raise RuntimeError("ZeroDivisionError")
+    return check
+
+
+_FLOOR_DIVIDE = _no_derivative("floor_divide")
+
+
+@binary(node="NotImplemented", kernel="floordiv", int_kernel="floordiv_int", scalar_kernel=WRAP,
+        check=_division_check("div_floor_cpu"), variants=_IN_PLACE,
+        grad={"self": _FLOOR_DIVIDE, "other": _FLOOR_DIVIDE},
+        number={"node": "NotImplemented", "grad": {"self": _FLOOR_DIVIDE}},
+        rnumber={"node": "NotImplemented", "kernel": WRAP, "grad": {"other": _FLOOR_DIVIDE}})
+def floor_divide():
     """floor(input / other) (its grad_fn raises at backward, as PyTorch's)."""
-    other = _coerce(other, "floor_divide")
-    if not isinstance(input, Tensor):
-        input = _number_first(input, other)
-    return _division(input, other, "floor", lambda edges, saved: FloorDivideBackward(edges))
 
 
-class RemainderBackward1(Node):
-    __slots__ = ()
-    _names_of_saved = ("self", "other")
-
-    # d/da (a - floor(a / b) b) = 1, d/db = -floor(a / b)
-    def _backward(self, g):
-        a, b = self._saved
-        na, nb = self.next_functions
-        gb = None
-        if nb[0] is not None:
-            gb = neg(mul(g, _div_rounded(a, b, "floor")))
-        return (g if na[0] is not None else None, gb)
-
-
-class RemainderBackward0(Node):
-    __slots__ = ()
-    _meta_only = True
-
-    # d/da (a mod s) = 1
-    def _backward(self, g):
-        return (g, None)
-
-
-def _remainder_node(edges, saved):
-    if isinstance(saved[1], Tensor):
-        return RemainderBackward1(edges, saved)
-    return RemainderBackward0(edges)
-
-
-@declare(nodes=("RemainderBackward0", "RemainderBackward1", "NotImplemented"))
-def remainder(input, other):
+@binary(node="RemainderBackward1", kernel="remainder", int_kernel="remainder_int",
+        scalar_kernel=WRAP, check=_division_check("remainder_cpu"), variants=_IN_PLACE, grad={
+            # d/da (a - floor(a / b) b) = 1
+            "self": lambda grad: grad,
+            # d/db (a - floor(a / b) b) = -floor(a / b)
+            "other": lambda grad, self, other: neg(mul(grad, _div_rounded(self, other, "floor")))},
+        number={"node": "RemainderBackward0", "grad": {
+            # d/da (a mod s) = 1
+            "self": lambda grad: grad}},
+        rnumber={"node": "NotImplemented", "kernel": WRAP,
+                 "grad": {"other": _no_derivative("remainder")}})
+def remainder():
     """a - floor(a / b) * b, the sign of the divisor (Python's %)."""
-    other = _coerce(other, "remainder")
-    if not isinstance(input, Tensor):
-        number = is_scalar(input)
-        input = _number_first(input, other)
-        if number:
-            return _division(input, other, "remainder",
-                             lambda edges, saved: NumberRemainderBackward(edges))
-    return _division(input, other, "remainder", _remainder_node)
+
+
+@binary(node="FmodBackward1", kernel="fmod", int_kernel="fmod_int", scalar_kernel=WRAP,
+        check=_division_check("fmod_cpu"), variants=_IN_PLACE, number_first="refuse", grad={
+            # d/da (a - trunc(a / b) b) = 1
+            "self": lambda grad: grad,
+            # d/db (a - trunc(a / b) b) = -trunc(a / b)
+            "other": lambda grad, self, other: neg(mul(grad, _div_rounded(self, other, "trunc")))},
+        number={"node": "FmodBackward0", "grad": {
+            # d/da fmod(a, s) = 1
+            "self": lambda grad: grad}})
+def fmod():
+    """a - trunc(a / b) * b, the sign of the dividend (C's fmod)."""
 
 
 # ---- pow --------------------------------------------------------------------------------
-
-
-class PowBackward0(Node):
-    __slots__ = ()
-    _names_of_saved = ("self", "exponent")
-
-    # d/dx x^p = p x^(p-1)
-    def _backward(self, g):
-        x, p = self._saved
-        return (pow_backward(g, x, p),)
-
-
-class PowBackward1(Node):
-    __slots__ = ()
-    _names_of_saved = ("self", "exponent")
-
-    # d/da a^b = b a^(b-1), d/db a^b = a^b log(a)
-    def _backward(self, g):
-        a, b = self._saved
-        na, nb = self.next_functions
-        ga = _pow_grad(EW.pow_bwd_self, g, a, b) if na[0] is not None else None
-        gb = _pow_grad(EW.pow_bwd_exponent, g, a, b) if nb[0] is not None else None
-        return (ga, gb)
-
-
-class PowBackward2(Node):
-    __slots__ = ()
-    _names_of_saved = ("exponent", "self")
-
-    # d/dx s^x = s^x log(s)
-    def _backward(self, g):
-        x, base = self._saved
-        return (rpow_backward(g, x, base),)
 
 
 def _pow_grad(kernel, g, a, b):
@@ -652,57 +621,35 @@ def _pow_grad(kernel, g, a, b):
                             0.0, q))
 
 
-@declare(nodes=("PowBackward0", "PowBackward1", "PowBackward2"),
-         variants=("function", "method", "inplace"))
-def pow(input, exponent):  # noqa: A001
-    """input ** exponent (``PowBackward0`` number exponent, ``PowBackward1`` tensor,
-    ``PowBackward2`` number base)."""
-    if not isinstance(input, Tensor):
-        return _rpow(exponent, input)
-    if exponent.__class__ is int and not -2**63 <= exponent < 2**64:
-        _dtype.check_int(exponent)
-    if exponent.__class__ in (float, int):
-        xd = input._data
-        if xd.dtype.kind == "f" and xd.flags.c_contiguous:
-            out = _wrap(_flat1(EW.pow_s, xd, float(exponent), 0.0))
-            if state.enabled and input._requires_grad:
-                attach(out, PowBackward0((edge(input),), (input, exponent)))
-            return out
-    exponent = _coerce(exponent, "pow")
-    if is_scalar(exponent):
-        dt = _dtype.result_type(input, exponent)
-        if dt._kind != 2:
-            e = int(exponent)
-            if e < 0:
-                raise RuntimeError("Integers to negative integer powers are not allowed.")
-            r = _unary(EW.pow_int_s, input, dt, e)
-        else:
-            r = _unary(EW.pow_s, input, dt, float(exponent))
-        out = _wrap(r)
-        if state.enabled and input._requires_grad:
-            attach(out, PowBackward0((edge(input),), (input, exponent)))
-        return out
-    dt = _dtype.result_type(input, exponent)
-    if dt is _dtype.bool_:
+def _pow_check(a, b):
+    """No bool pow but with a number exponent; integers take no negative number exponent."""
+    dt = _dtype.result_type(a, b)
+    if dt is _dtype.bool_ and isinstance(b, Tensor):
         raise _not_implemented("pow", dt)
-    r, shape = _bin_out(EW.pow_int if dt._kind == 1 else EW.pow, input, exponent, dt, dt)
-    out = _wrap(r)
-    if state.enabled and (input._requires_grad or exponent._requires_grad):
-        node = PowBackward1((edge(input), edge(exponent)), (input, exponent))
-        _record(out, node, (input, exponent), shape, dt)
-    return out
+    if dt._kind != 2 and not isinstance(b, Tensor) and b < 0:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
 
 
-def _rpow(x, base):
-    """base ** x for a number ``base`` (``PowBackward2``)."""
-    dt = _dtype.result_type(x, base)
-    if dt is _dtype.bool_:
-        raise _not_implemented("pow", dt)
-    r = _unary(EW.rpow_int_s if dt._kind == 1 else EW.rpow_s, x, dt, scalar_value(base, dt))
-    out = _wrap(r)
-    if state.enabled and x._requires_grad:
-        attach(out, PowBackward2((edge(x),), (x, base)))
-    return out
+@binary(node="PowBackward1", kernel="pow", int_kernel="pow_int", scalar_kernel="pow_s",
+        int_scalar_kernel="pow_int_s", check=_pow_check, variants=_IN_PLACE, second="exponent",
+        saves=("self", "exponent"), grad={
+            # d/da a^b = b a^(b-1)
+            "self": lambda grad, self, exponent: _pow_grad(EW.pow_bwd_self, grad, self,
+                                                           exponent),
+            # d/db a^b = a^b log(a)
+            "other": lambda grad, self, exponent: _pow_grad(EW.pow_bwd_exponent, grad, self,
+                                                            exponent)},
+        number={"node": "PowBackward0", "grad": {
+            # d/dx x^p = p x^(p-1)
+            "self": lambda grad, self, exponent: pow_backward(grad, self, exponent)}},
+        rnumber={"node": "PowBackward2", "kernel": "rpow_s", "int_kernel": "rpow_int_s",
+                 "out": True, "grad": {
+                     # d/dx s^x = s^x log(s)
+                     "exponent": lambda grad, exponent, self: rpow_backward(grad, exponent,
+                                                                            self)}})
+def pow():  # noqa: A001
+    """input ** exponent (``PowBackward1``; ``PowBackward0`` for a number exponent,
+    ``PowBackward2`` for a number base)."""
 
 
 # ---- maximum / minimum ------------------------------------------------------------------
@@ -735,6 +682,25 @@ def maximum():
     "other": lambda grad, self, other: _tie_grad(EW.minimum_bwd_a, grad, other, self)})
 def minimum():
     """The smaller of two tensors' elements, NaN if either is (``MinimumBackward0``)."""
+
+
+def _float_check(kernel):
+    """PyTorch's refusal of an integer or bool result (an op defined for floats only)."""
+    def check(a, b):
+        dt = _dtype.result_type(a, b)
+        if dt._kind != 2:
+            raise _not_implemented(kernel, dt)
+    return check
+
+
+@binary(node="HypotBackward0", kernel="hypot", check=_float_check("hypot_cpu"),
+        variants=_IN_PLACE, saves=("self", "other", "result"), grad={
+            # d/da sqrt(a^2 + b^2) = a / hypot(a, b)
+            "self": lambda grad, self, result: div(mul(grad, self), result),
+            # d/db sqrt(a^2 + b^2) = b / hypot(a, b)
+            "other": lambda grad, other, result: div(mul(grad, other), result)})
+def hypot():
+    """sqrt(input^2 + other^2) without overflow, of float tensors (``HypotBackward0``)."""
 
 
 # ========================================================================================
@@ -805,25 +771,48 @@ def isfinite(input):
     return _wrap(EW.unary(EW.isfinite, input._data, np.bool_))
 
 
-def _bitwise(name):
-    def op(input, other):
-        if not isinstance(input, Tensor):  # a number first (2 & x): the ops commute
-            input, other = other, input
-        other = _coerce(other, name)
-        dt = _dtype.result_type(input, other)
-        if dt._kind == 2:
-            raise _not_implemented(name + "_cpu", dt)
-        b = other if isinstance(other, Tensor) else _scalar_tensor(other, dt)
-        r, _ = _bin_out(getattr(EW, name), input, b, dt, dt)
-        return _wrap(r)
-    op.__name__ = op.__qualname__ = name
-    op.__doc__ = f"Elementwise {name} of integer or bool tensors."
-    return op
+def _integer_check(kernel, bools=True):
+    """PyTorch's refusal of a float result (bitwise ops; shifts refuse bools too)."""
+    def check(a, b):
+        dt = _dtype.result_type(a, b)
+        if dt._kind == 2 or (dt._kind == 0 and not bools):
+            raise _not_implemented(kernel, dt)
+    return check
 
 
-bitwise_and = declare("bitwise_and")(_bitwise("bitwise_and"))
-bitwise_or = declare("bitwise_or")(_bitwise("bitwise_or"))
-bitwise_xor = declare("bitwise_xor")(_bitwise("bitwise_xor"))
+@binary(kernel="bitwise_and", scalar_kernel=WRAP, check=_integer_check("bitwise_and_cpu"),
+        floats=False, variants=_IN_PLACE, number_first=lambda a, b, al: bitwise_and(b, a))
+def bitwise_and():
+    """Elementwise and of integer or bool tensors."""
+
+
+@binary(kernel="bitwise_or", scalar_kernel=WRAP, check=_integer_check("bitwise_or_cpu"),
+        floats=False, variants=_IN_PLACE, number_first=lambda a, b, al: bitwise_or(b, a))
+def bitwise_or():
+    """Elementwise or of integer or bool tensors."""
+
+
+@binary(kernel="bitwise_xor", scalar_kernel=WRAP, check=_integer_check("bitwise_xor_cpu"),
+        floats=False, variants=_IN_PLACE, number_first=lambda a, b, al: bitwise_xor(b, a))
+def bitwise_xor():
+    """Elementwise exclusive or of integer or bool tensors."""
+
+
+def _bits(dt):
+    """A shift kernel's p: the bit width of the dtype."""
+    return np.dtype(dt.np).itemsize * 8
+
+
+@binary(kernel="lshift", scalar_kernel=WRAP, check=_integer_check("lshift_cpu", False),
+        floats=False, variants=_IN_PLACE, param=_bits, rnumber={"kernel": WRAP})
+def bitwise_left_shift():
+    """input << other (0 for a shift outside [0, bits))."""
+
+
+@binary(kernel="rshift", scalar_kernel=WRAP, check=_integer_check("rshift_cpu", False),
+        floats=False, variants=_IN_PLACE, param=_bits, rnumber={"kernel": WRAP})
+def bitwise_right_shift():
+    """input >> other (the sign for a shift outside [0, bits))."""
 
 
 @declare()
@@ -850,18 +839,6 @@ def invert(input):
 # ========================================================================================
 
 
-class WhereBackward0(Node):
-    __slots__ = ()
-    _names_of_saved = ("condition",)
-
-    # d/da where(c, a, b) = c, d/db = !c
-    def _backward(self, g):
-        c = self._saved[0]
-        na, nb = self.next_functions
-        return (_masked(EW.mask_keep, c, g) if na[0] is not None else None,
-                _masked(EW.mask_drop, c, g) if nb[0] is not None else None)
-
-
 def _masked(kernel, c, g):
     """``g`` where the mask selects (mask_keep: c, mask_drop: !c), else 0; linear in g."""
     shape = broadcast_shapes(c._data.shape, g._data.shape)
@@ -872,13 +849,15 @@ def _masked(kernel, c, g):
     return out
 
 
-class MaskedBackward(Node):
-    __slots__ = ()
+# d/dg mask(c, g) = mask(c, .): the same masking of the incoming gradient
+MaskedBackward = make_node("MaskedBackward", ("condition", "self"), {
+    "self": lambda grad, condition, kernel: _masked(kernel, condition, grad)},
+    ("condition", "kernel"))
 
-    # d/dg mask(c, g) = mask(c, .): the same masking of the incoming gradient
-    def _backward(self, gg):
-        c, kernel = self._saved
-        return (None, _masked(kernel, c, gg))
+# d/da where(c, a, b) = c, d/db = !c
+WhereBackward0 = make_node("WhereBackward0", ("self", "other"), {
+    "self": lambda grad, condition: _masked(EW.mask_keep, condition, grad),
+    "other": lambda grad, condition: _masked(EW.mask_drop, condition, grad)}, ("condition",))
 
 
 def _where_method(self, condition, y):
@@ -887,8 +866,16 @@ def _where_method(self, condition, y):
 
 
 @declare(nodes=("WhereBackward0",), method=_where_method)
-def where(condition, input=None, other=None):
+def where(condition, input=None, other=None, *, out=None):
     """Elements of ``input`` where ``condition`` else of ``other`` (``WhereBackward0``)."""
+    if out is not None:
+        if not isinstance(input, Tensor) or not isinstance(other, Tensor):
+            x, pos = (other, 3) if isinstance(input, Tensor) else (input, 2)
+            _tensor_arg(x, "where", "other" if pos == 3 else "input", pos)
+        dt, odt = _dtype.result_type(input, other), dtype_of(out)
+        if dt is not odt:
+            raise RuntimeError(f"Expected out type to be {dt._legacy} but got {odt._legacy}")
+        return write_out(where, out, condition, input, other)
     if input is None and other is None:
         from numgrad.ops.indexing import nonzero
         return nonzero(condition, as_tuple=True)

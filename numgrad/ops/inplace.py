@@ -549,5 +549,11 @@ random_ = inplace_of("random")(_random_(_random_draw))
 METHODS = {
     "__iadd__": REGISTRY["add"].inplace_fn, "__isub__": REGISTRY["sub"].inplace_fn,
     "__imul__": REGISTRY["mul"].inplace_fn, "__itruediv__": REGISTRY["div"].inplace_fn,
+    "__ipow__": REGISTRY["pow"].inplace_fn, "__imod__": REGISTRY["remainder"].inplace_fn,
+    "__ifloordiv__": REGISTRY["floor_divide"].inplace_fn,
+    "__iand__": REGISTRY["bitwise_and"].inplace_fn, "__ior__": REGISTRY["bitwise_or"].inplace_fn,
+    "__ixor__": REGISTRY["bitwise_xor"].inplace_fn,
+    "__ilshift__": REGISTRY["bitwise_left_shift"].inplace_fn,
+    "__irshift__": REGISTRY["bitwise_right_shift"].inplace_fn,
     "__setitem__": setitem,
 }

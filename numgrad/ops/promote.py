@@ -1,10 +1,14 @@
 """The promotion and Python-scalar layer of binary arithmetic.
 
 As JAX keeps its primitives single-dtype and promotes in ``jnp``, an op declared here
-(``add``, ``mul``, ``div``, ``maximum``, ``lt``, ...) names kernels of one dtype (a
-tensor-tensor formula ``f(a, b, p, q)`` and a tensor-number formula ``f(x, p, q)`` whose
-number arrives as ``p``) and its derivatives, written with numgrad ops; the function this
-module generates does what all of them share, in PyTorch's way:
+(``add``, ``mul``, ``div``, ``pow``, ``remainder``, ``fmod``, ``hypot``, ``clamp_min``,
+``bitwise_and``, ``lt``, ...) names kernels of one dtype (a tensor-tensor formula ``f(a, b,
+p, q)`` and a tensor-number formula ``f(x, p, q)`` whose number arrives as ``p``, each with
+an integer version where integers compute otherwise) and its derivatives, written with
+numgrad ops, per form where PyTorch's overloads record different nodes (``pow``:
+``PowBackward1`` tensor ** tensor, ``PowBackward0`` tensor ** number, ``PowBackward2``
+number ** tensor); the function this module generates does what all of them share, in
+PyTorch's way:
 
 * ``out=`` (the registry's ``write_out``) and ``alpha`` (a number; a float only for float
   results, a bool only for bool ones);
@@ -48,7 +52,13 @@ from numgrad.ops.registry import REGISTRY, OpDef, _reads, write_out
 
 _ND = np.ndarray  # data of any other class is on the GPU
 _NUMBER = (float, int)
-_SLOTS = {"self": 0, "other": 1, "alpha": 2}  # where a saved name is found in (a, b, alpha)
+WRAP = "wrap"  # scalar_kernel: a number operand runs through the tensor kernel as a 0-dim tensor
+
+
+def _slot(name):
+    """Where a saved name is found in (first operand, second operand, alpha, result): the op's
+    own names (``exponent``, ``min``) are its second operand."""
+    return {"self": 0, "alpha": 2, "result": 4}.get(name, 1)
 
 
 def coerce(other, opname):
@@ -100,42 +110,84 @@ def _tensor_arg(x, fn, name, pos):
                         f"{type(x).__name__}")
 
 
+def not_implemented(kernel, dt):
+    """PyTorch's error for a kernel that has no version for dtype ``dt``."""
+    return NotImplementedError(f"\"{kernel}\" not implemented for '{dt._legacy}'")
+
+
 def _saved_getters(od):
-    """Indexed by (self requires grad) + 2 (other requires grad): a function (a, b, alpha) ->
-    the saved tuple, holding an input only where a needed gradient's formula reads it."""
+    """Indexed by (first input requires grad) + 2 (second requires grad): a function (a, b,
+    alpha, result) -> the saved tuple, holding an input only where a needed gradient's formula
+    reads it. ``od.inputs`` are the node's edges, in operand order."""
     readers = {n: {i for i, key in enumerate(od.inputs)
                    if key in od.grads and n in _reads(od.grads[key])} for n in od.saves}
+    two = len(od.inputs) == 2
 
     def getter(need):
-        slots = tuple(_SLOTS[n] if n == "alpha" or readers[n] & need else 3 for n in od.saves)
+        slots = tuple(_slot(n) if _slot(n) in (2, 4) or readers[n] & need else 3
+                      for n in od.saves)
         if slots == (2,):
             one = (1,)  # alpha 1: one shared tuple (nothing for the collector to track per op)
-            return lambda a, b, al: one if al == 1 else (al,)
+            return lambda a, b, al, r: one if al == 1 else (al,)
         if slots == (0, 1):
-            return lambda a, b, al: (a, b)
+            return lambda a, b, al, r: (a, b)
         if slots == (3, 1):
-            return lambda a, b, al: (None, b)
+            return lambda a, b, al, r: (None, b)
         if slots == (0, 3):
-            return lambda a, b, al: (a, None)
-        return lambda a, b, al: tuple((a, b, al, None)[i] for i in slots)
+            return lambda a, b, al, r: (a, None)
+        return lambda a, b, al, r: tuple((a, b, al, None, r)[i] for i in slots)
+    if not two:  # one edge: that input's requires-grad is the only case
+        g = getter({0})
+        return (None, g, g, g)
     return (None, getter({0}), getter({1}), getter({0, 1}))
+
+
+def _form(spec, op_name):
+    """A second node of the op (its tensor (op) number or number (op) tensor form):
+    ``{"node": name, "grad": {input: formula}, "saves": names}``; its one edge is the
+    tensor operand."""
+    od = OpDef(op_name, "arith", tuple(spec["grad"]), spec["grad"], spec["node"],
+               saves=spec.get("saves"))
+    if not set(od.saves) - {"alpha"}:
+        od.node._meta_only = True
+    return od
 
 
 def binary(name=None, *, node=None, kernel, scalar_kernel=None, grad=None, result="same",
            alpha=0, number_first=None, check=None, rounding=None, saves=None, nodes=(),
-           aliases=(), variants=("function", "method")):
+           aliases=(), variants=("function", "method"), int_kernel=None,
+           int_scalar_kernel=None, number=None, rnumber=None, scaled="add_scaled",
+           scaled_scalar=None, param=None, floats=True, second="other", scalar_node=None):
     """Declare a binary arithmetic op (the decorated function gives its name and docstring).
 
     ``kernel``/``scalar_kernel``: kernels of ``numgrad.kernels.cpu.elementwise`` for tensor
     (op) tensor and tensor (op) number (None: tensors only, PyTorch's TypeError for a
-    number). ``grad``: derivative formulas over ``grad`` and the saved names ``self``,
-    ``other``, ``alpha``. ``result``: the dtype rule (module docstring). ``alpha``: 1 or -1
-    where the op takes ``alpha`` (``a + alpha b``, ``a - alpha b``: the kernel ``add_scaled``
-    with ``p = alpha * sign``, and a number operand scaled by it). ``number_first(a, b,
-    alpha)``: the op for a number left operand (else it becomes a tensor). ``check(a, b)``:
-    PyTorch's refusals that depend on dtypes, run wherever an operand is not a float tensor.
-    ``rounding(a, b, mode)``: the op's ``rounding_mode=`` form. ``nodes``: further node
-    classes the op records (its rounding form's)."""
+    number; ``WRAP``: the number runs through ``kernel`` as a 0-dim tensor of the result
+    dtype); ``int_kernel``/``int_scalar_kernel``: their versions for integer and bool results
+    where those differ. ``grad``: derivative formulas over ``grad`` and the saved names
+    ``self``, ``other`` (or the op's name for it: ``exponent``), ``alpha``, ``result``.
+    ``result``: the dtype rule (module docstring). ``alpha``: 1 or -1 where the op takes
+    ``alpha`` (``a + alpha b``, ``a - alpha b``: the kernel ``scaled`` with ``p = alpha *
+    sign``, and a number operand scaled by it, or given to ``scaled_scalar`` as ``q``).
+
+    The forms with a number: ``number``, the node of tensor (op) number when it is not the
+    op's node (``{"node": "PowBackward0", "grad": {...}}``, one edge); ``rnumber``, number
+    (op) tensor (its node as for ``number``; ``"kernel"``/``"int_kernel"``: scalar kernels
+    ``f(x, p)`` with the tensor as ``x``, or ``WRAP``; ``"out"``: it takes ``out=``); else
+    ``number_first(a, b, alpha)``, the op for a number left operand (``"refuse"``: PyTorch's
+    TypeError; None: the number becomes a tensor). ``scalar_node``: ``op.scalar(tensor,
+    number)`` records this node (one edge, the gradient passed through), as PyTorch's C++
+    Scalar overload does inside its composites (``add``: ``AddBackward1`` in ``rms_norm``).
+
+    ``check(a, b)``: PyTorch's refusals that depend on dtypes or values, run wherever an
+    operand is not a float tensor (``b`` may be a number, ``a`` too in the ``rnumber``
+    form); ``floats=False``: ``check`` refuses float results, so float tensors take no fast
+    path around it (bitwise ops). ``param(dt)``: the kernels' ``p`` for result dtype ``dt``
+    (a shift's bit width). ``rounding(a, b, mode)``: the op's ``rounding_mode=`` form.
+    ``nodes``: further node classes the op records (its rounding form's). ``second``: the
+    name of the second argument of ``numgrad.<op>`` and the method when it is not ``other``
+    (``exponent``); the decorated name (``ops.elementwise.pow``, the operators) keeps the
+    positional function."""
     def declare(fn):
         op_name = name or fn.__name__
         od = OpDef(op_name, "arith", ("self", "other"), grad or {}, node, variants=variants,
@@ -143,15 +195,33 @@ def binary(name=None, *, node=None, kernel, scalar_kernel=None, grad=None, resul
         node_cls = od.node
         if node_cls is not None and not set(od.saves) - {"alpha"}:
             node_cls._meta_only = True  # it saves numbers only: runs again without retain_graph
-        od.nodes = od.nodes + tuple(nodes)
+        num_od = _form(number, op_name) if number and "node" in number else None
+        rnum_od = _form(rnumber, op_name) if rnumber and "node" in rnumber else None
+        extra = tuple(f.node.__name__ for f in (num_od, rnum_od) if f is not None)
+        od.nodes = od.nodes + extra + tuple(n for n in nodes if n not in extra)
         saved_of = _saved_getters(od) if node_cls is not None else None
+        num_cls = num_od.node if num_od else node_cls
+        num_saved = _saved_getters(num_od)[1] if num_od else saved_of and saved_of[1]
+        rnum_cls = rnum_od.node if rnum_od else None
+        rnum_saved = _saved_getters(rnum_od)[1] if rnum_od else None
         bool_out = np.bool_ if result == "bool" else None
         float_rule = result == "float"
-        kernels = []  # (kernel, scaled kernel, scalar kernel), resolved on first use
+        wrap = scalar_kernel == WRAP
+        fk = "f" if floats else "-"  # the dtype kind of the fast paths (none without floats)
+        # (kernel, scaled kernel, scalar kernel, integer kernel, integer scalar kernel, scaled
+        # scalar kernel, number-first kernel, its integer form), resolved on first use
+        kernels = []
+
+        def get(k):
+            return getattr(EW, k) if k and k != WRAP else None
 
         def resolve():
-            kernels[:] = [getattr(EW, kernel), EW.add_scaled if alpha else None,
-                          getattr(EW, scalar_kernel) if scalar_kernel else None]
+            k = getattr(EW, kernel)
+            sk = get(scalar_kernel)
+            rk = rnumber.get("kernel") if rnumber else None
+            kernels[:] = [k, get(scaled) if alpha else None, sk, get(int_kernel) or k,
+                          get(int_scalar_kernel) or sk, get(scaled_scalar), get(rk),
+                          get(rnumber.get("int_kernel", rk)) if rnumber else None]
             return kernels
 
         def dtype_for(a, b):
@@ -166,7 +236,7 @@ def binary(name=None, *, node=None, kernel, scalar_kernel=None, grad=None, resul
                 k, p = kernels[1], al * alpha
             ad, bd = a._data, b._data
             dt = None
-            if (ad.dtype is bd.dtype and ad.shape == bd.shape and ad.dtype.kind == "f"
+            if (ad.dtype is bd.dtype and ad.shape == bd.shape and ad.dtype.kind == fk
                     and ad.__class__ is _ND and bd.__class__ is _ND and ad.flags.c_contiguous
                     and bd.flags.c_contiguous):
                 r = _arrays.new(ad.shape, bool_out or ad.dtype)
@@ -178,13 +248,17 @@ def binary(name=None, *, node=None, kernel, scalar_kernel=None, grad=None, resul
                 if check is not None:
                     check(a, b)
                 dt = dtype_for(a, b)
+                if dt._kind != 2 and al == 1:
+                    k = kernels[3]
+                if param is not None:
+                    p = param(dt)
                 shape = broadcast_shapes(ad.shape, bd.shape)
                 r = EW.binary(k, as_type(a, dt), as_type(b, dt), bool_out or dt.np, shape, p)
             res = _wrap(r)
             if node_cls is not None and state.enabled:
                 ra, rb = a._requires_grad, b._requires_grad
                 if ra or rb:
-                    node = node_cls((edge(a), edge(b)), saved_of[ra + 2 * rb](a, b, al))
+                    node = node_cls((edge(a), edge(b)), saved_of[ra + 2 * rb](a, b, al, r))
                     if dt is not None:
                         ma, mb = meta_for(a, r.shape, dt), meta_for(b, r.shape, dt)
                         if ma is not None or mb is not None:
@@ -195,28 +269,68 @@ def binary(name=None, *, node=None, kernel, scalar_kernel=None, grad=None, resul
         def with_number(a, s, al):
             """Tensor (op) number: the number is the scalar kernel's parameter."""
             sk = (kernels or resolve())[2]
-            if sk is None:
+            if sk is None and not wrap:
                 _tensor_arg(s, op_name, "other", 2)
-            if check is not None:
-                check(a, s)
-            v = s * al if alpha else s
+            v = s * al if alpha and scaled_scalar is None else s
             xd = a._data
             dt = None
-            if (xd.dtype.kind == "f" and s.__class__ in _NUMBER and xd.__class__ is _ND
-                    and xd.flags.c_contiguous):
+            if (sk is not None and (al == 1 or scaled_scalar is None) and xd.dtype.kind == "f"
+                    and s.__class__ in _NUMBER
+                    and xd.__class__ is _ND and xd.flags.c_contiguous):
                 r = _arrays.new(xd.shape, bool_out or xd.dtype)
                 n = r.size
                 if n:
                     (sk.flat if n < EW.PARALLEL_MIN else sk.flat_par)(
                         xd.ravel(), r.ravel(), float(v), 0.0)
             else:
+                if check is not None:
+                    check(a, s)
                 dt = dtype_for(a, s)
-                r = EW.unary(sk, as_type(a, dt), bool_out or dt.np, scalar_value(v, dt))
+                out_dt = bool_out or dt.np
+                if wrap:
+                    k = kernels[0] if dt._kind == 2 else kernels[3]
+                    r = EW.binary(k, as_type(a, dt), scalar_tensor(v, dt)._data, out_dt,
+                                  xd.shape, param(dt) if param is not None else 0.0)
+                elif al != 1 and scaled_scalar is not None:
+                    r = EW.unary(kernels[5], as_type(a, dt), out_dt, scalar_value(v, dt),
+                                 scalar_value(al, dt))
+                else:
+                    k = sk if dt._kind == 2 else kernels[4]
+                    r = EW.unary(k, as_type(a, dt), out_dt, scalar_value(v, dt))
             res = _wrap(r)
-            if node_cls is not None and state.enabled and a._requires_grad:
-                node = node_cls((edge(a), NO_EDGE), saved_of[1](a, s, al))
-                if dt is not None and xd.dtype != dt.np:
-                    node._meta = ((xd.shape, dtype_of(a)), None)
+            if num_cls is not None and state.enabled and a._requires_grad:
+                saved = num_saved(a, s, al, r)
+                if num_od is None:
+                    node = num_cls((edge(a), NO_EDGE), saved)
+                    if dt is not None and xd.dtype != dt.np:
+                        node._meta = ((xd.shape, dtype_of(a)), None)
+                else:
+                    node = num_cls((edge(a),), saved)
+                    if dt is not None and xd.dtype != dt.np:
+                        node._meta = ((xd.shape, dtype_of(a)),)
+                attach(res, node)
+            return res
+
+        def number_tensor(s, b, al):
+            """Number (op) tensor, the ``rnumber`` form."""
+            ks = kernels or resolve()
+            if check is not None:
+                check(s, b)
+            dt = dtype_for(s, b)
+            xd = b._data
+            out_dt = bool_out or dt.np
+            if ks[6] is None:  # WRAP
+                k = ks[0] if dt._kind == 2 else ks[3]
+                r = EW.binary(k, scalar_tensor(s, dt)._data, as_type(b, dt), out_dt,
+                              xd.shape, param(dt) if param is not None else 0.0)
+            else:
+                r = EW.unary(ks[6] if dt._kind == 2 else ks[7], as_type(b, dt), out_dt,
+                             scalar_value(s, dt))
+            res = _wrap(r)
+            if rnum_cls is not None and state.enabled and b._requires_grad:
+                node = rnum_cls((edge(b),), rnum_saved(s, b, al, r))
+                if xd.dtype != dt.np:
+                    node._meta = ((xd.shape, dtype_of(b)),)
                 attach(res, node)
             return res
 
@@ -229,8 +343,16 @@ def binary(name=None, *, node=None, kernel, scalar_kernel=None, grad=None, resul
             if al.__class__ is not int:
                 al = check_alpha(al, a, b, op_name)
             if a.__class__ is not Tensor and not isinstance(a, Tensor):
-                if not isinstance(b, Tensor):
+                if not isinstance(b, Tensor) or number_first == "refuse":
+                    if number_first == "refuse" and is_scalar(a) or isinstance(a, Tensor):
+                        kw = "" if al == 1 else f", alpha={type(al).__name__}"
+                        raise TypeError(
+                            f"{op_name}() received an invalid combination of arguments - got "
+                            f"({type(a).__name__}, {type(b).__name__}{kw}), but expected one "
+                            "of:")
                     _tensor_arg(a, op_name, "input", 1)
+                if rnumber is not None and is_scalar(a):
+                    return number_tensor(a, b, al)
                 if number_first is not None:
                     return number_first(a, b, al)
                 a = as_tensor(a)
@@ -245,6 +367,8 @@ def binary(name=None, *, node=None, kernel, scalar_kernel=None, grad=None, resul
                             and other.__class__ is Tensor):
                         return tensors(input, other, alpha)
                     return run(input, other, alpha)
+                if not isinstance(input, Tensor) and number_first == "refuse":
+                    run(input, other, alpha)  # PyTorch's TypeError
                 return write_out(op, out, input, other, alpha=alpha)
         elif rounding is not None:
             def op(input, other, *, rounding_mode=None, out=None):
@@ -253,36 +377,88 @@ def binary(name=None, *, node=None, kernel, scalar_kernel=None, grad=None, resul
                 if rounding_mode is not None:
                     return rounding(input, coerce(other, op_name), rounding_mode)
                 return run(input, other, 1)
+        elif scalar_kernel is not None and not wrap:
+            def op(input, other, *, out=None):
+                if out is None:
+                    if input.__class__ is Tensor:
+                        if other.__class__ is Tensor:
+                            return tensors(input, other, 1)
+                        if other.__class__ in _NUMBER:
+                            return with_number(input, other, 1)
+                    return run(input, other, 1)
+                return _out(op, out, input, other)
         else:
             def op(input, other, *, out=None):
                 if out is None:
                     if input.__class__ is Tensor and other.__class__ is Tensor:
                         return tensors(input, other, 1)
                     return run(input, other, 1)
-                return write_out(op, out, input, other)
+                return _out(op, out, input, other)
 
+        def _out(op, out, input, other):
+            if scalar_kernel is None:
+                _tensor_arg(input, op_name, "input", 1)
+            if not isinstance(input, Tensor) and not (rnumber or {}).get("out"):
+                raise TypeError(f"{op_name}() received an invalid combination of arguments - got "
+                                f"({type(input).__name__}, {type(other).__name__}, out=Tensor), "
+                                "but expected one of:")
+            if isinstance(out, Tensor) and (isinstance(other, Tensor) or is_scalar(other)):
+                dt, od_ = (bool_out and _dtype.bool_) or dtype_for(input, other), dtype_of(out)
+                if dt._kind > od_._kind:  # refused before the op runs, as PyTorch's
+                    raise RuntimeError(f"result type {dt._legacy} can't be cast to the desired "
+                                       f"output type {od_._legacy}")
+            return write_out(op, out, input, other)
+
+        if scalar_node is not None:
+            # d/dx (x op s) = 1 (the ops that take it: add, sub)
+            sc_od = _form({"node": scalar_node, "grad": {"self": lambda grad: grad}}, op_name)
+            od.nodes = od.nodes + (scalar_node,)
+
+            def scalar(a, s):
+                """``a (op) s`` for a number ``s``, recorded as PyTorch's Scalar overload."""
+                ks = kernels or resolve()
+                dt = dtype_for(a, s)
+                r = _wrap(EW.unary(ks[2] if dt._kind == 2 else ks[4], as_type(a, dt), dt.np,
+                                   scalar_value(s, dt)))
+                if state.enabled and a._requires_grad:
+                    node = sc_od.node((edge(a),), ())
+                    if a._data.dtype != dt.np:
+                        node._meta = ((a._data.shape, dtype_of(a)),)
+                    attach(r, node)
+                return r
+            op.scalar = scalar
         op.__name__ = op.__qualname__ = op_name
         op.__doc__ = fn.__doc__
         op.__module__ = fn.__module__
         op.opdef = od
-        od.fn = op
+        od.fn = op if second == "other" else _renamed(op, second)
         if "inplace" in od.variants:
             od.inplace_fn = _inplace_form(op, op_name, kernels, resolve, alpha, check,
-                                          float_rule)
+                                          float_rule, wrap, param, fk)
         REGISTRY[op_name] = od
         return op
     return declare
 
 
+def _renamed(op, second):
+    """``op`` whose second argument is called ``second`` (``pow(input, exponent)``)."""
+    ns = {"op": op}
+    exec(f"def {op.__name__}(input, {second}, *, out=None):\n"  # noqa: S102
+         f"    return op(input, {second}, out=out)", ns)
+    fn = ns[op.__name__]
+    fn.__doc__, fn.__module__, fn.opdef = op.__doc__, op.__module__, op.opdef
+    return fn
+
+
 _APPLY = []  # numgrad.ops.inplace.apply_ (imported on first use: that module imports the ops)
 
 
-def _inplace_form(op, op_name, kernels, resolve, alpha, check, float_only):
+def _inplace_form(op, op_name, kernels, resolve, alpha, check, float_only, wrap, param, fk):
     """``x.name_(other)``: the op written into ``x`` (``apply_``: PyTorch's in-place checks,
     the node and version bump when a graph is recorded); with no graph to record the kernel
     writes straight into ``x`` in ``x``'s dtype, as optimizers update weights."""
     def raw(t, other, al=1):
-        k, _, sk = kernels or resolve()
+        k, _, sk = (kernels or resolve())[:3]
         p = 0.0
         if al != 1:
             k, p = kernels[1], al * alpha
@@ -290,20 +466,36 @@ def _inplace_form(op, op_name, kernels, resolve, alpha, check, float_only):
         if isinstance(other, Tensor):
             b = other._data
             if (a.__class__ is _ND and b.__class__ is _ND and a.dtype is b.dtype
-                    and a.dtype.kind == "f" and a.shape == b.shape and a.flags.c_contiguous
+                    and a.dtype.kind == fk and a.shape == b.shape and a.flags.c_contiguous
                     and b.flags.c_contiguous):
                 n = a.size
                 if n:
                     (k.flat if n < EW.PARALLEL_MIN else k.flat_par)(
                         a.ravel(), b.ravel(), a.ravel(), p, 0.0)
                 return
-        _check_cast(t, other)
-        if isinstance(other, Tensor):
+        if not isinstance(other, Tensor) and sk is None and not wrap:
+            _tensor_arg(other, op_name + "_", "other", 1)
+        if isinstance(other, Tensor):  # PyTorch's order: the shape, the cast, the op's check
             shape = broadcast_shapes(a.shape, b.shape)
             if shape != a.shape:
                 raise RuntimeError(f"output with shape {list(a.shape)} doesn't match the "
                                    f"broadcast shape {list(shape)}")
+        _check_cast(t, other)
+        if check is not None:
+            check(t, other)
+        if _dtype.result_type(t, other).np != a.dtype:
+            # computed in the promoted dtype, then cast into t (uint8 % int32 is not uint8 %)
+            r = op(_wrap(a), other) if al == 1 else op(_wrap(a), other, alpha=al)
+            EW.unary(EW.copy, r._data, a.dtype, out=a)
+            return
+        if a.dtype.kind != "f":
+            k, sk = kernels[3], kernels[4]
+        if param is not None:
+            p = param(dtype_of(t))
+        if isinstance(other, Tensor):
             EW.binary(k, a, _arrays.astype(b, a.dtype), a.dtype, a.shape, p, out=a)
+        elif wrap:
+            EW.binary(k, a, scalar_tensor(other, dtype_of(t))._data, a.dtype, a.shape, p, out=a)
         else:
             v = other * al if alpha else other
             EW.unary(sk, a, a.dtype, float(v) if a.dtype.kind == "f" else int(v), out=a)
@@ -320,7 +512,7 @@ def _inplace_form(op, op_name, kernels, resolve, alpha, check, float_only):
         a, b = t._data, other._data
         vc = t._vc
         if (a.__class__ is _ND and b.__class__ is _ND and a.dtype is b.dtype
-                and a.dtype.kind == "f" and a.shape == b.shape and a.flags.c_contiguous
+                and a.dtype.kind == fk and a.shape == b.shape and a.flags.c_contiguous
                 and b.flags.c_contiguous and not t._requires_grad
                 and not other._requires_grad and t._base is None
                 and (vc is None or vc.__class__ is list)):

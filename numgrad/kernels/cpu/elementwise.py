@@ -640,6 +640,80 @@ def remainder_int(a, b, p, q):
     return a % b
 
 
+@binary_kernel
+def fmod(a, b, p, q):
+    return ffmod(a, b)
+
+
+@binary_kernel
+def fmod_int(a, b, p, q):
+    # a - trunc(a / b) b, the dividend's sign (C's %)
+    if b == -1 or b == 0:
+        return a - a
+    r = a % b
+    if r != 0 and (r < 0) != (a < 0):
+        r -= b
+    return r
+
+
+@binary_kernel
+def rsub(a, b, p, q):
+    return b - a
+
+
+@binary_kernel
+def rsub_scaled(a, b, p, q):
+    return b - p * a
+
+
+@unary_kernel
+def rsub_scaled_s(x, p, q):
+    return p - q * x
+
+
+@binary_kernel
+def hypot(a, b, p, q):
+    return math.hypot(a, b)
+
+
+@binary_kernel
+def clamp_min(a, b, p, q):
+    # max(a, b), a nan bound gives nan (clamp's rule)
+    return b if (a < b or b != b) else a
+
+
+@binary_kernel
+def clamp_max(a, b, p, q):
+    return b if (a > b or b != b) else a
+
+
+@unary_kernel
+def clamp_min_s(x, p, q):
+    return p if (x < p or p != p) else x
+
+
+@unary_kernel
+def clamp_max_s(x, p, q):
+    return p if (x > p or p != p) else x
+
+
+# shifts: p is the bit width; a shift outside [0, p) leaves 0 (left) or the sign (right)
+
+
+@binary_kernel
+def lshift(a, b, p, q):
+    if b < 0 or b >= p:
+        return a - a
+    return a << b
+
+
+@binary_kernel
+def rshift(a, b, p, q):
+    if b < 0 or b >= p:
+        return (a >> (p - 1)) >> 1
+    return a >> b
+
+
 # --- fused backward formulas: g is the incoming gradient --------------------------------
 
 
