@@ -113,6 +113,8 @@ def _parse(key, ndim):
 
 def getitem(x, key):
     """``x[key]`` with PyTorch's semantics and node names."""
+    if key.__class__ is int and x._data.ndim and -(1 << 63) <= key < (1 << 63):
+        return sh.select(x, 0, key, _key=True)  # x[i], the common case: what _parse gives
     parsed, single = _parse(key, x._data.ndim)
     r = x
     dim = 0  # position in the result so far

@@ -646,11 +646,16 @@ class LogsumexpBackward0(Node):
     # d/dx log sum exp(x) = exp(x - lse) = softmax(x)
     def _backward(self, g):
         x, result, keep_shape = self._saved
-        r = wrap_out(self, result)
-        if keep_shape is not None:
-            from numgrad.ops.shape import reshape
-            r = reshape(r, keep_shape)
-            g = _keepdim_view(g, keep_shape)
+        if (keep_shape is not None and not state.enabled and result.__class__ is np.ndarray
+                and g._data.__class__ is np.ndarray):  # no graph: plain reshaped arrays
+            r = _wrap(result.reshape(keep_shape))
+            g = _wrap(g._data.reshape(keep_shape))
+        else:
+            r = wrap_out(self, result)
+            if keep_shape is not None:
+                from numgrad.ops.shape import reshape
+                r = reshape(r, keep_shape)
+                g = _keepdim_view(g, keep_shape)
         return (ew.mul(g, un.exp(ew.sub(x, r))),)
 
 
