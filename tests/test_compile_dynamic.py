@@ -66,6 +66,11 @@ def test_generation_compiles_a_constant_number_of_plans():
     for _ in range(2):
         np.testing.assert_array_equal(run().numpy(), eager)
     assert _stats(made[0]) == first  # nothing traced again: every length replays
+    # the plans made from the fit replay through interpreter regions (one interpreter for
+    # every length), not step by step
+    fitted = [e.plan for e in getattr(made[0], "_compiled", made[0])._cache.values()
+              if e.verified and hasattr(e.plan, "dyn_ints")]
+    assert fitted and all(p.fused is not None for p in fitted)
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow,

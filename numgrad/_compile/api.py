@@ -212,7 +212,7 @@ class CompiledFunction:
                 entry.plan, entry.checking = plan, True
                 self._stats["instantiated"] += 1
         else:
-            plan = family.propose(sizes, datas)
+            plan = family.propose(sizes, datas, fused=entry.fuse and family.fuse)
             if plan is not None:
                 entry.plan, entry.pending = plan, family
                 self._stats["fits"] += 1
@@ -306,6 +306,8 @@ class CompiledFunction:
                 if ok:
                     entry.verified = True
                     return result
+                if entry.plan.fused is not None:
+                    family.fuse = False  # its next fit replays step by step
             elif ok:
                 entry.verified = True
                 return result
@@ -326,7 +328,7 @@ class CompiledFunction:
                                             fuse=entry.fuse)
             else:
                 plan = Plan(t.calls, pre, post, result, t, detach=t.ran_backward,
-                            fuse=entry.fuse)
+                            fuse=entry.fuse, reuse=True)
         except Unplannable as exc:
             return self._give_up(entry, str(exc), result)
         if entry.failures >= _ATTEMPTS:

@@ -24,12 +24,15 @@ later calls replay it. A branch on a size anywhere (in the program: ``min(T, 5)`
 numgrad: a kernel chosen by size) shows up as a light run that is another plan, and that
 size is traced instead: a fit is never trusted past what a run at that size recorded. A fit
 that fails, or a verification that fails, leaves the sizes to per-size plans (at most
-``TRIES`` fits per family). A family's plans are not fused (``fuse.py``'s regions depend on
-sizes): they replay the verified steps one by one.
+``TRIES`` fits per family). A family's plans are fused with interpreter regions only
+(``fuse.Fused(loops=False)``): the interpreter's code does not depend on sizes, so one
+compiled interpreter serves every size (a generated loop's would not), and the fitted plan
+verified against eager is that fused form.
 """
 
 import numpy as np
 
+from numgrad._compile.fuse import Fused
 from numgrad._compile.plan import _NO_GUARD, Plan, _Spec, _view
 from numgrad._compile.tape import address, root
 
@@ -412,10 +415,18 @@ def _constant_positions(plan):
     return [n for n, rid in enumerate(plan.statics) if rid in plan.constants]
 
 
+def fuse(plan):
+    """``plan`` (a family's) with its runs of interpretable steps replayed as interpreter
+    regions: the same kernels on the same views, in the recorded order. No generated loops:
+    their source (and compiled code) depends on the sizes."""
+    fused = Fused(plan, _NO_GUARD, loops=False)
+    plan.fused = fused if fused.regions else None
+    return plan
+
+
 def build(ref, values, recipes, datas):
-    """``ref`` rebuilt with ``values`` for its integers (in walk order). Not fused: a fused
-    plan's regions depend on its sizes (``fuse.LOOP_MIN``), and a family's plans replay what
-    was verified, its steps one by one."""
+    """``ref`` rebuilt with ``values`` for its integers (in walk order), not fused (``fuse``
+    does that)."""
     b = _Builder(values, recipes, datas)
     statics, keys, steps, result, effects = _walk(ref, b)
     if b.at != len(values):
@@ -465,6 +476,7 @@ class Family:
         self.entries = {}  # sizes -> the compiled function's entry for them
         self.guard = None  # the generated guard of every size (``guard.build(sizeless)``)
         self.misses = 0  # light runs that were not the fitted plan
+        self.fuse = True  # its plans replay through interpreter regions (``fuse``)
 
     def missed(self):
         """A light run at a new size was not the fitted plan (a branch on the size): after
@@ -480,9 +492,9 @@ class Family:
         self.samples = [s for s in self.samples if s[0] != sizes][-(SAMPLES - 1):]
         self.samples.append((sizes, entry))
 
-    def propose(self, sizes, datas):
+    def propose(self, sizes, datas, fused=True):
         """An instantiated plan at ``sizes`` from a fit of the last samples (to be verified),
-        or None."""
+        or None. ``fused``: the plan (and so every plan of the family) is fused (``fuse``)."""
         if self.verified or self.tries >= TRIES or len(self.samples) < SAMPLES:
             return None
         key = tuple(s for s, _ in self.samples)
@@ -492,10 +504,12 @@ class Family:
         self.tries += 1
         try:
             self.template = Template([(s, e.plan) for s, e in self.samples])
-            return self.template.instantiate(sizes, datas)
+            plan = self.template.instantiate(sizes, datas)
         except Mismatch:
             self.template = None
             return None
+        self.fuse = fused
+        return fuse(plan) if fused else plan
 
     def instantiate(self, sizes, datas):
         try:
@@ -504,7 +518,7 @@ class Family:
             return None
         plan.rollback = self.rollback
         plan.guards_first = True
-        return plan
+        return fuse(plan) if self.fuse else plan
 
     def confirm(self, plan, traced):
         """Whether the per-size plan ``traced`` (this call's own trace) is the instantiated
@@ -524,8 +538,13 @@ class Family:
         self.rollback = plan.rollback
         # the traced samples are the template at their sizes: verified with it
         for _, entry in self.samples:
-            if not entry.verified and not entry.eager and entry.plan is not None:
-                entry.plan.steps, entry.plan.fused = entry.plan.raw_steps, None  # as verified
+            # (a sample whose intermediates share memory, ``reuse.py``, was placed for its
+            # fused order: it is verified by its own next call instead)
+            if not entry.verified and not entry.eager and entry.plan is not None and \
+                    entry.plan.arena is None:
+                entry.plan.steps, entry.plan.fused = entry.plan.raw_steps, None
+                if self.fuse:  # as the fitted plan was verified
+                    fuse(entry.plan)
                 entry.plan.rollback = plan.rollback
                 entry.plan.guards_first = True
                 entry.verified = True

@@ -445,7 +445,10 @@ class Fused:
     """A plan's steps with runs of interpretable steps replaced by regions, and the address
     table of the buffers those regions use."""
 
-    def __init__(self, plan, no_guard):
+    def __init__(self, plan, no_guard, loops=True):
+        """``loops=False``: interpreter regions only (no generated loop, whose source
+        depends on the sizes): a family's plans (``dynamic.py``), one interpreter for all
+        their sizes."""
         index, addr = {}, []
         for i in plan.used:
             index[i] = len(addr)
@@ -457,8 +460,9 @@ class Fused:
             index[POOL] = len(addr)
             addr.append(0)
         # loops over the same arrays made neighbours, so that they become one loop
-        plan.steps = schedule(plan.steps, plan.externals,
-                              lambda step: _loop_kind(step, index, no_guard), no_guard)
+        if loops:
+            plan.steps = schedule(plan.steps, plan.externals,
+                                  lambda step: _loop_kind(step, index, no_guard), no_guard)
         runs, run = [], []
         for k, step in enumerate(plan.steps):
             v = _variant(step, index, no_guard)
@@ -476,7 +480,8 @@ class Fused:
         self.regions = 0
         self._slots = {}
         pieces = [p for run in runs
-                  for p in _split(run, lambda k, v: _loop_op(plan.steps[k], v[1]))]
+                  for p in _split(run, lambda k, v: _loop_op(plan.steps[k], v[1])
+                                  if loops else None)]
         uses = {}
         for k, step in enumerate(plan.steps):
             for _, _, spec in step[3]:

@@ -185,12 +185,17 @@ class Plan:
     """A replayable tape. ``run(datas)`` replays it on the reachable tensors' current data and
     returns the function's result and the effects on those tensors."""
 
-    def __init__(self, calls, pre, post, result, tape, detach=False, fuse=True, pool=None):
+    arena = None  # {rid: byte offset} of the statics that share memory (``reuse.py``)
+    births = None  # {item index: [(static key, nbytes)]}: where each of them is first touched
+
+    def __init__(self, calls, pre, post, result, tape, detach=False, fuse=True, pool=None,
+                 reuse=False):
         """``calls`` from ``tape``; ``pre``/``post`` the reachable tensors' (data, grad,
         version) before and after the traced run; ``result`` what the function returned;
         ``fuse``: replay runs of kernel calls through one interpreter call (``fuse.py``);
         ``pool``: buffers laid out in one arena that the caller passes to ``run`` (a
-        ``Pool``)."""
+        ``Pool``); ``reuse``: intermediates never alive at once share memory
+        (``reuse.py``)."""
         from numba.core.registry import CPUDispatcher
         externals = [d for d, _, _ in pre]
         snapshots = tape.first
@@ -297,6 +302,9 @@ class Plan:
         if fuse:
             fused = Fused(self, _NO_GUARD)
             self.fused = fused if fused.regions else None
+        if reuse and pool is None:
+            from numgrad._compile.reuse import plan_memory
+            plan_memory(self)
 
     # ---------------------------------------------------------------------------------------
     def bases(self, datas, shadow=None, arena=None):
@@ -375,12 +383,19 @@ class Plan:
     def _steps(self, fused, bases, addr, watch):
         """Run the steps; ``watch``: (buffers, their digests at the start, the set of indices
         of those changed before a check, filled here)."""
-        for step in self.steps if fused is None else fused.items:
+        births = self.births if watch is not None else None
+        for t, step in enumerate(self.steps if fused is None else fused.items):
             if watch is not None and step.__class__ is tuple and (
                     step[5] is not _NO_GUARD or any(r[4] for r in step[4])):
                 exts, sums, touched = watch
                 touched.update(n for n, (b, c) in enumerate(zip(exts, sums))
                                if n not in touched and _digest(b) != c)
+            if births is not None and t in births:
+                # a verification run: memory an intermediate shares with earlier ones
+                # starts as NaN bytes, as if it were its own (``reuse.py``)
+                for key, n in births[t]:
+                    buf, off = bases[key]
+                    buf[off:off + n] = 255
             if step.__class__ is Region:
                 step.interpret(step.prog, step.numbers, addr)
                 continue

@@ -11,13 +11,21 @@ from numgrad.tensor import Tensor
 def shadow(plan, datas):
     """Copies of every buffer the plan touches, as the call starts; the buffers its kernels
     write (``plan.written_statics``) as NaN bytes instead, so that a plan missing a step
-    cannot pass on what the traced call left there (with the same inputs, the same values)."""
+    cannot pass on what the traced call left there (with the same inputs, the same values).
+    Statics that share memory (``plan.arena``) share one copy of it."""
     copies = {}
     for i in plan.used:
         d = datas[i]
         r = root(d)
         copies[i] = (r.copy(order="K"), address(d) - address(r))
+    arena = plan.arena
+    if arena:  # statics sharing memory (``reuse.py``): one copy of their arena, all NaN
+        shared = np.full(plan.arena_bytes, 255, np.uint8)
+        for rid, off in arena.items():
+            copies[("s", rid)] = (shared, off)
     for rid, r in plan.statics.items():
+        if arena and rid in arena:
+            continue
         c = r.copy(order="K")
         if rid in plan.written_statics and (c.flags.c_contiguous or c.flags.f_contiguous):
             c.reshape(-1, order="A").view(np.uint8)[:] = 255

@@ -1,0 +1,71 @@
+"""Intermediates of a compiled plan that are never alive at once share memory
+(``numgrad/_compile/reuse.py``): the plan's results stay eager's, bit for bit, and a plan whose
+sharing were wrong fails verification (so the call runs eagerly) instead of replaying."""
+
+import warnings
+
+import numpy as np
+
+import numgrad
+from numgrad._compile import reuse
+
+
+def _mlp_step(seed=0):
+    numgrad.manual_seed(seed)
+    nn = numgrad.nn
+    model = nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 16), nn.Tanh(),
+                          nn.Linear(16, 3))
+    opt = numgrad.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(x, y):
+        opt.zero_grad(set_to_none=True)
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss.detach()
+    return model, step
+
+
+def _batches(n):
+    rng = np.random.default_rng(3)
+    return [(numgrad.tensor(rng.standard_normal((8, 6)).astype(np.float32)),
+             numgrad.tensor(rng.integers(0, 3, 8))) for _ in range(n)]
+
+
+def _same_as_eager(compiled_step, compiled_model):
+    eager_model, eager_step = _mlp_step()
+    for x, y in _batches(6):
+        a, b = eager_step(x, y), compiled_step(x, y)
+        assert a.numpy().tobytes() == b.numpy().tobytes()
+    for (name, p), q in zip(eager_model.named_parameters(), compiled_model.parameters()):
+        assert p.detach().numpy().tobytes() == q.detach().numpy().tobytes(), name
+
+
+def test_intermediates_share_memory_and_results_stay_eagers():
+    model, step = _mlp_step()
+    compiled = numgrad.compile(step)
+    _same_as_eager(compiled, model)
+    entries = [e for e in compiled._cache.values() if e.verified]
+    assert entries
+    plan = entries[-1].plan
+    assert plan.arena
+    shared = sum(-(-plan.statics[rid].nbytes // reuse.ALIGN) * reuse.ALIGN
+                 for rid in plan.arena)
+    assert plan.arena_bytes < shared
+    # every static placed in the arena is a view of it, at its offset
+    for rid, off in plan.arena.items():
+        r = plan.statics[rid]
+        assert r.__array_interface__["data"][0] == plan.arena_buffer.ctypes.data + off
+
+
+def test_wrong_sharing_fails_verification_and_calls_stay_eager(monkeypatch):
+    """Every intermediate placed at offset 0 (lives overlapping): verification replays on a
+    copy of the arena, each intermediate starting as NaN bytes where it is first written, so
+    the plan never replays, and every call returns eager's values."""
+    monkeypatch.setattr(reuse, "_place", lambda sizes, first, last: dict.fromkeys(sizes, 0))
+    model, step = _mlp_step()
+    compiled = numgrad.compile(step)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _same_as_eager(compiled, model)
+    assert compiled._cache and not any(e.verified for e in compiled._cache.values())
