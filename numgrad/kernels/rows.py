@@ -3,7 +3,8 @@ flat buffer, an element offset and the stride between the row's n elements (as t
 kernels of ``numgrad.kernels.lines``).
 
 A row is served by a team of lanes: lane ``lane0(tm)`` takes the elements lane0, lane0 +
-lanes(tm), ... and the team combines its partial results with ``allsum``/``allmax``/``anyof``.
+lanes(tm), ... and the team combines its partial results with ``allsum``/``allmax``/``anyof``
+(``allext``/``allbest`` for the reductions).
 ``numgrad.kernels.cpu.rows`` binds a team of one (lane 0 of 1, the combines return their
 argument: plain loops over the row that vectorize), one row per ``prange`` iteration;
 ``numgrad.kernels.cuda.rows`` binds the threads of a block segment (shared-memory trees).
@@ -47,6 +48,17 @@ def anyof(tm, flag):
     raise NotImplementedError
 
 
+def allext(tm, v, big):
+    """The largest (``big``) or smallest ``v`` over the team's lanes; nan wins."""
+    raise NotImplementedError
+
+
+def allbest(tm, x, xo, xs, best, largest):
+    """The best of the lanes' candidate indices ``best`` (-1: none) along the row: nan beats
+    numbers, then the larger (``largest``) or smaller value, ties the lower index."""
+    raise NotImplementedError
+
+
 def fexp(v):
     """e^v (the CPU's vectorizable exp, the GPU's libdevice one)."""
     raise NotImplementedError
@@ -62,6 +74,88 @@ def shift(x, xo, xs, out, oo, os, n, m, log_s, tm):
     fastmath, which would reassociate it into x - (m + log_s), the inexact form."""
     for c in range(lane0(tm), n, lanes(tm)):
         out[oo + c * os] = (x[xo + c * xs] - m) - log_s
+
+
+# ----------------------------------------------------------------------------------------
+# reductions of a row (one dim of an (outer, n, inner) view) to one value
+# ----------------------------------------------------------------------------------------
+
+
+def sum_row(x, xo, xs, n, out, oo, scale, acc, tm):
+    """out = sum x * scale: summed in ``acc``'s type (float64, int64), rounded to the output
+    dtype (the store) before scaling, as a mean is sum / n in the output dtype."""
+    s = acc
+    for c in range(lane0(tm), n, lanes(tm)):
+        s += x[xo + c * xs]
+    s = allsum(tm, s)
+    if lead(tm):
+        out[oo] = s
+        out[oo] = out[oo] * scale
+
+
+def extreme_row(x, xo, xs, n, largest, vals, vo, idx, io, want_idx, tm):
+    """vals = the row's max (``largest``) or min and, if ``want_idx``, idx = its first index;
+    nan wins (the first nan: a lane stops at its first). x[xo] must exist."""
+    c0 = lane0(tm)
+    best = -1
+    bv = x[xo]
+    if c0 < n:
+        best = c0
+        bv = x[xo + c0 * xs]
+        if bv == bv:
+            for c in range(c0 + lanes(tm), n, lanes(tm)):  # a for loop with a break: 8x a while
+                v = x[xo + c * xs]
+                if v != v:
+                    best = c
+                    bv = v
+                    break
+                if v > bv if largest else v < bv:
+                    best = c
+                    bv = v
+    best = allbest(tm, x, xo, xs, best, largest)
+    if lead(tm):
+        vals[vo] = x[xo + best * xs]
+        if want_idx:
+            idx[io] = best
+
+
+# norm kinds: the special cases of p
+P2, P1, P0, PGEN, PINF, PNEGINF = 0, 1, 2, 3, 4, 5
+
+
+def norm_row(x, xo, xs, n, kind, p, out, oo, tm):
+    """out = (sum |x|^p)^(1/p) in float64, p = 2, 1, 0, +-inf special-cased (``kind``, a
+    loop each); the inf norms of an empty row are 0."""
+    acc = 0.0
+    if kind >= PINF:
+        big = kind == PINF
+        m = 0.0 if big else math.inf
+        for c in range(lane0(tm), n, lanes(tm)):
+            v = abs(x[xo + c * xs])
+            if m == m and (v != v or (v > m if big else v < m)):
+                m = v
+        res = allext(tm, m, big)
+        if n == 0:
+            res = 0.0
+    elif kind == P2:
+        for c in range(lane0(tm), n, lanes(tm)):
+            v = x[xo + c * xs]
+            acc += v * v
+        res = math.sqrt(allsum(tm, acc))
+    elif kind == P1:
+        for c in range(lane0(tm), n, lanes(tm)):
+            acc += abs(x[xo + c * xs])
+        res = allsum(tm, acc)
+    elif kind == P0:
+        for c in range(lane0(tm), n, lanes(tm)):
+            acc += 1.0 if x[xo + c * xs] != 0 else 0.0
+        res = allsum(tm, acc)
+    else:
+        for c in range(lane0(tm), n, lanes(tm)):
+            acc += abs(x[xo + c * xs]) ** p
+        res = allsum(tm, acc) ** (1.0 / p)
+    if lead(tm):
+        out[oo] = res
 
 
 # ----------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from numba.extending import overload
 
 from numgrad import _arrays
 from numgrad.kernels import RED
+from numgrad.kernels import rows as R
 from numgrad.kernels._jit import jit
 from numgrad.kernels.cpu import rows as ROWS
 
@@ -43,25 +44,42 @@ def _acc_buffer(x, n):
     return lambda x, n: np.zeros(n, np.int64)
 
 
+def row_of(x, o, i):
+    """Row (o, :, i) of 3-D ``x`` as (buffer, offset, stride) for the row functions."""
+    raise NotImplementedError
+
+
+@overload(row_of, inline="always")
+def _row_of(x, o, i):
+    if x.layout == "C":  # the flat data: unit-stride rows vectorize
+        return lambda x, o, i: (x[o].reshape(-1), i, x.shape[2])
+    return lambda x, o, i: (x[o, :, i], 0, 1)
+
+
 _FAST = {"fastmath": {"reassoc", "nsz", "contract"}}
 _ND = np.ndarray  # launchers hand data of any other class (CUDA) to the twin module
 
 
+_SUM_ROW = ROWS._F["sum_row"]
+_EXTREME_ROW = ROWS._F["extreme_row"]
+_NORM_ROW = ROWS._F["norm_row"]
+
+
 @jit(**_FAST)
 def sum_3d(x, out, scale):
-    """out[o, i] = scale * sum_r x[o, r, i].
+    """out[o, i] = scale * sum_r x[o, r, i] (``sum_row``).
 
     The wide sum is rounded to the output dtype before scaling (a mean is sum / n in the
-    output dtype, as in PyTorch: a float32 mean whose sum overflows is inf)."""
+    output dtype, as in PyTorch: a float32 mean whose sum overflows is inf). With inner
+    dims, a CPU-only loop order: rows outer, the outputs' partial sums inner (it
+    vectorizes over the outputs; each output still sums its elements in order)."""
     n_o, n_r, n_i = x.shape
-    to = out.dtype.type
     if n_i == 1:
         for o in range(n_o):
-            acc = acc_zero(x)
-            for r in range(n_r):
-                acc += x[o, r, 0]
-            out[o, 0] = to(acc) * scale
+            buf, at, _ = row_of(x, o, 0)
+            _SUM_ROW(buf, at, 1, n_r, out[o], 0, scale, acc_zero(x), 0)
         return
+    to = out.dtype.type
     tmp = acc_buffer(x, n_i)
     for o in range(n_o):
         tmp[:] = 0
@@ -77,42 +95,22 @@ sum_3d.writes = (1,)  # for numgrad.compile's scheduling: it reads x and writes 
 
 @jit
 def extreme_3d(x, out, largest):
-    """out[o, i] = max_r (or min_r) x[o, r, i]; nan wins, as in PyTorch."""
+    """out[o, i] = max_r (or min_r) x[o, r, i]; nan wins, as in PyTorch (``extreme_row``)."""
     n_o, n_r, n_i = x.shape
     for o in range(n_o):
         for i in range(n_i):
-            m = x[o, 0, i]
-            if m == m:
-                for r in range(1, n_r):
-                    v = x[o, r, i]
-                    if v != v:
-                        m = v
-                        break
-                    if (v > m) if largest else (v < m):
-                        m = v
-            out[o, i] = m
+            buf, at, st = row_of(x, o, i)
+            _EXTREME_ROW(buf, at, st, n_r, largest, out[o], i, out[o], i, False, 0)
 
 
 @jit
 def extreme_index_3d(x, values, indices, largest):
-    """Values and first indices of the max (or min) along r; nan wins."""
+    """Values and first indices of the max (or min) along r; nan wins (``extreme_row``)."""
     n_o, n_r, n_i = x.shape
     for o in range(n_o):
         for i in range(n_i):
-            m = x[o, 0, i]
-            k = 0
-            if m == m:
-                for r in range(1, n_r):
-                    v = x[o, r, i]
-                    if v != v:
-                        m = v
-                        k = r
-                        break
-                    if (v > m) if largest else (v < m):
-                        m = v
-                        k = r
-            values[o, i] = m
-            indices[o, i] = k
+            buf, at, st = row_of(x, o, i)
+            _EXTREME_ROW(buf, at, st, n_r, largest, values[o], i, indices[o], i, True, 0)
 
 
 @jit
@@ -145,36 +143,19 @@ def take_along_3d(x, idx, out):
 
 @jit(**_FAST)
 def norm_3d(x, out, p):
-    """out[o, i] = (sum_r |x|^p)^(1/p), with p in {0, 1, 2, inf, -inf} special-cased."""
+    """out[o, i] = (sum_r |x|^p)^(1/p), with p in {0, 1, 2, inf, -inf} special-cased
+    (``norm_row``)."""
     n_o, n_r, n_i = x.shape
+    kind = (R.P2 if p == 2 else R.P1 if p == 1 else R.P0 if p == 0 else
+            R.PINF if p == math.inf else R.PNEGINF if p == -math.inf else R.PGEN)
     for o in range(n_o):
+        if n_i == 1:  # unit stride (a literal): the sums vectorize
+            buf, at, _ = row_of(x, o, 0)
+            _NORM_ROW(buf, at, 1, n_r, kind, p, out[o], 0, 0)
+            continue
         for i in range(n_i):
-            if p == math.inf or p == -math.inf:
-                m = abs(x[o, 0, i]) if n_r else 0.0
-                for r in range(1, n_r):
-                    v = abs(x[o, r, i])
-                    if v != v or ((v > m) if p > 0 else (v < m)):
-                        m = v
-                out[o, i] = m
-                continue
-            acc = 0.0
-            if p == 2:
-                for r in range(n_r):
-                    v = x[o, r, i]
-                    acc += v * v
-                out[o, i] = math.sqrt(acc)
-            elif p == 1:
-                for r in range(n_r):
-                    acc += abs(x[o, r, i])
-                out[o, i] = acc
-            elif p == 0:
-                for r in range(n_r):
-                    acc += 1.0 if x[o, r, i] != 0 else 0.0
-                out[o, i] = acc
-            else:
-                for r in range(n_r):
-                    acc += abs(x[o, r, i]) ** p
-                out[o, i] = acc ** (1.0 / p)
+            buf, at, st = row_of(x, o, i)
+            _NORM_ROW(buf, at, st, n_r, kind, p, out[o], i, 0)
 
 
 # the softmax family and logsumexp are row kernels written once for both devices

@@ -42,6 +42,8 @@ def _qnan_impl(m):
 _TEAM = {"lane0": inline(lambda tm: 0), "lanes": inline(lambda tm: 1),
          "lead": inline(lambda tm: True), "allsum": inline(lambda tm, v: v),
          "allmax": inline(lambda tm, v: v), "anyof": inline(lambda tm, flag: flag),
+         "allext": inline(lambda tm, v, big: v),
+         "allbest": inline(lambda tm, x, xo, xs, best, largest: best),
          "qnan": inline(lambda m: _qnan_of(m)), "fexp": fexp}
 
 
@@ -50,9 +52,9 @@ def _bind():
     compiled apart without fastmath (see its docstring)."""
     g = dict(R.__dict__)
     g.update(_TEAM)
-    names = ("shift", "row_max", "softmax_row", "softmax_bwd_row", "log_softmax_bwd_row",
-             "logsumexp_row", "layer_norm_row", "layer_norm_bwd_row", "layer_norm_params_tile",
-             "nll_row", "nll_bwd_row")
+    names = ("sum_row", "extreme_row", "norm_row", "shift", "row_max", "softmax_row",
+             "softmax_bwd_row", "log_softmax_bwd_row", "logsumexp_row", "layer_norm_row",
+             "layer_norm_bwd_row", "layer_norm_params_tile", "nll_row", "nll_bwd_row")
     for name in names:
         fn = getattr(R, name)
         copy = pytypes.FunctionType(fn.__code__, g, name, fn.__defaults__)

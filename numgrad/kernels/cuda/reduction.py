@@ -1,36 +1,27 @@
-"""Reduction kernels on the GPU: the twin of ``numgrad.kernels.cpu.reduction``.
+"""Reductions on the GPU: the launch machinery of the row kernels and what is not a row.
 
-Why a second source: a CPU reduction is a serial loop per row (rows spread over threads by
-``prange``), while a GPU reduction splits each row over many threads and combines their
-partials by a tree in shared memory, with coalesced loads; the algorithms differ, so the
-kernels do (operations along a line that stay serial, cumsum and sort, share one source in
-``numgrad.kernels.lines``).
+The reductions along a dim (sum/mean, amax/amin, max/min with indices, norms), the softmax
+family and logsumexp are row kernels written once for both devices (``numgrad.kernels.rows``;
+their CUDA launchers are in ``numgrad.kernels.cuda.rows``, and this module's names
+``sum_3d`` ... ``norm_3d`` are theirs). This module holds what those launches stand on:
 
-Every kernel works on a strided 3-D view ``(outer, reduced, inner)`` of its input (given as
+Every launch works on a strided 3-D view ``(outer, reduced, inner)`` of its input (given as
 flat buffer, offset and three element strides, so the views made by ``as3d`` need no copy)
-and writes an ``(outer, inner)`` result.
-
-Layout of a launch: each output element ``(o, i)`` (a "row" along the reduced axis) is
-served by a segment of ``tr`` threads of a block (``tr`` a power of two, 1..blockDim): the
-lanes stride over the reduced axis, then combine their partial results by a tree reduction
-in shared memory. With ``tr == blockDim`` this is one block per output; with smaller ``tr``
+and writes an ``(outer, inner)`` result. Each output element ``(o, i)`` (a "row" along the
+reduced axis) is served by a segment of ``tr`` threads of a block (``tr`` a power of two,
+1..blockDim, ``_lanes``): the lanes stride over the reduced axis, then combine their partial
+results by trees in shared memory (``_tree_sum``, ``_tree_ext``, ``_tree_best``: the row
+team's combines). With ``tr == blockDim`` this is one block per output; with smaller ``tr``
 one block serves several outputs, which keeps the GPU busy when the reduced axis is short or
 strided. A segment's lanes are adjacent threads when the reduced axis has unit stride, and
 interleaved with the other segments' (``ls`` threads apart) when the inner axis has it, so
 a warp's loads are coalesced either way. Blocks loop over groups of outputs (block-stride),
 so any grid size is correct (the simulator runs one block of 32 threads).
 
-* sums accumulate float inputs in float64 and integer/bool inputs in int64, as the CPU's
-  ``acc_zero``/``acc_buffer``; ``sum_all`` of a large array runs two passes (per-block
-  partial sums, then one reduction of the partials), deterministic unlike atomics;
-* max/min/argmax reduce candidate *indices* in shared memory (comparing through the input),
-  so one kernel serves every dtype: nan wins, ties go to the first index, as on the CPU;
-* the softmax family and logsumexp are row kernels written once for both devices
-  (``numgrad.kernels.rows``; their CUDA launchers, on this module's segments and trees, are
-  in ``numgrad.kernels.cuda.rows``).
+Written here for the GPU alone: ``sum_all``'s first pass over a large array (per-block
+partial sums, then one row reduction of the partials: deterministic unlike atomics), and
+the one-thread-per-element gathers, scatters and nan check.
 """
-
-import math
 
 import numpy as np
 from numba import cuda, float64, int64
@@ -39,8 +30,8 @@ from numgrad.kernels.cpu.reduction import as3d, runs  # pure shape helpers: work
 from numgrad.kernels.cuda import _launch
 from numgrad.kernels.cuda.array import CudaArray, from_any
 
-__all__ = ["runs", "as3d", "sum_3d", "extreme_3d", "extreme_index_3d", "put_along_3d",
-           "has_nan", "take_along_3d", "norm_3d", "reduce_dims", "sum_all", "sum_dims"]
+__all__ = ["runs", "as3d", "put_along_3d", "has_nan", "take_along_3d", "reduce_dims", "sum_all",
+           "sum_dims"]
 
 NT = 256  # shared-memory slots per block: at least the threads of any launch here
 assert _launch.THREADS <= NT
@@ -115,16 +106,6 @@ def _wins(x, p, xs1, a, b, mode):
 
 
 @_launch.device
-def _lane_best(x, p, xs1, lane, n_r, tr, mode):
-    """The best index among r = lane, lane + tr, ... (-1 when there is none)."""
-    best = -1
-    for r in range(lane, n_r, tr):
-        if best < 0 or _wins(x, p, xs1, best, r, mode):
-            best = r
-    return best
-
-
-@_launch.device
 def _tree_best(sh, t, lane, tr, ls, best, x, p, xs1, mode):
     """The best of the lanes' candidate indices (-1: none), returned to every lane."""
     sh[t] = best
@@ -151,58 +132,9 @@ def _seg_output(base, t, ls, tr):
     return base + t % ls + (t // (ls * tr)) * ls
 
 
-@_launch.device
-def _seg_best(x, xo, xs0, xs1, xs2, k, n_out, n_r, n_i, t, lane, tr, ls, mode, sh):
-    """The best index along the row of output ``k`` (-1 if k >= n_out or the row is empty)."""
-    o = k // n_i
-    p = xo + o * xs0 + (k - o * n_i) * xs2
-    best = -1
-    if k < n_out:
-        best = _lane_best(x, p, xs1, lane, n_r, tr, mode)
-    return _tree_best(sh, t, lane, tr, ls, best, x, p, xs1, mode)
-
-
 # ----------------------------------------------------------------------------------------
-# sums
+# sum_all's first pass
 # ----------------------------------------------------------------------------------------
-
-
-@_launch.device
-def _sum_body(x, xo, xs0, xs1, xs2, out, oo, os0, os1, n_o, n_r, n_i, tr, ls, scale, sh, zero):
-    t = cuda.threadIdx.x
-    lane = (t // ls) % tr
-    per = cuda.blockDim.x // tr
-    n_out = n_o * n_i
-    for base in range(cuda.blockIdx.x * per, n_out, cuda.gridDim.x * per):
-        k = _seg_output(base, t, ls, tr)
-        o, i = k // n_i, k % n_i
-        acc = zero
-        if k < n_out:
-            p = xo + o * xs0 + i * xs2
-            for r in range(lane, n_r, tr):
-                acc += x[p + r * xs1]
-        acc = _tree_sum(sh, t, lane, tr, ls, acc)
-        if lane == 0 and k < n_out:
-            # rounded to the output dtype (the store) before scaling, as the CPU's sum_3d
-            q = oo + o * os0 + i * os1
-            out[q] = acc
-            out[q] = out[q] * scale
-
-
-@_launch.jit
-def sum_f_kernel(x, xo, xs0, xs1, xs2, out, oo, os0, os1, n_o, n_r, n_i, tr, ls, scale):
-    """out[o, i] = scale * sum_r x[o, r, i], float64 accumulator."""
-    sh = cuda.shared.array(NT, float64)
-    _sum_body(x, xo, xs0, xs1, xs2, out, oo, os0, os1, n_o, n_r, n_i, tr, ls, scale, sh,
-              float64(0))
-
-
-@_launch.jit
-def sum_i_kernel(x, xo, xs0, xs1, xs2, out, oo, os0, os1, n_o, n_r, n_i, tr, ls, scale):
-    """out[o, i] = scale * sum_r x[o, r, i], int64 accumulator (integer and bool inputs)."""
-    sh = cuda.shared.array(NT, int64)
-    _sum_body(x, xo, xs0, xs1, xs2, out, oo, os0, os1, n_o, n_r, n_i, tr, ls, scale, sh,
-              int64(0))
 
 
 @_launch.device
@@ -229,96 +161,6 @@ def part_i_kernel(x, xo, xs, n, part):
     """part[block] = this block's grid-stride share of sum(x) (int64)."""
     sh = cuda.shared.array(NT, int64)
     _part_body(x, xo, xs, n, part, sh, int64(0))
-
-
-# ----------------------------------------------------------------------------------------
-# max / min (values, indices), norms, logsumexp
-# ----------------------------------------------------------------------------------------
-
-
-@_launch.jit
-def extreme_kernel(x, xo, xs0, xs1, xs2, vals, vo, vs0, vs1, n_o, n_r, n_i, tr, ls, mode):
-    """vals[o, i] = max_r (MAX) or min_r (MIN) x[o, r, i]; nan wins."""
-    sh = cuda.shared.array(NT, int64)
-    t = cuda.threadIdx.x
-    lane = (t // ls) % tr
-    per = cuda.blockDim.x // tr
-    n_out = n_o * n_i
-    for base in range(cuda.blockIdx.x * per, n_out, cuda.gridDim.x * per):
-        k = _seg_output(base, t, ls, tr)
-        best = _seg_best(x, xo, xs0, xs1, xs2, k, n_out, n_r, n_i, t, lane, tr, ls, mode, sh)
-        if lane == 0 and k < n_out:
-            o = k // n_i
-            i = k - o * n_i
-            vals[vo + o * vs0 + i * vs1] = x[xo + o * xs0 + best * xs1 + i * xs2]
-
-
-@_launch.jit
-def extreme_index_kernel(x, xo, xs0, xs1, xs2, vals, vo, vs0, vs1, idx, io, is0, is1,
-                         n_o, n_r, n_i, tr, ls, mode):
-    """Values and first indices of the max (MAX) or min (MIN) along r; nan wins."""
-    sh = cuda.shared.array(NT, int64)
-    t = cuda.threadIdx.x
-    lane = (t // ls) % tr
-    per = cuda.blockDim.x // tr
-    n_out = n_o * n_i
-    for base in range(cuda.blockIdx.x * per, n_out, cuda.gridDim.x * per):
-        k = _seg_output(base, t, ls, tr)
-        best = _seg_best(x, xo, xs0, xs1, xs2, k, n_out, n_r, n_i, t, lane, tr, ls, mode, sh)
-        if lane == 0 and k < n_out:
-            o = k // n_i
-            i = k - o * n_i
-            vals[vo + o * vs0 + i * vs1] = x[xo + o * xs0 + best * xs1 + i * xs2]
-            idx[io + o * is0 + i * is1] = best
-
-
-# norm kinds (the CPU's special cases of p)
-P2, P1, P0, PGEN, PINF, PNEGINF = 0, 1, 2, 3, 4, 5
-
-
-@_launch.jit
-def norm_kernel(x, xo, xs0, xs1, xs2, out, oo, os0, os1, n_o, n_r, n_i, tr, ls, kind, p):
-    """out[o, i] = (sum_r |x|^p)^(1/p); p = 2, 1, 0, +-inf special-cased (``kind``)."""
-    sh = cuda.shared.array(NT, float64)
-    t = cuda.threadIdx.x
-    lane = (t // ls) % tr
-    per = cuda.blockDim.x // tr
-    n_out = n_o * n_i
-    for base in range(cuda.blockIdx.x * per, n_out, cuda.gridDim.x * per):
-        k = _seg_output(base, t, ls, tr)
-        o, i = k // n_i, k % n_i
-        q = xo + o * xs0 + i * xs2
-        nr = n_r if k < n_out else 0
-        if kind >= PINF:
-            big = kind == PINF
-            m = float64(0) if big else float64(math.inf)
-            for r in range(lane, nr, tr):
-                v = abs(x[q + r * xs1])
-                if m == m and (v != v or (v > m if big else v < m)):
-                    m = v
-            res = _tree_ext(sh, t, lane, tr, ls, m, big)
-            if n_r == 0:
-                res = float64(0)
-        else:
-            acc = float64(0)
-            for r in range(lane, nr, tr):
-                v = x[q + r * xs1]
-                if kind == P2:
-                    acc += v * v
-                elif kind == P1:
-                    acc += abs(v)
-                elif kind == P0:
-                    if v != 0:
-                        acc += 1.0
-                else:
-                    acc += abs(v) ** p
-            res = _tree_sum(sh, t, lane, tr, ls, acc)
-            if kind == P2:
-                res = math.sqrt(res)
-            elif kind == PGEN:
-                res = res ** (1.0 / p)
-        if lane == 0 and k < n_out:
-            out[oo + o * os0 + i * os1] = res
 
 
 # ----------------------------------------------------------------------------------------
@@ -404,35 +246,6 @@ def _is_float(a):
 # ----------------------------------------------------------------------------------------
 
 
-def sum_3d(x, out, scale):
-    """out[o, i] = scale * sum_r x[o, r, i] (float inputs accumulate in float64)."""
-    x, out = from_any(x), from_any(out)
-    if not out.size:
-        return
-    if _is_float(x):
-        k, scale = sum_f_kernel, np.float64(scale)
-    else:
-        k = sum_i_kernel
-        scale = np.float64(scale) if isinstance(scale, (float, np.floating)) else \
-            np.int64(scale)
-    _rows(k, x, _geom(x) + _geom(out), (scale,))
-
-
-def extreme_3d(x, out, largest):
-    """out[o, i] = max_r (or min_r) x[o, r, i]; nan wins, as in PyTorch."""
-    x, out = from_any(x), from_any(out)
-    if out.size and x.shape[1]:
-        _rows(extreme_kernel, x, _geom(x) + _geom(out), (MAX if largest else MIN,))
-
-
-def extreme_index_3d(x, values, indices, largest):
-    """Values and first indices of the max (or min) along r; nan wins."""
-    x, values, indices = from_any(x), from_any(values), from_any(indices)
-    if values.size and x.shape[1]:
-        _rows(extreme_index_kernel, x, _geom(x) + _geom(values) + _geom(indices),
-              (MAX if largest else MIN,))
-
-
 def put_along_3d(src, idx, out):
     """out = 0; out[o, idx[o, i], i] = src[o, i] (the backward of max/min along a dim)."""
     src, idx, out = from_any(src), from_any(idx), from_any(out)
@@ -462,20 +275,26 @@ def take_along_3d(x, idx, out):
                        out.shape[1], n)
 
 
-_NORM_KIND = {2.0: P2, 1.0: P1, 0.0: P0, math.inf: PINF, -math.inf: PNEGINF}
-
-
-def norm_3d(x, out, p):
-    """out[o, i] = (sum_r |x|^p)^(1/p), with p in {0, 1, 2, inf, -inf} special-cased."""
-    x, out = from_any(x), from_any(out)
-    if out.size:
-        p = float(p)
-        _rows(norm_kernel, x, _geom(x) + _geom(out), (_NORM_KIND.get(p, PGEN), np.float64(p)))
-
-
 # ----------------------------------------------------------------------------------------
 # launchers (same signatures as the CPU ones; CPU kernel objects map to twins by name)
 # ----------------------------------------------------------------------------------------
+
+
+# the reductions along a dim are row kernels written once (``numgrad.kernels.rows``): their
+# CUDA launchers are ``numgrad.kernels.cuda.rows``' (imported on use: that module imports
+# this one), reached here by name
+_ROW_REDUCTIONS = ("sum_3d", "extreme_3d", "extreme_index_3d", "norm_3d")
+
+
+def _rows_module():
+    from numgrad.kernels.cuda import rows
+    return rows
+
+
+def __getattr__(name):
+    if name in _ROW_REDUCTIONS:
+        return getattr(_rows_module(), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _twin_of(kernel):
@@ -484,6 +303,8 @@ def _twin_of(kernel):
     if getattr(kernel, "__module__", None) == "numgrad.kernels.cpu.rows":
         return kernel
     name = getattr(kernel, "py_func", kernel).__name__
+    if name in _ROW_REDUCTIONS:
+        return getattr(_rows_module(), name)
     k = _TWINS.get(name)
     if k is None:
         raise NotImplementedError(f"no CUDA twin of reduction kernel {name!r}")
@@ -508,7 +329,8 @@ def reduce_dims(kernel, x, dims, dtype, *args):
         out = CudaArray.empty((x3.shape[0], x3.shape[2]), dtype)
         # the scale of sum/mean applies once, on the last pass (an earlier one may produce
         # nothing); other kernels take the same arguments every pass
-        k3(x3, out, *(args if n == last or k3 is not sum_3d else (args[0].__class__(1),)))
+        k3(x3, out, *(args if n == last or k3 is not _rows_module().sum_3d
+                      else (args[0].__class__(1),)))
         x = out.reshape(_keep_shape(x.shape, start, stop))
     return x
 
@@ -527,14 +349,13 @@ def sum_all(x, dtype, scale):
         _launch.launch_blocks(part_f_kernel if isf else part_i_kernel, blocks, threads,
                               *_geom(flat), n, part.buf)
         flat = part
-    sum_3d(flat.reshape(1, flat.size, 1), out, scale)
+    _rows_module().sum_3d(flat.reshape(1, flat.size, 1), out, scale)
     return out.reshape(())
 
 
 def sum_dims(x, dims, dtype, scale):
     """sum over ``dims`` (non-empty) times ``scale`` (mean: 1/n); reduced dims kept as 1."""
-    return reduce_dims(sum_3d, x, dims, dtype, scale)
+    return reduce_dims(_rows_module().sum_3d, x, dims, dtype, scale)
 
 
-_TWINS = {f.__name__: f for f in (sum_3d, extreme_3d, extreme_index_3d, norm_3d,
-                                  put_along_3d, take_along_3d)}
+_TWINS = {f.__name__: f for f in (put_along_3d, take_along_3d)}

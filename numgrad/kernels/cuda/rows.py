@@ -13,13 +13,23 @@ import math
 import types as pytypes
 
 import numpy as np
-from numba import cuda, float64
+from numba import cuda, float64, int64
 
 from numgrad.kernels import rows as R
 from numgrad.kernels.cpu.reduction import as3d
 from numgrad.kernels.cuda import _launch
 from numgrad.kernels.cuda.array import CudaArray, from_any
-from numgrad.kernels.cuda.reduction import NT, _geom, _rows, _seg_output, _tree_ext, _tree_sum
+from numgrad.kernels.cuda.reduction import (
+    MAX,
+    MIN,
+    NT,
+    _geom,
+    _rows,
+    _seg_output,
+    _tree_best,
+    _tree_ext,
+    _tree_sum,
+)
 
 # --- the team of a segment: tm = (lane, lanes, lead, thread, lane spacing, shared array) ---
 
@@ -41,7 +51,7 @@ def _lead(tm):
 
 @_launch.device
 def _allsum(tm, v):
-    return _tree_sum(tm[5], tm[3], tm[0], tm[1], tm[4], float64(v))
+    return _tree_sum(tm[5], tm[3], tm[0], tm[1], tm[4], v)  # in the shared array's type
 
 
 @_launch.device
@@ -55,19 +65,31 @@ def _anyof(tm, flag):
 
 
 @_launch.device
+def _allext(tm, v, big):
+    return _tree_ext(tm[5], tm[3], tm[0], tm[1], tm[4], float64(v), big)
+
+
+@_launch.device
+def _allbest(tm, x, xo, xs, best, largest):  # tm[5]: an int64 shared array
+    return _tree_best(tm[5], tm[3], tm[0], tm[1], tm[4], best, x, xo, xs,
+                      MAX if largest else MIN)
+
+
+@_launch.device
 def _qnan(m):
     return float64(math.nan)
 
 
 _TEAM = {"lane0": _lane0, "lanes": _lanes, "lead": _lead, "allsum": _allsum,
-         "allmax": _allmax, "anyof": _anyof, "qnan": _qnan,
+         "allmax": _allmax, "anyof": _anyof, "allext": _allext, "allbest": _allbest,
+         "qnan": _qnan,
          "fexp": _launch._SimMath().exp if _launch.SIM else math.exp}
 if _launch.SIM:
     _TEAM["math"] = _launch._SimMath()
 
-_NAMES = ("shift", "row_max", "softmax_row", "softmax_bwd_row", "log_softmax_bwd_row",
-          "logsumexp_row", "layer_norm_row", "layer_norm_bwd_row", "layer_norm_params_tile",
-          "nll_row", "nll_bwd_row")
+_NAMES = ("sum_row", "extreme_row", "norm_row", "shift", "row_max", "softmax_row",
+          "softmax_bwd_row", "log_softmax_bwd_row", "logsumexp_row", "layer_norm_row",
+          "layer_norm_bwd_row", "layer_norm_params_tile", "nll_row", "nll_bwd_row")
 
 
 def _bind():
@@ -86,6 +108,71 @@ def _bind():
 _bind()
 
 # --- kernel templates (``f``: the row function) ---------------------------------------------
+
+
+def _sum_f_k(x, xo, xs0, xs1, xs2, out, oo, os0, os1, n_o, n_r, n_i, tr, ls, scale):
+    sh = cuda.shared.array(NT, float64)
+    t = cuda.threadIdx.x
+    lane = (t // ls) % tr
+    per = cuda.blockDim.x // tr
+    n_out = n_o * n_i
+    for base in range(cuda.blockIdx.x * per, n_out, cuda.gridDim.x * per):
+        k = _seg_output(base, t, ls, tr)
+        live = k < n_out
+        o = k // n_i
+        i = k - o * n_i
+        tm = (lane, tr, live and lane == 0, t, ls, sh)
+        f(x, xo + o * xs0 + i * xs2, xs1, n_r if live else 0, out, oo + o * os0 + i * os1,  # noqa: F821
+          scale, float64(0), tm)
+
+
+def _sum_i_k(x, xo, xs0, xs1, xs2, out, oo, os0, os1, n_o, n_r, n_i, tr, ls, scale):
+    sh = cuda.shared.array(NT, int64)
+    t = cuda.threadIdx.x
+    lane = (t // ls) % tr
+    per = cuda.blockDim.x // tr
+    n_out = n_o * n_i
+    for base in range(cuda.blockIdx.x * per, n_out, cuda.gridDim.x * per):
+        k = _seg_output(base, t, ls, tr)
+        live = k < n_out
+        o = k // n_i
+        i = k - o * n_i
+        tm = (lane, tr, live and lane == 0, t, ls, sh)
+        f(x, xo + o * xs0 + i * xs2, xs1, n_r if live else 0, out, oo + o * os0 + i * os1,  # noqa: F821
+          scale, int64(0), tm)
+
+
+def _extreme_k(x, xo, xs0, xs1, xs2, vals, vo, vs0, vs1, idx, io, is0, is1, n_o, n_r, n_i, tr,
+               ls, largest, want_idx):
+    sh = cuda.shared.array(NT, int64)
+    t = cuda.threadIdx.x
+    lane = (t // ls) % tr
+    per = cuda.blockDim.x // tr
+    n_out = n_o * n_i
+    for base in range(cuda.blockIdx.x * per, n_out, cuda.gridDim.x * per):
+        k = _seg_output(base, t, ls, tr)
+        live = k < n_out
+        o = k // n_i
+        i = k - o * n_i
+        tm = (lane, tr, live and lane == 0, t, ls, sh)
+        f(x, xo + o * xs0 + i * xs2 if live else xo, xs1, n_r if live else 0, largest,  # noqa: F821
+          vals, vo + o * vs0 + i * vs1, idx, io + o * is0 + i * is1, want_idx, tm)
+
+
+def _norm_k(x, xo, xs0, xs1, xs2, out, oo, os0, os1, n_o, n_r, n_i, tr, ls, kind, p):
+    sh = cuda.shared.array(NT, float64)
+    t = cuda.threadIdx.x
+    lane = (t // ls) % tr
+    per = cuda.blockDim.x // tr
+    n_out = n_o * n_i
+    for base in range(cuda.blockIdx.x * per, n_out, cuda.gridDim.x * per):
+        k = _seg_output(base, t, ls, tr)
+        live = k < n_out
+        o = k // n_i
+        i = k - o * n_i
+        tm = (lane, tr, live and lane == 0, t, ls, sh)
+        f(x, xo + o * xs0 + i * xs2, xs1, n_r if live else 0, kind, p, out,  # noqa: F821
+          oo + o * os0 + i * os1, tm)
 
 
 def _softmax_k(x, xo, xs0, xs1, xs2, out, oo, os0, os1, os2, n_o, n_r, n_i, tr, ls, log):
@@ -246,6 +333,49 @@ def _kernel(template, row):
 def _3d(a):
     """2-D rows as (rows, n, 1)."""
     return from_any(a)[:, :, None]
+
+
+def sum_3d(x, out, scale):
+    """out[o, i] = scale * sum_r x[o, r, i] (float inputs accumulate in float64, others in
+    int64)."""
+    x, out = from_any(x), from_any(out)
+    if not out.size:
+        return
+    if x.dtype.kind == "f":
+        template, scale = _sum_f_k, np.float64(scale)
+    else:
+        template = _sum_i_k
+        scale = np.float64(scale) if isinstance(scale, (float, np.floating)) else \
+            np.int64(scale)
+    _rows(_kernel(template, "sum_row"), x, _geom(x) + _geom(out), (scale,))
+
+
+def extreme_3d(x, out, largest):
+    """out[o, i] = max_r (or min_r) x[o, r, i]; nan wins, as in PyTorch."""
+    x, out = from_any(x), from_any(out)
+    if out.size and x.shape[1]:
+        _rows(_kernel(_extreme_k, "extreme_row"), x, _geom(x) + _geom(out) + _geom(out),
+              (bool(largest), False))
+
+
+def extreme_index_3d(x, values, indices, largest):
+    """Values and first indices of the max (or min) along r; nan wins."""
+    x, values, indices = from_any(x), from_any(values), from_any(indices)
+    if values.size and x.shape[1]:
+        _rows(_kernel(_extreme_k, "extreme_row"), x, _geom(x) + _geom(values) + _geom(indices),
+              (bool(largest), True))
+
+
+_NORM_KIND = {2.0: R.P2, 1.0: R.P1, 0.0: R.P0, math.inf: R.PINF, -math.inf: R.PNEGINF}
+
+
+def norm_3d(x, out, p):
+    """out[o, i] = (sum_r |x|^p)^(1/p), with p in {0, 1, 2, inf, -inf} special-cased."""
+    x, out = from_any(x), from_any(out)
+    if out.size:
+        p = float(p)
+        _rows(_kernel(_norm_k, "norm_row"), x, _geom(x) + _geom(out),
+              (_NORM_KIND.get(p, R.PGEN), np.float64(p)))
 
 
 def softmax_3d(x, out, log):
