@@ -267,6 +267,27 @@ def test_im2col_and_col2im_agree_across_column_layouts(geo, parallel):
         np.testing.assert_allclose(got, expect, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("geo", [  # kh, kw, sh, sw, ph, pw, count_include_pad, divisor
+    (3, 3, 1, 1, 1, 1, True, 0), (3, 2, 2, 1, 1, 1, False, 0), (2, 2, 2, 2, 0, 0, True, 5)])
+def test_avg_pool_backward_is_the_adjoint_in_any_output_layout(geo):
+    from numgrad.kernels.cpu import windows as W
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((2, 3, 7, 6)).astype(np.float32)
+    kh, kw, sh, sw, ph, pw = geo[:6]
+    out = np.empty((2, 3, (7 + 2 * ph - kh) // sh + 1, (6 + 2 * pw - kw) // sw + 1), np.float32)
+    W.avg_pool2d(x, *geo, out)
+    g = rng.standard_normal(out.shape).astype(np.float32)
+    gx = np.empty_like(x)
+    W.avg_pool2d_bwd(g, *geo, gx, parallel=False)
+    # <g, A x> = <A' g, x>
+    np.testing.assert_allclose(np.sum(out * g, dtype=np.float64),
+                               np.sum(x * gx, dtype=np.float64), rtol=1e-5)
+    for parallel in (False, True):  # a strided gradient gets the same bits
+        strided = np.full((2, 3, 7, 12), np.nan, np.float32)[..., ::2]
+        W.avg_pool2d_bwd(g, *geo, strided, parallel=parallel)
+        np.testing.assert_array_equal(strided, gx)
+
+
 @pytest.mark.parametrize("bad", [0, -1, 2.5, True])
 def test_set_num_threads_errors_match_pytorch(bad):
     with pytest.raises(RuntimeError) as ours:
