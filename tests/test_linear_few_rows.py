@@ -8,7 +8,7 @@ from conftest import assert_close
 
 import numgrad as ng
 from numgrad.kernels.cpu import linalg as L
-from numgrad.nn import _attention
+from numgrad.ops import attention as _attention
 
 torch = pytest.importorskip("torch")
 
@@ -85,9 +85,9 @@ def test_causal_sdpa_over_growing_lengths_matches_torch(three_d):
 
 def test_causal_mask_kept_is_never_handed_to_a_graph():
     s = ng.zeros(3, 3, requires_grad=True)
-    kept = _attention._causal_mask(3, 3, s, s.detach())._data
-    saved = _attention._causal_mask(3, 3, s, s)._data
+    kept = _attention.causal_mask(3, 3, s, s.detach())._data
+    saved = _attention.causal_mask(3, 3, s, s)._data
     assert saved is not kept and np.array_equal(saved, kept)
     assert kept.tolist() == [[False, True, True], [False, False, True], [False, False, False]]
-    wide = _attention._causal_mask(2, 4, s, s.detach())._data  # upper-left aligned
+    wide = _attention.causal_mask(2, 4, s, s.detach())._data  # upper-left aligned
     assert wide.tolist() == [[False, True, True, True], [False, False, True, True]]

@@ -4,32 +4,18 @@ tanhshrink, threshold and their in-place forms. PyTorch's argument checks and me
 the math is the declared ops of ``numgrad.ops.activation`` (or a composite of existing ops
 where PyTorch records its pieces: softsign, tanhshrink, softmin)."""
 
-import numpy as np
 
 from numgrad import _dtype
+from numgrad.nn import _checks as C
 from numgrad.ops import activation as act
 from numgrad.ops import elementwise as ew
 from numgrad.ops import reduction as red
 from numgrad.ops import shape as sh
 from numgrad.ops import unary as un
 from numgrad.ops.inplace import apply_
-from numgrad.tensor import Tensor
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
-
-
-def _tensor(fn, t, name="input", pos=1):
-    if not isinstance(t, Tensor):
-        raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be Tensor, not "
-                        f"{type(t).__name__}")
-
-
-def _number(fn, name, pos, v):
-    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be Number, not "
-                        f"{type(v).__name__}")
-    return v
 
 
 def _run(input, inplace, fn, fn_inplace=None):
@@ -40,8 +26,8 @@ def _run(input, inplace, fn, fn_inplace=None):
 
 def elu(input, alpha=1.0, inplace=False):
     """x where x > 0, else alpha (e^x - 1) (``EluBackward0``)."""
-    _tensor("elu", input)
-    _number("elu", "alpha", 2, alpha)
+    C.tensor_arg("elu", "input", 1, input)
+    C.number_arg("elu", "alpha", 2, alpha)
     return _run(input, inplace, lambda x: act.elu(x, alpha, 1.0),
                 lambda x: act.elu_result(x, alpha, 1.0))
 
@@ -52,7 +38,7 @@ def elu_(input, alpha=1.0):
 
 def selu(input, inplace=False):
     """scale elu(x, alpha) with the self-normalizing constants (``EluBackward0``)."""
-    _tensor("selu", input)
+    C.tensor_arg("selu", "input", 1, input)
     return _run(input, inplace, lambda x: act.elu(x, _SELU_ALPHA, _SELU_SCALE),
                 lambda x: act.elu_result(x, _SELU_ALPHA, _SELU_SCALE))
 
@@ -63,8 +49,8 @@ def selu_(input):
 
 def celu(input, alpha=1.0, inplace=False):
     """x where x > 0, else alpha (e^(x / alpha) - 1) (``CeluBackward0``)."""
-    _tensor("celu", input)
-    _number("celu", "alpha", 2, alpha)
+    C.tensor_arg("celu", "input", 1, input)
+    C.number_arg("celu", "alpha", 2, alpha)
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
     return _run(input, inplace, lambda x: act.celu(x, alpha),
@@ -79,9 +65,9 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     """x clamped to [min_val, max_val] (``HardtanhBackward0``)."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
-    _tensor("hardtanh", input)
-    _number("hardtanh", "min_val", 2, min_val)
-    _number("hardtanh", "max_val", 3, max_val)
+    C.tensor_arg("hardtanh", "input", 1, input)
+    C.number_arg("hardtanh", "min_val", 2, min_val)
+    C.number_arg("hardtanh", "max_val", 3, max_val)
     return _run(input, inplace, lambda x: act.hardtanh(x, min_val, max_val))
 
 
@@ -91,13 +77,13 @@ def hardtanh_(input, min_val=-1.0, max_val=1.0):
 
 def relu6(input, inplace=False):
     """min(max(x, 0), 6) (``HardtanhBackward0``, as PyTorch)."""
-    _tensor("relu6", input)
+    C.tensor_arg("relu6", "input", 1, input)
     return _run(input, inplace, lambda x: act.hardtanh(x, 0.0, 6.0))
 
 
 def relu_(input):
     """relu in place."""
-    _tensor("relu_", input)
+    C.tensor_arg("relu_", "input", 1, input)
     return input.relu_()
 
 
@@ -108,31 +94,31 @@ def leaky_relu_(input, negative_slope=0.01):
 
 def hardsigmoid(input, inplace=False):
     """relu6(x + 3) / 6 (``HardsigmoidBackward0``)."""
-    _tensor("hardsigmoid", input)
+    C.tensor_arg("hardsigmoid", "input", 1, input)
     return _run(input, inplace, act.hardsigmoid)
 
 
 def hardswish(input, inplace=False):
     """x relu6(x + 3) / 6 (``HardswishBackward0``)."""
-    _tensor("hardswish", input)
+    C.tensor_arg("hardswish", "input", 1, input)
     return _run(input, inplace, act.hardswish)
 
 
 def mish(input, inplace=False):
     """x tanh(softplus(x)) (``MishBackward0``)."""
-    _tensor("mish", input)
+    C.tensor_arg("mish", "input", 1, input)
     return _run(input, inplace, act.mish)
 
 
 def logsigmoid(input):
     """log(sigmoid(x)) (``LogSigmoidBackward0``)."""
-    _tensor("log_sigmoid", input)
+    C.tensor_arg("log_sigmoid", "input", 1, input)
     return act.logsigmoid(input)
 
 
 def _shrink_lambd(fn, input, lambd, check_range):
-    _tensor(fn, input)
-    _number(fn, "lambd", 2, lambd)
+    C.tensor_arg(fn, "input", 1, input)
+    C.number_arg(fn, "lambd", 2, lambd)
     dt = input.dtype
     if check_range and dt.is_floating_point and not lambd >= 0:
         top = "3.40282e+38" if dt == _dtype.float32 else "1.79769e+308"
@@ -166,9 +152,9 @@ def tanhshrink(input):
 
 def threshold(input, threshold, value, inplace=False):
     """value where x <= threshold, else x (``ThresholdBackward0``)."""
-    _tensor("threshold", input)
-    _number("threshold", "threshold", 2, threshold)
-    _number("threshold", "value", 3, value)
+    C.tensor_arg("threshold", "input", 1, input)
+    C.number_arg("threshold", "threshold", 2, threshold)
+    C.number_arg("threshold", "value", 3, value)
     return _run(input, inplace, lambda x: act.threshold(x, threshold, value),
                 lambda x: act.threshold_input(x, threshold, value))
 
@@ -179,7 +165,7 @@ def threshold_(input, threshold, value):
 
 def glu(input, dim=-1):
     """a sigmoid(b) over the halves of ``dim`` (``GluBackward0``)."""
-    _tensor("glu", input)
+    C.tensor_arg("glu", "input", 1, input)
     if input.dim() and not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"glu_cpu\" not implemented for '{input.dtype._legacy}'")
     return act.glu(input, dim)
@@ -187,8 +173,8 @@ def glu(input, dim=-1):
 
 def prelu(input, weight):
     """x where x > 0, else w x with a weight per channel (``PreluKernelBackward0``)."""
-    _tensor("prelu", input)
-    _tensor("prelu", weight, "weight", 2)
+    C.tensor_arg("prelu", "input", 1, input)
+    C.tensor_arg("prelu", "weight", 2, weight)
     if weight.dim() > 1:
         raise RuntimeError("prelu: Expected `weight` to be a scalar or 1D tensor, but got: "
                            f"ndim = {weight.dim()}")
@@ -213,9 +199,9 @@ def prelu(input, weight):
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     """x where x > 0, else r x: r uniform on [lower, upper) in training (PyTorch's draws),
     (lower + upper) / 2 in eval (``RreluWithNoiseBackward0``)."""
-    _tensor("rrelu", input)
-    _number("rrelu", "lower", 2, lower)
-    _number("rrelu", "upper", 3, upper)
+    C.tensor_arg("rrelu", "input", 1, input)
+    C.number_arg("rrelu", "lower", 2, lower)
+    C.number_arg("rrelu", "upper", 3, upper)
     if lower > upper:
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     if not input.dtype.is_floating_point:
@@ -232,7 +218,7 @@ def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
     """softmax(-x) (``SoftmaxBackward0`` after ``NegBackward0``, as PyTorch)."""
     from numgrad.nn.functional import _softmax_dim
-    _tensor("softmin", input)
+    C.tensor_arg("softmin", "input", 1, input)
     if dim is None:
         dim = _softmax_dim("softmin", input.dim(), _stacklevel)
     return red.softmax(ew.neg(input), dim, dtype)

@@ -1,25 +1,24 @@
-"""Attention: ``scaled_dot_product_attention`` and ``multi_head_attention_forward``, written
-with numgrad ops (matmul, masked_fill, softmax, ...), so every step runs their kernels.
+"""Attention: ``scaled_dot_product_attention`` and ``multi_head_attention_forward`` with
+PyTorch's argument checks; the math is ``numgrad.ops.attention`` (composed of numgrad ops:
+matmul, masked_fill, softmax, ...).
 
 PyTorch 2.13 on the CPU picks a backend per call: its fused "flash" kernel for 4-D inputs
 with one head size, equal batch and head counts, no dropout, no 3-D or grad-requiring mask
 (the output's node is ``ScaledDotProductFlashAttentionForCpuBackward0``), and a composite of
 ops otherwise. numgrad makes the same choice: the flash case is the declared op of
 ``numgrad/ops/attention.py`` (one fused node whose derivative is numgrad ops); the other case
-is the composed graph itself.
+is the composed graph of ``numgrad.ops.attention.attend`` itself.
 """
 
 import math
 import warnings
 
-import numpy as np
-
-from numgrad import _arrays, _dtype
+from numgrad import _dtype
 from numgrad._shape import broadcast_shapes
-from numgrad.autograd.grad_mode import no_grad
+from numgrad.nn import _checks as C
 from numgrad.nn import functional as F
 from numgrad.ops import attention as AT
-from numgrad.ops._util import Tensor, _wrap, dtype_of, state
+from numgrad.ops._util import Tensor, dtype_of
 from numgrad.ops.registry import declare
 
 _NEG_INF = float("-inf")
@@ -27,101 +26,22 @@ _FN = "scaled_dot_product_attention"
 
 
 # ========================================================================================
-# the attention math, composed of numgrad ops
-# ========================================================================================
-
-
-def _repeat_heads(t, times):
-    """Each head (dim -3) repeated ``times`` times in a row (``repeat_interleave``)."""
-    if times == 1:
-        return t
-    s = tuple(t.shape)
-    return t.unsqueeze(-3).expand(*s[:-2], times, *s[-2:]).reshape(
-        *s[:-3], s[-3] * times, *s[-2:])
-
-
-def _check_mask_shape(scores_shape, mask):
-    shape = broadcast_shapes(tuple(scores_shape), tuple(mask.shape))
-    if shape != tuple(scores_shape):
-        raise RuntimeError(f"output with shape {list(scores_shape)} doesn't match the "
-                           f"broadcast shape {list(shape)}")
-
-
-def _safe_softmax(s):
-    """Softmax over the last dim that gives 0 (not NaN) on rows that are all -inf: such rows
-    are filled with 0 before the softmax (so no NaN reaches the backward) and zeroed after."""
-    with no_grad():
-        full = s.amax(-1, keepdim=True) == _NEG_INF
-    return s.masked_fill(full, 0.0).softmax(-1).masked_fill(full, 0.0)
-
-
-_CAUSAL = {}  # (n_q, n_k) -> the host mask above the diagonal (True: masked out)
-_CAUSAL_MAX = 32  # masks kept; at most 64K elements each
-
-
-def _causal_mask(n_q, n_k, q, s):
-    """True above the diagonal of an (n_q, n_k) grid (the keys after each query, upper-left
-    aligned): made once per size on the host (index arithmetic, a constant to a compiled
-    trace) instead of ones, tril and logical_not at every call. A mask a graph will save
-    (``MaskedFillBackward0``) is a copy of the kept one."""
-    if q._data.__class__ is not np.ndarray:
-        from numgrad._factories import ones
-        return ones(n_q, n_k, dtype=_dtype.bool_, device=q.device).tril().logical_not()
-    m = _CAUSAL.get((n_q, n_k))
-    if m is None:
-        m = np.arange(n_k)[None, :] > np.arange(n_q)[:, None]
-        if n_q * n_k <= 65536:
-            if len(_CAUSAL) >= _CAUSAL_MAX:
-                _CAUSAL.clear()
-            _CAUSAL[(n_q, n_k)] = m
-    if state.enabled and s.requires_grad:
-        m = m.copy()
-    return _wrap(_arrays.constant(m))
-
-
-def _attend(q, k, v, mask, is_causal, scale, dropout_p=0.0):
-    """softmax(q k^T scale + mask) v, with k and v already holding q's heads; returns the
-    output and the attention probabilities."""
-    s = q.matmul(k.transpose(-2, -1)) * scale
-    if mask is not None:
-        _check_mask_shape(s.shape, mask)
-        s = s.masked_fill(mask.logical_not(), _NEG_INF) if mask.dtype is _dtype.bool_ \
-            else s + mask
-    if is_causal:
-        s = s.masked_fill(_causal_mask(s.shape[-2], s.shape[-1], q, s), _NEG_INF)
-    if s.shape[-1] == 0:
-        p = s.softmax(-1)
-    elif mask is not None:
-        p = _safe_softmax(s)
-    else:
-        p = s.softmax(-1)  # causal rows always keep their first key
-    if dropout_p > 0.0:
-        p = F.dropout(p, dropout_p, True)
-    return p.matmul(v), p
-
-
-def _expanded(q, k, v, enable_gqa):
-    """k and v with as many heads as q (grouped-query attention)."""
-    if enable_gqa and q.dim() >= 3:
-        hq = q.shape[-3]
-        return (_repeat_heads(k, hq // k.shape[-3]), _repeat_heads(v, hq // v.shape[-3]))
-    return k, v
-
-
-# ========================================================================================
 # argument checks
 # ========================================================================================
 
 
+def _dropout(p, dropout_p):
+    return F.dropout(p, dropout_p, True)
+
+
 def _check_args(query, key, value, attn_mask, dropout_p, is_causal, scale):
     for pos, (name, t) in enumerate((("query", query), ("key", key), ("value", value)), 1):
-        F._tensor_arg(_FN, name, pos, t)
+        C.tensor_arg(_FN, name, pos, t)
     if attn_mask is not None and not isinstance(attn_mask, Tensor):
         raise TypeError(f"{_FN}(): argument 'attn_mask' must be Tensor, not "
                         f"{type(attn_mask).__name__}")
-    for name, v, kind in (("dropout_p", dropout_p, "float"), ("scale", scale, "float")):
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
-            raise TypeError(f"{_FN}(): argument '{name}' must be {kind}, not {type(v).__name__}")
+    C.optional_number(_FN, "dropout_p", dropout_p, "float")
+    C.optional_number(_FN, "scale", scale, "float")
     if not isinstance(is_causal, bool):
         raise TypeError(f"{_FN}(): argument 'is_causal' must be bool, not "
                         f"{type(is_causal).__name__}")
@@ -214,10 +134,11 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         used = float(scale)
     else:
         used = 1.0 / math.sqrt(query.shape[-1]) if query.shape[-1] else math.inf
-    k2, v2 = _expanded(query, key, value, enable_gqa)
+    k2, v2 = AT.expanded_heads(query, key, value, enable_gqa)
     _check_products(query, k2, v2)
     if not flash:
-        return _attend(query, k2, v2, attn_mask, is_causal, used, max(float(dropout_p), 0.0))[0]
+        return AT.attend(query, k2, v2, attn_mask, is_causal, used, max(float(dropout_p), 0.0),
+                         _dropout)[0]
     return AT._scaled_dot_product_flash_attention_for_cpu(query, key, value, attn_mask,
                                                           is_causal, scale, used, enable_gqa)
 
@@ -395,13 +316,8 @@ def multi_head_attention_forward(
     if need_weights:
         if is_causal and attn_mask is None:
             raise AssertionError("FIXME: is_causal not implemented for need_weights")
-        w = (q * math.sqrt(1.0 / head_dim)).matmul(k.transpose(-2, -1))
-        if attn_mask is not None:
-            w = w + attn_mask
-        w = w.softmax(-1)  # a row with every key masked out is NaN here, as in PyTorch
-        if dropout_p > 0.0:
-            w = F.dropout(w, dropout_p)
-        out = w.matmul(v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+        out, w = AT.attention_weights(q, k, v, attn_mask, head_dim, dropout_p, F.dropout)
+        out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
         out = F.linear(out, out_proj_weight, out_proj_bias)
         out = out.reshape(tgt_len, bsz, out.shape[1])  # no -1: the batch may be empty
         w = w.reshape(bsz, num_heads, tgt_len, src_len)

@@ -14,6 +14,7 @@ import numpy as np
 
 from numgrad import _arrays as A
 from numgrad._shape import Size
+from numgrad.nn import _checks as C
 from numgrad.nn import _pad_checks
 from numgrad.nn import functional as F
 from numgrad.ops import conv as CV
@@ -37,14 +38,6 @@ _pad_constant = F.pad  # functional.pad before this module replaces it (constant
 # ========================================================================================
 # convolution checks (PyTorch's _convolution and check_shape_forward, any spatial rank)
 # ========================================================================================
-
-
-def _type_name(t):
-    return f"torch.{dtype_of(t)._legacy}Tensor"
-
-
-def _conv_ints(fn, name, pos, v):
-    return F._int_list(v, fn, name, pos)
 
 
 def _check_conv(x_shape, w_shape, stride, padding, dilation, groups, bias_shape,
@@ -126,16 +119,9 @@ def _check_types(input, weight, bias):
     for name, t in (("weight", weight), ("bias", bias)):
         if t is not None and t._data.dtype != input._data.dtype:
             raise RuntimeError(
-                f"Input type ({_type_name(input)}) and {name} type ({_type_name(t)}) should be "
+                f"Input type ({C.type_name(input)}) and {name} type ({C.type_name(t)}) should be "
                 f"the same or input should be a MKLDNN tensor and {name} is a dense tensor")
     F._require_float(input, "slow_conv2d_cpu")
-
-
-def _conv_tensors(fn, input, weight, bias):
-    F._tensor_arg(fn, "input", 1, input)
-    F._tensor_arg(fn, "weight", 2, weight)
-    if bias is not None:
-        F._tensor_arg(fn, "bias", 3, bias)
 
 
 # ========================================================================================
@@ -155,11 +141,11 @@ def _conv1d_args(input, weight, bias, stride, padding, dilation, groups):
         if not (isinstance(input, Tensor) and isinstance(weight, Tensor)
                 and (bias is None or isinstance(bias, Tensor))):
             raise TypeError
-        stride = _conv_ints("conv1d", "stride", 4, stride)
-        dilation = _conv_ints("conv1d", "dilation", 6, dilation)
+        stride = C.int_list(stride, "conv1d", "stride", 4)
+        dilation = C.int_list(dilation, "conv1d", "dilation", 6)
         if not isinstance(padding, str):
-            padding = _conv_ints("conv1d", "padding", 5, padding)
-        groups = F._int_arg(groups, "conv1d", "groups", 7)
+            padding = C.int_list(padding, "conv1d", "padding", 5)
+        groups = C.int_arg(groups, "conv1d", "groups", 7)
     except TypeError:
         got = ", ".join("Tensor" if isinstance(a, Tensor) else type(a).__name__
                         for a in (input, weight, bias, stride, padding, dilation, groups))
@@ -255,15 +241,15 @@ def _check_transposed_sizes(x_shape, w_shape, out):
 
 def _conv_transpose(fn, dims, input, weight, bias, stride, padding, output_padding, groups,
                     dilation):
-    _conv_tensors(fn, input, weight, bias)
+    C.conv_tensors(fn, input, weight, bias)
     if isinstance(padding, str):
         raise TypeError(f"{fn}(): argument 'padding' must be tuple of ints, not str")
     # the argument parser repeats a single int over the op's own dims
     stride, padding, output_padding, dilation = (
-        _conv_ints(fn, name, pos, v) * (dims if F._is_int(v) else 1)
+        C.int_tuple(fn, name, pos, v, dims)
         for name, pos, v in (("stride", 4, stride), ("padding", 5, padding),
                              ("output_padding", 6, output_padding), ("dilation", 8, dilation)))
-    groups = F._int_arg(groups, fn, "groups", 7)
+    groups = C.int_arg(groups, fn, "groups", 7)
     nd = input._data.ndim
     if dims == 2 and nd not in (3, 4):
         raise RuntimeError(f"Expected 3D (unbatched) or 4D (batched) input to {fn}, but got "
@@ -333,9 +319,9 @@ def _verify_group_size(size):
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
     """Normalize each group of channels of each sample over the group's channels and space,
     then scale and shift per channel (``NativeGroupNormBackward0``)."""
-    F._tensor_arg("group_norm", "input", 1, input)
-    num_groups = F._int_arg(num_groups, "group_norm", "num_groups", 2)
-    eps = F._float_arg(eps, "group_norm", "eps", 5)
+    C.tensor_arg("group_norm", "input", 1, input)
+    num_groups = C.int_arg(num_groups, "group_norm", "num_groups", 2)
+    eps = C.float_arg(eps, "group_norm", "eps", 5)
     x = input._data
     if x.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
@@ -371,7 +357,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     """Normalize each channel of each sample over its space: batch norm of the (1, N*C, ...)
     view, as PyTorch computes it (``ViewBackward0`` over ``NativeBatchNormBackward0``);
     running statistics get the batch mean of the per-sample updates."""
-    F._tensor_arg("instance_norm", "input", 1, input)
+    C.tensor_arg("instance_norm", "input", 1, input)
     x = input._data
     if use_input_stats:
         if x.ndim < 2 or math.prod(x.shape[2:]) == 1:
@@ -407,46 +393,6 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
 # ========================================================================================
 
 
-def _pad_index(mode, n, lo, hi):
-    j = np.arange(-lo, n + hi, dtype=np.int64)
-    if mode == "reflect":
-        j = np.abs(j)
-        return np.where(j >= n, 2 * (n - 1) - j, j)
-    return np.clip(j, 0, n - 1)
-
-
-def _pad_circular(input, widths, out_shape):
-    """PyTorch's circular padding: the centre copied in, then each padded dim's two borders
-    copied from the opposite side of the output (``CopySlices``); ``out_shape`` is checked."""
-    shape = input._data.shape
-    nd, k = len(shape), len(widths) // 2
-    out = _wrap(A.zeros(input._data, tuple(out_shape), input._data.dtype))
-    dst = [slice(None)] * nd
-    src = [slice(None)] * nd
-    for i in range(k):
-        d = nd - 1 - i
-        lo, hi = widths[2 * i], widths[2 * i + 1]
-        dst[d] = slice(max(lo, 0), out_shape[d] - max(hi, 0))
-        src[d] = slice(max(-lo, 0), shape[d] - max(-hi, 0))
-    out[tuple(dst)] = input[tuple(src)]
-    for i in range(k):
-        d = nd - 1 - i
-        lo, hi = widths[2 * i], widths[2 * i + 1]
-        size = out_shape[d]
-        key = [slice(None)] * nd
-        if lo > 0:
-            a, b = list(key), list(key)
-            a[d] = slice(0, lo)
-            b[d] = slice(size - lo - max(hi, 0), size - max(hi, 0))
-            out[tuple(a)] = out[tuple(b)]
-        if hi > 0:
-            a, b = list(key), list(key)
-            a[d] = slice(size - hi, size)
-            b[d] = slice(max(lo, 0), max(lo, 0) + hi)
-            out[tuple(a)] = out[tuple(b)]
-    return out
-
-
 def pad(input, pad, mode="constant", value=None):
     """Pad the last len(pad)/2 dims: ``'constant'`` (``ConstantPadNdBackward0``), ``'reflect'``
     (``ReflectionPad{1,2,3}DBackward0``), ``'replicate'`` (``ReplicationPad{1,2,3}DBackward0``)
@@ -454,14 +400,14 @@ def pad(input, pad, mode="constant", value=None):
     kernel runs."""
     if mode not in ("reflect", "replicate", "circular"):
         return _pad_constant(input, pad, mode, value)
-    F._tensor_arg("pad", "input", 1, input)
+    C.tensor_arg("pad", "input", 1, input)
     if not isinstance(pad, (list, tuple)):
         raise TypeError(f"pad(): argument 'pad' (position 2) must be tuple of ints, not "
                         f"{type(pad).__name__}")
-    widths = F._int_list(pad, "pad", "pad", 2)
+    widths = C.int_list(pad, "pad", "pad", 2)
     _pad_checks.check_widths(widths)
     if value is not None:
-        F._float_arg(value, "pad", "value", 4)
+        C.float_arg(value, "pad", "value", 4)
     if len(widths) % 2:
         raise RuntimeError("Padding length must be divisible by 2")
     nd = input._data.ndim
@@ -473,143 +419,14 @@ def pad(input, pad, mode="constant", value=None):
         raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument")
     shape = input._data.shape
     out_shape = _pad_checks.mode_shape(mode, shape, widths)
-    if mode == "circular":
-        return _pad_circular(input, widths, out_shape)
-    if input._data.dtype == np.bool_:
-        raise F._not_implemented(_pad_checks.kernel_name(mode, widths), input)
-    k = len(widths) // 2
-    if 0 in out_shape:  # nothing to gather (and no index arrays the size of a huge padded dim)
-        return R.resample(input, (), R.PAD, (mode, k), tuple(out_shape))
-    maps = []
-    for i in range(k):
-        d = nd - 1 - i
-        lo, hi = widths[2 * i], widths[2 * i + 1]
-        if lo or hi:
-            maps.append(R.AxisMap(d, shape[d], (_pad_index(mode, shape[d], lo, hi),)))
-    return R.resample(input, maps, R.PAD, (mode, k))
+    if mode != "circular" and input._data.dtype == np.bool_:
+        raise C.not_implemented(_pad_checks.kernel_name(mode, widths), input)
+    return R.pad(input, widths, mode, out_shape)
 
 
 # ========================================================================================
 # interpolate
 # ========================================================================================
-
-
-def _scale(opmath, in_size, out_size, scale):
-    """PyTorch's compute_scales_value: 1/scale when a positive scale is given, else in/out."""
-    if scale is not None and scale > 0:
-        return opmath(1.0 / scale)
-    return opmath(in_size) / opmath(out_size)
-
-
-def _nearest_map(dim, in_size, out_size, scale):
-    if out_size == in_size:
-        idx = np.arange(out_size, dtype=np.int64)
-    elif out_size == 2 * in_size:
-        idx = np.arange(out_size, dtype=np.int64) >> 1
-    else:
-        s = _scale(np.float32, in_size, out_size, scale)
-        src = np.floor(np.arange(out_size, dtype=np.float32) * s).astype(np.int64)
-        idx = np.minimum(src, in_size - 1)
-    return R.AxisMap(dim, in_size, (idx,))
-
-
-def _nearest_exact_map(dim, in_size, out_size, scale):
-    """PyTorch's nearest-exact source: min(floor((k + 0.5) * scale), in - 1) in float32."""
-    s = _scale(np.float32, in_size, out_size, scale)
-    src = np.floor((np.arange(out_size, dtype=np.float32) + np.float32(0.5)) * s)
-    return R.AxisMap(dim, in_size, (np.minimum(src.astype(np.int64), in_size - 1),))
-
-
-def _linear_map(dim, in_size, out_size, scale, align_corners, opmath):
-    if align_corners:
-        s = opmath(in_size - 1) / opmath(out_size - 1) if out_size > 1 else opmath(0)
-        src = np.arange(out_size, dtype=opmath) * s
-    else:
-        s = _scale(opmath, in_size, out_size, scale)
-        src = s * (np.arange(out_size, dtype=opmath) + opmath(0.5)) - opmath(0.5)
-        src = np.where(src < 0, opmath(0), src).astype(opmath)
-    i0 = np.minimum(src.astype(np.int64), in_size - 1)
-    i1 = i0 + (i0 < in_size - 1)
-    lam1 = np.clip(src - i0.astype(opmath), 0, 1).astype(opmath)
-    lam0 = (opmath(1) - lam1).astype(opmath)
-    return R.AxisMap(dim, in_size, (i0, i1), (lam0, lam1))
-
-
-def _cubic_map(dim, in_size, out_size, scale, align_corners, opmath):
-    """PyTorch's bicubic taps along one dim: the source x (not clamped at 0), its floor i
-    (at most in - 1) and t = x - i in [0, 1]; weights of Keys' cubic convolution (A = -0.75)
-    at distances 1 + t, t, 1 - t, 2 - t, on the sources i - 1 .. i + 2 clamped to the border."""
-    if align_corners:
-        s = opmath(in_size - 1) / opmath(out_size - 1) if out_size > 1 else opmath(0)
-        src = np.arange(out_size, dtype=opmath) * s
-    else:
-        s = _scale(opmath, in_size, out_size, scale)
-        src = (s * (np.arange(out_size, dtype=opmath) + opmath(0.5)) - opmath(0.5)).astype(opmath)
-    i0 = np.minimum(np.floor(src).astype(np.int64), in_size - 1)
-    t = np.clip(src - i0.astype(opmath), 0, 1).astype(opmath)
-    a, one = opmath(-0.75), opmath(1)
-
-    def near(x):  # |x| <= 1: (A + 2)|x|^3 - (A + 3)|x|^2 + 1
-        return (((a + opmath(2)) * x - (a + opmath(3))) * x * x + one).astype(opmath)
-
-    def far(x):  # 1 < |x| < 2: A|x|^3 - 5A|x|^2 + 8A|x| - 4A
-        return (((a * x - opmath(5) * a) * x + opmath(8) * a) * x - opmath(4) * a).astype(opmath)
-
-    u = (one - t).astype(opmath)
-    lam = (far((t + one).astype(opmath)), near(t), near(u), far((u + one).astype(opmath)))
-    idx = tuple(np.clip(i0 - 1 + j, 0, in_size - 1) for j in range(4))
-    return R.AxisMap(dim, in_size, idx, lam)
-
-
-def _aa_filter(mode, x, opmath):
-    """PIL's filters on |x|: the triangle max(1 - |x|, 0) ('bilinear'); Keys' cubic with
-    A = -0.5 ('bicubic'): (A + 2)|x|^3 - (A + 3)|x|^2 + 1 below 1, A|x|^3 - 5A|x|^2 + 8A|x| - 4A
-    below 2, else 0."""
-    x = np.abs(x)
-    one, zero = opmath(1), opmath(0)
-    if mode == "bilinear":
-        return np.where(x < one, one - x, zero).astype(opmath)
-    a = opmath(-0.5)
-    near = ((a + opmath(2)) * x - (a + opmath(3))) * x * x + one
-    far = ((a * x - opmath(5) * a) * x + opmath(8) * a) * x - opmath(4) * a
-    return np.where(x < one, near, np.where(x < opmath(2), far, zero)).astype(opmath)
-
-
-def _aa_map(mode, dim, in_size, out_size, scale, align_corners, opmath):
-    """PyTorch's antialiased taps along one dim (as PIL): the filter is widened by the scale s
-    when downsampling (support = taps/2 * max(s, 1)); output k reads the sources
-    [xmin, xmax) around the centre c = s (k + 0.5), with xmin = max(trunc(c - support + 0.5),
-    0) and xmax = min(trunc(c + support + 0.5), in), weighted by filter((j - c + 0.5) / max(s,
-    1)) normalised to sum 1 (float arithmetic as PyTorch's: the centre and weights in the
-    input's dtype). Every output gets the same number of terms, padded with zero weights."""
-    if align_corners:
-        s = opmath(in_size - 1) / opmath(out_size - 1) if out_size > 1 else opmath(0)
-    else:
-        s = _scale(opmath, in_size, out_size, scale)
-    s = opmath(s)
-    half = 1.0 if mode == "bilinear" else 2.0
-    support = opmath(half * float(s)) if s >= 1 else opmath(half)
-    invscale = opmath(1.0 / float(s)) if s >= 1 else opmath(1)
-    taps = int(math.ceil(float(support))) * 2 + 1
-    center = (float(s) * (np.arange(out_size, dtype=np.float64) + 0.5)).astype(opmath)
-    xmin = np.maximum(((center - support).astype(np.float64) + 0.5).astype(np.int64), 0)
-    xmax = np.minimum(((center + support).astype(np.float64) + 0.5).astype(np.int64), in_size)
-    xsize = xmax - xmin
-    idx, lam, live = [], [], []
-    total = np.zeros(out_size, dtype=opmath)
-    for j in range(taps):
-        pos = xmin + j
-        arg = (((pos.astype(opmath) - center).astype(opmath).astype(np.float64) + 0.5)
-               * float(invscale)).astype(opmath)
-        w = np.where(j < xsize, _aa_filter(mode, arg, opmath), opmath(0)).astype(opmath)
-        total = (total + w).astype(opmath)
-        idx.append(np.minimum(pos, in_size - 1))
-        lam.append(w)
-        live.append(None if (j < xsize).all() else j < xsize)
-    nz = total != 0
-    safe = np.where(nz, total, opmath(1)).astype(opmath)
-    lam = tuple(np.where(nz, w / safe, w).astype(opmath) for w in lam)
-    return R.AxisMap(dim, in_size, tuple(idx), lam, live)
 
 
 _MODES = "nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact"
@@ -628,7 +445,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     ``size`` or ``scale_factor``; ``antialias=True`` with ``'bilinear'`` or ``'bicubic'``
     (``Upsample{Bilinear,Bicubic}2DAaBackward0``, PIL's widened filters). Not yet: 5-D input,
     ``'lanczos'``."""
-    F._tensor_arg("interpolate", "input", 1, input)
+    C.tensor_arg("interpolate", "input", 1, input)
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
             raise ValueError("align_corners option can only be set with the interpolating "
@@ -703,7 +520,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                                   "supported by numgrad")
     if output_size is None:
         output_size = [math.floor(float(shape[i + 2]) * scales[i]) for i in range(dim)]
-    output_size = [F._int_arg(v, "interpolate", "size", 2) for v in output_size]
+    output_size = [C.int_arg(v, "interpolate", "size", 2) for v in output_size]
     names = ("H", "W") if dim == 2 else ("W",)
     if min(shape[2:]) <= 0 or min(output_size) <= 0:
         ins = ", ".join(f"{a}: {b}" for a, b in zip(names, shape[2:]))
@@ -717,35 +534,16 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         if input._data.dtype == np.uint8:
             raise NotImplementedError("interpolate with antialias=True on uint8 input is not "
                                       "supported by numgrad")
-        raise F._not_implemented("compute_index_ranges_weights", input)
+        raise C.not_implemented("compute_index_ranges_weights", input)
     if not dtype_of(input).is_floating_point:
         if mode == "bicubic":
-            raise F._not_implemented("compute_indices_weights_cubic", input)
+            raise C.not_implemented("compute_indices_weights_cubic", input)
         kernel = {"nearest": f"upsample_nearest{dim}d", "linear": "upsample_linear1d",
                   "bilinear": "upsample_bilinear2d",
                   "nearest-exact": ("compute_indices_weights_nearest" if dim == 1
                                     else "upsample_nearest2d")}[mode]
-        raise F._not_implemented(kernel + ("_channels_last" if dim == 2 else ""), input)
-    scales = scales or [None] * dim
-    opmath = input._data.dtype.type
-    maps = []
-    for i in reversed(range(dim)):  # the last dim first: PyTorch's order of the blends
-        d = 2 + i
-        if antialias:
-            if output_size[i] != shape[d]:  # PyTorch leaves a dim of unchanged size as it is
-                maps.append(_aa_map(mode, d, shape[d], output_size[i], scales[i],
-                                    align_corners, opmath))
-        elif mode == "nearest":
-            maps.append(_nearest_map(d, shape[d], output_size[i], scales[i]))
-        elif mode == "nearest-exact":
-            maps.append(_nearest_exact_map(d, shape[d], output_size[i], scales[i]))
-        elif mode == "bicubic":
-            maps.append(_cubic_map(d, shape[d], output_size[i], scales[i], align_corners,
-                                   opmath))
-        else:
-            maps.append(_linear_map(d, shape[d], output_size[i], scales[i], align_corners,
-                                    opmath))
-    return R.resample(input, maps, R.UPSAMPLE, key)
+        raise C.not_implemented(kernel + ("_channels_last" if dim == 2 else ""), input)
+    return R.upsample(input, mode, antialias, output_size, scales, align_corners)
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):

@@ -1,15 +1,15 @@
-"""More losses and distances, as in ``torch.nn.functional``: the ones PyTorch writes as
-composites are composites of numgrad ops here (the same nodes appear); huber, soft margin,
-multi margin and multilabel margin are declared ops (``numgrad.ops.losses``)."""
+"""More losses and distances, as in ``torch.nn.functional``, with PyTorch's argument checks;
+the math is ``numgrad.ops.losses``: composites of numgrad ops where PyTorch writes composites
+(the same nodes appear), declared ops for huber, soft margin, multi margin and multilabel
+margin."""
 
-import math
 import warnings
 
 import numpy as np
 
 from numgrad import _dtype
-from numgrad.autograd import grad_mode
-from numgrad.nn.functional import _check_same_size, _not_differentiable, _reduction, _tensor_arg
+from numgrad.nn import _checks as C
+from numgrad.nn.functional import _check_same_size, _not_differentiable, _reduction
 from numgrad.ops import elementwise as ew
 from numgrad.ops import losses as L
 from numgrad.ops import reduction as red
@@ -22,14 +22,6 @@ __all__ = ["kl_div", "huber_loss", "poisson_nll_loss", "gaussian_nll_loss", "sof
            "margin_ranking_loss", "hinge_embedding_loss", "triplet_margin_loss",
            "triplet_margin_with_distance_loss", "multilabel_soft_margin_loss",
            "multi_margin_loss", "multilabel_margin_loss"]
-
-
-def _apply(loss, reduction):
-    if reduction == "mean":
-        return red.mean(loss)
-    if reduction == "sum":
-        return red.sum(loss)
-    return loss
 
 
 def _legacy(t):
@@ -50,21 +42,11 @@ def _huber_dtypes(input, target):
         raise NotImplementedError(f"\"huber_cpu\" not implemented for '{xd._legacy}'")
 
 
-def _logsigmoid(x):
-    """log sigmoid(x) = -softplus(-x)."""
-    return ew.neg(un.softplus(ew.neg(x)))
-
-
-def _norm(x, p, dim, keepdim=False):
-    from numgrad import norm
-    return norm(x, p, dim, keepdim=keepdim)
-
-
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """KL(target || exp(input)) pointwise: xlogy(t, t) - t x, or e^t (t - x) for log targets;
     'batchmean' sums and divides by the batch size."""
-    _tensor_arg("kl_div", "input", 1, input)
-    _tensor_arg("kl_div", "target", 2, target)
+    C.tensor_arg("kl_div", "input", 1, input)
+    C.tensor_arg("kl_div", "target", 2, target)
     if size_average is None and reduce is None:
         if reduction == "mean":
             warnings.warn(
@@ -75,13 +57,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
         r = _reduction("sum" if reduction == "batchmean" else reduction)
     else:
         r = _reduction(reduction, size_average, reduce)
-    if log_target:
-        loss = ew.mul(un.exp(target), ew.sub(target, input))
-    else:
-        # xlogy(t, t) = t log t, 0 where t == 0 (log read at 1 there)
-        safe = ew.where(ew.eq(target, 0), 1.0, target)
-        loss = ew.sub(ew.mul(target, un.log(safe)), ew.mul(target, input))
-    out = _apply(loss, r)
+    out = L.reduce(L.kl_div(input, target, log_target), r)
     if reduction == "batchmean" and size_average is None and reduce is None and input.dim():
         out = ew.div(out, input.shape[0])
     return out
@@ -90,8 +66,8 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """0.5 d^2 for |d| < delta, else delta (|d| - 0.5 delta), d = input - target
     (``HuberLossBackward0``)."""
-    _tensor_arg("huber_loss", "input", 1, input)
-    _tensor_arg("huber_loss", "target", 2, target)
+    C.tensor_arg("huber_loss", "input", 1, input)
+    C.tensor_arg("huber_loss", "target", 2, target)
     _check_same_size(input, target)
     target = _huber_dtypes(input, target)
     if weight is None:
@@ -114,16 +90,7 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     """e^x - t x (log_input) or x - t log(x + eps); ``full`` adds Stirling's
     t log t - t + log(2 pi t) / 2 where t > 1."""
     reduction = _reduction(reduction, size_average, reduce)
-    if log_input:
-        loss = ew.sub(un.exp(input), ew.mul(target, input))
-    else:
-        loss = ew.sub(input, ew.mul(target, un.log(ew.add(input, eps))))
-    if full:
-        safe = ew.where(ew.le(target, 1), 2.0, target)
-        stirling = ew.add(ew.sub(ew.mul(safe, un.log(safe)), safe),
-                          ew.mul(un.log(ew.mul(safe, 2 * math.pi)), 0.5))
-        loss = ew.add(loss, ew.where(ew.le(target, 1), 0.0, stirling))
-    return _apply(loss, reduction)
+    return L.reduce(L.poisson_nll(input, target, log_input, full, eps), reduction)
 
 
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
@@ -145,20 +112,13 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
             raise ValueError("var is of incorrect size")
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(reduction + " is not valid")
-    # max(var, eps) in value, d/dvar = 1: var + (clamped - var) with the difference constant
-    with grad_mode.no_grad():
-        bump = ew.sub(ew.clamp_min(var, eps), var)
-    var = ew.add(var, bump)
-    loss = ew.mul(ew.add(un.log(var), ew.div(ew.pow(ew.sub(input, target), 2), var)), 0.5)
-    if full:
-        loss = ew.add(loss, 0.5 * math.log(2 * math.pi))
-    return _apply(loss, reduction)
+    return L.reduce(L.gaussian_nll(input, target, var, full, eps), reduction)
 
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """log(1 + e^(-y x)) (``SoftMarginLossBackward0``; the target is not differentiable)."""
-    _tensor_arg("soft_margin_loss", "input", 1, input)
-    _tensor_arg("soft_margin_loss", "target", 2, target)
+    C.tensor_arg("soft_margin_loss", "input", 1, input)
+    C.tensor_arg("soft_margin_loss", "target", 2, target)
     reduction = _reduction(reduction, size_average, reduce)
     _not_differentiable("soft_margin_loss", target=target)
     if not input.dtype.is_floating_point:
@@ -172,45 +132,33 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """sum(x1 / max(|x1|, eps) * x2 / max(|x2|, eps)) along ``dim`` (the clamp not
     differentiated)."""
-    _tensor_arg("cosine_similarity", "x1", 1, x1)
-    _tensor_arg("cosine_similarity", "x2", 2, x2)
+    C.tensor_arg("cosine_similarity", "x1", 1, x1)
+    C.tensor_arg("cosine_similarity", "x2", 2, x2)
     dt = ew.add(x1.detach().flatten()[:0], x2.detach().flatten()[:0]).dtype
     if not dt.is_floating_point:
         raise RuntimeError("expected common dtype to be floating point, yet common dtype is "
                            f"{dt._legacy}")
     shape = tuple(np.broadcast_shapes(tuple(x1.shape), tuple(x2.shape)))
-    a, b = x1.expand(shape), x2.expand(shape)
-
-    def unit(v):
-        n = _norm(v, 2, dim, keepdim=True)
-        with grad_mode.no_grad():
-            bump = ew.sub(ew.clamp_min(n, eps), n)
-        return ew.div(v, ew.add(n, bump))
-    return red.sum(ew.mul(unit(a), unit(b)), dim)
+    return L.cosine_similarity(x1.expand(shape), x2.expand(shape), dim, eps)
 
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     """||x1 - x2 + eps||_p along the last dim."""
-    _tensor_arg("pairwise_distance", "x1", 1, x1)
-    _tensor_arg("pairwise_distance", "x2", 2, x2)
-    inner = max(x1.dim(), x2.dim()) - 1
-    return _norm(ew.add(ew.sub(x1, x2), eps), p, inner, keepdim)
+    C.tensor_arg("pairwise_distance", "x1", 1, x1)
+    C.tensor_arg("pairwise_distance", "x2", 2, x2)
+    return L.pairwise_distance(x1, x2, p, eps, keepdim)
 
 
 def pdist(input, p=2):
     """||x_i - x_j||_p for every pair of rows i < j, in row-major order."""
-    _tensor_arg("pdist", "input", 1, input)
+    C.tensor_arg("pdist", "input", 1, input)
     if input.dim() != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
     if not input.dtype.is_floating_point:
         raise RuntimeError("pdist only supports floating-point dtypes")
     if p < 0:
         raise RuntimeError("pdist only supports non-negative p values")
-    from numgrad import tensor
-    n = input.shape[0]
-    i, j = np.triu_indices(n, 1)
-    d = ew.sub(input[tensor(i)], input[tensor(j)])
-    return _norm(d, p, 1)
+    return L.pdist(input, p)
 
 
 def _pair_target_dims(input1, input2, target):
@@ -231,13 +179,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, r
     """1 - cos(x1, x2) where y == 1, max(0, cos - margin) where y == -1."""
     reduction = _reduction(reduction, size_average, reduce)
     td = _pair_target_dims(input1, input2, target)
-    dot = red.sum(ew.mul(input1, input2), td)
-    m1 = ew.add(red.sum(ew.mul(input1, input1), td), 1e-12)
-    m2 = ew.add(red.sum(ew.mul(input2, input2), td), 1e-12)
-    cos = ew.div(dot, un.sqrt(ew.mul(m1, m2)))
-    pos = ew.where(ew.eq(target, 1), ew.rsub(cos, 1), 0.0)
-    neg = ew.where(ew.eq(target, -1), ew.clamp_min(ew.sub(cos, margin), 0), 0.0)
-    return _apply(ew.add(pos, neg), reduction)
+    return L.reduce(L.cosine_embedding(input1, input2, target, margin, td), reduction)
 
 
 def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
@@ -248,23 +190,14 @@ def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, red
         raise RuntimeError(
             f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
             f"input1: {input1.shape}, input2: {input2.shape}, target: {target.shape} ")
-    loss = ew.clamp_min(ew.add(ew.mul(ew.neg(target), ew.sub(input1, input2)), margin), 0)
-    return _apply(loss, reduction)
+    return L.reduce(L.margin_ranking(input1, input2, target, margin), reduction)
 
 
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
                          reduction="mean"):
     """x where y == 1, max(0, margin - x) where y == -1 (both terms where y is neither)."""
     reduction = _reduction(reduction, size_average, reduce)
-    hinge = ew.where(ew.ne(target, 1), ew.clamp_min(ew.rsub(input, margin), 0), 0.0)
-    own = ew.where(ew.ne(target, -1), input, 0.0)
-    return _apply(ew.add(hinge, own), reduction)
-
-
-def _triplet(dist_pos, dist_neg, dist_swap, margin, reduction):
-    if dist_swap is not None:
-        dist_neg = ew.minimum(dist_neg, dist_swap)
-    return _apply(ew.clamp_min(ew.sub(ew.add(dist_pos, margin), dist_neg), 0), reduction)
+    return L.reduce(L.hinge_embedding(input, target, margin), reduction)
 
 
 def _triplet_dims(anchor, positive, negative):
@@ -285,7 +218,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     dp = pairwise_distance(anchor, positive, p, eps)
     dn = pairwise_distance(anchor, negative, p, eps)
     ds = pairwise_distance(positive, negative, p, eps) if swap else None
-    return _triplet(dp, dn, ds, margin, reduction)
+    return L.reduce(L.triplet(dp, dn, ds, margin), reduction)
 
 
 def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None,
@@ -298,7 +231,8 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     _triplet_dims(anchor, positive, negative)
     dist = distance_function if distance_function is not None else pairwise_distance
     ds = dist(positive, negative) if swap else None
-    return _triplet(dist(anchor, positive), dist(anchor, negative), ds, margin, reduction)
+    return L.reduce(L.triplet(dist(anchor, positive), dist(anchor, negative), ds, margin),
+                    reduction)
 
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
@@ -306,15 +240,10 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     """-(y log sigmoid(x) + (1 - y) log sigmoid(-x)), weighted, averaged over classes."""
     if size_average is not None or reduce is not None:
         reduction = _reduction(None, size_average, reduce)
-    loss = ew.neg(ew.add(ew.mul(target, _logsigmoid(input)),
-                         ew.mul(ew.rsub(target, 1), _logsigmoid(ew.neg(input)))))
-    if weight is not None:
-        loss = ew.mul(loss, weight)
-    cdim = input.dim() - 1
-    loss = ew.div(red.sum(loss, cdim), input.shape[cdim])
+    loss = L.multilabel_soft_margin(input, target, weight)
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(reduction + " is not valid")
-    return _apply(loss, reduction)
+    return L.reduce(loss, reduction)
 
 
 def _margin_dtypes(input, target, weight, kernel):

@@ -1,22 +1,22 @@
-"""Power-average pooling (lp_pool1d/2d/3d) and max unpooling (max_unpool1d/2d/3d), composed of
-numgrad ops as PyTorch composes the former: an average pool of x^p scaled back to a sum and
-taken to the 1/p (a max pool of |x| at p = inf); unpooling is a scatter of the values into a
-zero plane at their flat indices (``ScatterBackward0``, whose gradient gathers, where PyTorch
-shows ``MaxUnpool2DBackward0``/``MaxUnpool3DBackward0``). PyTorch's checks and messages."""
+"""Power-average pooling (lp_pool1d/2d/3d) and max unpooling (max_unpool1d/2d/3d) with
+PyTorch's checks and messages. The former composes as PyTorch does: an average pool of x^p
+scaled back to a sum and taken to the 1/p (``numgrad.ops.pooling.lp_pool_finish``; a max
+pool of |x| at p = inf); unpooling is ``numgrad.ops.pooling.max_unpool`` (a scatter into
+zero planes, recorded as PyTorch's ``MaxUnpool2DBackward0``/``MaxUnpool3DBackward0``)."""
 
 import math
 
 import numpy as np
 
 from numgrad import _arrays
+from numgrad.nn import _checks as C
 from numgrad.nn import _functional_layers as FL
 from numgrad.nn import _pool3d as P3
 from numgrad.nn import functional as F
 from numgrad.ops import elementwise as ew
+from numgrad.ops import pooling as PO
 from numgrad.ops import shape as sh
-from numgrad.ops._util import _wrap, dtype_of
-from numgrad.ops.named_composite import record
-from numgrad.ops.scatter import scatter
+from numgrad.ops._util import dtype_of
 
 __all__ = ["lp_pool1d", "lp_pool2d", "lp_pool3d", "max_unpool1d", "max_unpool2d",
            "max_unpool3d"]
@@ -24,13 +24,6 @@ __all__ = ["lp_pool1d", "lp_pool2d", "lp_pool3d", "max_unpool1d", "max_unpool2d"
 
 def _n(v, n):
     return tuple(v) if isinstance(v, (list, tuple)) else (v,) * n
-
-
-def _lp_finish(out, size, norm_type):
-    # PyTorch's sign(out) * relu(|out|) is out, its gradient 1 except 0 (a select, which
-    # drops pow's infinite derivative) at an all-zero window: out where out != 0, else 0
-    s = ew.where(ew.ne(out, 0), out, ew.mul(out.detach(), 0))
-    return ew.pow(ew.mul(s, size), 1.0 / norm_type)
 
 
 def _inf(norm_type):
@@ -51,7 +44,7 @@ def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     if isinstance(kernel_size, (list, tuple)):  # PyTorch scales by kernel_size as given
         raise TypeError(f"mul(): argument 'other' (position 1) must be Tensor, not "
                         f"{type(kernel_size).__name__}")
-    return _lp_finish(out, kernel_size, norm_type)
+    return PO.lp_pool_finish(out, kernel_size, norm_type)
 
 
 def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
@@ -60,7 +53,7 @@ def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     if _inf(norm_type):
         return _lp_inf(F.max_pool2d, input, norm_type, kernel_size, stride, ceil_mode)
     out = F.avg_pool2d(ew.pow(input, norm_type), kernel_size, stride, 0, ceil_mode)
-    return _lp_finish(out, kw * kh, norm_type)
+    return PO.lp_pool_finish(out, kw * kh, norm_type)
 
 
 def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
@@ -69,7 +62,7 @@ def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     if _inf(norm_type):
         return _lp_inf(P3.max_pool3d, input, norm_type, kernel_size, stride, ceil_mode)
     out = P3.avg_pool3d(ew.pow(input, norm_type), kernel_size, stride, 0, ceil_mode)
-    return _lp_finish(out, kd * kw * kh, norm_type)
+    return PO.lp_pool_finish(out, kd * kw * kh, norm_type)
 
 
 def _unpool_size(input, kernel_size, stride, padding, output_size):
@@ -117,33 +110,24 @@ def _unpool(input, indices, size, nd):
                                f"non-zero size for non-batch dimensions, but got "
                                f"{list(x.shape)} with dimension {i} being empty.")
     if x.dtype.kind not in "f":
-        raise F._not_implemented(f"max_unpool{nd}d", input)
+        raise C.not_implemented(f"max_unpool{nd}d", input)
     plane = math.prod(size)
-    lead = x.shape[:-nd]
     flat = _arrays.host(indices._data).reshape(-1)
     bad = np.flatnonzero((flat < 0) | (flat >= plane))
     if bad.size:
         # PyTorch's kernel keeps the last bad index it meets (in a plane: the last in order)
         raise RuntimeError(f"Found an invalid max index: {flat[bad[-1]]} (output volumes are of "
                            f"size {'x'.join(str(v) for v in size)})")
-    m = math.prod(x.shape[-nd:])
-
-    def forward(input):
-        zeros = _wrap(_arrays.zeros(x, lead + (plane,), x.dtype))
-        out = scatter(zeros, -1, sh.reshape(indices, lead + (m,)),
-                      sh.reshape(input, lead + (m,)))
-        return sh.reshape(out, lead + tuple(size))
-
-    return record(f"MaxUnpool{nd}DBackward0", forward, (input,), (indices,), ("indices",))
+    return PO.max_unpool(input, indices, size, nd)
 
 
 def _unpool_args(fn, input, kernel_size, stride, padding, output_size, nd):
-    F._tensor_arg(fn, "input", 1, input)
+    C.tensor_arg(fn, "input", 1, input)
     k = _n(kernel_size, nd)
     s = k if stride is None else _n(stride, nd)
     p = _n(padding, nd)
     size = _unpool_size(input, k, s, p, output_size)
-    return list(F._int_list(list(size), fn, "output_size", 3)), s, p
+    return list(C.int_list(list(size), fn, "output_size", 3)), s, p
 
 
 def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):

@@ -1,19 +1,117 @@
-"""PyTorch's fused CPU attention as a declared op: ``_scaled_dot_product_flash_attention_for_cpu``
-(``ScaledDotProductFlashAttentionForCpuBackward0``). The forward is the attention composite of
-``numgrad.nn._attention`` (matmul, masked_fill, softmax) run without recording; one joint
-derivative gives the query's, key's and value's gradients from the saved probabilities, with
-numgrad ops, so it is differentiable again. ``nn.functional.scaled_dot_product_attention``
-checks the arguments and picks this op where PyTorch picks its fused kernel.
+"""Attention math: ``attend`` (softmax(q k^T scale + mask) v composed of numgrad ops: matmul,
+masked_fill, softmax; PyTorch's composite path, whose graph it records), its masks
+(``causal_mask``, ``safe_softmax``), grouped-query heads (``expanded_heads``), multi-head
+attention's weights path (``attention_weights``), and PyTorch's fused CPU attention as a
+declared op: ``_scaled_dot_product_flash_attention_for_cpu``
+(``ScaledDotProductFlashAttentionForCpuBackward0``), whose forward is ``attend`` run without
+recording and whose one joint derivative gives the query's, key's and value's gradients from
+the saved probabilities, with numgrad ops, so it is differentiable again.
+``nn.functional.scaled_dot_product_attention`` checks the arguments and picks the fused op
+where PyTorch picks its fused kernel.
 """
 
+import math
+
+import numpy as np
+
+from numgrad import _arrays, _dtype
+from numgrad._shape import broadcast_shapes
 from numgrad.autograd.grad_mode import no_grad
 from numgrad.ops._util import _wrap, state
 from numgrad.ops.registry import op
 
+_NEG_INF = float("-inf")
 
-def _composite():
-    from numgrad.nn import _attention  # the attention math (nn imports numgrad.ops)
-    return _attention
+
+def repeat_heads(t, times):
+    """Each head (dim -3) repeated ``times`` times in a row (``repeat_interleave``)."""
+    if times == 1:
+        return t
+    s = tuple(t.shape)
+    return t.unsqueeze(-3).expand(*s[:-2], times, *s[-2:]).reshape(
+        *s[:-3], s[-3] * times, *s[-2:])
+
+
+def expanded_heads(q, k, v, enable_gqa):
+    """k and v with as many heads as q (grouped-query attention)."""
+    if enable_gqa and q.dim() >= 3:
+        hq = q.shape[-3]
+        return (repeat_heads(k, hq // k.shape[-3]), repeat_heads(v, hq // v.shape[-3]))
+    return k, v
+
+
+def check_mask_shape(scores_shape, mask):
+    shape = broadcast_shapes(tuple(scores_shape), tuple(mask.shape))
+    if shape != tuple(scores_shape):
+        raise RuntimeError(f"output with shape {list(scores_shape)} doesn't match the "
+                           f"broadcast shape {list(shape)}")
+
+
+# softmax with all -inf rows: filled with 0 before (no NaN reaches the backward), zeroed after
+def safe_softmax(s):
+    """Softmax over the last dim that gives 0 (not NaN) on rows that are all -inf."""
+    with no_grad():
+        full = s.amax(-1, keepdim=True) == _NEG_INF
+    return s.masked_fill(full, 0.0).softmax(-1).masked_fill(full, 0.0)
+
+
+_CAUSAL = {}  # (n_q, n_k) -> the host mask above the diagonal (True: masked out)
+_CAUSAL_MAX = 32  # masks kept; at most 64K elements each
+
+
+def causal_mask(n_q, n_k, q, s):
+    """True above the diagonal of an (n_q, n_k) grid (the keys after each query, upper-left
+    aligned): made once per size on the host (index arithmetic, a constant to a compiled
+    trace) instead of ones, tril and logical_not at every call. A mask a graph will save
+    (``MaskedFillBackward0``) is a copy of the kept one."""
+    if q._data.__class__ is not np.ndarray:
+        from numgrad._factories import ones
+        return ones(n_q, n_k, dtype=_dtype.bool_, device=q.device).tril().logical_not()
+    m = _CAUSAL.get((n_q, n_k))
+    if m is None:
+        m = np.arange(n_k)[None, :] > np.arange(n_q)[:, None]
+        if n_q * n_k <= 65536:
+            if len(_CAUSAL) >= _CAUSAL_MAX:
+                _CAUSAL.clear()
+            _CAUSAL[(n_q, n_k)] = m
+    if state.enabled and s.requires_grad:
+        m = m.copy()
+    return _wrap(_arrays.constant(m))
+
+
+def attend(q, k, v, mask, is_causal, scale, dropout_p=0.0, dropout=None):
+    """softmax(q k^T scale + mask) v, with k and v already holding q's heads (boolean mask:
+    True takes part; float: added; causal: upper-left aligned; ``dropout(p, dropout_p)`` on
+    the probabilities); returns the output and the attention probabilities."""
+    s = q.matmul(k.transpose(-2, -1)) * scale
+    if mask is not None:
+        check_mask_shape(s.shape, mask)
+        s = s.masked_fill(mask.logical_not(), _NEG_INF) if mask.dtype is _dtype.bool_ \
+            else s + mask
+    if is_causal:
+        s = s.masked_fill(causal_mask(s.shape[-2], s.shape[-1], q, s), _NEG_INF)
+    if s.shape[-1] == 0:
+        p = s.softmax(-1)
+    elif mask is not None:
+        p = safe_softmax(s)
+    else:
+        p = s.softmax(-1)  # causal rows always keep their first key
+    if dropout_p > 0.0:
+        p = dropout(p, dropout_p)
+    return p.matmul(v), p
+
+
+def attention_weights(q, k, v, attn_mask, head_dim, dropout_p=0.0, dropout=None):
+    """Multi-head attention's path that returns its weights: softmax(q / sqrt(head_dim) k^T
+    + mask) over (N * heads, L, E/heads) q; a row with every key masked out is NaN, as in
+    PyTorch. Returns the output and the weights."""
+    w = (q * math.sqrt(1.0 / head_dim)).matmul(k.transpose(-2, -1))
+    if attn_mask is not None:
+        w = w + attn_mask
+    w = w.softmax(-1)
+    if dropout_p > 0.0:
+        w = dropout(w, dropout_p)
+    return w.matmul(v), w
 
 
 def _group_sum(g, t):
@@ -30,10 +128,9 @@ def _group_sum(g, t):
 # that share a k/v head)
 def _flash_backward(grad, query, key, value, output, attn_mask, is_causal, scale_used, probs,
                     enable_gqa, output_mask):
-    at = _composite()
-    k2, v2 = at._expanded(query, key, value, enable_gqa)
+    k2, v2 = expanded_heads(query, key, value, enable_gqa)
     if state.enabled:  # create_graph: P and O as the recorded functions of Q, K, V they are
-        out, p = at._attend(query, k2, v2, attn_mask, is_causal, scale_used)
+        out, p = attend(query, k2, v2, attn_mask, is_causal, scale_used)
     else:
         out, p = _wrap(output), _wrap(probs)
     need_q, need_k, need_v = output_mask
@@ -61,10 +158,9 @@ def _scaled_dot_product_flash_attention_for_cpu(query, key, value, attn_mask, is
     """softmax(query key^T scale + mask) value for 4-D inputs PyTorch's fused CPU kernel takes
     (checked by the caller); ``scale_used``: the scale applied (``scale`` as given, or
     1/sqrt(head size))."""
-    at = _composite()
-    k2, v2 = at._expanded(query, key, value, enable_gqa)
+    k2, v2 = expanded_heads(query, key, value, enable_gqa)
     with no_grad():
-        out, p = at._attend(query, k2, v2, attn_mask, is_causal, scale_used)
+        out, p = attend(query, k2, v2, attn_mask, is_causal, scale_used)
     return out._data, {"output": out._data, "attn_mask": attn_mask, "dropout_p": 0.0,
                        "is_causal": is_causal, "scale": scale, "scale_used": scale_used,
                        "probs": p._data, "enable_gqa": bool(enable_gqa)}

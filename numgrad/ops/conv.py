@@ -344,3 +344,54 @@ def col2im(input, geometry):
 # their nodes save only the geometry: they may run again without retain_graph (PyTorch's)
 im2col.opdef.node._meta_only = True
 col2im.opdef.node._meta_only = True
+
+
+# ----------------------------------------------------------------------------------------
+# 3-D convolution: one 2-D convolution over the depth windows (a named composite)
+# ----------------------------------------------------------------------------------------
+
+
+def conv2d_checked(x, weight, bias, stride, padding, dilation, groups, out):
+    """The ``convolution`` op on a 4-D input for a geometry already checked (``out`` the
+    output's (H, W)); an empty input or weight gives the bias over the output shape."""
+    xs, ws = x._data.shape, weight._data.shape
+    geo = make_geom(xs, ws, ws[2:], stride, padding, dilation, groups, out)
+    empty = None
+    if not (x._data.size and weight._data.size):
+        empty = (xs[0], ws[0] if xs[1] else 0) + tuple(out)
+    return convolution(x, weight, bias, geo, False, empty)
+
+
+def conv3d(input, weight, bias, stride, padding, dilation, groups, out):
+    """The 3-D convolution of a checked (N, C, D, H, W) ``input`` (symmetric ``padding``,
+    output sizes ``out``) as PyTorch's one ``ConvolutionBackward0`` node over the composite
+    ``_conv3d_by_conv2d``, whose ops give the gradients."""
+    from numgrad.ops.named_composite import record
+    return record("ConvolutionBackward0",
+                  lambda x, w, b: _conv3d_by_conv2d(x, w, b, stride, padding, dilation, groups,
+                                                    out),
+                  (input, weight, bias), (input, weight), ("input", "weight"))
+
+
+# y[n, o, od] = sum_{kd, c} conv2d(x[n, c, od * sd + kd * dd], W[o, c, kd]): the KD depth
+# planes of every output depth stacked beside the channels, group by group, so that one
+# conv2d with the weight laid out (OC, KD * C/groups, KH, KW) sums over them
+def _conv3d_by_conv2d(x, weight, bias, stride, padding, dilation, groups, out):
+    from numgrad.ops import pad as pad_op
+    # laid out (N, D, C, H*W) first, so that each depth window is a strided slice and the
+    # stacked windows land in conv2d's channel order; everything stays 4-D/5-D (kernels the
+    # other convolutions and layers compile too)
+    n, c, d, h, w = x._data.shape
+    oc, cg, kd, kh, kw = weight._data.shape
+    od, oh, ow = out
+    xp = sh.permute(sh.reshape(x, (n, c, d, h * w)), (0, 2, 1, 3))
+    if padding[0]:
+        xp = pad_op.constant_pad_nd(xp, (0, 0, 0, 0, padding[0], padding[0]), 0.0)
+    sd, dd = stride[0], dilation[0]
+    planes = [sh.reshape(xp[:, k * dd:k * dd + sd * (od - 1) + 1:sd], (n, od, groups, cg * h * w))
+              for k in range(kd)]
+    s = sh.reshape(sh.stack(planes, 3), (n * od, groups * kd * cg, h, w))  # (N, OD, G, KD, .)
+    w2 = sh.reshape(sh.permute(weight, (0, 2, 1, 3, 4)), (oc, kd * cg, kh, kw))
+    y = conv2d_checked(s, w2, bias, stride[1:], padding[1:], dilation[1:], groups, (oh, ow))
+    y = sh.permute(sh.reshape(y, (n, od, oc, oh * ow)), (0, 2, 1, 3)).contiguous()
+    return sh.reshape(y, (n, oc, od, oh, ow))

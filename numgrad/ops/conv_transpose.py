@@ -79,3 +79,71 @@ def _conv_transpose(input, weight, bias, geo, unit, out_shape):
         EW.binary(EW.add, out, bias._data.reshape(1, -1, 1, 1), out.dtype, out.shape, out=out)
     return (out.reshape(out.shape[:2] + out.shape[3:]) if unit else out), {
         "geo": geo, "unit": unit}
+
+
+# ----------------------------------------------------------------------------------------
+# 3-D transposed convolution: one 2-D transposed convolution of every input plane, placed
+# along depth (a named composite)
+# ----------------------------------------------------------------------------------------
+
+
+def conv_transpose3d(x, weight, bias, stride, padding, output_padding, dilation, groups, out):
+    """The transposed convolution of a checked (N, Cin, D, H, W) ``x`` with weight
+    (Cin, Cout/groups, kD, kH, kW) into output sizes ``out``, as PyTorch's one
+    ``ConvolutionBackward0`` node over the composite ``_conv_transpose3d_by_planes``."""
+    from numgrad import _arrays
+    from numgrad.ops import elementwise as ew
+    from numgrad.ops._util import _wrap
+    from numgrad.ops.named_composite import record
+    n = x._data.shape[0]
+    oc = weight._data.shape[1] * groups
+
+    def forward(x, weight, bias):
+        if x._data.size == 0 or weight._data.size == 0:
+            y = _wrap(_arrays.zeros(x._data, (n, oc) + out, x._data.dtype))
+            return ew.add(ew.mul(y, 0), sh.reshape(bias, (1, oc, 1, 1, 1))) \
+                if bias is not None else y
+        return _conv_transpose3d_by_planes(x, weight, bias, stride, padding, output_padding,
+                                           dilation, groups, out)
+
+    return record("ConvolutionBackward0", forward, (x, weight, bias), (x, weight),
+                  ("input", "weight"))
+
+
+# y[n, o, d * sd + kd * dd - pd] += conv_transpose2d(x[n, :, d], W[:, o, kd]): one 2-D
+# transposed convolution of the (N*D, Cin, H, W) planes with the KD weight depths folded
+# into its output channels (group by group); each depth kd's results spread sd apart,
+# shifted by kd * dd and summed, the padding cropped and output_padding appended
+def _conv_transpose3d_by_planes(x, weight, bias, stride, padding, output_padding, dilation,
+                                groups, out):
+    from numgrad.ops import elementwise as ew
+    from numgrad.ops.pad import constant_pad_nd
+    n, cin, depth, h, w = x._data.shape
+    _, cg, kd, kh, kw = weight._data.shape
+    od, oh, ow = out
+    sd, pd, dd, opd = stride[0], padding[0], dilation[0], output_padding[0]
+    planes = sh.reshape(sh.permute(x, (0, 2, 1, 3, 4)), (n * depth, cin, h, w))
+    # output channels (group, kd, c) so that each group's KD depths stay inside the group
+    w2 = sh.reshape(sh.permute(weight, (0, 2, 1, 3, 4)), (cin, kd * cg, kh, kw))
+    geo = CV.make_geom((n * depth, kd * cg * groups, oh, ow), w2._data.shape, (kh, kw),
+                       stride[1:], padding[1:], dilation[1:], groups, (h, w))
+    y2 = _conv_transpose(planes, w2, None, geo, False, (n * depth, kd * cg * groups, oh, ow))
+    y2 = sh.reshape(y2, (n, depth, groups, kd, cg, oh * ow))
+    full = (depth - 1) * sd + 1  # the spread planes of one kernel depth
+    total = None
+    for k in range(kd):
+        t = sh.reshape(y2[:, :, :, k], (n, depth, 1, groups * cg * oh * ow))
+        if sd > 1:  # sd - 1 zero planes after each plane, the last ones cut
+            t = constant_pad_nd(t, (0, 0, 0, sd - 1), 0.0)
+            t = sh.reshape(t, (n, depth * sd, groups * cg * oh * ow))[:, :full]
+        else:
+            t = sh.reshape(t, (n, depth, groups * cg * oh * ow))
+        # shifted by k * dd, then padding cropped at both ends and output_padding appended
+        left = k * dd - pd
+        right = (kd - 1 - k) * dd - pd + opd
+        t = constant_pad_nd(t, (0, 0, left, right), 0.0)
+        total = t if total is None else ew.add(total, t)
+    y = sh.permute(sh.reshape(total, (n, od, groups * cg, oh, ow)), (0, 2, 1, 3, 4))
+    if bias is not None:
+        return ew.add(y, sh.reshape(bias, (1, groups * cg, 1, 1, 1)))
+    return y.contiguous()

@@ -193,3 +193,128 @@ def multilabel_margin_loss(input, target, reduction):
         else:
             out = _reduce(loss, reduction)
     return out._data, {"count": count, "other": other, "reduction": reduction}
+
+
+# ----------------------------------------------------------------------------------------
+# losses and distances PyTorch writes as composites of ops (their nodes appear as they are);
+# ``numgrad.nn._losses_more`` checks the arguments and reduces with ``reduce``
+# ----------------------------------------------------------------------------------------
+
+reduce = _reduce
+
+
+def _norm(x, p, dim, keepdim=False):
+    from numgrad import norm
+    return norm(x, p, dim, keepdim=keepdim)
+
+
+def _clamp_min_value(v, eps):
+    """max(v, eps) in value with d/dv = 1: v + (clamped - v), the difference constant."""
+    with grad_mode.no_grad():
+        bump = ew.sub(ew.clamp_min(v, eps), v)
+    return ew.add(v, bump)
+
+
+def kl_div(input, target, log_target):
+    """Pointwise KL(target || exp(input)): e^t (t - x) for log targets, else
+    xlogy(t, t) - t x (t log t, 0 where t == 0: the log read at 1 there)."""
+    if log_target:
+        return ew.mul(un.exp(target), ew.sub(target, input))
+    safe = ew.where(ew.eq(target, 0), 1.0, target)
+    return ew.sub(ew.mul(target, un.log(safe)), ew.mul(target, input))
+
+
+def poisson_nll(input, target, log_input, full, eps):
+    """Pointwise e^x - t x (log_input) or x - t log(x + eps); ``full`` adds Stirling's
+    t log t - t + log(2 pi t) / 2 where t > 1."""
+    import math
+    if log_input:
+        loss = ew.sub(un.exp(input), ew.mul(target, input))
+    else:
+        loss = ew.sub(input, ew.mul(target, un.log(ew.add(input, eps))))
+    if full:
+        safe = ew.where(ew.le(target, 1), 2.0, target)
+        stirling = ew.add(ew.sub(ew.mul(safe, un.log(safe)), safe),
+                          ew.mul(un.log(ew.mul(safe, 2 * math.pi)), 0.5))
+        loss = ew.add(loss, ew.where(ew.le(target, 1), 0.0, stirling))
+    return loss
+
+
+def gaussian_nll(input, target, var, full, eps):
+    """Pointwise (log max(var, eps) + (input - target)^2 / max(var, eps)) / 2 (+ log(2 pi) / 2
+    if full); the clamp is not differentiated (the gradient flows to var as if unclamped)."""
+    import math
+    var = _clamp_min_value(var, eps)
+    loss = ew.mul(ew.add(un.log(var), ew.div(ew.pow(ew.sub(input, target), 2), var)), 0.5)
+    if full:
+        loss = ew.add(loss, 0.5 * math.log(2 * math.pi))
+    return loss
+
+
+def cosine_similarity(a, b, dim, eps):
+    """sum(a / max(|a|, eps) * b / max(|b|, eps)) along ``dim`` of same-shape a, b (the
+    clamp not differentiated)."""
+    def unit(v):
+        return ew.div(v, _clamp_min_value(_norm(v, 2, dim, keepdim=True), eps))
+    return red.sum(ew.mul(unit(a), unit(b)), dim)
+
+
+def pairwise_distance(x1, x2, p, eps, keepdim):
+    """||x1 - x2 + eps||_p along the last dim."""
+    inner = max(x1.dim(), x2.dim()) - 1
+    return _norm(ew.add(ew.sub(x1, x2), eps), p, inner, keepdim)
+
+
+def pdist(input, p):
+    """||x_i - x_j||_p for every pair of rows i < j of 2-D ``input``, in row-major order."""
+    from numgrad import tensor
+    i, j = np.triu_indices(input.shape[0], 1)
+    return _norm(ew.sub(input[tensor(i)], input[tensor(j)]), p, 1)
+
+
+def cosine_embedding(input1, input2, target, margin, dim):
+    """Pointwise 1 - cos(x1, x2) where y == 1, max(0, cos - margin) where y == -1 (cos along
+    ``dim``, each squared norm + 1e-12)."""
+    dot = red.sum(ew.mul(input1, input2), dim)
+    m1 = ew.add(red.sum(ew.mul(input1, input1), dim), 1e-12)
+    m2 = ew.add(red.sum(ew.mul(input2, input2), dim), 1e-12)
+    cos = ew.div(dot, un.sqrt(ew.mul(m1, m2)))
+    pos = ew.where(ew.eq(target, 1), ew.rsub(cos, 1), 0.0)
+    neg = ew.where(ew.eq(target, -1), ew.clamp_min(ew.sub(cos, margin), 0), 0.0)
+    return ew.add(pos, neg)
+
+
+def margin_ranking(input1, input2, target, margin):
+    """Pointwise max(0, -y (x1 - x2) + margin)."""
+    return ew.clamp_min(ew.add(ew.mul(ew.neg(target), ew.sub(input1, input2)), margin), 0)
+
+
+def hinge_embedding(input, target, margin):
+    """Pointwise x where y == 1, max(0, margin - x) where y == -1 (both where y is
+    neither)."""
+    hinge = ew.where(ew.ne(target, 1), ew.clamp_min(ew.rsub(input, margin), 0), 0.0)
+    own = ew.where(ew.ne(target, -1), input, 0.0)
+    return ew.add(hinge, own)
+
+
+def triplet(dist_pos, dist_neg, dist_swap, margin):
+    """Pointwise max(0, d(a, p) - min(d(a, n), d(p, n) with swap) + margin)."""
+    if dist_swap is not None:
+        dist_neg = ew.minimum(dist_neg, dist_swap)
+    return ew.clamp_min(ew.sub(ew.add(dist_pos, margin), dist_neg), 0)
+
+
+def _logsigmoid(x):
+    """log sigmoid(x) = -softplus(-x)."""
+    return ew.neg(un.softplus(ew.neg(x)))
+
+
+def multilabel_soft_margin(input, target, weight):
+    """Per sample: -(y log sigmoid(x) + (1 - y) log sigmoid(-x)), weighted, averaged over the
+    classes (the last dim)."""
+    loss = ew.neg(ew.add(ew.mul(target, _logsigmoid(input)),
+                         ew.mul(ew.rsub(target, 1), _logsigmoid(ew.neg(input)))))
+    if weight is not None:
+        loss = ew.mul(loss, weight)
+    cdim = input.dim() - 1
+    return ew.div(red.sum(loss, cdim), input.shape[cdim])
