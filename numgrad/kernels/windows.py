@@ -70,25 +70,27 @@ def avg_window(x, xo, sy, sx, h, w, oy, ox, kh, kw, sh, sw, ph, pw, count_includ
 
 
 # d/dx avg_pool: every input of a window receives g / divisor
-def avg_row_grad(g, go, sy, sx, oh, ow, iy, gx, gxo, gxs, h, w, kh, kw, sh, sw, ph, pw,
-                 count_include_pad, divisor):
-    """Input row ``iy`` of a plane's gradient (w elements from ``gxo``, stride ``gxs``): the
-    windows that cover the row (yo*sh - ph <= iy < yo*sh - ph + kh) in raster order, each
-    adding its g / divisor to the row's pixels it covers, rounded to gx's type after every
-    addition: the scatter PyTorch's CPU kernel makes, a row at a time (no two rows share
-    an element: no atomics on the GPU, the same sums on both devices)."""
-    for ix in range(w):
-        gx[gxo + ix * gxs] = 0
-    y_hi = min((iy + ph) // sh, oh - 1)
-    ty = iy + ph - kh + 1
+def avg_rows_grad(g, go, sy, sx, oh, ow, iy0, iy1, gx, gxo, gxsy, gxsx, h, w, kh, kw, sh, sw,
+                  ph, pw, count_include_pad, divisor):
+    """Input rows [iy0, iy1) of a plane's gradient (row iy0 at ``gxo``): the windows that
+    cover them (yo*sh - ph <= iy < yo*sh - ph + kh) in raster order, each adding its
+    g / divisor to the pixels of the band it covers, rounded to gx's type after every
+    addition: the scatter PyTorch's CPU kernel makes (the CPU passes a whole plane, the GPU
+    one row per thread: no two threads share an element, no atomics, the same sums)."""
+    for iy in range(iy0, iy1):
+        for ix in range(w):
+            gx[gxo + (iy - iy0) * gxsy + ix * gxsx] = 0
+    y_hi = min((iy1 - 1 + ph) // sh, oh - 1)
+    ty = iy0 + ph - kh + 1
     y_lo = 0 if ty <= 0 else (ty + sh - 1) // sh
     for yo in range(y_lo, y_hi + 1):
         for xo in range(ow):
-            _, ws, _, we, d = avg_bounds(yo, xo, kh, kw, sh, sw, ph, pw, h, w,
-                                         count_include_pad, divisor)
+            hs, ws, he, we, d = avg_bounds(yo, xo, kh, kw, sh, sw, ph, pw, h, w,
+                                           count_include_pad, divisor)
             v = g[go + yo * sy + xo * sx] / d
-            for ix in range(ws, we):
-                gx[gxo + ix * gxs] += v
+            for iy in range(max(hs, iy0), min(he, iy1)):
+                for ix in range(ws, we):
+                    gx[gxo + (iy - iy0) * gxsy + ix * gxsx] += v
 
 
 # d/dx max_pool = g routed to the window's argmax: gx.flat[k] += g in a C-contiguous plane

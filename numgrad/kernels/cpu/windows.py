@@ -29,7 +29,7 @@ def _bind():
     """This device's copies of the window functions (inlined into the loops)."""
     g = dict(W.__dict__)
     g["add_at"] = inline(_add_at)
-    for name in ("max_window", "avg_bounds", "avg_window", "avg_row_grad", "max_unpool_one",
+    for name in ("max_window", "avg_bounds", "avg_window", "avg_rows_grad", "max_unpool_one",
                  "max_gather_one"):
         fn = getattr(W, name)
         copy = pytypes.FunctionType(fn.__code__, g, name, fn.__defaults__)
@@ -225,19 +225,18 @@ def avg_pool2d(x, kh, kw, sh, sw, ph, pw, count_include_pad, divisor, out, paral
 
 def _avg_pool2d_bwd(g, n_b, n_c, oh, ow, kh, kw, sh, sw, ph, pw, count_include_pad, divisor, gx,
                     h, w):
-    """The gradient's planes a row at a time (``g``: the flat gradient of planes oh x ow,
-    ``gx``: the flat input gradient of planes h x w)."""
+    """The gradient a plane at a time (``g``: the flat gradient of planes oh x ow, ``gx``:
+    the flat input gradient of planes h x w)."""
     for n in prange(n_b):
         for c in range(n_c):
             gbase = (n * n_c + c) * oh * ow
             xbase = (n * n_c + c) * h * w
-            for iy in range(h):
-                f(g, gbase, ow, 1, oh, ow, iy, gx, xbase + iy * w, 1, h, w, kh, kw, sh, sw,  # noqa: F821
-                  ph, pw, count_include_pad, divisor)
+            f(g, gbase, ow, 1, oh, ow, 0, h, gx, xbase, w, 1, h, w, kh, kw, sh, sw, ph,  # noqa: F821
+              pw, count_include_pad, divisor)
 
 
-_AVG_BWD = (specialize(_avg_pool2d_bwd, "serial", f=_F["avg_row_grad"]),
-            specialize(_avg_pool2d_bwd, "parallel", {"parallel": True}, f=_F["avg_row_grad"]))
+_AVG_BWD = (specialize(_avg_pool2d_bwd, "serial", f=_F["avg_rows_grad"]),
+            specialize(_avg_pool2d_bwd, "parallel", {"parallel": True}, f=_F["avg_rows_grad"]))
 
 
 def avg_pool2d_bwd(g, kh, kw, sh, sw, ph, pw, count_include_pad, divisor, gx, parallel=None):

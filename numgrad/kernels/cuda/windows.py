@@ -26,7 +26,7 @@ def _bind():
     g["add_at"] = _add_at
     if _launch.SIM:
         g["math"] = _launch._SimMath()
-    for name in ("max_window", "avg_bounds", "avg_window", "avg_row_grad", "max_unpool_one",
+    for name in ("max_window", "avg_bounds", "avg_window", "avg_rows_grad", "max_unpool_one",
                  "max_gather_one"):
         fn = getattr(W, name)
         copy = pytypes.FunctionType(fn.__code__, g, name, fn.__defaults__)
@@ -82,9 +82,9 @@ def _avg_bwd_k(g, go, gs, n_c, oh, ow, kh, kw, sh, sw, ph, pw, include, divisor,
                gx, gxo, gxs, n):
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
         b, c, iy = _launch.unravel3(t, n_c, h)
-        f(g, go + b * gs[0] + c * gs[1], gs[2], gs[3], oh, ow, iy, gx,  # noqa: F821
-          gxo + b * gxs[0] + c * gxs[1] + iy * gxs[2], gxs[3], h, w, kh, kw, sh, sw, ph, pw,
-          include, divisor)
+        f(g, go + b * gs[0] + c * gs[1], gs[2], gs[3], oh, ow, iy, iy + 1, gx,  # noqa: F821
+          gxo + b * gxs[0] + c * gxs[1] + iy * gxs[2], gxs[2], gxs[3], h, w, kh, kw, sh, sw,
+          ph, pw, include, divisor)
 
 
 _K = {}
@@ -149,6 +149,6 @@ def avg_pool2d_bwd(g, kh, kw, sh, sw, ph, pw, count_include_pad, divisor, gx):
     """gx = 0; every input of a window receives g / divisor (a thread per input row)."""
     g, gx = from_any(g), from_any(gx)
     n_b, n_c, h, w = gx.shape
-    _launch.launch(_kernel(_avg_bwd_k, "avg_row_grad"), n_b * n_c * h, *_nd(g), n_c,
+    _launch.launch(_kernel(_avg_bwd_k, "avg_rows_grad"), n_b * n_c * h, *_nd(g), n_c,
                    g.shape[2], g.shape[3], kh, kw, sh, sw, ph, pw, bool(count_include_pad),
                    int(divisor), h, w, *_nd(gx), n_b * n_c * h)
