@@ -4,14 +4,10 @@ tanhshrink, threshold and their in-place forms. PyTorch's argument checks and me
 the math is the declared ops of ``numgrad.ops.activation`` (or a composite of existing ops
 where PyTorch records its pieces: softsign, tanhshrink, softmin)."""
 
-
 from numgrad import _dtype
 from numgrad.nn import _checks as C
 from numgrad.ops import activation as act
-from numgrad.ops import elementwise as ew
-from numgrad.ops import reduction as red
 from numgrad.ops import shape as sh
-from numgrad.ops import unary as un
 from numgrad.ops.inplace import apply_
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -142,12 +138,12 @@ def softshrink(input, lambd=0.5):
 
 def softsign(input):
     """x / (1 + |x|): PyTorch's composite (``DivBackward0``)."""
-    return ew.div(input, ew.add(ew.abs(input), 1))
+    return act.softsign(input)
 
 
 def tanhshrink(input):
     """x - tanh(x): PyTorch's composite (``SubBackward0``)."""
-    return ew.sub(input, un.tanh(input))
+    return act.tanhshrink(input)
 
 
 def threshold(input, threshold, value, inplace=False):
@@ -221,4 +217,4 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
     C.tensor_arg("softmin", "input", 1, input)
     if dim is None:
         dim = _softmax_dim("softmin", input.dim(), _stacklevel)
-    return red.softmax(ew.neg(input), dim, dtype)
+    return act.softmin(input, dim, dtype)

@@ -190,25 +190,6 @@ def _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads):
     return batched
 
 
-def _in_projection(query, key, value, w, b, separate):
-    """q, k, v projections: by one packed weight (one product for self-attention) or by the
-    three separate weights ``separate``."""
-    if separate is not None:
-        bq, bk, bv = b.chunk(3) if b is not None else (None, None, None)
-        wq, wk, wv = separate
-        return F.linear(query, wq, bq), F.linear(key, wk, bk), F.linear(value, wv, bv)
-    e = query.shape[-1]
-    if key is value and query is key:
-        return F.linear(query, w, b).split(e, -1)
-    if key is value:
-        wq, wkv = w.split([e, 2 * e])
-        bq, bkv = b.split([e, 2 * e]) if b is not None else (None, None)
-        return (F.linear(query, wq, bq), *F.linear(key, wkv, bkv).split(e, -1))
-    wq, wk, wv = w.chunk(3)
-    bq, bk, bv = b.chunk(3) if b is not None else (None, None, None)
-    return F.linear(query, wq, bq), F.linear(key, wk, bk), F.linear(value, wv, bv)
-
-
 def _pad_last(mask):
     return None if mask is None else F.pad(mask, (0, 1))
 
@@ -256,15 +237,16 @@ def multi_head_attention_forward(
             if w is None:
                 raise AssertionError(f"use_separate_proj_weight is True but {name}_proj_weight "
                                      "is None")
-        q, k, v = _in_projection(query, key, value, None, in_proj_bias,
-                                 (q_proj_weight, k_proj_weight, v_proj_weight))
+        q, k, v = AT.in_projection(query, key, value, None, in_proj_bias,
+                                    (q_proj_weight, k_proj_weight, v_proj_weight), F.linear)
     else:
         if tuple(key.shape) != tuple(value.shape):
             raise AssertionError(f"key shape {key.shape} does not match value shape "
                                  f"{value.shape}")
         if in_proj_weight is None:
             raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
-        q, k, v = _in_projection(query, key, value, in_proj_weight, in_proj_bias, None)
+        q, k, v = AT.in_projection(query, key, value, in_proj_weight, in_proj_bias, None,
+                                    F.linear)
 
     if attn_mask is not None:
         if attn_mask.dim() == 2:

@@ -12,7 +12,6 @@ import math
 
 import numpy as np
 
-from numgrad import _arrays as A
 from numgrad._shape import Size
 from numgrad.nn import _checks as C
 from numgrad.nn import _pad_checks
@@ -20,12 +19,10 @@ from numgrad.nn import functional as F
 from numgrad.ops import conv as CV
 from numgrad.ops import conv_transpose as CT
 from numgrad.ops import group_norm as GN
-from numgrad.ops import reduction as red
 from numgrad.ops import resample as R
 from numgrad.ops import shape as sh
 from numgrad.ops._util import (
     Tensor,
-    _wrap,
     dtype_of,
 )
 
@@ -347,16 +344,12 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
     return GN.native_group_norm(input, weight, bias, num_groups, float(eps))
 
 
-def _repeat(t, b):
-    """``t`` (C,) repeated ``b`` times (PyTorch's ``t.repeat(b)``)."""
-    return sh.reshape(sh.expand(sh.unsqueeze(t, 0), b, t._data.shape[0]), (-1,))
-
-
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
                   use_input_stats=True, momentum=0.1, eps=1e-05):
     """Normalize each channel of each sample over its space: batch norm of the (1, N*C, ...)
-    view, as PyTorch computes it (``ViewBackward0`` over ``NativeBatchNormBackward0``);
-    running statistics get the batch mean of the per-sample updates."""
+    view, as PyTorch computes it (``ViewBackward0`` over ``NativeBatchNormBackward0``;
+    ``numgrad.ops.group_norm.instance_norm``); running statistics get the batch mean of the
+    per-sample updates."""
     C.tensor_arg("instance_norm", "input", 1, input)
     x = input._data
     if use_input_stats:
@@ -366,26 +359,8 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     elif running_mean is None or running_var is None:
         raise RuntimeError("Expected running_mean and running_var to be defined when "
                            "use_input_stats is false")
-    n, c = x.shape[:2]
-    shape = x.shape
-    folded = sh.reshape(input, (1, n * c) + shape[2:])
-    w = _repeat(weight, n) if weight is not None else None
-    b = _repeat(bias, n) if bias is not None else None
-    rm = rv = None
-    if running_mean is not None:
-        rm = _wrap(A.contiguous(_repeat(running_mean.detach(), n)._data).copy()) \
-            if n * c else None
-    if running_var is not None:
-        rv = _wrap(A.contiguous(_repeat(running_var.detach(), n)._data).copy()) \
-            if n * c else None
-    out = F.batch_norm(folded, rm, rv, w, b, use_input_stats, momentum, eps)
-    if use_input_stats and n * c:
-        from numgrad.autograd.grad_mode import no_grad
-        with no_grad():
-            for run, folded_run in ((running_mean, rm), (running_var, rv)):
-                if run is not None:
-                    run.copy_(red.mean(sh.reshape(folded_run, (n, c)), 0))
-    return sh.view(out, shape)
+    return GN.instance_norm(input, running_mean, running_var, weight, bias, use_input_stats,
+                            momentum, eps, F.batch_norm)
 
 
 # ========================================================================================

@@ -349,3 +349,21 @@ def _rrelu_from_result(grad, result, noise, lower, upper, training):
 def rrelu_with_noise_result(input, lower, upper, training, generator=None):
     """rrelu whose node keeps the result (``rrelu_``)."""
     return _rrelu_forward(input, lower, upper, training, generator)
+
+
+# ---- activations PyTorch writes as composites of ops (their nodes appear as they are) ----
+
+
+def softsign(input):
+    """x / (1 + |x|) (``DivBackward0``)."""
+    return ew.div(input, ew.add(ew.abs(input), 1))
+
+
+def tanhshrink(input):
+    """x - tanh(x) (``SubBackward0``)."""
+    return ew.sub(input, un.tanh(input))
+
+
+def softmin(input, dim, dtype):
+    """softmax(-x) along ``dim`` (``SoftmaxBackward0`` after ``NegBackward0``)."""
+    return red.softmax(ew.neg(input), dim, dtype)

@@ -1,8 +1,8 @@
 """Attention math: ``attend`` (softmax(q k^T scale + mask) v composed of numgrad ops: matmul,
 masked_fill, softmax; PyTorch's composite path, whose graph it records), its masks
 (``causal_mask``, ``safe_softmax``), grouped-query heads (``expanded_heads``), multi-head
-attention's weights path (``attention_weights``), and PyTorch's fused CPU attention as a
-declared op: ``_scaled_dot_product_flash_attention_for_cpu``
+attention's projections (``in_projection``) and weights path (``attention_weights``), and
+PyTorch's fused CPU attention as a declared op: ``_scaled_dot_product_flash_attention_for_cpu``
 (``ScaledDotProductFlashAttentionForCpuBackward0``), whose forward is ``attend`` run without
 recording and whose one joint derivative gives the query's, key's and value's gradients from
 the saved probabilities, with numgrad ops, so it is differentiable again.
@@ -99,6 +99,25 @@ def attend(q, k, v, mask, is_causal, scale, dropout_p=0.0, dropout=None):
     if dropout_p > 0.0:
         p = dropout(p, dropout_p)
     return p.matmul(v), p
+
+
+def in_projection(query, key, value, w, b, separate, linear):
+    """q, k, v projections: by one packed weight (one product for self-attention) or by the
+    three separate weights ``separate``; ``linear(x, w, b)`` is x w^T + b."""
+    if separate is not None:
+        bq, bk, bv = b.chunk(3) if b is not None else (None, None, None)
+        wq, wk, wv = separate
+        return linear(query, wq, bq), linear(key, wk, bk), linear(value, wv, bv)
+    e = query.shape[-1]
+    if key is value and query is key:
+        return linear(query, w, b).split(e, -1)
+    if key is value:
+        wq, wkv = w.split([e, 2 * e])
+        bq, bkv = b.split([e, 2 * e]) if b is not None else (None, None)
+        return (linear(query, wq, bq), *linear(key, wkv, bkv).split(e, -1))
+    wq, wk, wv = w.chunk(3)
+    bq, bk, bv = b.chunk(3) if b is not None else (None, None, None)
+    return linear(query, wq, bq), linear(key, wk, bk), linear(value, wv, bv)
 
 
 def attention_weights(q, k, v, attn_mask, head_dim, dropout_p=0.0, dropout=None):

@@ -159,3 +159,41 @@ def native_group_norm(input, weight, bias, group, eps):
                       out=None if y is xhat3 else y)
     return y.reshape(x.shape), {"mean": mean, "rstd": rstd, "group": group, "xhat": xhat,
                                 "eps": eps}
+
+
+# ----------------------------------------------------------------------------------------
+# instance norm: batch norm of the (1, N*C, ...) view, as PyTorch computes it
+# ----------------------------------------------------------------------------------------
+
+
+def _repeat(t, b):
+    """``t`` (C,) repeated ``b`` times (PyTorch's ``t.repeat(b)``)."""
+    return sh.reshape(sh.expand(sh.unsqueeze(t, 0), b, t._data.shape[0]), (-1,))
+
+
+def instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum,
+                  eps, batch_norm):
+    """Each channel of each sample of checked ``input`` normalized over its space by
+    ``batch_norm`` (``F.batch_norm``'s signature) of the (1, N*C, ...) view (``ViewBackward0``
+    over its node); the running statistics get the batch mean of the per-sample updates."""
+    from numgrad.autograd.grad_mode import no_grad
+    from numgrad.ops._util import _wrap
+    shape = input._data.shape
+    n, c = shape[:2]
+    folded = sh.reshape(input, (1, n * c) + shape[2:])
+    w = _repeat(weight, n) if weight is not None else None
+    b = _repeat(bias, n) if bias is not None else None
+    rm = rv = None
+    if running_mean is not None:
+        rm = _wrap(A.contiguous(_repeat(running_mean.detach(), n)._data).copy()) \
+            if n * c else None
+    if running_var is not None:
+        rv = _wrap(A.contiguous(_repeat(running_var.detach(), n)._data).copy()) \
+            if n * c else None
+    out = batch_norm(folded, rm, rv, w, b, use_input_stats, momentum, eps)
+    if use_input_stats and n * c:
+        with no_grad():
+            for run, folded_run in ((running_mean, rm), (running_var, rv)):
+                if run is not None:
+                    run.copy_(red.mean(sh.reshape(folded_run, (n, c)), 0))
+    return sh.view(out, shape)
