@@ -105,14 +105,14 @@ def clamp(input, min=None, max=None, *, out=None):  # noqa: A002
                 raise RuntimeError(f"Found dtype {dtype_of(out)._legacy} but expected "
                                    f"{dt._legacy}")
         return write_out(clamp, out, input, min, max)
-    if not isinstance(input, Tensor) or (isinstance(min, Tensor) and is_scalar(max)
-                                         or isinstance(max, Tensor) and is_scalar(min)):
+    tlo, thi = isinstance(min, Tensor), isinstance(max, Tensor)
+    if not isinstance(input, Tensor) or (tlo and is_scalar(max) or thi and is_scalar(min)):
         got = ", ".join(type(v).__name__ for v in (input, min, max)[:3 if max is not None else 2])
         raise TypeError(f"clamp() received an invalid combination of arguments - got ({got}), "
                         "but expected one of:")
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    if isinstance(min, Tensor) or isinstance(max, Tensor):
+    if tlo or thi:
         return _clamp_tensor(input, min, max)
     for v in (min, max):
         if v is not None:

@@ -202,6 +202,8 @@ def binary(name=None, *, node=None, kernel, scalar_kernel=None, grad=None, resul
         saved_of = _saved_getters(od) if node_cls is not None else None
         num_cls = num_od.node if num_od else node_cls
         num_saved = _saved_getters(num_od)[1] if num_od else saved_of and saved_of[1]
+        num_pair = (num_od is not None and len(num_od.saves) == 2
+                    and num_od.saves[0] == "self" and _slot(num_od.saves[1]) == 1)
         rnum_cls = rnum_od.node if rnum_od else None
         rnum_saved = _saved_getters(rnum_od)[1] if rnum_od else None
         bool_out = np.bool_ if result == "bool" else None
@@ -269,20 +271,19 @@ def binary(name=None, *, node=None, kernel, scalar_kernel=None, grad=None, resul
         def with_number(a, s, al):
             """Tensor (op) number: the number is the scalar kernel's parameter."""
             sk = (kernels or resolve())[2]
-            if sk is None and not wrap:
-                _tensor_arg(s, op_name, "other", 2)
-            v = s * al if alpha and scaled_scalar is None else s
             xd = a._data
             dt = None
-            if (sk is not None and (al == 1 or scaled_scalar is None) and xd.dtype.kind == "f"
-                    and s.__class__ in _NUMBER
+            if (al == 1 and sk is not None and xd.dtype.kind == "f" and s.__class__ in _NUMBER
                     and xd.__class__ is _ND and xd.flags.c_contiguous):
                 r = _arrays.new(xd.shape, bool_out or xd.dtype)
                 n = r.size
                 if n:
                     (sk.flat if n < EW.PARALLEL_MIN else sk.flat_par)(
-                        xd.ravel(), r.ravel(), float(v), 0.0)
+                        xd.ravel(), r.ravel(), float(s), 0.0)
             else:
+                if sk is None and not wrap:
+                    _tensor_arg(s, op_name, "other", 2)
+                v = s * al if alpha and scaled_scalar is None else s
                 if check is not None:
                     check(a, s)
                 dt = dtype_for(a, s)
@@ -299,13 +300,16 @@ def binary(name=None, *, node=None, kernel, scalar_kernel=None, grad=None, resul
                     r = EW.unary(k, as_type(a, dt), out_dt, scalar_value(v, dt))
             res = _wrap(r)
             if num_cls is not None and state.enabled and a._requires_grad:
-                saved = num_saved(a, s, al, r)
-                if num_od is None:
-                    node = num_cls((edge(a), NO_EDGE), saved)
+                if num_pair:  # (self, the number): the common case, no getter call
+                    node = num_cls((edge(a),), (a, s))
+                    if dt is not None and xd.dtype != dt.np:
+                        node._meta = ((xd.shape, dtype_of(a)),)
+                elif num_od is None:
+                    node = num_cls((edge(a), NO_EDGE), num_saved(a, s, al, r))
                     if dt is not None and xd.dtype != dt.np:
                         node._meta = ((xd.shape, dtype_of(a)), None)
                 else:
-                    node = num_cls((edge(a),), saved)
+                    node = num_cls((edge(a),), num_saved(a, s, al, r))
                     if dt is not None and xd.dtype != dt.np:
                         node._meta = ((xd.shape, dtype_of(a)),)
                 attach(res, node)
