@@ -363,3 +363,26 @@ def test_resampling_is_linear_and_its_adjoint_matches():
         g = rng.standard_normal(tuple(y.shape))
         (gx,) = ng.autograd.grad(y, xt, ng.tensor(g))
         assert abs((y.detach().numpy() * g).sum() - (x * gx.numpy()).sum()) < 1e-9
+
+
+@requires_torch
+@pytest.mark.parametrize("fn,shape,w_shape,stride,output_padding,dilation", [
+    ("conv_transpose1d", (2, 2, 4), (2, 3, 3), 1, 1, 2),
+    ("conv_transpose2d", (1, 2, 4, 3), (2, 3, 3, 2), (2, 1), (1, 2), (1, 3)),
+    ("conv_transpose3d", (1, 2, 3, 3, 3), (2, 2, 2, 2, 2), (2, 1, 1), (2, 1, 1), (3, 2, 2)),
+])
+def test_conv_transpose_output_padding_past_the_stride(fn, shape, w_shape, stride,
+                                                        output_padding, dilation):
+    # output_padding >= stride (allowed below the dilation): the gradient image holds more
+    # windows than the input has positions; the gradients read the input's positions only
+    arrays = _arrays([shape, w_shape], seed=5)
+    res = []
+    for m in (ng, torch):
+        x, w = (m.tensor(a, requires_grad=True) for a in arrays)
+        y = getattr(m.nn.functional, fn)(x, w, None, stride, 0, output_padding, 1, dilation)
+        gy = m.tensor(np.linspace(-1, 1, y.numel()).reshape(tuple(y.shape)))
+        gx, gw = m.autograd.grad(y, (x, w), gy, create_graph=True)
+        hx, hw = m.autograd.grad((gx * gx).sum() + (gw * gw).sum(), (x, w))
+        res.append([to_numpy(t) for t in (y, gx, gw, hx, hw)])
+    for ours, theirs in zip(*res):
+        assert_close(ours, theirs, rtol=1e-10, atol=1e-10)

@@ -15,11 +15,6 @@ from numgrad.ops._util import EW, LIN
 from numgrad.ops.registry import op
 
 
-def _functional():
-    from numgrad.nn import functional as F  # conv2d, unfold and the im2col helpers
-    return F
-
-
 def _as_2d(t, unit):
     return sh.unsqueeze(t, 2) if unit else t
 
@@ -28,20 +23,30 @@ def _from_2d(t, unit):
     return sh.squeeze(t, 2) if unit else t
 
 
+def _windows(geo):
+    """(kernel, stride, padding, dilation) and the positions (the input's H and W) of the
+    windows over the gradient image: a conv2d or unfold of it read at the input's positions
+    only (with output_padding >= stride, allowed when the dilation is larger, the image holds
+    more windows than the input has positions)."""
+    return ((geo.kh, geo.kw), (geo.sh, geo.sw), (geo.ph, geo.pw), (geo.dh, geo.dw),
+            (geo.oh, geo.ow))
+
+
 # y = col2im(W^T x) is the adjoint of conv2d: dx = conv2d(g, W)
 def _input_grad(grad, weight, geo, unit):
-    F = _functional()
     g, w = _as_2d(grad, unit), _as_2d(weight, unit)
-    gx = F.conv2d(g, w, None, (geo.sh, geo.sw), (geo.ph, geo.pw), (geo.dh, geo.dw), geo.groups)
+    _, st, p, d, blocks = _windows(geo)
+    gx = CV.conv2d_checked(g, w, None, st, p, d, geo.groups, blocks)
     return _from_2d(gx, unit)
 
 
 # dW_g = x_g cols(g)_g^T summed over the batch (per group)
 def _weight_grad(grad, input, weight, geo, unit):
-    F = _functional()
     g, x, w = _as_2d(grad, unit), _as_2d(input, unit), _as_2d(weight, unit)
     n, cin = x._data.shape[:2]
-    cols = F.unfold(g, (geo.kh, geo.kw), (geo.dh, geo.dw), (geo.ph, geo.pw), (geo.sh, geo.sw))
+    k, st, p, d, blocks = _windows(geo)
+    cols = CV.im2col(g, CV.make_geom(g._data.shape, (1, g._data.shape[1]) + k, k, st, p, d, 1,
+                                     blocks))
     x3 = sh.reshape(x, (n, cin, -1))
     parts = [red.sum(la.matmul(x3[:, gi], sh.transpose(cols[:, gk], 1, 2)), 0)
              for gi, gk in zip(CV.group_slices(cin, geo.groups),
