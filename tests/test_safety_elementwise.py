@@ -313,6 +313,30 @@ def test_declared_binary_forms(fn):
     _same_as_torch(fn)
 
 
+@requires_torch
+@pytest.mark.parametrize("fn", [
+    lambda L: L.where(L.tensor([True, False]), L.tensor([1.5, 2.0]), None),
+    lambda L: L.where(L.tensor([True, False]), None, L.tensor([1, 2])),
+    lambda L: L.where(L.tensor(True), 2, L.tensor([1.5, 2.5], dtype=L.float64)),
+    lambda L: L.where(L.tensor([[True], [False]]), L.tensor([1, 2], dtype=L.uint8), -1),
+    lambda L: L.where(L.tensor([True, False]), 2.5, L.tensor([1, 2])),
+    lambda L: L.clamp(L.tensor([1, 5, 9]), L.tensor([2, 2, 2]), 7),
+    lambda L: L.clamp(L.tensor([1, 5, 9]), max=L.tensor(4.5)),
+    lambda L: L.clip(L.tensor([[1.5], [-2.0]]), L.tensor([0.0, -3.0]), None),
+    lambda L: L.tensor([1, 5, 9], dtype=L.int32).clamp_(L.tensor([2]), L.tensor([6])),
+    lambda L: L.clamp(L.tensor([True, False]), L.tensor([True, True]), L.tensor([False, True])),
+])
+def test_declared_ternary_forms(fn):
+    """where and clamp through the ternary declaration (ops.promote.ternary): dtypes,
+    values and errors (first line) as PyTorch's; an operand of where left None is
+    PyTorch's TypeError."""
+    got, want = _outcome(ng, fn), _outcome(torch, fn)
+    if isinstance(want[0], type):
+        assert got[0] is want[0] and got[1] == want[1].split("\n")[0].rstrip(), (got, want)
+        return
+    assert got == want
+
+
 def _node_names(out):
     names, todo = [], [out.grad_fn]
     while todo:

@@ -31,7 +31,7 @@ from numgrad.ops._util import (
     needs_grad,
     state,
 )
-from numgrad.ops.promote import WRAP, _tensor_arg, binary
+from numgrad.ops.promote import WRAP, _tensor_arg, binary, ternary
 from numgrad.ops.promote import as_tensor as _as_t
 from numgrad.ops.promote import not_implemented as _not_implemented
 from numgrad.ops.promote import scalar_tensor as _scalar_tensor
@@ -92,28 +92,17 @@ def square(input):
     return pow(input, 2)
 
 
-@declare(nodes=("ClampBackward1", "ClampBackward0"), aliases=("clip",),
-         variants=("function", "method", "inplace"))
-def clamp(input, min=None, max=None, *, out=None):  # noqa: A002
-    """Clamp into [min, max] (``ClampBackward1`` for numbers, ``ClampBackward0`` for tensors)."""
-    if out is not None:
-        if (isinstance(input, Tensor) and isinstance(out, Tensor)
-                and all(v is None or is_scalar(v) for v in (min, max))):
-            # number bounds write only into their own dtype
-            dt = _dtype.result_type(input, *[v for v in (min, max) if v is not None])
-            if dt is not dtype_of(out):
-                raise RuntimeError(f"Found dtype {dtype_of(out)._legacy} but expected "
-                                   f"{dt._legacy}")
-        return write_out(clamp, out, input, min, max)
-    tlo, thi = isinstance(min, Tensor), isinstance(max, Tensor)
-    if not isinstance(input, Tensor) or (tlo and is_scalar(max) or thi and is_scalar(min)):
-        got = ", ".join(type(v).__name__ for v in (input, min, max)[:3 if max is not None else 2])
-        raise TypeError(f"clamp() received an invalid combination of arguments - got ({got}), "
-                        "but expected one of:")
-    if min is None and max is None:
-        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    if tlo or thi:
-        return _clamp_tensor(input, min, max)
+def _clamp_out_check(out, input, min, max):  # noqa: A002
+    """Number bounds write only into their own dtype."""
+    if (isinstance(input, Tensor) and isinstance(out, Tensor)
+            and all(v is None or is_scalar(v) for v in (min, max))):
+        dt = _dtype.result_type(input, *[v for v in (min, max) if v is not None])
+        if dt is not dtype_of(out):
+            raise RuntimeError(f"Found dtype {dtype_of(out)._legacy} but expected {dt._legacy}")
+
+
+def _clamp_numbers(input, min, max):  # noqa: A002
+    """Clamp between number bounds: one unary kernel, ``ClampBackward1``."""
     for v in (min, max):
         if v is not None:
             _dtype.checked_scalar(v, _dtype.float64)  # a number (PyTorch's TypeError else)
@@ -133,6 +122,39 @@ def clamp(input, min=None, max=None, *, out=None):  # noqa: A002
         # the bounds as given (PyTorch's _saved_min/_saved_max), then as applied
         attach(out, ClampBackward1((edge(input),), (input, min, max, lo, hi)))
     return out
+
+
+def _clamp_fill(dt, i):
+    """A missing clamp bound: the dtype's extreme, never binding (i: 1 lower, 2 upper)."""
+    if dt._kind == 2:
+        return np.inf if i == 2 else -np.inf
+    if dt._kind == 1:
+        return int(np.iinfo(dt.np).max if i == 2 else np.iinfo(dt.np).min)
+    return i == 2
+
+
+def _clamp_bool(dt, x, lo, hi):
+    if dt is _dtype.bool_ and lo is not None and hi is not None:
+        raise _not_implemented("clamp_cpu", dt)
+
+
+# ClampBackward0 saves the bounds given, as tensors of the result dtype
+@ternary(node=lambda *a: ClampBackward0(*a), kernel="clamp_t", promoted=(0, 1, 2),
+         fill=_clamp_fill, check=_clamp_bool, number=_clamp_numbers,
+         saves=lambda ops, w: (ops[0], w[1] if ops[1] is not None else None,
+                               w[2] if ops[2] is not None else None),
+         out_check=_clamp_out_check, nodes=("ClampBackward1", "ClampBackward0"),
+         aliases=("clip",), variants=("function", "method", "inplace"))
+def clamp(input, min, max):  # noqa: A002
+    """Clamp into [min, max] (``ClampBackward1`` for numbers, ``ClampBackward0`` for tensors)."""
+    tlo, thi = isinstance(min, Tensor), isinstance(max, Tensor)
+    if not isinstance(input, Tensor) or (tlo and is_scalar(max) or thi and is_scalar(min)):
+        got = ", ".join(type(v).__name__ for v in (input, min, max)[:3 if max is not None else 2])
+        raise TypeError(f"clamp() received an invalid combination of arguments - got ({got}), "
+                        "but expected one of:")
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    return [input, min, max]
 
 
 def _clamp_check(which):
@@ -179,38 +201,6 @@ def clamp_max():
 ClampBackward1 = make_node("ClampBackward1", ("self",), {
     "self": lambda grad, self, lo, hi: clamp_backward(grad, self, lo, hi)},
     ("self", "min", "max", "lo", "hi"))
-
-
-def _bound(v, dt, upper):
-    """A clamp bound as a tensor of dtype ``dt`` (None: the dtype's extreme, never binding)."""
-    if isinstance(v, Tensor):
-        return v
-    if v is None:
-        if dt._kind == 2:
-            v = np.inf if upper else -np.inf
-        elif dt._kind == 1:
-            v = int(np.iinfo(dt.np).max if upper else np.iinfo(dt.np).min)
-        else:
-            v = upper
-    return _scalar_tensor(v, dt)
-
-
-def _clamp_tensor(x, lo, hi):
-    """Clamp with tensor bounds (numbers among them count as wrapped numbers)."""
-    dt = _dtype.result_type(x, *[v for v in (lo, hi) if v is not None])
-    if dt is _dtype.bool_ and lo is not None and hi is not None:
-        raise _not_implemented("clamp_cpu", dt)
-    lo_t, hi_t = _bound(lo, dt, False), _bound(hi, dt, True)
-    shape = broadcast_shapes(broadcast_shapes(x._data.shape, lo_t._data.shape), hi_t._data.shape)
-    r = EW.ternary(EW.clamp_t, as_type(x, dt), as_type(lo_t, dt), as_type(hi_t, dt), dt.np, shape)
-    out = _wrap(r)
-    if state.enabled and (x._requires_grad or lo_t._requires_grad or hi_t._requires_grad):
-        node = ClampBackward0((edge(x), edge(lo) if isinstance(lo, Tensor) else NO_EDGE,
-                               edge(hi) if isinstance(hi, Tensor) else NO_EDGE),
-                              (x, lo_t if lo is not None else None,
-                               hi_t if hi is not None else None))
-        _record(out, node, (x, lo_t, hi_t), shape, dt)
-    return out
 
 
 def _in_place_mask(a, b, c, d):
@@ -865,20 +855,28 @@ def _where_method(self, condition, y):
     return where(condition, self, y)
 
 
-@declare(nodes=("WhereBackward0",), method=_where_method)
-def where(condition, input=None, other=None, *, out=None):
+def _where_out_check(out, condition, input, other):  # noqa: A002
+    """PyTorch's refusals of where's ``out=``: tensor operands, the result dtype."""
+    if not isinstance(input, Tensor) or not isinstance(other, Tensor):
+        x, pos = (other, 3) if isinstance(input, Tensor) else (input, 2)
+        _tensor_arg(x, "where", "other" if pos == 3 else "input", pos)
+    dt, odt = _dtype.result_type(input, other), dtype_of(out)
+    if dt is not odt:
+        raise RuntimeError(f"Expected out type to be {dt._legacy} but got {odt._legacy}")
+
+
+@ternary(node=WhereBackward0, kernel="where",
+         saves=lambda ops, w: (ops[0],), out_check=_where_out_check,
+         nodes=("WhereBackward0",), method=_where_method)
+def where(condition, input, other):  # noqa: A002
     """Elements of ``input`` where ``condition`` else of ``other`` (``WhereBackward0``)."""
-    if out is not None:
-        if not isinstance(input, Tensor) or not isinstance(other, Tensor):
-            x, pos = (other, 3) if isinstance(input, Tensor) else (input, 2)
-            _tensor_arg(x, "where", "other" if pos == 3 else "input", pos)
-        dt, odt = _dtype.result_type(input, other), dtype_of(out)
-        if dt is not odt:
-            raise RuntimeError(f"Expected out type to be {dt._legacy} but got {odt._legacy}")
-        return write_out(where, out, condition, input, other)
     if input is None and other is None:
         from numgrad.ops.indexing import nonzero
         return nonzero(condition, as_tuple=True)
+    if input is None or other is None:
+        got = ", ".join(type(v).__name__ for v in (condition, input, other))
+        raise TypeError(f"where() received an invalid combination of arguments - got ({got}), "
+                        "but expected one of:")
     if not isinstance(condition, Tensor):
         condition = _as_t(condition)
     if condition._data.dtype != np.bool_:
@@ -888,20 +886,8 @@ def where(condition, input=None, other=None, *, out=None):
                 f"{condition.dtype._legacy}")
         warnings.warn("where received a uint8 condition tensor. This behavior is deprecated and "
                       "will be removed in a future version of PyTorch. Use a boolean condition "
-                      "instead.", UserWarning, stacklevel=2)
-    a_t = isinstance(input, Tensor)
-    b_t = isinstance(other, Tensor)
-    dt = _dtype.result_type(input, other)
-    a = input if a_t else _scalar_tensor(input, dt)
-    b = other if b_t else _scalar_tensor(other, dt)
-    shape = broadcast_shapes(broadcast_shapes(condition._data.shape, a._data.shape), b._data.shape)
-    r = EW.ternary(EW.where, condition._data, as_type(a, dt), as_type(b, dt), dt.np, shape)
-    out = _wrap(r)
-    if state.enabled and ((a_t and a._requires_grad) or (b_t and b._requires_grad)):
-        node = WhereBackward0((edge(a) if a_t else NO_EDGE, edge(b) if b_t else NO_EDGE),
-                              (condition,))
-        _record(out, node, (a if a_t else None, b if b_t else None), shape, dt)
-    return out
+                      "instead.", UserWarning, stacklevel=3)
+    return [condition, input, other]
 
 
 # declared ops (numgrad.ops.unary) that the rules above, and other modules as ew.<name>, call

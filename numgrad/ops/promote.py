@@ -25,6 +25,8 @@ PyTorch's way:
 * the node: edges, what it saves (an input only when a gradient that reads it is needed;
   numbers such as ``alpha`` always), and per input the (shape, dtype) the engine sums and
   casts that input's gradient back to, so no derivative formula handles broadcasting.
+
+``ternary`` declares the three-operand ops (``where``, ``clamp``) over the same rules.
 """
 
 
@@ -577,3 +579,96 @@ def _check_cast(t, other):
     if rd._kind > td._kind:
         raise RuntimeError(f"result type {rd._legacy} can't be cast to the desired output type "
                            f"{td._legacy}")
+
+
+def ternary(*, node, kernel, saves, promoted=(1, 2), fill=None, check=None, number=None,
+            out_check=None, nodes=(), aliases=(), variants=("function", "method"),
+            method=None):
+    """Declare a three-operand elementwise op (``where``, ``clamp``); the decorated function
+    checks its arguments as PyTorch does and returns the three operands (a list), or the op's result
+    when a form of its own answers (``where(c)``: ``nonzero``).
+
+    The generated function promotes as the binary ops do: the result dtype is PyTorch's
+    ``result_type`` over the ``promoted`` positions (None left out); those operands are cast
+    to it, a number becomes a 0-dim tensor of it and None ``fill(dt, position)``; the other
+    position passes as it is (``where``'s condition). ``check(dt, x0, x1, x2)``: refusals
+    that depend on the result dtype. One launch of ``kernel`` (``f(a, b, c)`` of
+    ``numgrad.kernels.cpu.elementwise``) on the operands broadcast together; ``node`` gets an
+    edge per promoted position (none for a number or None), ``saves(operands, wrapped)``, and
+    per tensor input the (shape, dtype) the engine sums and casts its gradient back to.
+    ``number(x0, x1, x2)``: the op's all-number form when no promoted operand but the first
+    is a tensor (None: the tensor form runs). ``out_check(out, x0, x1, x2)``: PyTorch's
+    refusals of an ``out=`` before the op runs (``write_out`` then writes it)."""
+    def declare_(fn):
+        op_name = fn.__name__
+        kernels = []
+        pos = tuple(promoted)
+        if pos not in ((0, 1, 2), (1, 2)):
+            raise ValueError("promoted: (0, 1, 2) or (1, 2)")
+
+        lead = pos == (0, 1, 2)  # else (1, 2): the first operand passes as it is
+
+        def wrap_(v, dt, i):
+            if v.__class__ is Tensor or isinstance(v, Tensor):
+                return v
+            return scalar_tensor(v if v is not None else fill(dt, i), dt)
+
+        def record(res, ops, w, shape, dt):
+            """The node: an edge and a (shape, dtype) per promoted tensor operand."""
+            tin = [v if isinstance(v, Tensor) else None for v in (ops if lead else ops[1:])]
+            n = node(tuple([NO_EDGE if t is None else edge(t) for t in tin]), saves(ops, w))
+            attach(res, n)
+            metas = tuple([None if t is None else meta_for(t, shape, dt) for t in tin])
+            if metas.count(None) != len(metas):
+                n._meta = metas
+
+        def tensor_form(ops):
+            x0, x1, x2 = ops
+            if lead:
+                dt = _dtype.result_type(*[v for v in ops if v is not None])
+                if check is not None:
+                    check(dt, x0, x1, x2)
+                w0 = x0 if x0.__class__ is Tensor else wrap_(x0, dt, 0)
+                d0 = as_type(w0, dt)
+            else:
+                dt = _dtype.result_type(x1, x2)
+                if check is not None:
+                    check(dt, x0, x1, x2)
+                w0 = x0
+                d0 = x0._data
+            w1 = x1 if x1.__class__ is Tensor else wrap_(x1, dt, 1)
+            w2 = x2 if x2.__class__ is Tensor else wrap_(x2, dt, 2)
+            d1, d2 = w1._data, w2._data
+            shape = broadcast_shapes(broadcast_shapes(d0.shape, d1.shape), d2.shape)
+            k = kernels[0] if kernels else kernels.append(getattr(EW, kernel)) or kernels[0]
+            res = _wrap(EW.ternary(k, d0, as_type(w1, dt), as_type(w2, dt), dt.np, shape))
+            if state.enabled and (getattr(x1, "_requires_grad", False)
+                                  or getattr(x2, "_requires_grad", False)
+                                  or lead and x0._requires_grad):
+                record(res, ops, (w0, w1, w2), shape, dt)
+            return res
+
+        def call_out(x0, x1, x2, out):
+            if out_check is not None:
+                out_check(out, x0, x1, x2)
+            return write_out(op, out, x0, x1, x2)
+
+        a0, a1, a2 = fn.__code__.co_varnames[:3]  # the op's own argument names
+        ns = {"fn": fn, "call_out": call_out, "form": tensor_form, "number": number,
+              "Tensor": Tensor}
+        numbers = ("    if not (isinstance(ops[1], Tensor) or isinstance(ops[2], Tensor)):\n"
+                   "        return number(*ops)\n") if number is not None else ""
+        exec(f"def {op_name}({a0}, {a1}=None, {a2}=None, *, out=None):\n"  # noqa: S102
+             f"    if out is not None:\n"
+             f"        return call_out({a0}, {a1}, {a2}, out)\n"
+             f"    ops = fn({a0}, {a1}, {a2})\n"
+             f"    if ops.__class__ is not list:\n"
+             f"        return ops\n{numbers}"
+             f"    return form(ops)\n", ns)
+        op = ns[op_name]
+        from numgrad.ops.registry import declare
+        op.__doc__, op.__module__ = fn.__doc__, fn.__module__
+        op.tensor_form = tensor_form
+        return declare(op_name, nodes=nodes, aliases=aliases, variants=variants,
+                       method=method)(op)
+    return declare_
