@@ -325,6 +325,9 @@ def test_declared_binary_forms(fn):
     lambda L: L.clip(L.tensor([[1.5], [-2.0]]), L.tensor([0.0, -3.0]), None),
     lambda L: L.tensor([1, 5, 9], dtype=L.int32).clamp_(L.tensor([2]), L.tensor([6])),
     lambda L: L.clamp(L.tensor([True, False]), L.tensor([True, True]), L.tensor([False, True])),
+    lambda L: L.where(L.tensor([True, False]), "x", L.tensor([1.0, 2.0])),
+    lambda L: L.where(L.tensor([True, False]), L.tensor([1.0, 2.0]), object()),
+    lambda L: L.clamp(L.tensor([1.0, 2.0]), "x"),
 ])
 def test_declared_ternary_forms(fn):
     """where and clamp through the ternary declaration (ops.promote.ternary): dtypes,

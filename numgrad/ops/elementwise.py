@@ -133,6 +133,18 @@ def _clamp_fill(dt, i):
     return i == 2
 
 
+def _not_operand(v):
+    """True for an argument that is neither a tensor, a number, None nor a sequence of numbers
+    (a string): PyTorch's argument parser refuses it before anything runs."""
+    if v.__class__ in _PLAIN_OPERANDS:
+        return False
+    return isinstance(v, (str, bytes)) or not (
+        isinstance(v, (Tensor, list, tuple, np.ndarray)) or is_scalar(v))
+
+
+_PLAIN_OPERANDS = frozenset((Tensor, int, float, bool, type(None)))
+
+
 def _clamp_bool(dt, x, lo, hi):
     if dt is _dtype.bool_ and lo is not None and hi is not None:
         raise _not_implemented("clamp_cpu", dt)
@@ -148,7 +160,8 @@ def _clamp_bool(dt, x, lo, hi):
 def clamp(input, min, max):  # noqa: A002
     """Clamp into [min, max] (``ClampBackward1`` for numbers, ``ClampBackward0`` for tensors)."""
     tlo, thi = isinstance(min, Tensor), isinstance(max, Tensor)
-    if not isinstance(input, Tensor) or (tlo and is_scalar(max) or thi and is_scalar(min)):
+    if (not isinstance(input, Tensor) or (tlo and is_scalar(max) or thi and is_scalar(min))
+            or _not_operand(min) or _not_operand(max)):
         got = ", ".join(type(v).__name__ for v in (input, min, max)[:3 if max is not None else 2])
         raise TypeError(f"clamp() received an invalid combination of arguments - got ({got}), "
                         "but expected one of:")
@@ -873,7 +886,7 @@ def where(condition, input, other):  # noqa: A002
     if input is None and other is None:
         from numgrad.ops.indexing import nonzero
         return nonzero(condition, as_tuple=True)
-    if input is None or other is None:
+    if input is None or other is None or _not_operand(input) or _not_operand(other):
         got = ", ".join(type(v).__name__ for v in (condition, input, other))
         raise TypeError(f"where() received an invalid combination of arguments - got ({got}), "
                         "but expected one of:")
