@@ -343,3 +343,115 @@ def nll_bwd_row(gv, t, w, scale, out, oo, os, n_c, tm):
     v = -w * gv * scale
     for c in range(lane0(tm), n_c, lanes(tm)):
         out[oo + c * os] = v if c == t and w != 0 else 0
+
+
+# ----------------------------------------------------------------------------------------
+# batch norm: a channel is a row of m = n_b planes of n_l elements (plane stride s0, element
+# stride s2); a lane takes the flat positions lane0, lane0 + lanes, ... in runs: from flat
+# position e, the run k, k + lanes, ... < n_l of plane b = e // n_l (k = e - b n_l), then on
+# past it (one division per run: a plane per run for a team of one, one element per run
+# when planes are shorter than the team)
+# ----------------------------------------------------------------------------------------
+
+
+def _run_end(e, k, n_l, step):
+    """The flat position after the run that starts at e (plane position k)."""
+    return e + ((n_l - k + step - 1) // step) * step
+
+
+def batch_norm_stats_row(x, xo, xs0, xs2, n_b, n_l, eps, mean, mo, var, vo, inv, io, acc, tm):
+    """Mean, biased variance and 1/sqrt(var + eps) of one channel (two passes, float64)."""
+    m = n_b * n_l
+    step = lanes(tm)
+    s = acc
+    e = lane0(tm)
+    while e < m:
+        b = e // n_l
+        k = e - b * n_l
+        for j in range(k, n_l, step):
+            s += x[xo + b * xs0 + j * xs2]
+        e = _run_end(e, k, n_l, step)
+    mu = allsum(tm, s) / m
+    ss = acc
+    e = lane0(tm)
+    while e < m:
+        b = e // n_l
+        k = e - b * n_l
+        for j in range(k, n_l, step):
+            d = x[xo + b * xs0 + j * xs2] - mu
+            ss += d * d
+        e = _run_end(e, k, n_l, step)
+    ss = allsum(tm, ss)
+    if lead(tm):
+        mean[mo] = mu
+        var[vo] = ss / m
+        inv[io] = 1.0 / math.sqrt(ss / m + eps)
+
+
+def inv_std_row(var, vo, vs, eps, out, oo, os, n, tm):
+    """out = 1/sqrt(var + eps) along a row of n channels."""
+    for c in range(lane0(tm), n, lanes(tm)):
+        out[oo + c * os] = 1.0 / math.sqrt(var[vo + c * vs] + eps)
+
+
+def running_update_row(run, ro, rs, stat, so, ss, momentum, scale, n, tm):
+    """run = (1 - momentum) run + momentum * scale * stat along a row of n channels."""
+    for c in range(lane0(tm), n, lanes(tm)):
+        j = ro + c * rs
+        run[j] = (1.0 - momentum) * run[j] + momentum * scale * stat[so + c * ss]
+
+
+def batch_norm_apply_row(x, xo, xs0, xs2, n_b, n_l, mu, iv, gm, bt, out, oo, os0, os2, tm):
+    """out = (x - mu) * iv * gm + bt over one channel (as x * a + b)."""
+    a = iv * gm
+    sh = bt - mu * a
+    step = lanes(tm)
+    e = lane0(tm)
+    while e < n_b * n_l:
+        b = e // n_l
+        k = e - b * n_l
+        for j in range(k, n_l, step):
+            out[oo + b * os0 + j * os2] = x[xo + b * xs0 + j * xs2] * a + sh
+        e = _run_end(e, k, n_l, step)
+
+
+# d beta = sum g, d gamma = sum g xhat (per channel, over batch and space)
+def batch_norm_sums_row(g, go, gs0, gs2, x, xo, xs0, xs2, n_b, n_l, mu, iv, sg, sgo, sx, sxo,
+                        acc, tm):
+    """sg[sgo] = sum g, sx[sxo] = sum g xhat over one channel (float64)."""
+    step = lanes(tm)
+    s1 = acc
+    s2 = acc
+    e = lane0(tm)
+    while e < n_b * n_l:
+        b = e // n_l
+        k = e - b * n_l
+        for j in range(k, n_l, step):
+            gv = g[go + b * gs0 + j * gs2]
+            s1 += gv
+            s2 += gv * (x[xo + b * xs0 + j * xs2] - mu)
+        e = _run_end(e, k, n_l, step)
+    s1 = allsum(tm, s1)
+    s2 = allsum(tm, s2)
+    if lead(tm):
+        sg[sgo] = s1
+        sx[sxo] = s2 * iv
+
+
+# d/dx batch_norm (train) = gamma invstd / M (M g - sum g - xhat sum(g xhat))
+def batch_norm_bwd_row(g, go, gs0, gs2, x, xo, xs0, xs2, n_b, n_l, mu, iv, gm, sg, sx, m,
+                       training, gx, gxo, gxs0, gxs2, tm):
+    """The input gradient over one channel (``gm`` gamma; ``sg``, ``sx``: the channel's sums
+    of g and g xhat, ``m`` its element count; gamma invstd g in evaluation). Plane by plane
+    (the lane's first position in plane b: (lane0 - b n_l) mod lanes): the runs of the other
+    row functions keep the CPU's loop here from vectorizing (4x slower)."""
+    a = gm * iv
+    step = lanes(tm)
+    for b in range(n_b):
+        for j in range((lane0(tm) - b * n_l) % step, n_l, step):
+            if training:
+                xhat = (x[xo + b * xs0 + j * xs2] - mu) * iv
+                gx[gxo + b * gxs0 + j * gxs2] = a * (g[go + b * gs0 + j * gs2] - sg / m
+                                                     - xhat * sx / m)
+            else:
+                gx[gxo + b * gxs0 + j * gxs2] = a * g[go + b * gs0 + j * gs2]

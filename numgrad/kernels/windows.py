@@ -97,7 +97,3 @@ def avg_rows_grad(g, go, sy, sx, oh, ow, iy0, iy1, gx, gxo, gxsy, gxsx, h, w, kh
 def max_unpool_one(gv, k, gx, gxo):
     add_at(gx, gxo + k, gv)
 
-
-# d/dg of max_pool's backward: out = gx.flat[k], a gather from a C-contiguous plane
-def max_gather_one(gx, gxo, k):
-    return gx[gxo + k]

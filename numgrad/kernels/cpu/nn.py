@@ -5,7 +5,6 @@ Loops over the batch run in parallel (``prange``) when the work is large enough 
 the threads; the serial twin handles small inputs.
 """
 
-import math
 
 import numpy as np
 from numba import prange
@@ -131,7 +130,6 @@ col2im, col2im_par = _by_layout(_col2im, 0, {"get": _get_nk}, {"get": _get_kn})
 # ``pick`` (one launcher picks the serial or the multithreaded loop itself)
 max_pool2d = max_pool2d_par = WIN.max_pool2d
 max_pool2d_bwd = max_pool2d_bwd_par = WIN.max_pool2d_bwd
-max_pool2d_gather = WIN.max_pool2d_gather
 avg_pool2d = avg_pool2d_par = WIN.avg_pool2d
 
 
@@ -143,38 +141,34 @@ avg_pool2d_bwd = avg_pool2d_bwd_par = WIN.avg_pool2d_bwd
 # ========================================================================================
 
 
+# batch norm: a channel of x (N, C, L) is a row of N planes of L elements, one row function of
+# ``numgrad.kernels.rows`` each (the CUDA module binds the same functions: a block per channel)
+_BN_STATS = ROWS._F["batch_norm_stats_row"]
+_BN_INV_STD = ROWS._F["inv_std_row"]
+_BN_RUNNING = ROWS._F["running_update_row"]
+_BN_APPLY = ROWS._F["batch_norm_apply_row"]
+_BN_SUMS = ROWS._F["batch_norm_sums_row"]
+_BN_BWD = ROWS._F["batch_norm_bwd_row"]
+
+
 @jit
 def channel_stats(x, eps, mean, var, invstd):
     """Mean, biased variance and 1/sqrt(var + eps) of x (N, C, L) per channel (two passes)."""
     n_b, n_c, n_l = x.shape
-    m = n_b * n_l
+    xf = x.reshape(x.size)
     for c in range(n_c):
-        s = 0.0
-        for n in range(n_b):
-            for k in range(n_l):
-                s += x[n, c, k]
-        mu = s / m
-        ss = 0.0
-        for n in range(n_b):
-            for k in range(n_l):
-                d = x[n, c, k] - mu
-                ss += d * d
-        mean[c] = mu
-        var[c] = ss / m
-        invstd[c] = 1.0 / math.sqrt(ss / m + eps)
+        _BN_STATS(xf, c * n_l, n_c * n_l, 1, n_b, n_l, eps, mean, c, var, c, invstd, c, 0.0, 0)
 
 
 @jit
 def inv_std(var, eps, out):
-    for c in range(var.size):
-        out[c] = 1.0 / math.sqrt(var[c] + eps)
+    _BN_INV_STD(var, 0, 1, eps, out, 0, 1, var.size, 0)
 
 
 @jit
 def running_update(running, stat, momentum, scale):
     """running = (1 - momentum) running + momentum * scale * stat (batch norm's averages)."""
-    for c in range(running.size):
-        running[c] = (1.0 - momentum) * running[c] + momentum * scale * stat[c]
+    _BN_RUNNING(running, 0, 1, stat, 0, 1, momentum, scale, running.size, 0)
 
 
 @jit
@@ -192,10 +186,8 @@ def _batch_norm_apply(x, mean, invstd, gamma, beta, out):
     n_b, n_c, n_l = x.shape
     for n in prange(n_b):
         for c in range(n_c):
-            a = invstd[c] * gamma[c]
-            b = beta[c] - mean[c] * a
-            for k in range(n_l):
-                out[n, c, k] = x[n, c, k] * a + b
+            _BN_APPLY(x[n, c], 0, 0, 1, 1, n_l, mean[c], invstd[c], gamma[c], beta[c],
+                      out[n, c], 0, 0, 1, 0)
 
 
 batch_norm_apply, batch_norm_apply_par = serial_and_parallel(_batch_norm_apply)
@@ -205,16 +197,11 @@ batch_norm_apply, batch_norm_apply_par = serial_and_parallel(_batch_norm_apply)
 def batch_norm_bwd_sums(g, x, mean, invstd, sum_g, sum_gxhat):
     """Per channel: sum g and sum g * xhat (xhat = (x - mean) * invstd)."""
     n_b, n_c, n_l = x.shape
+    gf = g.reshape(g.size)
+    xf = x.reshape(x.size)
     for c in range(n_c):
-        s1 = 0.0
-        s2 = 0.0
-        for n in range(n_b):
-            for k in range(n_l):
-                gv = g[n, c, k]
-                s1 += gv
-                s2 += gv * (x[n, c, k] - mean[c])
-        sum_g[c] = s1
-        sum_gxhat[c] = s2 * invstd[c]
+        _BN_SUMS(gf, c * n_l, n_c * n_l, 1, xf, c * n_l, n_c * n_l, 1, n_b, n_l, mean[c],
+                 invstd[c], sum_g, c, sum_gxhat, c, 0.0, 0)
 
 
 # d/dx batch_norm (train) = gamma invstd / M (M g - sum g - xhat sum(g xhat))
@@ -223,14 +210,8 @@ def _batch_norm_bwd_input(g, x, mean, invstd, gamma, sum_g, sum_gxhat, training,
     m = n_b * n_l
     for n in prange(n_b):
         for c in range(n_c):
-            a = gamma[c] * invstd[c]
-            if training:
-                for k in range(n_l):
-                    xhat = (x[n, c, k] - mean[c]) * invstd[c]
-                    gx[n, c, k] = a * (g[n, c, k] - sum_g[c] / m - xhat * sum_gxhat[c] / m)
-            else:
-                for k in range(n_l):
-                    gx[n, c, k] = a * g[n, c, k]
+            _BN_BWD(g[n, c], 0, 0, 1, x[n, c], 0, 0, 1, 1, n_l, mean[c], invstd[c], gamma[c],
+                    sum_g[c], sum_gxhat[c], m, training, gx[n, c], 0, 0, 1, 0)
 
 
 batch_norm_bwd_input, batch_norm_bwd_input_par = serial_and_parallel(_batch_norm_bwd_input)

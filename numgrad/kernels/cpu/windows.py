@@ -29,8 +29,8 @@ def _bind():
     """This device's copies of the window functions (inlined into the loops)."""
     g = dict(W.__dict__)
     g["add_at"] = inline(_add_at)
-    for name in ("max_window", "avg_bounds", "avg_window", "avg_rows_grad", "max_unpool_one",
-                 "max_gather_one"):
+    for name in ("max_window", "avg_bounds", "avg_window", "avg_rows_grad",
+                 "max_unpool_one"):
         fn = getattr(W, name)
         copy = pytypes.FunctionType(fn.__code__, g, name, fn.__defaults__)
         copy.__qualname__ = f"{name}__cpu"
@@ -173,26 +173,6 @@ def max_pool2d_bwd(g, idx, gx, parallel=None):
     _POOL_BWD[par](g, idx, flat, gx.shape[1], gx.shape[2] * gx.shape[3])
     if not gx.flags.c_contiguous:
         gx[...] = flat.reshape(gx.shape)
-
-
-def _max_pool2d_gather(gx, idx, out, hw):
-    n_b, n_c, oh, ow = out.shape
-    for n in range(n_b):
-        for c in range(n_c):
-            base = (n * n_c + c) * hw
-            for yo in range(oh):
-                for xo in range(ow):
-                    out[n, c, yo, xo] = f(gx, base, idx[n, c, yo, xo])  # noqa: F821
-
-
-_GATHER = specialize(_max_pool2d_gather, "serial", f=_F["max_gather_one"])
-
-
-def max_pool2d_gather(gx, idx, out):
-    """out = gx[n, c].flat[idx] (the adjoint of max_pool2d_bwd)."""
-    if gx.__class__ is not _ND:
-        return _CUDA.max_pool2d_gather(gx, idx, out)
-    _GATHER(np.ascontiguousarray(gx).reshape(-1), idx, out, gx.shape[2] * gx.shape[3])
 
 
 # --- average pooling -----------------------------------------------------------------------

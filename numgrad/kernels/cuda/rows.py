@@ -89,7 +89,10 @@ if _launch.SIM:
 
 _NAMES = ("sum_row", "extreme_row", "norm_row", "shift", "row_max", "softmax_row",
           "softmax_bwd_row", "log_softmax_bwd_row", "logsumexp_row", "layer_norm_row",
-          "layer_norm_bwd_row", "layer_norm_params_tile", "nll_row", "nll_bwd_row")
+          "layer_norm_bwd_row", "layer_norm_params_tile", "nll_row", "nll_bwd_row",
+          "_run_end", "batch_norm_stats_row", "inv_std_row", "running_update_row",
+          "batch_norm_apply_row",
+          "batch_norm_sums_row", "batch_norm_bwd_row")
 
 
 def _bind():
@@ -317,6 +320,63 @@ def _nll_bwd_k(gl, glo, gls, per_sample, target, to, ts, weights, wo, ws, scale,
           os1, n_r if live else 0, tm)
 
 
+# --- batch norm: a block per channel (its n_b planes of n_l elements) ---------------------
+
+
+def _bn_stats_k(x, xo, xs0, xs1, xs2, n_b, n_c, n_l, eps, mean, mo, ms, var, vo, vs, inv, io,
+                is_):
+    sh = cuda.shared.array(NT, float64)
+    t = cuda.threadIdx.x
+    tm = (t, cuda.blockDim.x, t == 0, t, 1, sh)
+    for c in range(cuda.blockIdx.x, n_c, cuda.gridDim.x):
+        f(x, xo + c * xs1, xs0, xs2, n_b, n_l, eps, mean, mo + c * ms, var, vo + c * vs,  # noqa: F821
+          inv, io + c * is_, float64(0), tm)
+
+
+def _bn_apply_k(x, xo, xs0, xs1, xs2, mean, mo, ms, inv, io, is_, gam, go, gs, bet, bo, bs,
+                out, oo, os0, os1, os2, n_b, n_c, n_l):
+    sh = cuda.shared.array(NT, float64)
+    t = cuda.threadIdx.x
+    tm = (t, cuda.blockDim.x, t == 0, t, 1, sh)
+    for c in range(cuda.blockIdx.x, n_c, cuda.gridDim.x):
+        f(x, xo + c * xs1, xs0, xs2, n_b, n_l, mean[mo + c * ms], inv[io + c * is_],  # noqa: F821
+          gam[go + c * gs], bet[bo + c * bs], out, oo + c * os1, os0, os2, tm)
+
+
+def _bn_sums_k(g, go, gs0, gs1, gs2, x, xo, xs0, xs1, xs2, mean, mo, ms, inv, io, is_,
+               sg, sgo, sgs, sx, sxo, sxs, n_b, n_c, n_l):
+    sh = cuda.shared.array(NT, float64)
+    t = cuda.threadIdx.x
+    tm = (t, cuda.blockDim.x, t == 0, t, 1, sh)
+    for c in range(cuda.blockIdx.x, n_c, cuda.gridDim.x):
+        f(g, go + c * gs1, gs0, gs2, x, xo + c * xs1, xs0, xs2, n_b, n_l,  # noqa: F821
+          mean[mo + c * ms], inv[io + c * is_], sg, sgo + c * sgs, sx, sxo + c * sxs,
+          float64(0), tm)
+
+
+def _bn_bwd_k(g, go, gs0, gs1, gs2, x, xo, xs0, xs1, xs2, mean, mo, ms, inv, io, is_,
+              gam, gmo, gms, sg, sgo, sgs, sx, sxo, sxs, gx, gxo, gxs0, gxs1, gxs2,
+              n_b, n_c, n_l, training):
+    sh = cuda.shared.array(NT, float64)
+    t = cuda.threadIdx.x
+    tm = (t, cuda.blockDim.x, t == 0, t, 1, sh)
+    for c in range(cuda.blockIdx.x, n_c, cuda.gridDim.x):
+        f(g, go + c * gs1, gs0, gs2, x, xo + c * xs1, xs0, xs2, n_b, n_l,  # noqa: F821
+          mean[mo + c * ms], inv[io + c * is_], gam[gmo + c * gms], sg[sgo + c * sgs],
+          sx[sxo + c * sxs], n_b * n_l, training, gx, gxo + c * gxs1, gxs0, gxs2, tm)
+
+
+def _running_k(a, ao, as_, b, bo, bs, s0, s1, n):
+    """One row of n channels, a thread per channel (grid-stride; no combines)."""
+    tm = (cuda.grid(1), cuda.gridsize(1), False, 0, 1, 0)
+    f(a, ao, as_, b, bo, bs, s0, s1, n, tm)  # noqa: F821
+
+
+def _inv_std_k(a, ao, as_, s0, b, bo, bs, n):
+    tm = (cuda.grid(1), cuda.gridsize(1), False, 0, 1, 0)
+    f(a, ao, as_, s0, b, bo, bs, n, tm)  # noqa: F821
+
+
 _K = {}
 
 
@@ -521,3 +581,68 @@ def nll_bwd(gl, target, weights, scale, out):
         _rows(_kernel(_nll_bwd_k, "nll_bwd_row"), out3,
               _v(gl) + (gl.size > 1,) + _v(target) + _v(weights) + (np.float64(scale),)
               + _geom(out3))
+
+
+# --- batch norm: a block per channel of x (N, C, L) -------------------------------------
+
+
+def _bn_blocks(n_c):
+    return min(n_c, _launch.MAX_BLOCKS)
+
+
+def channel_stats(x, eps, mean, var, invstd):
+    """Mean, biased variance and 1/sqrt(var + eps) of x (N, C, L) per channel (two passes)."""
+    x = from_any(x)
+    n_b, n_c, n_l = x.shape
+    if n_c:
+        _launch.launch_blocks(_kernel(_bn_stats_k, "batch_norm_stats_row"), _bn_blocks(n_c),
+                              _launch.THREADS, *_geom(x), n_b, n_c, n_l, np.float64(eps),
+                              *_v(mean), *_v(var), *_v(invstd))
+
+
+def inv_std(var, eps, out):
+    var = from_any(var)
+    if var.size:
+        _launch.launch(_kernel(_inv_std_k, "inv_std_row"), var.size, *_v(var),
+                       np.float64(eps), *_v(out), var.size)
+
+
+def running_update(running, stat, momentum, scale):
+    """running = (1 - momentum) running + momentum * scale * stat (batch norm's averages)."""
+    running = from_any(running)
+    if running.size:
+        _launch.launch(_kernel(_running_k, "running_update_row"), running.size,
+                       *_v(running.reshape(-1, copy=False)), *_v(stat), np.float64(momentum),
+                       np.float64(scale), running.size)
+
+
+def batch_norm_apply(x, mean, invstd, gamma, beta, out):
+    """out = (x - mean) * invstd * gamma + beta per channel."""
+    x, out = from_any(x), from_any(out)
+    n_b, n_c, n_l = x.shape
+    if x.size:
+        _launch.launch_blocks(_kernel(_bn_apply_k, "batch_norm_apply_row"), _bn_blocks(n_c),
+                              _launch.THREADS, *_geom(x), *_v(mean), *_v(invstd), *_v(gamma),
+                              *_v(beta), *_geom(out), n_b, n_c, n_l)
+
+
+# d beta = sum g, d gamma = sum g xhat (per channel, over batch and space)
+def batch_norm_bwd_sums(g, x, mean, invstd, sum_g, sum_gxhat):
+    """Per channel: sum g and sum g * xhat (xhat = (x - mean) * invstd)."""
+    g, x = from_any(g), from_any(x)
+    n_b, n_c, n_l = x.shape
+    if n_c:
+        _launch.launch_blocks(_kernel(_bn_sums_k, "batch_norm_sums_row"), _bn_blocks(n_c),
+                              _launch.THREADS, *_geom(g), *_geom(x), *_v(mean), *_v(invstd),
+                              *_v(sum_g), *_v(sum_gxhat), n_b, n_c, n_l)
+
+
+# d/dx batch_norm (train) = gamma invstd / M (M g - sum g - xhat sum(g xhat))
+def batch_norm_bwd_input(g, x, mean, invstd, gamma, sum_g, sum_gxhat, training, gx):
+    g, x, gx = from_any(g), from_any(x), from_any(gx)
+    n_b, n_c, n_l = x.shape
+    if x.size:
+        _launch.launch_blocks(_kernel(_bn_bwd_k, "batch_norm_bwd_row"), _bn_blocks(n_c),
+                              _launch.THREADS, *_geom(g), *_geom(x), *_v(mean), *_v(invstd),
+                              *_v(gamma), *_v(sum_g), *_v(sum_gxhat), *_geom(gx), n_b, n_c,
+                              n_l, bool(training))

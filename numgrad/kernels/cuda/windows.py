@@ -26,8 +26,8 @@ def _bind():
     g["add_at"] = _add_at
     if _launch.SIM:
         g["math"] = _launch._SimMath()
-    for name in ("max_window", "avg_bounds", "avg_window", "avg_rows_grad", "max_unpool_one",
-                 "max_gather_one"):
+    for name in ("max_window", "avg_bounds", "avg_window", "avg_rows_grad",
+                 "max_unpool_one"):
         fn = getattr(W, name)
         copy = pytypes.FunctionType(fn.__code__, g, name, fn.__defaults__)
         d = g[name] = cuda.jit(device=True)(copy)
@@ -59,14 +59,6 @@ def _max_unpool_k(g, go, gs, idx, io, is_, n_c, oh, ow, hw, gx, gxo, n):
         f(g[go + b * gs[0] + c * gs[1] + yo * gs[2] + xc * gs[3]],  # noqa: F821
           idx[io + b * is_[0] + c * is_[1] + yo * is_[2] + xc * is_[3]], gx,
           gxo + (b * n_c + c) * hw)
-
-
-def _max_gather_k(gx, gxo, idx, io, is_, n_c, oh, ow, hw, out, oo, os, n):
-    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
-        b, c, yo, xc = _launch.unravel4(t, n_c, oh, ow)
-        out[oo + b * os[0] + c * os[1] + yo * os[2] + xc * os[3]] = f(  # noqa: F821
-            gx, gxo + (b * n_c + c) * hw, idx[io + b * is_[0] + c * is_[1] + yo * is_[2]
-                                              + xc * is_[3]])
 
 
 def _avg_pool_k(x, xo, xs, n_c, h, w, kh, kw, sh, sw, ph, pw, include, divisor, oh, ow,
@@ -125,14 +117,6 @@ def max_pool2d_bwd(g, idx, gx):
                    oh, ow, hw, flat.buf, flat.offset, g.size)
     if flat is not gx:
         EW.cuda().unary(EW.copy, flat, gx.dtype, out=gx)
-
-
-def max_pool2d_gather(gx, idx, out):
-    """out = gx[n, c].flat[idx] (the adjoint of max_pool2d_bwd)."""
-    gx, idx, out = from_any(gx).contiguous(), from_any(idx), from_any(out)
-    n_c, oh, ow = out.shape[1], out.shape[2], out.shape[3]
-    _launch.launch(_kernel(_max_gather_k, "max_gather_one"), out.size, gx.buf, gx.offset,
-                   *_nd(idx), n_c, oh, ow, gx.shape[2] * gx.shape[3], *_nd(out), out.size)
 
 
 def avg_pool2d(x, kh, kw, sh, sw, ph, pw, count_include_pad, divisor, out):
