@@ -272,6 +272,8 @@ def binary(name=None, *, node=None, kernel, scalar_kernel=None, grad=None, resul
 
         def with_number(a, s, al):
             """Tensor (op) number: the number is the scalar kernel's parameter."""
+            if s.__class__ is int and not -2**63 <= s < 2**64:
+                _dtype.check_int(s)  # PyTorch's OverflowError, whatever the tensor's dtype
             sk = (kernels or resolve())[2]
             xd = a._data
             dt = None
@@ -495,7 +497,9 @@ def _inplace_form(op, op_name, kernels, resolve, alpha, check, float_only, wrap,
             EW.unary(EW.copy, r._data, a.dtype, out=a)
             return
         if a.dtype.kind != "f":
-            k, sk = kernels[3], kernels[4]
+            sk = kernels[4]
+            if al == 1:  # the scaled kernel (alpha) serves every dtype
+                k = kernels[3]
         if param is not None:
             p = param(dtype_of(t))
         if isinstance(other, Tensor):
