@@ -189,8 +189,7 @@ def _bn_grads(grad, input, weight, result1, result2, training, eps, output_mask)
 
 @op(node="NativeBatchNormBackward0", inputs=("input", "weight", "bias"),
     variants=("functional",),
-    save=("input", "weight", "running_mean", "running_var", "result1", "result2",
-          "training", "eps"),
+    save=("input", "weight", "result1", "result2", "training", "eps"),
     grads={("input", "weight", "bias"): _bn_grads})
 def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum,
                       eps):
@@ -221,6 +220,7 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
     out = A.empty(x, x3.shape, x.dtype)
     K.pick(K.batch_norm_apply, K.batch_norm_apply_par, x3.size)(
         x3, mean, invstd, A.astype(gam, x.dtype), A.astype(bet, x.dtype), out)
-    return out.reshape(x.shape), {"running_mean": running_mean, "running_var": running_var,
-                                  "result1": mean, "result2": invstd,
+    # the running statistics are not saved: the backward does not read them, and a later
+    # training call updates them in place (PyTorch's node does not check their versions)
+    return out.reshape(x.shape), {"result1": mean, "result2": invstd,
                                   "training": bool(training), "eps": float(eps)}
