@@ -19,12 +19,12 @@ import numpy as np
 
 from numgrad import _arrays
 from numgrad._compile import tape as _tape
-from numgrad._shape import sum_to_axes
 from numgrad.autograd import anomaly_mode, grad_mode
 from numgrad.autograd.anomaly_mode import STATE as ANOMALY
 from numgrad.autograd.function import BackwardCFunction
 from numgrad.autograd.graph import FREED_MSG, AccumulateGrad
-from numgrad.kernels import EW, RED
+from numgrad.kernels import EW
+from numgrad.ops.reduction import sum_to_array
 from numgrad.tensor import Tensor, _wrap
 
 _ND = np.ndarray  # data of any other class is on the GPU
@@ -196,9 +196,7 @@ def _summed_to(g, a, target):
     if len(target) > len(src) or not all(
             s == t or t == 1 for s, t in zip(reversed(src), reversed(target))):
         return g.sum_to_size(target)._data
-    lead, kept = sum_to_axes(src, target)
-    dims = tuple(range(lead)) + kept
-    return RED.sum_dims(a, dims, a.dtype, 1.0 if a.dtype.kind == "f" else 1) if dims else a
+    return sum_to_array(a, target)
 
 
 def _hook_name(fn):

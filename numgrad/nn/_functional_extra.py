@@ -107,7 +107,7 @@ def _check_conv(x_shape, w_shape, stride, padding, dilation, groups, bias_shape,
             f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). "
             f"Kernel size: ({' x '.join(map(str, eff))}). Kernel size can't be greater than "
             "actual input size")
-    out = tuple(F._blocks(n, k, s, p, d) for n, k, s, p, d in zip(
+    out = tuple(CV.blocks(n, k, s, p, d) for n, k, s, p, d in zip(
         x_shape[2:], w_shape[2:], stride, padding, dilation))
     return stride, padding, dilation, output_padding, out
 
@@ -179,7 +179,7 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     if F._check_empty_input(x4.shape) and w4.shape[3] <= 0:  # checked as a 2-D convolution
         raise RuntimeError("kernel size should be greater than zero, but got kernel_height: 1 "
                            f"kernel_width: {w4.shape[3]}")
-    geo = F._make_geom(x4.shape, w4.shape, (1, w4.shape[3]), (1, stride[0]), (0, padding[0]),
+    geo = CV.make_geom(x4.shape, w4.shape, (1, w4.shape[3]), (1, stride[0]), (0, padding[0]),
                        (1, dilation[0]), groups, (1, ol))
     res = CV.convolution(input, weight, bias, geo, True,
                          F._empty_conv_shape(input, weight, (ol,)))
@@ -266,7 +266,7 @@ def _conv_transpose(fn, dims, input, weight, bias, stride, padding, output_paddi
         out = (1,) + out
     _check_transposed_sizes(x.shape, w.shape, out)
     n, oc = x.shape[0], w.shape[1] * groups
-    geo = F._make_geom((n, oc) + out, w.shape, w.shape[2:], stride, padding, dilation, groups,
+    geo = CV.make_geom((n, oc) + out, w.shape, w.shape[2:], stride, padding, dilation, groups,
                        x.shape[2:])
     if x.size == 0 or w.size == 0:  # the bias alone (the empty case of the convolution op)
         res = CV.convolution(input, weight, bias, geo, unit, (n, oc) + out[unit:])

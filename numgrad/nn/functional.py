@@ -216,16 +216,6 @@ def _ntuple2(v):
 _pair = _ntuple2
 
 
-# the convolution's geometry and arrays live with its ops (numgrad/ops/conv.py)
-_ConvGeom = conv_op.ConvGeom
-_make_geom = conv_op.make_geom
-_blocks = conv_op.blocks
-_group_slices = conv_op.group_slices
-_col2im = conv_op.col2im_array
-_conv_forward = conv_op.forward_arrays
-_keep_columns = conv_op.keep_columns
-
-
 _CONV2D_SIGNATURES = (
     "\n * (Tensor input, Tensor weight, Tensor bias = None, tuple of ints stride = 1, tuple of "
     "ints padding = 0, tuple of ints dilation = 1, int groups = 1)\n * (Tensor input, Tensor "
@@ -337,8 +327,8 @@ def _conv_geom(x_shape, w_shape, stride, padding, dilation, groups, bias_shape=N
     if _check_empty_input(x_shape) and (kh <= 0 or kw <= 0):
         raise RuntimeError(f"kernel size should be greater than zero, but got kernel_height: "
                            f"{kh} kernel_width: {kw}")
-    out = (_blocks(h, kh, stride[0], ph, dh), _blocks(w, kw, stride[1], pw, dw))
-    return _make_geom(x_shape, w_shape, (kh, kw), stride, padding, dilation, groups, out)
+    out = (conv_op.blocks(h, kh, stride[0], ph, dh), conv_op.blocks(w, kw, stride[1], pw, dw))
+    return conv_op.make_geom(x_shape, w_shape, (kh, kw), stride, padding, dilation, groups, out)
 
 
 def _conv_same(input, weight, stride, dilation, groups):
@@ -453,7 +443,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
         raise RuntimeError("Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and "
                            f"other non-zero dimensions for input, but got: {list(shape)}")
     h, w = shape[-2:]
-    out = (_blocks(h, k[0], s[0], p[0], d[0]), _blocks(w, k[1], s[1], p[1], d[1]))
+    out = (conv_op.blocks(h, k[0], s[0], p[0], d[0]), conv_op.blocks(w, k[1], s[1], p[1], d[1]))
     if min(out) < 1:
         raise RuntimeError(
             f"Given input with spatial size ({h}, {w}), kernel_size=({k[0]}, {k[1]}), dilation=("
@@ -461,7 +451,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
             f"blocks as ({out[0]}, {out[1]}), but its components must be at least one.")
     _require_float(input, "im2col_out_cpu")
     x = sh.unsqueeze(input, 0) if nd == 3 else input
-    geo = _make_geom(x._data.shape, (1, shape[-3]) + k, k, s, p, d, 1, out)
+    geo = conv_op.make_geom(x._data.shape, (1, shape[-3]) + k, k, s, p, d, 1, out)
     res = conv_op.im2col(x, geo)
     return sh.squeeze(res, 0) if nd == 3 else res
 
@@ -486,7 +476,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
             f"Expected size of input's dimension {bd + 1} to be divisible by the product of "
             f"kernel_size, but got input.size({bd + 1})={planes} and kernel_size=({k[0]}, "
             f"{k[1]}).")
-    nb = (_blocks(oh, k[0], s[0], p[0], d[0]), _blocks(ow, k[1], s[1], p[1], d[1]))
+    nb = (conv_op.blocks(oh, k[0], s[0], p[0], d[0]), conv_op.blocks(ow, k[1], s[1], p[1], d[1]))
     geom = (f"Given output_size=({oh}, {ow}), kernel_size=({k[0]}, {k[1]}), dilation=({d[0]}, "
             f"{d[1]}), padding=({p[0]}, {p[1]}), stride=({s[0]}, {s[1]}), ")
     if length != nb[0] * nb[1]:
@@ -503,7 +493,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     _require_float(input, "col2im_out_cpu")
     x = sh.unsqueeze(input, 0) if nd == 2 else input
     n, c = x._data.shape[0], planes // (k[0] * k[1])
-    geo = _make_geom((n, c, oh, ow), (1, c) + k, k, s, p, d, 1, nb)
+    geo = conv_op.make_geom((n, c, oh, ow), (1, c) + k, k, s, p, d, 1, nb)
     out = conv_op.col2im(x, geo)
     return sh.squeeze(out, 0) if nd == 2 else out
 

@@ -117,13 +117,19 @@ def sum_to_size(input, *size):
     if src == shape:
         return input
     _check_expandable(shape, src)
-    lead, kept = sum_to_axes(src, shape)
-    dims = tuple(range(lead)) + kept
-    r = RED.sum_dims(input._data, dims, input._data.dtype, _one(input)) if dims else input._data
-    out = _wrap(r.reshape(shape))
+    out = _wrap(sum_to_array(input._data, shape).reshape(shape))
     if state.enabled and input._requires_grad:
         attach(out, SumToSizeBackward((edge(input),), (src,)))
     return out
+
+
+def sum_to_array(a, shape):
+    """Array ``a`` summed over the dims that ``shape`` (which ``a``'s shape broadcasts from,
+    checked by the caller) lacks or has as 1, kept as 1s: the kernel call of ``sum_to_size``,
+    also the engine's unbroadcast when no graph is recorded."""
+    lead, kept = sum_to_axes(a.shape, shape)
+    dims = tuple(range(lead)) + kept
+    return RED.sum_dims(a, dims, a.dtype, 1.0 if a.dtype.kind == "f" else 1) if dims else a
 
 
 def _one(t):
