@@ -455,3 +455,11 @@ def batch_norm_bwd_row(g, go, gs0, gs2, x, xo, xs0, xs2, n_b, n_l, mu, iv, gm, s
                                                      - xhat * sx / m)
             else:
                 gx[gxo + b * gxs0 + j * gxs2] = a * g[go + b * gs0 + j * gs2]
+
+
+# the functions above that each device binds (its copy with the team interface swapped in)
+ROW_FUNCTIONS = ("sum_row", "extreme_row", "norm_row", "shift", "row_max", "softmax_row",
+                 "softmax_bwd_row", "log_softmax_bwd_row", "logsumexp_row", "layer_norm_row",
+                 "layer_norm_bwd_row", "layer_norm_params_tile", "nll_row", "nll_bwd_row",
+                 "_run_end", "batch_norm_stats_row", "inv_std_row", "running_update_row",
+                 "batch_norm_apply_row", "batch_norm_sums_row", "batch_norm_bwd_row")

@@ -52,13 +52,7 @@ def _bind():
     compiled apart without fastmath (see its docstring)."""
     g = dict(R.__dict__)
     g.update(_TEAM)
-    names = ("sum_row", "extreme_row", "norm_row", "shift", "row_max", "softmax_row",
-             "softmax_bwd_row", "log_softmax_bwd_row", "logsumexp_row", "layer_norm_row",
-             "layer_norm_bwd_row", "layer_norm_params_tile", "nll_row", "nll_bwd_row",
-             "_run_end", "batch_norm_stats_row", "inv_std_row", "running_update_row",
-             "batch_norm_apply_row",
-             "batch_norm_sums_row", "batch_norm_bwd_row")
-    for name in names:
+    for name in R.ROW_FUNCTIONS:
         fn = getattr(R, name)
         copy = pytypes.FunctionType(fn.__code__, g, name, fn.__defaults__)
         copy.__qualname__ = f"{name}__cpu"

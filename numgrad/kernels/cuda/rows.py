@@ -87,12 +87,6 @@ _TEAM = {"lane0": _lane0, "lanes": _lanes, "lead": _lead, "allsum": _allsum,
 if _launch.SIM:
     _TEAM["math"] = _launch._SimMath()
 
-_NAMES = ("sum_row", "extreme_row", "norm_row", "shift", "row_max", "softmax_row",
-          "softmax_bwd_row", "log_softmax_bwd_row", "logsumexp_row", "layer_norm_row",
-          "layer_norm_bwd_row", "layer_norm_params_tile", "nll_row", "nll_bwd_row",
-          "_run_end", "batch_norm_stats_row", "inv_std_row", "running_update_row",
-          "batch_norm_apply_row",
-          "batch_norm_sums_row", "batch_norm_bwd_row")
 
 
 def _bind():
@@ -100,7 +94,7 @@ def _bind():
     check rebuilds them by name)."""
     g = dict(R.__dict__)
     g.update(_TEAM)
-    for name in _NAMES:
+    for name in R.ROW_FUNCTIONS:
         fn = getattr(R, name)
         copy = pytypes.FunctionType(fn.__code__, g, name, fn.__defaults__)
         d = g[name] = cuda.jit(device=True)(copy)
