@@ -134,10 +134,10 @@ def _clamp_fill(dt, i):
 
 
 def _not_operand(v):
-    """True for an argument that is neither a tensor, a number, None nor a sequence of numbers
-    (a string): PyTorch's argument parser refuses it before anything runs."""
-    if v.__class__ in _PLAIN_OPERANDS:
-        return False
+    """True for an argument that is neither a tensor, a number nor a sequence of numbers (a
+    string): PyTorch's argument parser refuses it before anything runs. Callers test the
+    class against ``_PLAIN_OPERANDS`` (None included) first, so the common call pays one
+    set lookup."""
     return isinstance(v, (str, bytes)) or not (
         isinstance(v, (Tensor, list, tuple, np.ndarray)) or is_scalar(v))
 
@@ -161,7 +161,8 @@ def clamp(input, min, max):  # noqa: A002
     """Clamp into [min, max] (``ClampBackward1`` for numbers, ``ClampBackward0`` for tensors)."""
     tlo, thi = isinstance(min, Tensor), isinstance(max, Tensor)
     if (not isinstance(input, Tensor) or (tlo and is_scalar(max) or thi and is_scalar(min))
-            or _not_operand(min) or _not_operand(max)):
+            or min.__class__ not in _PLAIN_OPERANDS and _not_operand(min)
+            or max.__class__ not in _PLAIN_OPERANDS and _not_operand(max)):
         got = ", ".join(type(v).__name__ for v in (input, min, max)[:3 if max is not None else 2])
         raise TypeError(f"clamp() received an invalid combination of arguments - got ({got}), "
                         "but expected one of:")
@@ -886,7 +887,9 @@ def where(condition, input, other):  # noqa: A002
     if input is None and other is None:
         from numgrad.ops.indexing import nonzero
         return nonzero(condition, as_tuple=True)
-    if input is None or other is None or _not_operand(input) or _not_operand(other):
+    if (input is None or other is None or input.__class__ not in _PLAIN_OPERANDS
+            and _not_operand(input) or other.__class__ not in _PLAIN_OPERANDS
+            and _not_operand(other)):
         got = ", ".join(type(v).__name__ for v in (condition, input, other))
         raise TypeError(f"where() received an invalid combination of arguments - got ({got}), "
                         "but expected one of:")
