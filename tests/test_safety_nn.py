@@ -254,6 +254,8 @@ CASES = [
      lambda t: F(t).batch_norm(o(t, 4, 3).double(), o(t, 3), o(t, 3))),
     ("batch_norm momentum=None training",
      lambda t: F(t).batch_norm(o(t, 4, 3), o(t, 3), o(t, 3), momentum=None, training=True)),
+    ("batch_norm momentum=None eval",
+     lambda t: F(t).batch_norm(o(t, 4, 3), o(t, 3), o(t, 3), momentum=None)),
     ("batch_norm eps=0 training",
      lambda t: F(t).batch_norm(o(t, 4, 3), o(t, 3), o(t, 3), eps=0, training=True)),
     ("BatchNorm1d(eps=-1) training",

@@ -752,13 +752,13 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     """Batch normalization over (N, C, ...) per channel (``NativeBatchNormBackward0``)."""
     _tensor_arg("batch_norm", "input", 1, input)
     x = input._data
+    momentum = _float_arg(momentum, "batch_norm", "momentum", 7)  # checked in eval mode too
     if training:
         if x.ndim and x.shape[0] * math.prod(x.shape[2:]) == 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input "
                              f"size {Size(x.shape)}")
         if eps <= 0.0:
             raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
-        momentum = _float_arg(momentum, "batch_norm", "momentum", 7)
         if x.ndim < 2 and all(t is None or t._data.size == 0
                               for t in (running_mean, running_var, weight, bias)):
             raise _dim_error(1, x.ndim)  # (a non-empty stat is named first, below)
