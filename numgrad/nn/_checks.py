@@ -1,33 +1,131 @@
-"""The argument checks of ``numgrad.nn.functional``'s modules, in one place: PyTorch's argument
-parser's TypeErrors (a tensor, an int, an int list, a bool, a float, a Number where one is
-required) and the messages shared by several layers. The parsers of ``functional.py`` itself
-are re-exported here under their plain names; the others are defined here."""
+"""PyTorch's argument parsing and checks, shared by every ``numgrad.nn.functional`` function,
+before any kernel runs: the argument parser's TypeErrors (a tensor, an int, an int list, a
+bool, a float, a Number where one is required), int-or-tuple arguments as ``n`` ints, the
+reduction string with the legacy ``size_average``/``reduce`` flags, and the dtype and shape
+checks several layers and losses share. Numba kernels do no bounds checking, so every size a
+kernel indexes by is checked by these or by the caller; only Python attribute compares (no
+pass over the data) on the hot paths."""
 
-from numgrad.nn.functional import _bool_arg as bool_arg  # noqa: F401
-from numgrad.nn.functional import _float_arg as float_arg  # noqa: F401
-from numgrad.nn.functional import _int_arg as int_arg  # noqa: F401
-from numgrad.nn.functional import _int_list as int_list
-from numgrad.nn.functional import _is_int as is_int
-from numgrad.nn.functional import _not_implemented as not_implemented  # noqa: F401
-from numgrad.nn.functional import _tensor_arg as tensor_arg
-from numgrad.ops._util import dtype_of
+import operator
+import warnings
 
-__all__ = ["bool_arg", "float_arg", "int_arg", "int_list", "is_int", "not_implemented",
-           "tensor_arg", "number_arg", "optional_number", "type_name", "conv_tensors",
-           "int_tuple"]
+import numpy as np
 
-_NUMBERS = None
+from numgrad._shape import Size, broadcast_shapes
+from numgrad.ops import reduction as red
+from numgrad.ops._util import Tensor, dtype_of, state
+
+_NUMBERS = (int, float, np.integer, np.floating)
+
+
+def _must_be(fn, name, pos, kind, v):
+    return TypeError(f"{fn}(): argument '{name}' (position {pos}) must be {kind}, not "
+                     f"{type(v).__name__}")
+
+
+def tensor_arg(fn, name, pos, t):
+    """The argument parser's TypeError for a non-tensor where a tensor is required."""
+    if not isinstance(t, Tensor):
+        raise _must_be(fn, name, pos, "Tensor", t)
+
+
+def loss_tensors(fn, input, target, weight=None, names=("input", "target", "weight")):
+    """A loss's input, target and optional weight must be tensors."""
+    for pos, (name, t) in enumerate(zip(names, (input, target, weight)), 1):
+        if pos < 3 or t is not None:
+            tensor_arg(fn, name, pos, t)
+
+
+def is_int(v):
+    if isinstance(v, (int, np.integer)):
+        return True
+    if isinstance(v, (float, str, bytes, list, tuple, np.floating)) or v is None:
+        return False
+    try:
+        operator.index(v)
+    except TypeError:
+        return False
+    return True
+
+
+def int_list(v, fn, name, pos):
+    """``v`` (an int or a sequence of ints) as a tuple of ints, with the TypeErrors of
+    PyTorch's argument parser for an ``int[]`` argument."""
+    if type(v) is int:
+        return (v,)
+    if type(v) is tuple and len(v) == 2 and type(v[0]) is int and type(v[1]) is int:
+        return v
+    if isinstance(v, (list, tuple)):
+        for i, e in enumerate(v):
+            if (i == 0 and isinstance(e, bool)) or not is_int(e):
+                if i == 0:
+                    raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be tuple of "
+                                    f"ints, but found element of type {type(e).__name__} at pos 0")
+                raise TypeError(f"{fn}(): argument '{name}' failed to unpack the object at pos "
+                                f"{i + 1} with error \"type must be tuple of ints,but got "
+                                f"{type(e).__name__}\"")
+        return tuple(int(e) for e in v)
+    if isinstance(v, bool) or not is_int(v):
+        raise _must_be(fn, name, pos, "tuple of ints", v)
+    return (int(v),)
+
+
+def pair(v):
+    """``torch.nn.modules.utils._pair``: an iterable as a tuple, anything else twice."""
+    if isinstance(v, (list, tuple)) or (hasattr(v, "__iter__") and not isinstance(v, Tensor)):
+        return tuple(v)
+    return (v, v)
+
+
+def int_tuple(fn, name, pos, v, n):
+    """An ``int[n]`` argument: an int stands for all ``n``; a sequence is kept as given (its
+    length checked by the caller)."""
+    t = int_list(v, fn, name, pos)
+    return t * n if is_int(v) else t
+
+
+def ntuples(fn, n, specs, what):
+    """Window arguments (``specs``: (name, position, value, allowed lengths)) as ``n`` ints
+    each: the argument parser's TypeErrors for all first, then ``fn: {what[i]}`` for a length
+    not allowed; one int stands for all ``n``, an empty (omitted) one stays empty."""
+    vals = [() if v is None else int_list(v, fn, name, pos) for name, pos, v, _ in specs]
+    for v, (_, _, _, ok), msg in zip(vals, specs, what):
+        if len(v) not in ok:
+            raise RuntimeError(f"{fn}: {msg}")
+    return [v * n if len(v) == 1 else tuple(v) for v in vals]
+
+
+def pool_args(fn, n, kernel_size, stride, padding, dilation, what):
+    """A pool's kernel_size, stride (defaulting to the kernel), padding and dilation as ``n``
+    ints each."""
+    k, s, p, d = ntuples(fn, n, (("kernel_size", 2, kernel_size, (1, n)),
+                                 ("stride", 3, stride, (0, 1, n)), ("padding", 4, padding, (1, n)),
+                                 ("dilation", 5, dilation, (1, n))), what)
+    return k, s or k, p, d
+
+
+def int_arg(v, fn, name, pos, kind="int"):
+    if isinstance(v, bool) or not is_int(v):
+        raise _must_be(fn, name, pos, kind, v)
+    return int(v)
+
+
+def float_arg(v, fn, name, pos):
+    if not isinstance(v, _NUMBERS) or isinstance(v, bool):
+        raise _must_be(fn, name, pos, "float", v)
+    return float(v)
+
+
+def bool_arg(v, fn, name, pos):
+    if not isinstance(v, (bool, np.bool_)):
+        raise _must_be(fn, name, pos, "bool", v)
+    return bool(v)
 
 
 def number_arg(fn, name, pos, v):
     """A Number argument (int or float, not bool)."""
-    global _NUMBERS
-    if _NUMBERS is None:
-        import numpy as np
-        _NUMBERS = (int, float, np.integer, np.floating)
     if isinstance(v, bool) or not isinstance(v, _NUMBERS):
-        raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be Number, not "
-                        f"{type(v).__name__}")
+        raise _must_be(fn, name, pos, "Number", v)
     return v
 
 
@@ -39,6 +137,16 @@ def optional_number(fn, name, v, kind):
     return v
 
 
+def not_implemented(kernel, t):
+    return NotImplementedError(f"\"{kernel}\" not implemented for '{dtype_of(t)._legacy}'")
+
+
+def require_float(t, kernel):
+    """PyTorch's error for a kernel that has no integer (or bool) version."""
+    if not dtype_of(t).is_floating_point:
+        raise not_implemented(kernel, t)
+
+
 def type_name(t):
     """A tensor's legacy type name, as PyTorch's convolution messages print it."""
     return f"torch.{dtype_of(t)._legacy}Tensor"
@@ -46,14 +154,93 @@ def type_name(t):
 
 def conv_tensors(fn, input, weight, bias):
     """A convolution's input, weight and optional bias must be tensors."""
-    tensor_arg(fn, "input", 1, input)
-    tensor_arg(fn, "weight", 2, weight)
-    if bias is not None:
-        tensor_arg(fn, "bias", 3, bias)
+    loss_tensors(fn, input, weight, bias, ("input", "weight", "bias"))
 
 
-def int_tuple(fn, name, pos, v, n):
-    """An ``int[n]`` argument: an int stands for all ``n``; a sequence is kept as given (its
-    length checked by the caller)."""
-    t = int_list(v, fn, name, pos)
-    return t * n if is_int(v) else t
+def ctrunc(a, b):
+    """C++ integer division (truncates toward zero), as in PyTorch's shape formulas."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+def dim_error(dim, ndim):
+    n = max(ndim, 1)
+    return IndexError(
+        f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+
+
+def nonempty(fn, shape, what="input has sizes", tail=""):
+    """PyTorch's check that every non-batch dim of ``shape`` is non-empty."""
+    for i in range(1, len(shape)):
+        if shape[i] <= 0:
+            raise RuntimeError(f"{fn}(): Expected input to have non-zero size for non-batch "
+                               f"dimensions, but {what} {list(shape)} with dimension {i} being "
+                               f"empty{tail}")
+
+
+def inplace_shape(out_shape, other_shape):
+    """The checks of an in-place broadcasting op ``out.op_(other)``."""
+    b = broadcast_shapes(tuple(out_shape), tuple(other_shape))
+    if tuple(b) != tuple(out_shape):
+        raise RuntimeError(f"output with shape {list(out_shape)} doesn't match the broadcast "
+                           f"shape {list(b)}")
+
+
+def check_mixed_dtype(x, params):
+    """CPU batch/layer norm: the affine parameters and statistics share the input's dtype."""
+    dt = x._data.dtype
+    for p in params:
+        if p is not None and p._data.dtype != dt:
+            if dt == np.float32:
+                raise RuntimeError(
+                    "mixed dtype (CPU): expect parameter to have scalar type of Float")
+            raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
+
+
+def not_differentiable(fn, **args):
+    """PyTorch's refusal of a grad-requiring argument its backward has no formula for."""
+    if state.enabled:
+        for name, t in args.items():
+            if t is not None and t._requires_grad:
+                raise RuntimeError(f"The function '{fn}' is not differentiable with respect to "
+                                   f"argument '{name}'. This input cannot have requires_grad "
+                                   "True.")
+
+
+# ---- losses ------------------------------------------------------------------------------
+
+
+def reduction(reduction, size_average=None, reduce=None):
+    """The reduction string, from the deprecated size_average/reduce flags if given; an
+    invalid string raises PyTorch's ValueError."""
+    if size_average is not None or reduce is not None:
+        size_average = True if size_average is None else size_average
+        reduce = True if reduce is None else reduce
+        reduction = "mean" if size_average and reduce else ("sum" if reduce else "none")
+        warnings.warn("size_average and reduce args will be deprecated, please use "
+                      f"reduction='{reduction}' instead.", stacklevel=3)
+    if reduction == "elementwise_mean":
+        warnings.warn("reduction='elementwise_mean' is deprecated. Please use reduction='mean' "
+                      "instead.", stacklevel=3)
+        return "mean"
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return reduction
+
+
+def reduce(loss, reduction):
+    if reduction == "mean":
+        return red.mean(loss)
+    if reduction == "sum":
+        return red.sum(loss)
+    if reduction == "none":
+        return loss
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def check_same_size(input, target):
+    if input._data.shape != target._data.shape:
+        warnings.warn(
+            f"Using a target size ({Size(target._data.shape)}) that is different to the input "
+            f"size ({Size(input._data.shape)}). This will likely lead to incorrect results due "
+            "to broadcasting. Please ensure they have the same size.", UserWarning, stacklevel=3)

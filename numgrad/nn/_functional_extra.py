@@ -1,12 +1,8 @@
-"""More of ``numgrad.nn.functional``: conv1d, transposed convolutions, group and instance
-norm, the reflect/replicate/circular paddings and ``interpolate`` (nearest, linear, bilinear).
-
-Everything runs existing kernels: conv1d is the conv2d machinery on a unit height,
-transposed convolutions are one GEMM per group followed by ``col2im`` (the adjoint of
-conv2d), group norm is the layer-norm kernel over (batch x group) rows, and paddings and
-resampling are gathers along one dim at a time (linear modes blend two gathers), whose
-adjoints are scatter-adds. ``numgrad/nn/functional.py`` re-exports the public names.
-"""
+"""More of ``numgrad.nn.functional``: group and instance norm, ``pad`` (every mode) and
+``interpolate``, with PyTorch's checks. The math is the ops of ``numgrad.ops``: group norm
+is the layer-norm kernel over (batch x group) rows, paddings and resampling are gathers along
+one dim at a time (linear modes blend two gathers), whose adjoints are scatter-adds.
+``numgrad/nn/functional.py`` re-exports the public names."""
 
 import math
 
@@ -14,282 +10,17 @@ import numpy as np
 
 from numgrad._shape import Size
 from numgrad.nn import _checks as C
-from numgrad.nn import _pad_checks
 from numgrad.nn import functional as F
-from numgrad.ops import conv as CV
-from numgrad.ops import conv_transpose as CT
 from numgrad.ops import group_norm as GN
+from numgrad.ops import pad as PAD
 from numgrad.ops import resample as R
 from numgrad.ops import shape as sh
 from numgrad.ops._util import (
-    Tensor,
     dtype_of,
 )
 
-__all__ = ["conv1d", "conv_transpose1d", "conv_transpose2d", "group_norm", "instance_norm",
-           "pad", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear"]
-
-_pad_constant = F.pad  # functional.pad before this module replaces it (constant mode)
-
-
-# ========================================================================================
-# convolution checks (PyTorch's _convolution and check_shape_forward, any spatial rank)
-# ========================================================================================
-
-
-def _check_conv(x_shape, w_shape, stride, padding, dilation, groups, bias_shape,
-                transposed=False, output_padding=(0,)):
-    """PyTorch's checks of a convolution, in its order; returns the expanded parameters."""
-    wnd = len(w_shape)
-    if wnd < 3:
-        raise RuntimeError("weight should have at least three dimensions")
-    if groups <= 0:
-        raise RuntimeError("non-positive groups is not supported")
-    dim = wnd - 2
-    stride = F._expand_param(tuple(stride), "stride", dim)
-    padding = F._expand_param(tuple(padding), "padding", dim)
-    dilation = F._expand_param(tuple(dilation), "dilation", dim)
-    output_padding = F._expand_param(tuple(output_padding), "output_padding", dim)
-    if min(padding) < 0:
-        raise RuntimeError("negative padding is not supported")
-    if min(output_padding) < 0:
-        raise RuntimeError("negative output_padding is not supported")
-    if min(stride) <= 0:
-        raise RuntimeError("non-positive stride is not supported")
-    if min(dilation) <= 0:
-        raise RuntimeError("non-positive dilation is not supported")
-    if wnd != len(x_shape):
-        raise RuntimeError(f"Expected {wnd}-dimensional input for {wnd}-dimensional weight "
-                           f"{list(w_shape)}, but got {len(x_shape)}-dimensional input of size "
-                           f"{list(x_shape)} instead")
-    w0 = w_shape[0]
-    if w0 < groups:
-        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at "
-                           f"dimension 0, but got weight of size {list(w_shape)} instead")
-    if w0 % groups:
-        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} "
-                           f"at dimension 0, but got weight of size [{list(w_shape)}] instead")
-    if transposed:
-        if x_shape[1] != w0:
-            raise RuntimeError(
-                f"Given transposed=1, weight of size {list(w_shape)}, expected input"
-                f"{list(x_shape)} to have {w0} channels, but got {x_shape[1]} channels instead")
-        oc = w_shape[1] * groups
-        if bias_shape is not None and tuple(bias_shape) != (oc,):
-            raise RuntimeError(
-                f"Given transposed=1, weight of size {list(w_shape)}, expected bias to be "
-                f"1-dimensional with {oc} elements, but got bias of size {list(bias_shape)} "
-                "instead")
-        for op, s, d in zip(output_padding, stride, dilation):
-            if op >= s and op >= d:
-                names = ("depth", "height", "width")[3 - dim:]
-                parts = [f"output_padding_{n}: {v}" for n, v in zip(names, output_padding)]
-                parts += [f"stride_{n}: {v}" for n, v in zip(names, stride)]
-                parts += [f"dilation_{n}: {v}" for n, v in zip(names, dilation)]
-                raise RuntimeError("output padding must be smaller than either stride or "
-                                   f"dilation, but got {' '.join(parts)}")
-        out = tuple((n - 1) * s - 2 * p + d * (k - 1) + op + 1 for n, k, s, p, d, op in zip(
-            x_shape[2:], w_shape[2:], stride, padding, dilation, output_padding))
-        return stride, padding, dilation, output_padding, out
-    if x_shape[1] != w_shape[1] * groups:
-        raise RuntimeError(
-            f"Given groups={groups}, weight of size {list(w_shape)}, expected input"
-            f"{list(x_shape)} to have {w_shape[1] * groups} channels, but got {x_shape[1]} "
-            "channels instead")
-    if bias_shape is not None and tuple(bias_shape) != (w0,):
-        raise RuntimeError(f"Given weight of size {list(w_shape)}, expected bias to be "
-                           f"1-dimensional with {w0} elements, but got bias of size "
-                           f"{list(bias_shape)} instead")
-    padded = [n + 2 * p for n, p in zip(x_shape[2:], padding)]
-    eff = [d * (k - 1) + 1 for k, d in zip(w_shape[2:], dilation)]
-    if any(a < b for a, b in zip(padded, eff)):
-        raise RuntimeError(
-            f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). "
-            f"Kernel size: ({' x '.join(map(str, eff))}). Kernel size can't be greater than "
-            "actual input size")
-    out = tuple(CV.blocks(n, k, s, p, d) for n, k, s, p, d in zip(
-        x_shape[2:], w_shape[2:], stride, padding, dilation))
-    return stride, padding, dilation, output_padding, out
-
-
-def _check_types(input, weight, bias):
-    for name, t in (("weight", weight), ("bias", bias)):
-        if t is not None and t._data.dtype != input._data.dtype:
-            raise RuntimeError(
-                f"Input type ({C.type_name(input)}) and {name} type ({C.type_name(t)}) should be "
-                f"the same or input should be a MKLDNN tensor and {name} is a dense tensor")
-    F._require_float(input, "slow_conv2d_cpu")
-
-
-# ========================================================================================
-# conv1d: the conv2d kernels on a unit height
-# ========================================================================================
-
-
-_CONV1D_SIGNATURES = (
-    "\n * (Tensor input, Tensor weight, Tensor bias = None, tuple of ints stride = 1, tuple of "
-    "ints padding = 0, tuple of ints dilation = 1, int groups = 1)\n * (Tensor input, Tensor "
-    "weight, Tensor bias = None, tuple of ints stride = 1, str padding = \"valid\", tuple of ints "
-    "dilation = 1, int groups = 1)\n")
-
-
-def _conv1d_args(input, weight, bias, stride, padding, dilation, groups):
-    try:
-        if not (isinstance(input, Tensor) and isinstance(weight, Tensor)
-                and (bias is None or isinstance(bias, Tensor))):
-            raise TypeError
-        stride = C.int_list(stride, "conv1d", "stride", 4)
-        dilation = C.int_list(dilation, "conv1d", "dilation", 6)
-        if not isinstance(padding, str):
-            padding = C.int_list(padding, "conv1d", "padding", 5)
-        groups = C.int_arg(groups, "conv1d", "groups", 7)
-    except TypeError:
-        got = ", ".join("Tensor" if isinstance(a, Tensor) else type(a).__name__
-                        for a in (input, weight, bias, stride, padding, dilation, groups))
-        raise TypeError(f"conv1d() received an invalid combination of arguments - got ({got}), "
-                        f"but expected one of:{_CONV1D_SIGNATURES}") from None
-    return stride, padding, dilation, groups
-
-
-def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """1-D convolution over (N, C, L) or unbatched (C, L) input (``ConvolutionBackward0``):
-    the conv2d kernels (im2col + one GEMM per group) on a unit height."""
-    stride, padding, dilation, groups = _conv1d_args(input, weight, bias, stride, padding,
-                                                     dilation, groups)
-    nd = input._data.ndim
-    if nd not in (2, 3):
-        raise RuntimeError("Expected 2D (unbatched) or 3D (batched) input to conv1d, but got "
-                           f"input of size: {list(input._data.shape)}")
-    unbatched = nd == 2
-    if unbatched:
-        input = sh.unsqueeze(input, 0)
-    if isinstance(padding, str):
-        if padding == "valid":
-            padding = (0,)
-        elif padding == "same":
-            input, padding = _same_1d(input, weight, stride, dilation, groups)
-        else:
-            raise RuntimeError(f"Invalid padding string: '{padding}'")
-    stride, padding, dilation, _, (ol,) = _check_conv(
-        input._data.shape, weight._data.shape, stride, padding, dilation, groups,
-        bias._data.shape if bias is not None else None)
-    _check_types(input, weight, bias)
-    x4 = input._data[:, :, None, :]
-    w4 = weight._data[:, :, None, :]
-    if F._check_empty_input(x4.shape) and w4.shape[3] <= 0:  # checked as a 2-D convolution
-        raise RuntimeError("kernel size should be greater than zero, but got kernel_height: 1 "
-                           f"kernel_width: {w4.shape[3]}")
-    geo = CV.make_geom(x4.shape, w4.shape, (1, w4.shape[3]), (1, stride[0]), (0, padding[0]),
-                       (1, dilation[0]), groups, (1, ol))
-    res = CV.convolution(input, weight, bias, geo, True,
-                         F._empty_conv_shape(input, weight, (ol,)))
-    return sh.squeeze(res, 0) if unbatched else res
-
-
-def _same_1d(input, weight, stride, dilation, groups):
-    """padding='same' for conv1d: PyTorch's checks, the odd part of an even kernel's padding
-    added on the right; returns the input and the symmetric padding."""
-    w_shape = weight._data.shape
-    if len(w_shape) < 3:
-        raise RuntimeError("weight should have at least three dimensions")
-    if groups <= 0:
-        raise RuntimeError("non-positive groups is not supported")
-    dim = len(w_shape) - 2
-    for name, v in (("stride", stride), ("dilation", dilation)):
-        if len(v) not in (1, dim):
-            raise RuntimeError(f"{name} cannot broadcast to {dim} dimensions")
-    if any(s != 1 for s in stride):
-        raise RuntimeError("padding='same' is not supported for strided convolutions")
-    total = dilation[0] * (w_shape[-1] - 1)
-    left = F._ctrunc(total, 2)
-    if total - 2 * left:
-        input = _pad_constant(input, [0, total - 2 * left])
-    return input, (left,)
-
-
-# ========================================================================================
-# transposed convolutions: columns W^T x, summed into the image by col2im
-# ========================================================================================
-
-
-def _check_transposed_sizes(x_shape, w_shape, out):
-    """PyTorch's checks of a transposed convolution after its argument checks, on the 4-D
-    shapes (1-D ones carry a unit height): an empty input must have an empty batch, whose
-    output size must not be negative; a kernel runs only on a nonempty kernel and weight and
-    a positive output size."""
-    if not F._check_empty_input(x_shape):
-        shape = (x_shape[0], w_shape[1]) + tuple(out)
-        for i, v in enumerate(shape):
-            if v < 0:
-                raise RuntimeError(f"invalid shape dimension {v} at index {i} of shape "
-                                   f"{list(shape)}")
-        return
-    if min(w_shape[2:]) <= 0:
-        raise RuntimeError("kernel size should be greater than zero, but got kernel_height: "
-                           f"{w_shape[2]} kernel_width: {w_shape[3]}")
-    if 0 in w_shape:
-        raise RuntimeError(f"non-empty 2D or 4D weight tensor expected, but got: {list(w_shape)}")
-    if min(out) < 1:
-        raise RuntimeError(
-            f"Given input size per channel: ({' x '.join(map(str, x_shape[2:]))}). "
-            f"Calculated output size per channel: ({' x '.join(map(str, out))}). "
-            "Output size is too small")
-
-
-def _conv_transpose(fn, dims, input, weight, bias, stride, padding, output_padding, groups,
-                    dilation):
-    C.conv_tensors(fn, input, weight, bias)
-    if isinstance(padding, str):
-        raise TypeError(f"{fn}(): argument 'padding' must be tuple of ints, not str")
-    # the argument parser repeats a single int over the op's own dims
-    stride, padding, output_padding, dilation = (
-        C.int_tuple(fn, name, pos, v, dims)
-        for name, pos, v in (("stride", 4, stride), ("padding", 5, padding),
-                             ("output_padding", 6, output_padding), ("dilation", 8, dilation)))
-    groups = C.int_arg(groups, fn, "groups", 7)
-    nd = input._data.ndim
-    if dims == 2 and nd not in (3, 4):
-        raise RuntimeError(f"Expected 3D (unbatched) or 4D (batched) input to {fn}, but got "
-                           f"input of size: {list(input._data.shape)}")
-    unbatched = nd == dims + 1
-    if unbatched:
-        input = sh.unsqueeze(input, 0)
-    stride, padding, dilation, output_padding, out = _check_conv(
-        input._data.shape, weight._data.shape, stride, padding, dilation, groups,
-        bias._data.shape if bias is not None else None, True, output_padding)
-    _check_types(input, weight, bias)
-    unit = dims == 1
-    x, w = input._data, weight._data
-    if unit:
-        x, w = x[:, :, None, :], w[:, :, None, :]
-        stride, padding, dilation = (1,) + stride, (0,) + padding, (1,) + dilation
-        out = (1,) + out
-    _check_transposed_sizes(x.shape, w.shape, out)
-    n, oc = x.shape[0], w.shape[1] * groups
-    geo = CV.make_geom((n, oc) + out, w.shape, w.shape[2:], stride, padding, dilation, groups,
-                       x.shape[2:])
-    if x.size == 0 or w.size == 0:  # the bias alone (the empty case of the convolution op)
-        res = CV.convolution(input, weight, bias, geo, unit, (n, oc) + out[unit:])
-        return sh.squeeze(res, 0) if unbatched else res
-    res = CT._conv_transpose(input, weight, bias, geo, unit, (n, oc) + out)
-    return sh.squeeze(res, 0) if unbatched else res
-
-
-def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
-                     dilation=1):
-    """2-D transposed convolution ("deconvolution") of (N, Cin, H, W) or unbatched input with
-    weight (Cin, Cout/groups, kh, kw) (``ConvolutionBackward0``)."""
-    return _conv_transpose("conv_transpose2d", 2, input, weight, bias, stride, padding,
-                           output_padding, groups, dilation)
-
-
-def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
-                     dilation=1):
-    """1-D transposed convolution of (N, Cin, L) or unbatched (Cin, L) input
-    (``ConvolutionBackward0``)."""
-    return _conv_transpose("conv_transpose1d", 1, input, weight, bias, stride, padding,
-                           output_padding, groups, dilation)
-
+__all__ = ["group_norm", "instance_norm", "pad", "interpolate", "upsample", "upsample_nearest",
+           "upsample_bilinear"]
 
 # ========================================================================================
 # group norm and instance norm
@@ -337,8 +68,8 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
                 f"input, but got {name} of shape "
                 f"{list(shown._data.shape) if shown is not None else [0]} and input of shape "
                 f"{list(x.shape)}")
-    F._require_float(input, "GroupNormKernelImpl")
-    F._check_mixed_dtype(input, (weight, bias))
+    C.require_float(input, "GroupNormKernelImpl")
+    C.check_mixed_dtype(input, (weight, bias))
     if x.size == 0:
         return sh.clone(input)
     return GN.native_group_norm(input, weight, bias, num_groups, float(eps))
@@ -368,21 +99,145 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
 # ========================================================================================
 
 
+# PyTorch's padding size checks, in its order and with its messages. Sizes are computed as
+# PyTorch computes them, in int64 (a width of 2**62 wraps the output size negative there, and
+# so it does here); every padded dim of a reflect/replicate input must be non-empty, reflect
+# widths must be smaller than the dim, circular ones at most the dim.
+
+_UNSUPPORTED = ("Padding size {n} is not supported for {nd}D input tensor.\n"
+                "Supported combinations for non-constant padding:\n"
+                "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+                "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+                "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
+_KERNEL = {"reflect": "reflection_pad", "replicate": "replication_pad"}
+
+
+def _i64(v):
+    """``v`` wrapped to int64, as C++ arithmetic on sizes wraps."""
+    return ((v + (1 << 63)) % (1 << 64)) - (1 << 63)
+
+
+def _check_widths(widths):
+    """The argument parser's limits on an ``int[]``: every width fits in int64."""
+    for i, w in enumerate(widths):
+        if not -(1 << 63) <= w < (1 << 63):
+            raise TypeError(f"pad(): argument 'pad' failed to unpack the object at pos {i + 1} "
+                            "with error \"Overflow when unpacking long long\"")
+        if w == -(1 << 63):  # PyTorch's symbolic-int sentinel
+            raise RuntimeError("SymIntArrayRef expected to contain only concrete integers")
+
+
+def _representable(out):
+    """NumPy holds no dim of more than 2**63 bytes, even in an empty array (PyTorch does)."""
+    if max(out, default=0) > (1 << 59):
+        raise RuntimeError(f"numgrad cannot hold a tensor of shape {out}: a dimension over "
+                           "2**59 elements (an empty one included) is beyond NumPy's limit")
+    return out
+
+
+def _dims(shape, widths):
+    """(dim, size, lo, hi) of each padded dim, outermost first."""
+    nd, k = len(shape), len(widths) // 2
+    return [(d, shape[d], widths[2 * (nd - 1 - d)], widths[2 * (nd - 1 - d) + 1])
+            for d in range(nd - k, nd)]
+
+
+def _constant_shape(shape, widths):
+    """The output shape of constant padding: negative widths narrow first (outer dims first)."""
+    dims = _dims(shape, widths)
+    for _, size, lo, hi in dims:
+        for w in (lo, hi):
+            if w < 0:
+                size += w
+                if size < 0:
+                    raise RuntimeError("narrow(): length must be non-negative.")
+    out = list(shape)
+    if all(lo <= 0 and hi <= 0 for _, _, lo, hi in dims):
+        for d, size, lo, hi in dims:
+            out[d] = size + lo + hi
+        return out
+    for d, size, lo, hi in dims:
+        out[d] = _i64(size + lo + hi)
+        if out[d] < 0:
+            raise RuntimeError(f"The input size {size}, plus negative padding {lo} and {hi} "
+                               f"resulted in a negative output size, which is invalid. Check "
+                               f"dimension {d} of your input.")
+    return _representable(out)
+
+
+def _circular_shape(shape, widths):
+    out = list(shape)
+    for d, size, lo, hi in _dims(shape, widths):
+        out[d] = _i64(size + lo + hi)
+        if lo > size or hi > size:
+            raise RuntimeError("Padding value causes wrapping around more than once.")
+        if out[d] < 0:
+            raise RuntimeError("Negative padding value is resulting in an empty dimension")
+    return _representable(out)
+
+
+def _too_small(mode, k, sizes, outs):
+    if k == 1:
+        return f"input (W: {sizes[0]}) is too small. Calculated output W: {outs[0]}"
+    if k == 2:
+        gap = " " if mode == "replicate" else ""
+        return (f"input (H: {sizes[0]}, W: {sizes[1]}{gap}) is too small. Calculated output H: "
+                f"{outs[0]} W: {outs[1]}")
+    return (f"input (D: {sizes[0]} H: {sizes[1]}, W: {sizes[2]}) is too small. Calculated "
+            f"output D: {outs[0]} H: {outs[1]} W: {outs[2]}")
+
+
+def _mode_shape(mode, shape, widths):
+    """The output shape of reflect/replicate/circular padding, or PyTorch's error."""
+    nd, k = len(shape), len(widths) // 2
+    if not (1 <= k <= 3 and nd in (k + 1, k + 2)):
+        raise NotImplementedError(_UNSUPPORTED.format(n=len(widths), nd=nd))
+    if mode == "circular":
+        return _circular_shape(shape, widths)
+    first = 1 if nd == k + 2 else 0  # a batch dim may be empty, no other
+    if any(shape[d] == 0 for d in range(first, nd)):
+        raise RuntimeError(f"Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 "
+                           f"batch size and other non-zero dimensions for input, but got: "
+                           f"{list(shape)}")
+    dims = _dims(shape, widths)
+    if mode == "reflect":
+        for j, (d, size, lo, hi) in enumerate(reversed(dims)):
+            if lo >= size or hi >= size:
+                raise RuntimeError(
+                    f"Argument #{4 + 2 * j}: Padding size should be less than the corresponding "
+                    f"input dimension, but got: padding ({lo}, {hi}) at dimension {d} of input "
+                    f"{list(shape)}")
+    outs = [_i64(size + lo + hi) for _, size, lo, hi in dims]
+    if all(o < 1 for o in outs):
+        raise RuntimeError(_too_small(mode, k, [size for _, size, _, _ in dims], outs))
+    out = list(shape[:nd - k]) + outs
+    neg = [o for o in out if o < 0]
+    if neg:
+        if mode == "reflect" and k == 2:
+            raise RuntimeError("numel: integer multiplication overflow")
+        raise RuntimeError(f"Trying to create tensor with negative dimension {neg[0]}: {out}")
+    return _representable(out)
+
+
+def _kernel_name(mode, widths):
+    """PyTorch's kernel name for a reflect/replicate pad, as its dtype errors spell it."""
+    return f"{_KERNEL[mode]}{len(widths) // 2}d"
+
+
 def pad(input, pad, mode="constant", value=None):
     """Pad the last len(pad)/2 dims: ``'constant'`` (``ConstantPadNdBackward0``), ``'reflect'``
     (``ReflectionPad{1,2,3}DBackward0``), ``'replicate'`` (``ReplicationPad{1,2,3}DBackward0``)
-    or ``'circular'``; negative widths crop. Every size is checked (``_pad_checks``) before a
-    kernel runs."""
-    if mode not in ("reflect", "replicate", "circular"):
-        return _pad_constant(input, pad, mode, value)
+    or ``'circular'``; negative widths crop. Every size is checked before a kernel runs."""
     C.tensor_arg("pad", "input", 1, input)
     if not isinstance(pad, (list, tuple)):
         raise TypeError(f"pad(): argument 'pad' (position 2) must be tuple of ints, not "
                         f"{type(pad).__name__}")
     widths = C.int_list(pad, "pad", "pad", 2)
-    _pad_checks.check_widths(widths)
+    _check_widths(widths)
     if value is not None:
-        C.float_arg(value, "pad", "value", 4)
+        value = C.float_arg(value, "pad", "value", 4)
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
     if len(widths) % 2:
         raise RuntimeError("Padding length must be divisible by 2")
     nd = input._data.ndim
@@ -390,12 +245,14 @@ def pad(input, pad, mode="constant", value=None):
         raise RuntimeError("Padding length should be less than or equal to two times the input "
                            f"dimension but got padding length {len(widths)} and input of "
                            f"dimension {nd}")
+    if mode == "constant":
+        _constant_shape(input._data.shape, widths)
+        return PAD.constant_pad_nd(input, tuple(widths), 0.0 if value is None else value)
     if value is not None and value != 0:
         raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument")
-    shape = input._data.shape
-    out_shape = _pad_checks.mode_shape(mode, shape, widths)
+    out_shape = _mode_shape(mode, input._data.shape, widths)
     if mode != "circular" and input._data.dtype == np.bool_:
-        raise C.not_implemented(_pad_checks.kernel_name(mode, widths), input)
+        raise C.not_implemented(_kernel_name(mode, widths), input)
     return R.pad(input, widths, mode, out_shape)
 
 

@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 
 from numgrad import _arrays as A
+from numgrad.nn import _checks as C
 from numgrad.nn import functional as F
 from numgrad.ops import elementwise as ew
 from numgrad.ops import linalg as la
@@ -21,7 +22,7 @@ from numgrad.ops._util import _wrap, dtype_of
 
 def _one_int(fn, name, v, pos, allow_empty=False):
     """A pool argument that must hold one int (an int or a one-element list)."""
-    vals = F._int_list(v, fn, name, pos)
+    vals = C.int_list(v, fn, name, pos)
     if len(vals) != 1 and not (allow_empty and not vals):
         raise RuntimeError(f"{fn}() argument '{name}' should contain one int (got {len(vals)})")
     return vals
@@ -68,12 +69,12 @@ def _max_pool1d_checks(input, k, s, p, d, ceil_mode):
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     """Window maxima over (N, C, L) or (C, L): max_pool2d on a unit height."""
-    F._tensor_arg("max_pool1d", "input", 1, input)
-    k = F._int_list(kernel_size, "max_pool1d", "kernel_size", 2)
-    s = () if stride is None else F._int_list(stride, "max_pool1d", "stride", 3)
-    p = F._int_list(padding, "max_pool1d", "padding", 4)
-    d = F._int_list(dilation, "max_pool1d", "dilation", 5)
-    ceil_mode = F._bool_arg(ceil_mode, "max_pool1d", "ceil_mode", 6)
+    C.tensor_arg("max_pool1d", "input", 1, input)
+    k = C.int_list(kernel_size, "max_pool1d", "kernel_size", 2)
+    s = () if stride is None else C.int_list(stride, "max_pool1d", "stride", 3)
+    p = C.int_list(padding, "max_pool1d", "padding", 4)
+    d = C.int_list(dilation, "max_pool1d", "dilation", 5)
+    ceil_mode = C.bool_arg(ceil_mode, "max_pool1d", "ceil_mode", 6)
     k, s, p, d = _max_pool1d_checks(input, k, s, p, d, ceil_mode)
     res = F.max_pool2d(sh.unsqueeze(input, -2), (1, k), (1, s), (0, p), (1, d), ceil_mode,
                        True)
@@ -84,7 +85,7 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True):
     """Window means over (N, C, L) or (C, L): avg_pool2d on a unit height."""
-    F._tensor_arg("avg_pool1d", "input", 1, input)
+    C.tensor_arg("avg_pool1d", "input", 1, input)
     _dim_range("avg_pool1d", input, 2, 3)
     k = _one_int("avg_pool1d", "kernel_size", kernel_size, 2)[0]
     s = _one_int("avg_pool1d", "stride", () if stride is None else stride, 3, True)
@@ -97,7 +98,7 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
 
 def adaptive_avg_pool1d(input, output_size):
     """Means over PyTorch's adaptive windows along the last dim."""
-    F._tensor_arg("adaptive_avg_pool1d", "input", 1, input)
+    C.tensor_arg("adaptive_avg_pool1d", "input", 1, input)
     _dim_range("adaptive_avg_pool1d", input, 2, 3)
     o = _one_int("adaptive_avg_pool1d", "output_size", output_size, 2)[0]
     return sh.squeeze(F.adaptive_avg_pool2d(sh.unsqueeze(input, -2), (1, o)), -2)
@@ -133,7 +134,7 @@ def adaptive_max_pool2d(input, output_size, return_indices=False, _fn="adaptive_
                         _shown=None):
     """Maxima over PyTorch's adaptive windows of (N, C, H, W) or (C, H, W) input; an output
     size of 0 gives an empty result (``_fn``/``_shown``: the 1-D caller's name and shape)."""
-    F._tensor_arg("adaptive_max_pool2d", "input", 1, input)
+    C.tensor_arg("adaptive_max_pool2d", "input", 1, input)
     size = F._adaptive_size("adaptive_max_pool2d", input, output_size, 2)
     shape = input._data.shape
     if len(shape) not in (3, 4):
@@ -152,7 +153,7 @@ def adaptive_max_pool2d(input, output_size, return_indices=False, _fn="adaptive_
         out_shape = list(shape[:-2]) + [oh, ow]
         neg = next(v for v in out_shape if v < 0)
         raise RuntimeError(f"Trying to create tensor with negative dimension {neg}: {out_shape}")
-    F._require_float(input, "adaptive_max_pool2d")
+    C.require_float(input, "adaptive_max_pool2d")
     unbatched = len(shape) == 3
     x = sh.unsqueeze(input, 0) if unbatched else input
     out_shape = x._data.shape[:2] + (oh, ow)
@@ -168,7 +169,7 @@ def adaptive_max_pool2d(input, output_size, return_indices=False, _fn="adaptive_
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):
     """Maxima over PyTorch's adaptive windows along the last dim."""
-    F._tensor_arg("adaptive_max_pool1d", "input", 1, input)
+    C.tensor_arg("adaptive_max_pool1d", "input", 1, input)
     _dim_range("adaptive_max_pool1d", input, 2, 3)
     o = _one_int("adaptive_max_pool1d", "output_size", output_size, 2)[0]
     out, idx = adaptive_max_pool2d(sh.unsqueeze(input, -2), (1, o), True,
@@ -185,8 +186,8 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """x / sqrt(mean(x^2 over the trailing dims) + eps) * weight; eps defaults to the dtype's
     machine epsilon."""
-    F._tensor_arg("rms_norm", "input", 1, input)
-    ns = list(F._int_list(normalized_shape, "rms_norm", "normalized_shape", 2))
+    C.tensor_arg("rms_norm", "input", 1, input)
+    ns = list(C.int_list(normalized_shape, "rms_norm", "normalized_shape", 2))
     if weight is not None and list(weight._data.shape) != ns:
         raise RuntimeError("Expected weight to be of same shape as normalized_shape, but got "
                            f"weight of shape {list(weight._data.shape)} and normalized_shape = "
@@ -229,8 +230,8 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
 
 
 def _shuffle_checks(fn, input, factor, name):
-    F._tensor_arg(fn, "self", 1, input)
-    factor = F._int_arg(factor, fn, name, 2)
+    C.tensor_arg(fn, "self", 1, input)
+    factor = C.int_arg(factor, fn, name, 2)
     if factor <= 0:
         raise RuntimeError(f"{fn} expects a positive {name}, but got {factor}")
     if input.dim() < 3:
@@ -272,8 +273,8 @@ def pixel_unshuffle(input, downscale_factor):
 
 def channel_shuffle(input, groups):
     """(N, g*k, *) -> channels regrouped as (k, g) (a reshape/transpose)."""
-    F._tensor_arg("channel_shuffle", "self", 1, input)
-    groups = F._int_arg(groups, "channel_shuffle", "groups", 2)
+    C.tensor_arg("channel_shuffle", "self", 1, input)
+    groups = C.int_arg(groups, "channel_shuffle", "groups", 2)
     if input.dim() < 3:
         raise RuntimeError("channel_shuffle expects input with > 2 dims, but got input with "
                            f"sizes {list(input._data.shape)}")
@@ -360,7 +361,7 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
 def bilinear(input1, input2, weight, bias=None):
     """y[..., o] = sum_ij x1[..., i] W[o, i, j] x2[..., j] + b[o] (two matrix products)."""
     for i, t in enumerate((input1, input2, weight), 1):
-        F._tensor_arg("bilinear", f"input{i}" if i < 3 else "weight", i, t)
+        C.tensor_arg("bilinear", f"input{i}" if i < 3 else "weight", i, t)
     s1, s2, w = input1._data.shape, input2._data.shape, weight._data.shape
     if len(s1) != len(s2):
         raise RuntimeError(f"bilinear(): input dimensions do not match: got {len(s1)} and "
@@ -442,7 +443,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
                                   "supported by numgrad")
     rows = weight._data.shape[0]
     if padding_idx is not None:
-        padding_idx = F._int_arg(padding_idx, "embedding_bag", "padding_idx", 9)
+        padding_idx = C.int_arg(padding_idx, "embedding_bag", "padding_idx", 9)
         if not -rows <= padding_idx < rows:
             raise RuntimeError(f"padding_idx must be within the number of embeddings, -{rows} "
                                f"through {rows - 1}, but got {padding_idx}")

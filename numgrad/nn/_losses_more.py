@@ -9,7 +9,6 @@ import numpy as np
 
 from numgrad import _dtype
 from numgrad.nn import _checks as C
-from numgrad.nn.functional import _check_same_size, _not_differentiable, _reduction
 from numgrad.ops import elementwise as ew
 from numgrad.ops import losses as L
 from numgrad.ops import reduction as red
@@ -54,9 +53,9 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
                 "size.'batchmean' divides only by the batch size, and aligns with the KL div math "
                 "definition.'mean' will be changed to behave the same as 'batchmean' in the next "
                 "major release.", stacklevel=2)
-        r = _reduction("sum" if reduction == "batchmean" else reduction)
+        r = C.reduction("sum" if reduction == "batchmean" else reduction)
     else:
-        r = _reduction(reduction, size_average, reduce)
+        r = C.reduction(reduction, size_average, reduce)
     out = L.reduce(L.kl_div(input, target, log_target), r)
     if reduction == "batchmean" and size_average is None and reduce is None and input.dim():
         out = ew.div(out, input.shape[0])
@@ -68,10 +67,10 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     (``HuberLossBackward0``)."""
     C.tensor_arg("huber_loss", "input", 1, input)
     C.tensor_arg("huber_loss", "target", 2, target)
-    _check_same_size(input, target)
+    C.check_same_size(input, target)
     target = _huber_dtypes(input, target)
     if weight is None:
-        return L.huber_loss(input, target, _reduction(reduction), float(delta))
+        return L.huber_loss(input, target, C.reduction(reduction), float(delta))
     if weight.shape != input.shape:
         raise ValueError("Weights and input must have the same size.")
     loss = ew.mul(L.huber_loss(input, target, "none", float(delta)), weight)
@@ -89,7 +88,7 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
                      reduce=None, reduction="mean"):
     """e^x - t x (log_input) or x - t log(x + eps); ``full`` adds Stirling's
     t log t - t + log(2 pi t) / 2 where t > 1."""
-    reduction = _reduction(reduction, size_average, reduce)
+    reduction = C.reduction(reduction, size_average, reduce)
     return L.reduce(L.poisson_nll(input, target, log_input, full, eps), reduction)
 
 
@@ -119,8 +118,8 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
     """log(1 + e^(-y x)) (``SoftMarginLossBackward0``; the target is not differentiable)."""
     C.tensor_arg("soft_margin_loss", "input", 1, input)
     C.tensor_arg("soft_margin_loss", "target", 2, target)
-    reduction = _reduction(reduction, size_average, reduce)
-    _not_differentiable("soft_margin_loss", target=target)
+    reduction = C.reduction(reduction, size_average, reduce)
+    C.not_differentiable("soft_margin_loss", target=target)
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"result type {_dtype.result_type(input, 1.0)._legacy} can't be cast "
                            f"to the desired output type {_legacy(input)}")
@@ -177,7 +176,7 @@ def _pair_target_dims(input1, input2, target):
 def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
                           reduction="mean"):
     """1 - cos(x1, x2) where y == 1, max(0, cos - margin) where y == -1."""
-    reduction = _reduction(reduction, size_average, reduce)
+    reduction = C.reduction(reduction, size_average, reduce)
     td = _pair_target_dims(input1, input2, target)
     return L.reduce(L.cosine_embedding(input1, input2, target, margin, td), reduction)
 
@@ -185,7 +184,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, r
 def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
                         reduction="mean"):
     """max(0, -y (x1 - x2) + margin)."""
-    reduction = _reduction(reduction, size_average, reduce)
+    reduction = C.reduction(reduction, size_average, reduce)
     if input1.dim() != input2.dim() or input1.dim() != target.dim():
         raise RuntimeError(
             f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
@@ -196,7 +195,7 @@ def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, red
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
                          reduction="mean"):
     """x where y == 1, max(0, margin - x) where y == -1 (both terms where y is neither)."""
-    reduction = _reduction(reduction, size_average, reduce)
+    reduction = C.reduction(reduction, size_average, reduce)
     return L.reduce(L.hinge_embedding(input, target, margin), reduction)
 
 
@@ -211,7 +210,7 @@ def _triplet_dims(anchor, positive, negative):
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
                         size_average=None, reduce=None, reduction="mean"):
     """max(0, d(a, p) - d(a, n) + margin) with pairwise_distance (d(p, n) too with swap)."""
-    reduction = _reduction(reduction, size_average, reduce)
+    reduction = C.reduction(reduction, size_average, reduce)
     if margin <= 0:
         raise ValueError(f"margin must be greater than 0, got {margin}")
     _triplet_dims(anchor, positive, negative)
@@ -239,7 +238,7 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
                                 reduction="mean"):
     """-(y log sigmoid(x) + (1 - y) log sigmoid(-x)), weighted, averaged over classes."""
     if size_average is not None or reduce is not None:
-        reduction = _reduction(None, size_average, reduce)
+        reduction = C.reduction(None, size_average, reduce)
     loss = L.multilabel_soft_margin(input, target, weight)
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(reduction + " is not valid")
@@ -258,7 +257,7 @@ def _margin_dtypes(input, target, weight, kernel):
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
                       reduce=None, reduction="mean"):
     """sum over i != y of w_y max(0, margin - x_y + x_i)^p / C (``MultiMarginLossBackward0``)."""
-    reduction = _reduction(reduction, size_average, reduce)
+    reduction = C.reduction(reduction, size_average, reduce)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
     if weight is not None and weight.dim() != 1:
@@ -278,14 +277,14 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         raise RuntimeError(f"inconsistent weight size, expected {c} but got "
                            f"{list(weight.shape)}")
     _margin_dtypes(input, target, weight, "multi_margin_loss_cpu_kernel")
-    _not_differentiable("multi_margin_loss", weight=weight)
+    C.not_differentiable("multi_margin_loss", weight=weight)
     return L.multi_margin_loss(input, target, int(p), float(margin), weight, reduction)
 
 
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """sum over targets j and non-targets i of max(0, 1 - (x_j - x_i)) / C; each row's targets
     end at the first -1 (``MultilabelMarginLossBackward0``)."""
-    reduction = _reduction(reduction, size_average, reduce)
+    reduction = C.reduction(reduction, size_average, reduce)
     nd = input.dim()
     if not ((nd == 2 and input.shape[1] != 0) or (nd == 1 and input.shape[0] != 0) or nd == 0):
         raise RuntimeError("Expected non-empty vector or matrix with optional 0-dim batch size, "

@@ -137,13 +137,13 @@ def adaptive_avg_pool3d(input, output_size):
                                "a floating point or complex dtype. Got: "
                                f"{F.dtype_of(input)._legacy}")
         if len(shape) < 3:
-            raise F._dim_error(-3, len(shape))
+            raise C.dim_error(-3, len(shape))
         return red.mean(input, (-3, -2, -1), keepdim=True)
     if len(shape) not in (4, 5):
         raise RuntimeError(f"adaptive_avg_pool3d(): Expected 4D or 5D tensor, but got "
                            f"{list(shape)}")
     _nonempty(fn, shape)
-    F._require_float(input, "adaptive_avg_pool3d_cpu")
+    C.require_float(input, "adaptive_avg_pool3d_cpu")
     return PO.adaptive_avg_pool3d(input, size)
 
 
@@ -163,5 +163,5 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
         out_shape = list(shape[:-3]) + list(size)
         neg = next(v for v in out_shape if v < 0)
         raise RuntimeError(f"Trying to create tensor with negative dimension {neg}: {out_shape}")
-    F._require_float(input, "adaptive_max_pool3d_cpu")
+    C.require_float(input, "adaptive_max_pool3d_cpu")
     return PO.adaptive_max_pool3d(input, size, return_indices)

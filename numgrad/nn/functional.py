@@ -6,7 +6,6 @@ Backward rules run kernels too; when a graph is being recorded for higher-order 
 """
 
 import math
-import operator
 import warnings
 
 import numpy as np
@@ -14,23 +13,20 @@ import numpy as np
 from numgrad import _arrays as A
 from numgrad import _dtype
 from numgrad._shape import Size, broadcast_shapes
-from numgrad.nn import _pad_checks
+from numgrad.nn import _checks as C
 from numgrad.ops import batch_norm as batch_norm_op
-from numgrad.ops import conv as conv_op
 from numgrad.ops import elementwise as ew
 from numgrad.ops import embedding as embedding_op
 from numgrad.ops import gelu as gelu_op
 from numgrad.ops import indexing as ix
 from numgrad.ops import linalg as la
 from numgrad.ops import nn_losses, norms, pooling
-from numgrad.ops import pad as pad_op
 from numgrad.ops import reduction as red
 from numgrad.ops import shape as sh
 from numgrad.ops import unary as un
 from numgrad.ops._util import (
     EW,
     LazyKernels,
-    Tensor,
     _wrap,
     dtype_of,
     state,
@@ -38,7 +34,6 @@ from numgrad.ops._util import (
 from numgrad.ops.fused import addmm  # noqa: F401  (linear's op; nn.RNN cells call it)
 
 NN = LazyKernels("nn")
-CONV = conv_op.CONV
 
 # activations that exist as tensor ops
 tanh = un.tanh
@@ -55,7 +50,7 @@ def _softmax_dim(name, ndim, stacklevel):
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
     """exp(x) / sum exp(x) along ``dim`` (``SoftmaxBackward0``)."""
     if dim is None:
-        _tensor_arg("softmax", "input", 1, input)
+        C.tensor_arg("softmax", "input", 1, input)
         dim = _softmax_dim("softmax", input._data.ndim, _stacklevel)
     return red.softmax(input, dim, dtype)
 
@@ -63,113 +58,9 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     """x - logsumexp(x) along ``dim`` (``LogSoftmaxBackward0``)."""
     if dim is None:
-        _tensor_arg("log_softmax", "input", 1, input)
+        C.tensor_arg("log_softmax", "input", 1, input)
         dim = _softmax_dim("log_softmax", input._data.ndim, _stacklevel)
     return red.log_softmax(input, dim, dtype)
-
-
-# ========================================================================================
-# argument checks: PyTorch's exceptions and messages, before any kernel runs. Numba kernels
-# do no bounds checking, so every size a kernel indexes by is checked here. Only Python
-# attribute compares (no pass over the data) on the hot paths.
-# ========================================================================================
-
-
-def _tensor_arg(fn, name, pos, t):
-    """The argument parser's TypeError for a non-tensor where a tensor is required."""
-    if not isinstance(t, Tensor):
-        raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be Tensor, not "
-                        f"{type(t).__name__}")
-
-
-def _is_int(v):
-    if isinstance(v, (int, np.integer)):
-        return True
-    if isinstance(v, (float, str, bytes, list, tuple, np.floating)) or v is None:
-        return False
-    try:
-        operator.index(v)
-    except TypeError:
-        return False
-    return True
-
-
-def _int_list(v, fn, name, pos):
-    """``v`` (an int or a sequence of ints) as a tuple of ints, with the TypeErrors of
-    PyTorch's argument parser for an ``int[]`` argument."""
-    if type(v) is int:
-        return (v,)
-    if type(v) is tuple and len(v) == 2 and type(v[0]) is int and type(v[1]) is int:
-        return v
-    if isinstance(v, (list, tuple)):
-        for i, e in enumerate(v):
-            if (i == 0 and isinstance(e, bool)) or not _is_int(e):
-                if i == 0:
-                    raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be tuple of "
-                                    f"ints, but found element of type {type(e).__name__} at pos 0")
-                raise TypeError(f"{fn}(): argument '{name}' failed to unpack the object at pos "
-                                f"{i + 1} with error \"type must be tuple of ints,but got "
-                                f"{type(e).__name__}\"")
-        return tuple(int(e) for e in v)
-    if isinstance(v, bool) or not _is_int(v):
-        raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be tuple of ints, not "
-                        f"{type(v).__name__}")
-    return (int(v),)
-
-
-def _int_arg(v, fn, name, pos, kind="int"):
-    if isinstance(v, bool) or not _is_int(v):
-        raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be {kind}, not "
-                        f"{type(v).__name__}")
-    return int(v)
-
-
-def _float_arg(v, fn, name, pos):
-    if not isinstance(v, (int, float, np.integer, np.floating)) or isinstance(v, bool):
-        raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be float, not "
-                        f"{type(v).__name__}")
-    return float(v)
-
-
-def _not_implemented(kernel, t):
-    return NotImplementedError(f"\"{kernel}\" not implemented for '{dtype_of(t)._legacy}'")
-
-
-def _require_float(t, kernel):
-    """PyTorch's error for a kernel that has no integer (or bool) version."""
-    if not dtype_of(t).is_floating_point:
-        raise _not_implemented(kernel, t)
-
-
-def _ctrunc(a, b):
-    """C++ integer division (truncates toward zero), as in PyTorch's shape formulas."""
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b > 0) else -q
-
-
-def _dim_error(dim, ndim):
-    n = max(ndim, 1)
-    return IndexError(
-        f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
-
-
-def _inplace_shape(out_shape, other_shape):
-    """The checks of an in-place broadcasting op ``out.op_(other)``."""
-    b = broadcast_shapes(tuple(out_shape), tuple(other_shape))
-    if tuple(b) != tuple(out_shape):
-        raise RuntimeError(f"output with shape {list(out_shape)} doesn't match the broadcast "
-                           f"shape {list(b)}")
-
-
-def _check_mixed_dtype(x, params):
-    """CPU batch/layer norm: the affine parameters and statistics share the input's dtype."""
-    dt = x._data.dtype
-    for p in params:
-        if p is not None and p._data.dtype != dt:
-            if dt == np.float32:
-                raise RuntimeError(
-                    "mixed dtype (CPU): expect parameter to have scalar type of Float")
-            raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
 
 
 # ========================================================================================
@@ -179,15 +70,15 @@ def _check_mixed_dtype(x, params):
 
 def linear(input, weight, bias=None):
     """input @ weight^T + bias (``AddmmBackward0`` for 2-D input, as in PyTorch)."""
-    _tensor_arg("linear", "input", 1, input)
-    _tensor_arg("linear", "weight", 2, weight)
+    C.tensor_arg("linear", "input", 1, input)
+    C.tensor_arg("linear", "weight", 2, weight)
     xd, wd = input._data.ndim, weight._data.ndim
     if xd == 0 or wd == 0:
         raise RuntimeError(f"both arguments to linear need to be at least 1D, but they are {xd}D "
                            f"and {wd}D")
     if bias is None:
         return la.matmul(input, sh.t(weight))
-    _tensor_arg("linear", "bias", 3, bias)
+    C.tensor_arg("linear", "bias", 3, bias)
     if xd == 2:
         return addmm(bias, input, sh.t(weight))
     bshape = bias._data.shape
@@ -197,330 +88,8 @@ def linear(input, weight, bias=None):
         out = addmm(bias, sh.reshape(input, (-1, input._data.shape[-1])), sh.t(weight))
         return sh.view(out, lead + (out._data.shape[-1],))
     out = la.matmul(input, sh.t(weight))
-    _inplace_shape(out._data.shape, bshape)  # PyTorch adds the bias in place
+    C.inplace_shape(out._data.shape, bshape)  # PyTorch adds the bias in place
     return ew.add(out, bias)
-
-
-# ========================================================================================
-# convolution
-# ========================================================================================
-
-
-def _ntuple2(v):
-    """``torch.nn.modules.utils._pair``: an iterable as a tuple, anything else twice."""
-    if isinstance(v, (list, tuple)) or (hasattr(v, "__iter__") and not isinstance(v, Tensor)):
-        return tuple(v)
-    return (v, v)
-
-
-_pair = _ntuple2
-
-
-_CONV2D_SIGNATURES = (
-    "\n * (Tensor input, Tensor weight, Tensor bias = None, tuple of ints stride = 1, tuple of "
-    "ints padding = 0, tuple of ints dilation = 1, int groups = 1)\n * (Tensor input, Tensor "
-    "weight, Tensor bias = None, tuple of ints stride = 1, str padding = \"valid\", tuple of ints "
-    "dilation = 1, int groups = 1)\n")
-
-
-def _conv_arg_types(args):
-    """conv2d's overload resolution: int lists (or a padding string) and an int groups."""
-    *lists, groups = args[3:]
-    fast = [(v, v) if type(v) is int else v for v in lists]
-    if (type(groups) is int and all(type(v) is tuple and len(v) == 2 and type(v[0]) is int
-                                    and type(v[1]) is int for v in fast[::2])
-            and (isinstance(fast[1], str) or (type(fast[1]) is tuple and len(fast[1]) == 2
-                                              and type(fast[1][0]) is int
-                                              and type(fast[1][1]) is int))
-            and isinstance(args[0], Tensor) and isinstance(args[1], Tensor)
-            and (args[2] is None or isinstance(args[2], Tensor))):
-        return fast + [groups]  # the common case: ints or int pairs
-    try:
-        if not (isinstance(args[0], Tensor) and isinstance(args[1], Tensor)
-                and (args[2] is None or isinstance(args[2], Tensor))):
-            raise TypeError
-        parsed = []
-        for i, v in enumerate(lists):
-            if i == 1 and isinstance(v, str):
-                parsed.append(v)
-            else:  # an int stands for the pair (v, v), a 1-list is broadcast later
-                t = _int_list(v, "conv2d", "", 0)
-                parsed.append(t * 2 if not isinstance(v, (list, tuple)) else t)
-        parsed.append(_int_arg(groups, "conv2d", "groups", 7))
-    except TypeError:
-        got = ", ".join(type(a).__name__ if not isinstance(a, Tensor) else "Tensor"
-                        for a in args)
-        raise TypeError(f"conv2d() received an invalid combination of arguments - got ({got}), "
-                        f"but expected one of:{_CONV2D_SIGNATURES}") from None
-    return parsed
-
-
-def _expand_param(v, name, dim):
-    if len(v) == dim:
-        return v
-    if len(v) == 1:
-        return v * dim
-    if len(v) != dim:
-        raise RuntimeError(f"expected {name} to be a single integer value or a list of {dim} "
-                           f"values to match the convolution dimensions, but got {name}={list(v)}")
-    return v
-
-
-def _check_empty_input(x_shape):
-    """PyTorch's convolutions take an empty input only through an empty batch or channel
-    dim (they return an empty or bias-filled output without running a kernel). Returns
-    whether the kernel runs (the input is not empty), whose own checks then follow."""
-    if 0 not in x_shape:
-        return True
-    if x_shape[0] and x_shape[1]:
-        raise RuntimeError("Only zero batch or zero channel inputs are supported, but got input "
-                           f"shape: {list(x_shape)}")
-    return False
-
-
-def _conv_geom(x_shape, w_shape, stride, padding, dilation, groups, bias_shape=None):
-    """PyTorch's ``check_shape_forward`` for a 2-D convolution on (already parsed) int
-    tuples; the geometry the kernels run."""
-    wnd = len(w_shape)
-    if wnd < 3:
-        raise RuntimeError("weight should have at least three dimensions")
-    if groups <= 0:
-        raise RuntimeError("non-positive groups is not supported")
-    dim = wnd - 2
-    stride = _expand_param(stride, "stride", dim)
-    padding = _expand_param(padding, "padding", dim)
-    dilation = _expand_param(dilation, "dilation", dim)
-    _expand_param((0, 0), "output_padding", dim)
-    if min(padding) < 0:
-        raise RuntimeError("negative padding is not supported")
-    if min(stride) <= 0:
-        raise RuntimeError("non-positive stride is not supported")
-    if min(dilation) <= 0:
-        raise RuntimeError(f"dilation should be greater than zero, but got {list(dilation)}")
-    if wnd != len(x_shape):
-        raise RuntimeError(f"Expected {wnd}-dimensional input for {wnd}-dimensional weight "
-                           f"{list(w_shape)}, but got {len(x_shape)}-dimensional input of size "
-                           f"{list(x_shape)} instead")
-    oc, cg = w_shape[0], w_shape[1]
-    if oc < groups:
-        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at "
-                           f"dimension 0, but got weight of size {list(w_shape)} instead")
-    if oc % groups:
-        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} "
-                           f"at dimension 0, but got weight of size [{list(w_shape)}] instead")
-    if x_shape[1] != cg * groups:
-        raise RuntimeError(
-            f"Given groups={groups}, weight of size {list(w_shape)}, expected input"
-            f"{list(x_shape)} to have {cg * groups} channels, but got {x_shape[1]} channels "
-            "instead")
-    if bias_shape is not None and tuple(bias_shape) != (oc,):
-        raise RuntimeError(f"Given weight of size {list(w_shape)}, expected bias to be "
-                           f"1-dimensional with {oc} elements, but got bias of size "
-                           f"{list(bias_shape)} instead")
-    (h, w), (kh, kw) = x_shape[2:], w_shape[2:]
-    (ph, pw), (dh, dw) = padding, dilation
-    eh, ew_ = dh * (kh - 1) + 1, dw * (kw - 1) + 1
-    if h + 2 * ph < eh or w + 2 * pw < ew_:
-        raise RuntimeError(
-            f"Calculated padded input size per channel: ({h + 2 * ph} x {w + 2 * pw}). "
-            f"Kernel size: ({eh} x {ew_}). Kernel size can't be greater than actual input size")
-    if _check_empty_input(x_shape) and (kh <= 0 or kw <= 0):
-        raise RuntimeError(f"kernel size should be greater than zero, but got kernel_height: "
-                           f"{kh} kernel_width: {kw}")
-    out = (conv_op.blocks(h, kh, stride[0], ph, dh), conv_op.blocks(w, kw, stride[1], pw, dw))
-    return conv_op.make_geom(x_shape, w_shape, (kh, kw), stride, padding, dilation, groups, out)
-
-
-def _conv_same(input, weight, stride, dilation, groups):
-    """padding='same': PyTorch's checks, and the input padded on the right/bottom by the odd
-    part of an even kernel's padding; returns the input and the symmetric padding."""
-    w_shape, nd = weight._data.shape, input._data.ndim
-    if len(w_shape) < 3:
-        raise RuntimeError("weight should have at least three dimensions")
-    if groups <= 0:
-        raise RuntimeError("non-positive groups is not supported")
-    if len(w_shape) != nd:
-        raise RuntimeError(f"Expected {len(w_shape)}-dimensional input for {len(w_shape)}-"
-                           f"dimensional weight{list(w_shape)}, but got {nd}-dimensional input "
-                           f"of size {list(input._data.shape)} instead")
-    dim = nd - 2
-    for name, v in (("stride", stride), ("dilation", dilation)):
-        if len(v) not in (1, dim):
-            raise RuntimeError(f"{name} cannot broadcast to {dim} dimensions")
-    if any(s != 1 for s in stride):
-        raise RuntimeError("padding='same' is not supported for strided convolutions")
-    dilation = dilation * dim if len(dilation) == 1 else dilation
-    left, extra = [], []
-    for d, k in zip(dilation, w_shape[2:]):
-        total = d * (k - 1)
-        left.append(_ctrunc(total, 2))
-        extra.append(total - 2 * left[-1])
-    if any(extra):
-        widths = []
-        for e in reversed(extra):
-            widths += [0, e]
-        input = pad(input, widths)
-    return input, tuple(left)
-
-
-def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """2-D convolution (``ConvolutionBackward0``); im2col + BLAS."""
-    stride, padding, dilation, groups = _conv_arg_types(
-        (input, weight, bias, stride, padding, dilation, groups))
-    unbatched = input._data.ndim == 3
-    if input._data.ndim not in (3, 4):
-        raise RuntimeError(
-            f"Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: "
-            f"{list(input._data.shape)}")
-    if unbatched:
-        input = sh.unsqueeze(input, 0)
-    if bias is not None and bias._data.dtype != input._data.dtype:
-        raise RuntimeError(f"Input type ({_dtype.cpp_name(input._data.dtype)}) and bias type "
-                           f"({_dtype.cpp_name(bias._data.dtype)}) should be the same")
-    if isinstance(padding, str):
-        if padding == "same":
-            input, padding = _conv_same(input, weight, stride, dilation, groups)
-        elif padding == "valid":
-            padding = (0,)
-        else:
-            raise RuntimeError(f"Invalid padding string: '{padding}'")
-    geo = _conv_geom(input._data.shape, weight._data.shape, stride, padding, dilation, groups,
-                     bias._data.shape if bias is not None else None)
-    if input._data.dtype != weight._data.dtype:
-        raise RuntimeError(f"expected scalar type {dtype_of(input)._legacy} but found "
-                           f"{dtype_of(weight)._legacy}")
-    out = conv_op.convolution(input, weight, bias, geo, False,
-                              _empty_conv_shape(input, weight, (geo.oh, geo.ow)))
-    return sh.squeeze(out, 0) if unbatched else out
-
-
-def _empty_conv_shape(input, weight, space):
-    """The output shape of a convolution whose input or weight is empty (PyTorch's output
-    for an input of no channels has none either), else None."""
-    x, w = input._data, weight._data
-    if x.size and w.size:
-        return None
-    return (x.shape[0], w.shape[0] if x.shape[1] else 0) + tuple(space)
-
-
-def _window_args(fn, values, first_pos):
-    """im2col/col2im's int-pair arguments: types first, then lengths (PyTorch's order)."""
-    parsed = [_int_list(_ntuple2(v), fn, name, first_pos + i)
-              for i, (name, v) in enumerate(values)]
-    for (name, _), v in zip(values, parsed):
-        if len(v) != 2:
-            raise RuntimeError(f"It is expected {name} equals to 2, but got size {len(v)}")
-    return parsed
-
-
-def _window_checks(k, d, p, s, order):
-    msgs = {"k": (min(k) > 0, "kernel size should be greater than zero, but got kernel_height: "
-                  f"{k[0]} kernel_width: {k[1]}"),
-            "d": (min(d) > 0, "dilation should be greater than zero, but got dilation_height: "
-                  f"{d[0]} dilation_width: {d[1]}"),
-            "p": (min(p) >= 0, "padding should be non-negative, but got pad_height: "
-                  f"{p[0]} pad_width: {p[1]}"),
-            "s": (min(s) > 0, "stride should be greater than zero, but got stride_height: "
-                  f"{s[0]} stride_width: {s[1]}")}
-    for key in order:
-        ok, msg = msgs[key]
-        if not ok:
-            raise RuntimeError(msg)
-
-
-def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
-    """Sliding blocks as columns: (N, C*kh*kw, L), or (C*kh*kw, L) for unbatched (C, H, W)
-    input (``Im2ColBackward0``)."""
-    _tensor_arg("im2col", "input", 1, input)
-    k, d, p, s = _window_args("im2col", (("kernel_size", kernel_size), ("dilation", dilation),
-                                         ("padding", padding), ("stride", stride)), 2)
-    _window_checks(k, d, p, s, "kdps")
-    shape = input._data.shape
-    nd = len(shape)
-    if nd < 3:
-        raise _dim_error(1 if nd < 2 else 2, nd)
-    if not ((nd == 3 and 0 not in shape) or (nd == 4 and 0 not in shape[1:])):
-        raise RuntimeError("Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and "
-                           f"other non-zero dimensions for input, but got: {list(shape)}")
-    h, w = shape[-2:]
-    out = (conv_op.blocks(h, k[0], s[0], p[0], d[0]), conv_op.blocks(w, k[1], s[1], p[1], d[1]))
-    if min(out) < 1:
-        raise RuntimeError(
-            f"Given input with spatial size ({h}, {w}), kernel_size=({k[0]}, {k[1]}), dilation=("
-            f"{d[0]}, {d[1]}), padding=({p[0]}, {p[1]}), calculated shape of the array of sliding "
-            f"blocks as ({out[0]}, {out[1]}), but its components must be at least one.")
-    _require_float(input, "im2col_out_cpu")
-    x = sh.unsqueeze(input, 0) if nd == 3 else input
-    geo = conv_op.make_geom(x._data.shape, (1, shape[-3]) + k, k, s, p, d, 1, out)
-    res = conv_op.im2col(x, geo)
-    return sh.squeeze(res, 0) if nd == 3 else res
-
-
-def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
-    """Sum columns back into an image (the adjoint of unfold, ``Col2ImBackward0``); 2-D
-    (C*kh*kw, L) input gives an unbatched (C, H, W) image."""
-    _tensor_arg("col2im", "input", 1, input)
-    (oh, ow), k, d, p, s = _window_args(
-        "col2im", (("output_size", output_size), ("kernel_size", kernel_size),
-                   ("dilation", dilation), ("padding", padding), ("stride", stride)), 2)
-    _window_checks(k, d, p, s, "ksdp")
-    shape = input._data.shape
-    nd = len(shape)
-    if not ((nd == 2 and 0 not in shape) or (nd == 3 and 0 not in shape[1:])):
-        raise RuntimeError("Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch "
-                           f"size and non-zero dimensions for input, but got: {list(shape)}")
-    bd = 0 if nd == 3 else -1
-    planes, length = shape[bd + 1], shape[bd + 2]
-    if planes % (k[0] * k[1]):
-        raise RuntimeError(
-            f"Expected size of input's dimension {bd + 1} to be divisible by the product of "
-            f"kernel_size, but got input.size({bd + 1})={planes} and kernel_size=({k[0]}, "
-            f"{k[1]}).")
-    nb = (conv_op.blocks(oh, k[0], s[0], p[0], d[0]), conv_op.blocks(ow, k[1], s[1], p[1], d[1]))
-    geom = (f"Given output_size=({oh}, {ow}), kernel_size=({k[0]}, {k[1]}), dilation=({d[0]}, "
-            f"{d[1]}), padding=({p[0]}, {p[1]}), stride=({s[0]}, {s[1]}), ")
-    if length != nb[0] * nb[1]:
-        raise RuntimeError(
-            f"{geom}expected size of input's dimension {bd + 2} to match the calculated number of "
-            f"sliding blocks {nb[0]} * {nb[1]} = {nb[0] * nb[1]}, but got input.size({bd + 2})="
-            f"{length}.")
-    if min(nb) < 1:
-        raise RuntimeError(f"{geom}calculated shape of the array of sliding blocks as ({nb[0]}, "
-                           f"{nb[1]}), which is too small (non-positive)")
-    if oh < 1 or ow < 1:
-        raise RuntimeError(f"Expected output spatial size to be positive, but got: output_size=("
-                           f"{oh}, {ow}).")
-    _require_float(input, "col2im_out_cpu")
-    x = sh.unsqueeze(input, 0) if nd == 2 else input
-    n, c = x._data.shape[0], planes // (k[0] * k[1])
-    geo = conv_op.make_geom((n, c, oh, ow), (1, c) + k, k, s, p, d, 1, nb)
-    out = conv_op.col2im(x, geo)
-    return sh.squeeze(out, 0) if nd == 2 else out
-
-
-def pad(input, pad, mode="constant", value=None):
-    """Constant padding of the last len(pad)/2 dims, negative widths cropping
-    (``ConstantPadNdBackward0``)."""
-    _tensor_arg("pad", "input", 1, input)
-    if not isinstance(pad, (list, tuple)):
-        raise TypeError(f"pad(): argument 'pad' (position 2) must be tuple of ints, not "
-                        f"{type(pad).__name__}")
-    widths = _int_list(pad, "pad", "pad", 2)
-    _pad_checks.check_widths(widths)
-    value = 0.0 if value is None else _float_arg(value, "pad", "value", 4)
-    if mode not in ("constant", "reflect", "replicate", "circular"):
-        raise NotImplementedError(f"Unrecognised padding mode {mode}")
-    if len(widths) % 2:
-        raise RuntimeError("Padding length must be divisible by 2")
-    nd = input._data.ndim
-    if len(widths) // 2 > nd:
-        raise RuntimeError("Padding length should be less than or equal to two times the input "
-                           f"dimension but got padding length {len(widths)} and input of "
-                           f"dimension {nd}")
-    if mode != "constant":
-        raise NotImplementedError(f"pad mode '{mode}' is not supported by numgrad")
-    _pad_checks.constant_shape(input._data.shape, widths)
-    return pad_op.constant_pad_nd(input, tuple(widths), value)
 
 
 # ========================================================================================
@@ -531,10 +100,10 @@ def pad(input, pad, mode="constant", value=None):
 def _pool_args(fn, kernel_size, stride, padding, dilation=1):
     """The int pairs of max_pool2d/avg_pool2d, with the argument parser's TypeErrors first,
     then PyTorch's length errors."""
-    k = _int_list(kernel_size, fn, "kernel_size", 2)
-    s = () if stride is None else _int_list(stride, fn, "stride", 3)
-    p = _int_list(padding, fn, "padding", 4)
-    d = _int_list(dilation, fn, "dilation", 5)
+    k = C.int_list(kernel_size, fn, "kernel_size", 2)
+    s = () if stride is None else C.int_list(stride, fn, "stride", 3)
+    p = C.int_list(padding, fn, "padding", 4)
+    d = C.int_list(dilation, fn, "dilation", 5)
     for v, ok, what in ((k, (1, 2), "kernel_size must either be a single int"),
                         (s, (0, 1, 2), "stride must either be omitted, a single int"),
                         (p, (1, 2), "padding must either be a single int"),
@@ -552,7 +121,7 @@ def _pool_size(size, k, s, p, d, ceil_mode):
         raise RuntimeError("stride should not be zero")
     if p < 0:
         raise RuntimeError(f"pad must be non-negative, but got pad: {p}")
-    if p > _ctrunc(d * (k - 1) + 1, 2):
+    if p > C.ctrunc(d * (k - 1) + 1, 2):
         raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p}, "
                            f"kernel_size={k} and dilation={d}")
     o = (size + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil_mode else 0)) // s + 1
@@ -588,25 +157,19 @@ def _pool_geom(x, k, s, p, d, ceil_mode):
     return k[0], k[1], s[0], s[1], p[0], p[1], d[0], d[1], oh, ow
 
 
-def _bool_arg(v, fn, name, pos):
-    if not isinstance(v, (bool, np.bool_)):
-        raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be bool, not "
-                        f"{type(v).__name__}")
-    return bool(v)
-
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     """Window maxima over (N, C, H, W) or unbatched (C, H, W) input
     (``MaxPool2DWithIndicesBackward0``)."""
-    _tensor_arg("max_pool2d", "input", 1, input)
+    C.tensor_arg("max_pool2d", "input", 1, input)
     k, s, p, d = _pool_args("max_pool2d", kernel_size, stride, padding, dilation)
-    ceil_mode = _bool_arg(ceil_mode, "max_pool2d", "ceil_mode", 6)
+    ceil_mode = C.bool_arg(ceil_mode, "max_pool2d", "ceil_mode", 6)
     if input._data.ndim not in (3, 4):
         raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
     kh, kw, sh_, sw, ph, pw, dh, dw, oh, ow = _pool_geom(input, k, s, p, d, ceil_mode)
     if input._data.dtype == np.bool_:
-        raise _not_implemented("max_pool2d", input)
+        raise C.not_implemented("max_pool2d", input)
     unbatched = input._data.ndim == 3
     x = sh.unsqueeze(input, 0) if unbatched else input
     out, idx = pooling.max_pool2d_with_indices(x, (kh, kw, sh_, sw, ph, pw, dh, dw, oh, ow))
@@ -619,19 +182,19 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
     """Window means over (N, C, H, W) or unbatched (C, H, W) input (``AvgPool2DBackward0``)."""
-    _tensor_arg("avg_pool2d", "input", 1, input)
+    C.tensor_arg("avg_pool2d", "input", 1, input)
     k, s, p, _ = _pool_args("avg_pool2d", kernel_size, stride, padding)
-    ceil_mode = _bool_arg(ceil_mode, "avg_pool2d", "ceil_mode", 5)
-    count_include_pad = _bool_arg(count_include_pad, "avg_pool2d", "count_include_pad", 6)
+    ceil_mode = C.bool_arg(ceil_mode, "avg_pool2d", "ceil_mode", 5)
+    count_include_pad = C.bool_arg(count_include_pad, "avg_pool2d", "count_include_pad", 6)
     if divisor_override is not None:
-        divisor_override = _int_arg(divisor_override, "avg_pool2d", "divisor_override", 7)
+        divisor_override = C.int_arg(divisor_override, "avg_pool2d", "divisor_override", 7)
         if divisor_override == 0:
             raise RuntimeError("divisor must be not zero")
     if input._data.ndim < 3:
-        raise _dim_error(-3, input._data.ndim)
+        raise C.dim_error(-3, input._data.ndim)
     kh, kw, sh_, sw, ph, pw, _, _, oh, ow = _pool_geom(input, k, s, p, (1, 1), ceil_mode)
     if input._data.dtype == np.bool_:
-        raise _not_implemented("avg_pool2d", input)
+        raise C.not_implemented("avg_pool2d", input)
     unbatched = input._data.ndim == 3
     x = sh.unsqueeze(input, 0) if unbatched else input
     divisor = divisor_override or 0
@@ -661,17 +224,17 @@ def _adaptive_size(fn, input, output_size, n):
             raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")
         output_size = [v if v is not None else dflt
                        for v, dflt in zip(output_size, shape[-len(output_size):])]
-    size = _int_list(output_size, fn, "output_size", 2)
+    size = C.int_list(output_size, fn, "output_size", 2)
     return size * n if len(size) == 1 and not isinstance(output_size, (list, tuple)) else size
 
 
 def adaptive_avg_pool2d(input, output_size):
     """Means over PyTorch's adaptive windows; divisible sizes run the avg-pool kernel, others
     are two averaging matrix products (differentiable as they are)."""
-    _tensor_arg("adaptive_avg_pool2d", "input", 1, input)
+    C.tensor_arg("adaptive_avg_pool2d", "input", 1, input)
     shape = input._data.shape
     if not isinstance(output_size, (list, tuple)) and (
-            output_size is None or not _is_int(output_size)):
+            output_size is None or not C.is_int(output_size)):
         raise TypeError(f"object of type '{type(output_size).__name__}' has no len()")
     size = _adaptive_size("adaptive_avg_pool2d", input, output_size, 2)
     if len(size) != 2:
@@ -685,7 +248,7 @@ def adaptive_avg_pool2d(input, output_size):
             raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
                                f"floating point or complex dtype. Got: {dtype_of(input)._legacy}")
         if len(shape) < 2:
-            raise _dim_error(-2, len(shape))
+            raise C.dim_error(-2, len(shape))
         return red.mean(input, (-2, -1), keepdim=True)
     if len(shape) not in (3, 4):
         raise RuntimeError(
@@ -695,7 +258,7 @@ def adaptive_avg_pool2d(input, output_size):
             raise RuntimeError("adaptive_avg_pool2d(): Expected input to have non-zero size for "
                                f"non-batch dimensions, but input has sizes {list(shape)} with "
                                f"dimension {i + len(shape)} being empty")
-    _require_float(input, "adaptive_avg_pool2d")
+    C.require_float(input, "adaptive_avg_pool2d")
     h, w = shape[-2:]
     if 0 in shape or not oh or not ow:  # empty: a (differentiable) empty slice of input
         return sh.reshape(input[..., :0, :0], shape[:-2] + (oh, ow))
@@ -750,9 +313,9 @@ def _channel_view(t, ndim):
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
                momentum=0.1, eps=1e-05):
     """Batch normalization over (N, C, ...) per channel (``NativeBatchNormBackward0``)."""
-    _tensor_arg("batch_norm", "input", 1, input)
+    C.tensor_arg("batch_norm", "input", 1, input)
     x = input._data
-    momentum = _float_arg(momentum, "batch_norm", "momentum", 7)  # checked in eval mode too
+    momentum = C.float_arg(momentum, "batch_norm", "momentum", 7)  # checked in eval mode too
     if training:
         if x.ndim and x.shape[0] * math.prod(x.shape[2:]) == 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input "
@@ -761,7 +324,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
         if x.ndim < 2 and all(t is None or t._data.size == 0
                               for t in (running_mean, running_var, weight, bias)):
-            raise _dim_error(1, x.ndim)  # (a non-empty stat is named first, below)
+            raise C.dim_error(1, x.ndim)  # (a non-empty stat is named first, below)
     elif eps < 0.0:
         raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
     if x.size == 0:
@@ -774,8 +337,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                 raise RuntimeError(f"{name} must be defined in evaluation mode")
         elif t._data.size != c:
             raise RuntimeError(f"{name} should contain {c} elements not {t._data.size}")
-    _require_float(input, "batch_norm")
-    _check_mixed_dtype(input, (weight, bias, running_mean, running_var))
+    C.require_float(input, "batch_norm")
+    C.check_mixed_dtype(input, (weight, bias, running_mean, running_var))
     for t in (running_mean, running_var):
         if t is not None and t._data.ndim != 1:
             raise RuntimeError(f"TensorAccessor expected 1 dims but tensor has {t._data.ndim}")
@@ -788,8 +351,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
     """Normalize over the trailing ``normalized_shape`` dims (``NativeLayerNormBackward0``)."""
-    _tensor_arg("layer_norm", "input", 1, input)
-    normalized_shape = _int_list(normalized_shape, "layer_norm", "normalized_shape", 2)
+    C.tensor_arg("layer_norm", "input", 1, input)
+    normalized_shape = C.int_list(normalized_shape, "layer_norm", "normalized_shape", 2)
     ns = list(normalized_shape)
     if not ns:
         raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., "
@@ -803,8 +366,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
         raise RuntimeError(
             f"Given normalized_shape={ns}, expected input with shape "
             f"[*, {', '.join(map(str, ns))}], but got input of size{list(x.shape)}")
-    _require_float(input, "LayerNormKernelImpl")
-    _check_mixed_dtype(input, (weight, bias))
+    C.require_float(input, "LayerNormKernelImpl")
+    C.check_mixed_dtype(input, (weight, bias))
     if x.size == 0:
         return sh.clone(input)
     return norms.native_layer_norm(input, weight, bias, normalized_shape, eps)
@@ -832,14 +395,14 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq=False, sparse=False):
     """Rows of ``weight`` at integer ``input`` (``EmbeddingBackward0``). ``sparse=True``
     gives the same gradient values as a dense tensor."""
-    _tensor_arg("embedding", "input", 1, input)
-    _tensor_arg("embedding", "weight", 2, weight)
+    C.tensor_arg("embedding", "input", 1, input)
+    C.tensor_arg("embedding", "weight", 2, weight)
     if padding_idx is not None:
         n_rows = weight.size(0)
         if (padding_idx > 0 and padding_idx >= n_rows) or (
                 padding_idx < 0 and padding_idx < -n_rows):
             raise AssertionError("Padding_idx must be within num_embeddings")
-        padding_idx = _int_arg(padding_idx, "embedding", "padding_idx", 3)
+        padding_idx = C.int_arg(padding_idx, "embedding", "padding_idx", 3)
         if padding_idx < 0:
             padding_idx += n_rows
     if weight._data.ndim != 2:
@@ -881,26 +444,26 @@ def _inplace_result(input, out, inplace):
 
 def gelu(input, approximate="none"):
     """x Phi(x) (``GeluBackward0``); ``approximate='tanh'`` uses the tanh formula."""
-    _tensor_arg("gelu", "input", 1, input)
+    C.tensor_arg("gelu", "input", 1, input)
     if approximate not in ("none", "tanh"):
         raise RuntimeError("approximate argument must be either none or tanh.")
-    _require_float(input, "GeluKernelImpl")
+    C.require_float(input, "GeluKernelImpl")
     return gelu_op.gelu(input, approximate)
 
 
 def silu(input, inplace=False):
-    _tensor_arg("silu", "input", 1, input)
-    _require_float(input, "silu_cpu")
+    C.tensor_arg("silu", "input", 1, input)
+    C.require_float(input, "silu_cpu")
     return _inplace_result(input, ew.mul(input, un.sigmoid(input)), inplace)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    _tensor_arg("leaky_relu", "input", 1, input)
+    C.tensor_arg("leaky_relu", "input", 1, input)
     if isinstance(negative_slope, bool) or not isinstance(
             negative_slope, (int, float, np.integer, np.floating)):
         raise TypeError("leaky_relu(): argument 'negative_slope' (position 2) must be Number, "
                         f"not {type(negative_slope).__name__}")
-    _require_float(input, "leaky_relu_cpu")
+    C.require_float(input, "leaky_relu_cpu")
     from numgrad.ops import activation as act  # LeakyReluBackward0/1, as PyTorch
     from numgrad.ops.inplace import apply_
     if inplace:
@@ -911,7 +474,7 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
 def softplus(input, beta=1.0, threshold=20.0):
     """log(1 + e^(beta x)) / beta, x where beta x > threshold (the registry's ``softplus``,
     ``SoftplusBackward0``)."""
-    _tensor_arg("softplus", "input", 1, input)
+    C.tensor_arg("softplus", "input", 1, input)
     for pos, (name, v) in enumerate((("beta", beta), ("threshold", threshold)), 2):
         if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
             raise TypeError(f"softplus(): argument '{name}' (position {pos}) must be Number, "
@@ -928,55 +491,20 @@ def flatten(input, start_dim=0, end_dim=-1):
 # ========================================================================================
 
 
-def _reduction(reduction, size_average=None, reduce=None):
-    """The reduction string, from the deprecated size_average/reduce flags if given; an
-    invalid string raises PyTorch's ValueError."""
-    if size_average is not None or reduce is not None:
-        size_average = True if size_average is None else size_average
-        reduce = True if reduce is None else reduce
-        reduction = "mean" if size_average and reduce else ("sum" if reduce else "none")
-        warnings.warn("size_average and reduce args will be deprecated, please use "
-                      f"reduction='{reduction}' instead.", stacklevel=3)
-    if reduction == "elementwise_mean":
-        warnings.warn("reduction='elementwise_mean' is deprecated. Please use reduction='mean' "
-                      "instead.", stacklevel=3)
-        return "mean"
-    if reduction not in ("none", "mean", "sum"):
-        raise ValueError(f"{reduction} is not a valid value for reduction")
-    return reduction
-
-
-def _reduce(loss, reduction):
-    if reduction == "mean":
-        return red.mean(loss)
-    if reduction == "sum":
-        return red.sum(loss)
-    if reduction == "none":
-        return loss
-    raise ValueError(f"{reduction} is not a valid value for reduction")
-
-
-def _check_same_size(input, target):
-    if input._data.shape != target._data.shape:
-        warnings.warn(
-            f"Using a target size ({Size(target._data.shape)}) that is different to the input "
-            f"size ({Size(input._data.shape)}). This will likely lead to incorrect results due "
-            "to broadcasting. Please ensure they have the same size.", UserWarning, stacklevel=3)
-
 
 def _pointwise_loss_args(fn, input, target, size_average, reduce, reduction):
     """What mse/l1/smooth_l1 check before computing: tensors, the size warning, the reduction
     and the broadcast shape (PyTorch's broadcast_tensors error)."""
-    _tensor_arg(fn, "input", 1, input)
-    _tensor_arg(fn, "target", 2, target)
-    _check_same_size(input, target)
-    reduction = _reduction(reduction, size_average, reduce)
+    C.tensor_arg(fn, "input", 1, input)
+    C.tensor_arg(fn, "target", 2, target)
+    C.check_same_size(input, target)
+    reduction = C.reduction(reduction, size_average, reduce)
     return reduction, broadcast_shapes(input._data.shape, target._data.shape)
 
 
 def _weighted_loss(el, weight, input, reduction):
     """mse/l1 with ``weight``: PyTorch's manual weighted reduction."""
-    _tensor_arg("mse_loss", "weight", 3, weight)
+    C.tensor_arg("mse_loss", "weight", 3, weight)
     if weight._data.shape != input._data.shape:
         raise ValueError("Weights and input must have the same size.")
     el = ew.mul(el, weight)
@@ -1005,14 +533,14 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     el = ew.abs(ew.sub(input, target))
     if weight is not None:
         return _weighted_loss(el, weight, input, reduction)
-    return _reduce(el, reduction)
+    return C.reduce(el, reduction)
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     reduction, _ = _pointwise_loss_args("smooth_l1_loss", input, target, size_average, reduce,
                                         reduction)
     if beta == 0.0:
-        return _reduce(ew.abs(ew.sub(input, target)), reduction)
+        return C.reduce(ew.abs(ew.sub(input, target)), reduction)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     dt = _dtype.result_type(input, target)
@@ -1020,7 +548,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
         raise NotImplementedError(f"\"smooth_l1_cpu\" not implemented for '{dt._legacy}'")
     d = ew.abs(ew.sub(input, target))
     loss = ew.where(ew.lt(d, beta), ew.div(ew.mul(ew.mul(d, d), 0.5), beta), ew.sub(d, 0.5 * beta))
-    return _reduce(loss, reduction)
+    return C.reduce(loss, reduction)
 
 
 def _nll_checks(input, target, weight):
@@ -1058,37 +586,21 @@ def _nll_checks(input, target, weight):
     if target._data.dtype not in (np.int64, np.uint8):
         raise RuntimeError("expected target dtype to be Long or Byte, but got "
                            f"{dtype_of(target)._legacy}")
-    _require_float(input, kernel)
+    C.require_float(input, kernel)
     if weight is not None and weight._data.dtype != input._data.dtype:
         raise RuntimeError(f"expected scalar type {dtype_of(input)._legacy} but found "
                            f"{dtype_of(weight)._legacy}")
 
 
-def _not_differentiable(fn, **args):
-    """PyTorch's refusal of a grad-requiring argument its backward has no formula for."""
-    if state.enabled:
-        for name, t in args.items():
-            if t is not None and t._requires_grad:
-                raise RuntimeError(f"The function '{fn}' is not differentiable with respect to "
-                                   f"argument '{name}'. This input cannot have requires_grad "
-                                   "True.")
-
-
-def _loss_tensors(fn, input, target, weight):
-    _tensor_arg(fn, "input", 1, input)
-    _tensor_arg(fn, "target", 2, target)
-    if weight is not None:
-        _tensor_arg(fn, "weight", 3, weight)
-
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
              reduction="mean"):
     """Negative log likelihood of class indices (``NllLossBackward0``)."""
-    _loss_tensors("nll_loss_nd", input, target, weight)
-    reduction = _reduction(reduction, size_average, reduce)
-    ignore_index = _int_arg(ignore_index, "nll_loss_nd", "ignore_index", 5)
+    C.loss_tensors("nll_loss_nd", input, target, weight)
+    reduction = C.reduction(reduction, size_average, reduce)
+    ignore_index = C.int_arg(ignore_index, "nll_loss_nd", "ignore_index", 5)
     _nll_checks(input, target, weight)
-    _not_differentiable("nll_loss_forward", weight=weight)
+    C.not_differentiable("nll_loss_forward", weight=weight)
     return _nll(input, target, weight, ignore_index, reduction)
 
 
@@ -1112,7 +624,7 @@ def _nll(input, target, weight, ignore_index, reduction):
 
 
 def _log_softmax_checked(input, class_dim):
-    _require_float(input, "log_softmax_lastdim_kernel_impl" if class_dim == input._data.ndim - 1
+    C.require_float(input, "log_softmax_lastdim_kernel_impl" if class_dim == input._data.ndim - 1
                    else "log_softmax_kernel_impl")
     return red.log_softmax(input, class_dim)
 
@@ -1121,10 +633,10 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
                   reduction="mean", label_smoothing=0.0):
     """log_softmax + nll_loss for class indices; probabilities as targets also work."""
     fn = "cross_entropy_loss"
-    _loss_tensors(fn, input, target, weight)
-    reduction = _reduction(reduction, size_average, reduce)
-    ignore_index = _int_arg(ignore_index, fn, "ignore_index", 5)
-    label_smoothing = _float_arg(label_smoothing, fn, "label_smoothing", 6)
+    C.loss_tensors(fn, input, target, weight)
+    reduction = C.reduction(reduction, size_average, reduce)
+    ignore_index = C.int_arg(ignore_index, fn, "ignore_index", 5)
+    label_smoothing = C.float_arg(label_smoothing, fn, "label_smoothing", 6)
     nd = input._data.ndim
     class_dim = 0 if nd == 1 else 1
     smoothing_error = RuntimeError(
@@ -1136,7 +648,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         if ignore_index >= 0:
             raise RuntimeError("ignore_index is not supported for floating point target")
         if nd == 0:
-            raise _dim_error(1, 0)
+            raise C.dim_error(1, 0)
         c = input._data.shape[class_dim]
         if weight is not None and (weight._data.ndim != 1 or weight._data.size != c):
             raise RuntimeError(
@@ -1154,14 +666,14 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         loss = ew.neg(red.sum(prod, class_dim))
         if reduction == "mean":
             return ew.div(red.sum(loss), loss.numel() if nd > 1 else 1)
-        return _reduce(loss, reduction)
+        return C.reduce(loss, reduction)
     if label_smoothing > 1.0:
         raise smoothing_error
     if nd == 0:
         raise ValueError("Expected 1 or more dimensions (got 0)")
     logp = _log_softmax_checked(input, class_dim)
     _nll_checks(logp, target, weight)
-    _not_differentiable("nll_loss_forward", weight=weight)
+    C.not_differentiable("nll_loss_forward", weight=weight)
     nll = _nll(logp, target, weight, ignore_index, reduction)
     if label_smoothing <= 0:
         return nll
@@ -1206,9 +718,9 @@ def _broadcast_shapes_py(*shapes):
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
                          reduction="mean"):
     """-(t log x + (1 - t) log(1 - x)), logs clamped at -100 (``BinaryCrossEntropyBackward0``)."""
-    _loss_tensors("binary_cross_entropy", input, target, weight)
-    _not_differentiable("binary_cross_entropy", weight=weight)
-    reduction = _reduction(reduction, size_average, reduce)
+    C.loss_tensors("binary_cross_entropy", input, target, weight)
+    C.not_differentiable("binary_cross_entropy", weight=weight)
+    reduction = C.reduction(reduction, size_average, reduce)
     if input._data.shape != target._data.shape:
         raise ValueError(
             f"Using a target size ({Size(target._data.shape)}) that is different to the input "
@@ -1220,12 +732,12 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     if target._data.dtype != input._data.dtype:
         raise RuntimeError(f"Found dtype {dtype_of(target)._legacy} but expected "
                            f"{dtype_of(input)._legacy}")
-    _require_float(input, "binary_cross_entropy")
+    C.require_float(input, "binary_cross_entropy")
     x = input._data
     if x.size and NN.on(x).first_outside(A.contiguous(x).reshape(-1), 0.0, 1.0) >= 0:
         raise RuntimeError("all elements of input should be between 0 and 1")
     if w_shape is not None:
-        _inplace_shape(x.shape, w_shape)
+        C.inplace_shape(x.shape, w_shape)
     return nn_losses.binary_cross_entropy(input, target, weight, reduction)
 
 
@@ -1233,18 +745,18 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
                                      reduce=None, reduction="mean", pos_weight=None):
     """BCE on logits, stable for any logit (``BinaryCrossEntropyWithLogitsBackward0``); the
     loss has the target's (floating) dtype, as in PyTorch."""
-    _loss_tensors("binary_cross_entropy_with_logits", input, target, weight)
+    C.loss_tensors("binary_cross_entropy_with_logits", input, target, weight)
     if pos_weight is not None:
-        _tensor_arg("binary_cross_entropy_with_logits", "pos_weight", 4, pos_weight)
-    _not_differentiable("binary_cross_entropy_with_logits", weight=weight, pos_weight=pos_weight)
-    reduction = _reduction(reduction, size_average, reduce)
+        C.tensor_arg("binary_cross_entropy_with_logits", "pos_weight", 4, pos_weight)
+    C.not_differentiable("binary_cross_entropy_with_logits", weight=weight, pos_weight=pos_weight)
+    reduction = C.reduction(reduction, size_average, reduce)
     if input._data.shape != target._data.shape:
         raise ValueError(f"Target size ({Size(target._data.shape)}) must be the same as input "
                          f"size ({Size(input._data.shape)})")
-    _require_float(input, "log_sigmoid_cpu")
+    C.require_float(input, "log_sigmoid_cpu")
     x = input._data
     if pos_weight is not None:  # PyTorch: log_sigmoid(x).mul_((pos_weight - 1) * t + 1)
-        _inplace_shape(x.shape, broadcast_shapes(pos_weight._data.shape, target._data.shape))
+        C.inplace_shape(x.shape, broadcast_shapes(pos_weight._data.shape, target._data.shape))
     tdt = dtype_of(target)
     if tdt.np == np.bool_:
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
@@ -1253,15 +765,15 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
         raise RuntimeError(f"result type {dtype_of(input)._legacy} can't be cast to the desired "
                            f"output type {tdt._legacy}")
     if weight is not None:
-        _inplace_shape(x.shape, weight._data.shape)
+        C.inplace_shape(x.shape, weight._data.shape)
     return nn_losses.binary_cross_entropy_with_logits(input, target, weight, pos_weight,
                                                       reduction)
 
 
 def one_hot(tensor, num_classes=-1):
     """Integer class indices as one-hot rows (int64)."""
-    _tensor_arg("one_hot", "self", 1, tensor)
-    num_classes = _int_arg(num_classes, "one_hot", "num_classes", 2)
+    C.tensor_arg("one_hot", "self", 1, tensor)
+    num_classes = C.int_arg(num_classes, "one_hot", "num_classes", 2)
     if tensor._data.dtype != np.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     shape = tuple(tensor._data.shape)
@@ -1290,16 +802,15 @@ def normalize(input, p=2.0, dim=1, eps=1e-12):
 
 from numgrad.nn._attention import (  # noqa: E402,F401,I001  (attention, in its own module)
     multi_head_attention_forward, scaled_dot_product_attention)
-from numgrad.nn._functional_extra import (  # noqa: E402,F401,I001  (conv/norm/resize)
-    conv1d, conv_transpose1d, conv_transpose2d, group_norm, instance_norm, interpolate,
-    upsample, upsample_bilinear, upsample_nearest)
-from numgrad.nn._functional_extra import pad  # noqa: E402,F401,F811,I001  (every pad mode)
-from numgrad.nn._conv3d import conv3d  # noqa: E402,F401,I001
+from numgrad.nn._conv import (  # noqa: E402,F401,I001  (convolutions, unfold, fold)
+    conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d, fold, unfold)
+from numgrad.nn._functional_extra import (  # noqa: E402,F401,I001  (norm/resize)
+    group_norm, instance_norm, interpolate, upsample, upsample_bilinear, upsample_nearest)
+from numgrad.nn._functional_extra import pad  # noqa: E402,F401,I001  (every pad mode)
 from numgrad.nn._pool3d import (  # noqa: E402,F401,I001  (3-D pooling from the 2-D ops)
     adaptive_avg_pool3d, adaptive_max_pool3d, avg_pool3d, max_pool3d)
 from numgrad.nn._pool_extra import (  # noqa: E402,F401,I001  (lp pooling, max unpooling)
     lp_pool1d, lp_pool2d, lp_pool3d, max_unpool1d, max_unpool2d, max_unpool3d)
-from numgrad.nn._conv_transpose3d import conv_transpose3d  # noqa: E402,F401,I001
 from numgrad.nn._losses_more import (  # noqa: E402,F401,I001  (more losses and distances)
     cosine_embedding_loss, cosine_similarity, gaussian_nll_loss, hinge_embedding_loss,
     huber_loss, kl_div, margin_ranking_loss, multi_margin_loss, multilabel_margin_loss,

@@ -3,6 +3,7 @@
 import math
 
 from numgrad import _dtype, _factories
+from numgrad.nn import _checks as C
 from numgrad.nn import functional as F
 from numgrad.nn import init
 from numgrad.nn.modules.module import Module
@@ -11,7 +12,7 @@ from numgrad.nn.parameter import Parameter
 
 def _size(size):
     """``torch.empty``'s checks of a size (its TypeErrors, the negative-dimension error)."""
-    shape = F._int_list(size, "empty", "size", 1)
+    shape = C.int_list(size, "empty", "size", 1)
     for v in shape:
         if v < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {v}: "
@@ -81,9 +82,9 @@ class Conv2d(Module):
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
                  groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
         super().__init__()
-        kernel_size, stride = F._ntuple2(kernel_size), F._ntuple2(stride)
-        padding = padding if isinstance(padding, str) else F._ntuple2(padding)
-        dilation = F._ntuple2(dilation)
+        kernel_size, stride = C.pair(kernel_size), C.pair(stride)
+        padding = padding if isinstance(padding, str) else C.pair(padding)
+        dilation = C.pair(dilation)
         if groups <= 0:
             raise ValueError("groups must be a positive integer")
         if in_channels % groups:

@@ -1,7 +1,7 @@
 """The modules of the extra losses and distances (``numgrad.nn._losses_more``)."""
 
 from numgrad.nn import functional as F
-from numgrad.nn.functional import _reduction
+from numgrad.nn._checks import reduction as _reduction
 from numgrad.nn.modules.module import Module
 
 
