@@ -84,23 +84,18 @@ def int_tuple(fn, name, pos, v, n):
     return t * n if is_int(v) else t
 
 
-def ntuples(fn, n, specs, what):
-    """Window arguments (``specs``: (name, position, value, allowed lengths)) as ``n`` ints
-    each: the argument parser's TypeErrors for all first, then ``fn: {what[i]}`` for a length
-    not allowed; one int stands for all ``n``, an empty (omitted) one stays empty."""
-    vals = [() if v is None else int_list(v, fn, name, pos) for name, pos, v, _ in specs]
-    for v, (_, _, _, ok), msg in zip(vals, specs, what):
+def pool_args(fn, n, kernel_size, stride, padding, dilation, what):
+    """A pool's kernel_size, stride (omitted: the kernel's), padding and dilation as ``n``
+    ints each: the argument parser's TypeErrors first, then ``fn: {what[i]}`` for a length
+    other than 1 or ``n``."""
+    k = int_list(kernel_size, fn, "kernel_size", 2)
+    s = () if stride is None else int_list(stride, fn, "stride", 3)
+    p = int_list(padding, fn, "padding", 4)
+    d = int_list(dilation, fn, "dilation", 5)
+    for v, ok, msg in zip((k, s, p, d), ((1, n), (0, 1, n), (1, n), (1, n)), what):
         if len(v) not in ok:
             raise RuntimeError(f"{fn}: {msg}")
-    return [v * n if len(v) == 1 else tuple(v) for v in vals]
-
-
-def pool_args(fn, n, kernel_size, stride, padding, dilation, what):
-    """A pool's kernel_size, stride (defaulting to the kernel), padding and dilation as ``n``
-    ints each."""
-    k, s, p, d = ntuples(fn, n, (("kernel_size", 2, kernel_size, (1, n)),
-                                 ("stride", 3, stride, (0, 1, n)), ("padding", 4, padding, (1, n)),
-                                 ("dilation", 5, dilation, (1, n))), what)
+    k, s, p, d = (v * n if len(v) == 1 else tuple(v) for v in (k, s, p, d))
     return k, s or k, p, d
 
 

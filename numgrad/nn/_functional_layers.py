@@ -1,7 +1,6 @@
-"""More pooling, normalization and rearranging layers, all composed from existing numgrad ops
-(whose math runs in kernels): 1-d pooling is 2-d pooling on a unit height (as PyTorch does,
-so the node is ``SqueezeBackward1``), adaptive max pooling is per-window maxima, RMS norm and
-local response norm are the textbook formulas, pixel (un)shuffle is a reshape/permute."""
+"""More normalization, dropout and rearranging layers, the bilinear form and embedding bags,
+all composed from existing numgrad ops (whose math runs in kernels): RMS norm and local
+response norm are the textbook formulas, pixel (un)shuffle is a reshape/permute."""
 
 import warnings
 
@@ -10,173 +9,11 @@ import numpy as np
 from numgrad import _arrays as A
 from numgrad.nn import _checks as C
 from numgrad.nn import functional as F
+from numgrad.nn._pooling import adaptive_max_pool2d  # noqa: F401  (numgrad.ops.pooling's)
 from numgrad.ops import elementwise as ew
 from numgrad.ops import linalg as la
 from numgrad.ops import shape as sh
-from numgrad.ops._util import _wrap, dtype_of
-
-# ========================================================================================
-# 1-d pooling
-# ========================================================================================
-
-
-def _one_int(fn, name, v, pos, allow_empty=False):
-    """A pool argument that must hold one int (an int or a one-element list)."""
-    vals = C.int_list(v, fn, name, pos)
-    if len(vals) != 1 and not (allow_empty and not vals):
-        raise RuntimeError(f"{fn}() argument '{name}' should contain one int (got {len(vals)})")
-    return vals
-
-
-def _dim_range(fn, t, lo, hi):
-    nd = t._data.ndim
-    if not lo <= nd <= hi:
-        raise RuntimeError(f"Expected {lo} to {hi} dimensions, but got {nd}-dimensional tensor "
-                           f"for argument #1 'self' (while checking arguments for {fn})")
-
-
-def _max_pool1d_checks(input, k, s, p, d, ceil_mode):
-    shape = input._data.shape
-    if not ((len(shape) == 2 and 0 not in shape) or (len(shape) == 3 and 0 not in shape[1:])):
-        raise RuntimeError("max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim "
-                           f"batch size for input, but got:{list(shape)}")
-    for name, v, what in (("kernel_size", k, "an int, list of ints or tuple of ints of size 1"),
-                          ("stride", s,
-                           "None, an int, list of ints, or tuple of ints of size 1"),
-                          ("padding", p, "an int, list of ints, or tuple of ints of size 1"),
-                          ("dilation", d, "an int, list of ints or tuple of ints of size 1")):
-        if len(v) != 1 and not (name == "stride" and not v):
-            raise RuntimeError(f"max_pool1d() {name} must be {what} but got size {len(v)}")
-    k, p, d = k[0], p[0], d[0]
-    s = s[0] if s else k
-    if k <= 0:
-        raise RuntimeError(f"max_pool1d() kernel_size must be greater than zero, but got {k}")
-    if s <= 0:
-        raise RuntimeError(f"max_pool1d() stride must be greater than zero, but got {s}")
-    if p < 0:
-        raise RuntimeError(f"max_pool1d() padding must be non-negative, but got {p}")
-    if p > k // 2:
-        raise RuntimeError("max_pool1d() padding should be at most half of kernel size, but got "
-                           f"padding={p} and kernel_size={k}")
-    if d <= 0:
-        raise RuntimeError(f"max_pool1d() dilation must be greater than zero, but got {d}")
-    o = F._pool_size(shape[-1], k, s, p, d, ceil_mode)
-    if o <= 0:
-        raise RuntimeError(f"max_pool1d() Invalid computed output size: {o}")
-    return k, s, p, d
-
-
-def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
-               return_indices=False):
-    """Window maxima over (N, C, L) or (C, L): max_pool2d on a unit height."""
-    C.tensor_arg("max_pool1d", "input", 1, input)
-    k = C.int_list(kernel_size, "max_pool1d", "kernel_size", 2)
-    s = () if stride is None else C.int_list(stride, "max_pool1d", "stride", 3)
-    p = C.int_list(padding, "max_pool1d", "padding", 4)
-    d = C.int_list(dilation, "max_pool1d", "dilation", 5)
-    ceil_mode = C.bool_arg(ceil_mode, "max_pool1d", "ceil_mode", 6)
-    k, s, p, d = _max_pool1d_checks(input, k, s, p, d, ceil_mode)
-    res = F.max_pool2d(sh.unsqueeze(input, -2), (1, k), (1, s), (0, p), (1, d), ceil_mode,
-                       True)
-    out, idx = sh.squeeze(res[0], -2), sh.squeeze(res[1], -2)
-    return (out, idx) if return_indices else out
-
-
-def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
-               count_include_pad=True):
-    """Window means over (N, C, L) or (C, L): avg_pool2d on a unit height."""
-    C.tensor_arg("avg_pool1d", "input", 1, input)
-    _dim_range("avg_pool1d", input, 2, 3)
-    k = _one_int("avg_pool1d", "kernel_size", kernel_size, 2)[0]
-    s = _one_int("avg_pool1d", "stride", () if stride is None else stride, 3, True)
-    p = _one_int("avg_pool1d", "padding", padding, 4)[0]
-    s = s[0] if s else k
-    out = F.avg_pool2d(sh.unsqueeze(input, -2), (1, k), (1, s), (0, p), ceil_mode,
-                       count_include_pad)
-    return sh.squeeze(out, -2)
-
-
-def adaptive_avg_pool1d(input, output_size):
-    """Means over PyTorch's adaptive windows along the last dim."""
-    C.tensor_arg("adaptive_avg_pool1d", "input", 1, input)
-    _dim_range("adaptive_avg_pool1d", input, 2, 3)
-    o = _one_int("adaptive_avg_pool1d", "output_size", output_size, 2)[0]
-    return sh.squeeze(F.adaptive_avg_pool2d(sh.unsqueeze(input, -2), (1, o)), -2)
-
-
-# ========================================================================================
-# adaptive max pooling
-# ========================================================================================
-
-
-def _windows(size, out):
-    return [((i * size) // out, -(-((i + 1) * size) // out)) for i in range(out)]
-
-
-def _adaptive_max(x, oh, ow):
-    """Per-window maxima (values and flat h*w indices) of (N, C, H, W) x."""
-    h, w = x._data.shape[-2:]
-    if h % oh == 0 and w % ow == 0:  # equal windows: the max-pool kernel
-        return F.max_pool2d(x, (h // oh, w // ow), return_indices=True)
-    vals, idxs = [], []
-    for a, b in _windows(h, oh):
-        for c, d in _windows(w, ow):
-            win = sh.flatten(x[:, :, a:b, c:d], 2)
-            v, li = win.max(dim=-1)
-            vals.append(v)
-            width = d - c
-            idxs.append((li // width + a) * w + (li % width + c))
-    shape = x._data.shape[:2] + (oh, ow)
-    return sh.reshape(sh.stack(vals, -1), shape), sh.reshape(sh.stack(idxs, -1), shape)
-
-
-def adaptive_max_pool2d(input, output_size, return_indices=False, _fn="adaptive_max_pool2d",
-                        _shown=None):
-    """Maxima over PyTorch's adaptive windows of (N, C, H, W) or (C, H, W) input; an output
-    size of 0 gives an empty result (``_fn``/``_shown``: the 1-D caller's name and shape)."""
-    C.tensor_arg("adaptive_max_pool2d", "input", 1, input)
-    size = F._adaptive_size("adaptive_max_pool2d", input, output_size, 2)
-    shape = input._data.shape
-    if len(shape) not in (3, 4):
-        raise RuntimeError(f"adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: "
-                           f"{list(shape)}")
-    if len(size) != 2:
-        raise RuntimeError("adaptive_max_pool2d(): internal error: output_size.size() must be 2")
-    shown = list(shape) if _shown is None else list(_shown)
-    for i in range(1, len(shown)):
-        if shown[i] <= 0:
-            raise RuntimeError(f"{_fn}(): Expected input to have non-zero size for non-batch "
-                               f"dimensions, but input has sizes {shown} with dimension {i} "
-                               "being empty")
-    oh, ow = size
-    if oh < 0 or ow < 0:
-        out_shape = list(shape[:-2]) + [oh, ow]
-        neg = next(v for v in out_shape if v < 0)
-        raise RuntimeError(f"Trying to create tensor with negative dimension {neg}: {out_shape}")
-    C.require_float(input, "adaptive_max_pool2d")
-    unbatched = len(shape) == 3
-    x = sh.unsqueeze(input, 0) if unbatched else input
-    out_shape = x._data.shape[:2] + (oh, ow)
-    if 0 in out_shape:  # nothing to pool: an empty slice of x
-        out = sh.reshape(x[:, :, :0, :0], out_shape)
-        idx = _wrap(A.zeros(x._data, out_shape, np.int64))
-    else:
-        out, idx = _adaptive_max(x, oh, ow)
-    if unbatched:
-        out, idx = sh.squeeze(out, 0), sh.squeeze(idx, 0)
-    return (out, idx) if return_indices else out
-
-
-def adaptive_max_pool1d(input, output_size, return_indices=False):
-    """Maxima over PyTorch's adaptive windows along the last dim."""
-    C.tensor_arg("adaptive_max_pool1d", "input", 1, input)
-    _dim_range("adaptive_max_pool1d", input, 2, 3)
-    o = _one_int("adaptive_max_pool1d", "output_size", output_size, 2)[0]
-    out, idx = adaptive_max_pool2d(sh.unsqueeze(input, -2), (1, o), True,
-                                   "adaptive_max_pool1d", input._data.shape)
-    out, idx = sh.squeeze(out, -2), sh.squeeze(idx, -2)
-    return (out, idx) if return_indices else out
-
+from numgrad.ops._util import dtype_of
 
 # ========================================================================================
 # normalization

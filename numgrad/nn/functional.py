@@ -20,7 +20,7 @@ from numgrad.ops import embedding as embedding_op
 from numgrad.ops import gelu as gelu_op
 from numgrad.ops import indexing as ix
 from numgrad.ops import linalg as la
-from numgrad.ops import nn_losses, norms, pooling
+from numgrad.ops import nn_losses, norms
 from numgrad.ops import reduction as red
 from numgrad.ops import shape as sh
 from numgrad.ops import unary as un
@@ -90,183 +90,6 @@ def linear(input, weight, bias=None):
     out = la.matmul(input, sh.t(weight))
     C.inplace_shape(out._data.shape, bshape)  # PyTorch adds the bias in place
     return ew.add(out, bias)
-
-
-# ========================================================================================
-# pooling
-# ========================================================================================
-
-
-def _pool_args(fn, kernel_size, stride, padding, dilation=1):
-    """The int pairs of max_pool2d/avg_pool2d, with the argument parser's TypeErrors first,
-    then PyTorch's length errors."""
-    k = C.int_list(kernel_size, fn, "kernel_size", 2)
-    s = () if stride is None else C.int_list(stride, fn, "stride", 3)
-    p = C.int_list(padding, fn, "padding", 4)
-    d = C.int_list(dilation, fn, "dilation", 5)
-    for v, ok, what in ((k, (1, 2), "kernel_size must either be a single int"),
-                        (s, (0, 1, 2), "stride must either be omitted, a single int"),
-                        (p, (1, 2), "padding must either be a single int"),
-                        (d, (1, 2), "dilation must be either a single int")):
-        if len(v) not in ok:
-            raise RuntimeError(f"{fn}: {what}, or a tuple of two ints")
-    k, p, d = (v * 2 if len(v) == 1 else v for v in (k, p, d))
-    s = k if not s else (s * 2 if len(s) == 1 else s)
-    return k, s, p, d
-
-
-def _pool_size(size, k, s, p, d, ceil_mode):
-    """PyTorch's pooling_output_shape, with its checks."""
-    if s == 0:
-        raise RuntimeError("stride should not be zero")
-    if p < 0:
-        raise RuntimeError(f"pad must be non-negative, but got pad: {p}")
-    if p > C.ctrunc(d * (k - 1) + 1, 2):
-        raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p}, "
-                           f"kernel_size={k} and dilation={d}")
-    o = (size + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil_mode else 0)) // s + 1
-    if ceil_mode and (o - 1) * s >= size + p:
-        o -= 1
-    return o
-
-
-def _pool_geom(x, k, s, p, d, ceil_mode):
-    """Output size and PyTorch's pool2d_shape_check for (N, C, H, W) or (C, H, W) input."""
-    shape = x._data.shape
-    h, w = shape[-2:]
-    oh = _pool_size(h, k[0], s[0], p[0], d[0], ceil_mode)
-    ow = _pool_size(w, k[1], s[1], p[1], d[1], ceil_mode)
-    if min(k) <= 0:
-        raise RuntimeError(
-            f"kernel size should be greater than zero, but got kH: {k[0]} kW: {k[1]}")
-    if min(s) <= 0:
-        raise RuntimeError(f"stride should be greater than zero, but got dH: {s[0]} dW: {s[1]}")
-    if min(d) <= 0:
-        raise RuntimeError(f"dilation should be greater than zero, but got dilationH: {d[0]} "
-                           f"dilationW: {d[1]}")
-    if not ((len(shape) == 3 and 0 not in shape) or (len(shape) == 4 and 0 not in shape[1:])):
-        raise RuntimeError("Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size "
-                           f"for input, but got:{list(shape)}")
-    if k[1] // 2 < p[1] or k[0] // 2 < p[0]:
-        raise RuntimeError(f"pad should be smaller than or equal to half of kernel size, but got "
-                           f"padW = {p[1]}, padH = {p[0]}, kW = {k[1]}, kH = {k[0]}")
-    if oh < 1 or ow < 1:
-        c = shape[-3]
-        raise RuntimeError(f"Given input size: ({c}x{h}x{w}). Calculated output size: "
-                           f"({c}x{oh}x{ow}). Output size is too small")
-    return k[0], k[1], s[0], s[1], p[0], p[1], d[0], d[1], oh, ow
-
-
-
-def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
-               return_indices=False):
-    """Window maxima over (N, C, H, W) or unbatched (C, H, W) input
-    (``MaxPool2DWithIndicesBackward0``)."""
-    C.tensor_arg("max_pool2d", "input", 1, input)
-    k, s, p, d = _pool_args("max_pool2d", kernel_size, stride, padding, dilation)
-    ceil_mode = C.bool_arg(ceil_mode, "max_pool2d", "ceil_mode", 6)
-    if input._data.ndim not in (3, 4):
-        raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
-    kh, kw, sh_, sw, ph, pw, dh, dw, oh, ow = _pool_geom(input, k, s, p, d, ceil_mode)
-    if input._data.dtype == np.bool_:
-        raise C.not_implemented("max_pool2d", input)
-    unbatched = input._data.ndim == 3
-    x = sh.unsqueeze(input, 0) if unbatched else input
-    out, idx = pooling.max_pool2d_with_indices(x, (kh, kw, sh_, sw, ph, pw, dh, dw, oh, ow))
-    if unbatched:
-        out = sh.squeeze(out, 0)
-        idx = _wrap(idx._data[0])
-    return (out, idx) if return_indices else out
-
-
-def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
-               count_include_pad=True, divisor_override=None):
-    """Window means over (N, C, H, W) or unbatched (C, H, W) input (``AvgPool2DBackward0``)."""
-    C.tensor_arg("avg_pool2d", "input", 1, input)
-    k, s, p, _ = _pool_args("avg_pool2d", kernel_size, stride, padding)
-    ceil_mode = C.bool_arg(ceil_mode, "avg_pool2d", "ceil_mode", 5)
-    count_include_pad = C.bool_arg(count_include_pad, "avg_pool2d", "count_include_pad", 6)
-    if divisor_override is not None:
-        divisor_override = C.int_arg(divisor_override, "avg_pool2d", "divisor_override", 7)
-        if divisor_override == 0:
-            raise RuntimeError("divisor must be not zero")
-    if input._data.ndim < 3:
-        raise C.dim_error(-3, input._data.ndim)
-    kh, kw, sh_, sw, ph, pw, _, _, oh, ow = _pool_geom(input, k, s, p, (1, 1), ceil_mode)
-    if input._data.dtype == np.bool_:
-        raise C.not_implemented("avg_pool2d", input)
-    unbatched = input._data.ndim == 3
-    x = sh.unsqueeze(input, 0) if unbatched else input
-    divisor = divisor_override or 0
-    geo = (kh, kw, sh_, sw, ph, pw, count_include_pad, abs(divisor), oh, ow)
-    out = pooling.avg_pool2d(x, geo)
-    if divisor < 0:  # the kernels take a positive divisor
-        out = ew.neg(out)
-    return sh.squeeze(out, 0) if unbatched else out
-
-
-def _adaptive_matrix(size, out, like, dtype):
-    """(out, size) averaging weights of adaptive pooling: row i is the mean over
-    [floor(i size / out), ceil((i + 1) size / out))."""
-    m = np.zeros((out, size), dtype)
-    for i in range(out):
-        a, b = (i * size) // out, -(-((i + 1) * size) // out)
-        m[i, a:b] = 1.0 / (b - a)
-    return _wrap(A.to_device(m, like.device))
-
-
-def _adaptive_size(fn, input, output_size, n):
-    """An adaptive pool's output size as ``n`` ints: ``None`` entries keep the input's size,
-    one int stands for all ``n``."""
-    shape = input._data.shape
-    if isinstance(output_size, (list, tuple)):
-        if len(shape) <= len(output_size):
-            raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")
-        output_size = [v if v is not None else dflt
-                       for v, dflt in zip(output_size, shape[-len(output_size):])]
-    size = C.int_list(output_size, fn, "output_size", 2)
-    return size * n if len(size) == 1 and not isinstance(output_size, (list, tuple)) else size
-
-
-def adaptive_avg_pool2d(input, output_size):
-    """Means over PyTorch's adaptive windows; divisible sizes run the avg-pool kernel, others
-    are two averaging matrix products (differentiable as they are)."""
-    C.tensor_arg("adaptive_avg_pool2d", "input", 1, input)
-    shape = input._data.shape
-    if not isinstance(output_size, (list, tuple)) and (
-            output_size is None or not C.is_int(output_size)):
-        raise TypeError(f"object of type '{type(output_size).__name__}' has no len()")
-    size = _adaptive_size("adaptive_avg_pool2d", input, output_size, 2)
-    if len(size) != 2:
-        raise RuntimeError("adaptive_avg_pool2d: output_size must be 2")
-    oh, ow = size
-    if oh < 0 or ow < 0:
-        raise RuntimeError("adaptive_avg_pool2d: elements of output_size must be greater than or "
-                           f"equal to 0 but received {{{oh}, {ow}}}")
-    if (oh, ow) == (1, 1):
-        if not dtype_of(input).is_floating_point:
-            raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
-                               f"floating point or complex dtype. Got: {dtype_of(input)._legacy}")
-        if len(shape) < 2:
-            raise C.dim_error(-2, len(shape))
-        return red.mean(input, (-2, -1), keepdim=True)
-    if len(shape) not in (3, 4):
-        raise RuntimeError(
-            f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got {list(shape)}")
-    for i in (-2, -1):
-        if shape[i] <= 0:
-            raise RuntimeError("adaptive_avg_pool2d(): Expected input to have non-zero size for "
-                               f"non-batch dimensions, but input has sizes {list(shape)} with "
-                               f"dimension {i + len(shape)} being empty")
-    C.require_float(input, "adaptive_avg_pool2d")
-    h, w = shape[-2:]
-    if 0 in shape or not oh or not ow:  # empty: a (differentiable) empty slice of input
-        return sh.reshape(input[..., :0, :0], shape[:-2] + (oh, ow))
-    if not (h % oh or w % ow):
-        return avg_pool2d(input, (h // oh, w // ow))
-    mh = _adaptive_matrix(h, oh, input, input._data.dtype)
-    mw = _adaptive_matrix(w, ow, input, input._data.dtype)
-    return la.matmul(la.matmul(mh, input), sh.t(mw))
 
 
 # ========================================================================================
@@ -807,19 +630,19 @@ from numgrad.nn._conv import (  # noqa: E402,F401,I001  (convolutions, unfold, f
 from numgrad.nn._functional_extra import (  # noqa: E402,F401,I001  (norm/resize)
     group_norm, instance_norm, interpolate, upsample, upsample_bilinear, upsample_nearest)
 from numgrad.nn._functional_extra import pad  # noqa: E402,F401,I001  (every pad mode)
-from numgrad.nn._pool3d import (  # noqa: E402,F401,I001  (3-D pooling from the 2-D ops)
-    adaptive_avg_pool3d, adaptive_max_pool3d, avg_pool3d, max_pool3d)
-from numgrad.nn._pool_extra import (  # noqa: E402,F401,I001  (lp pooling, max unpooling)
-    lp_pool1d, lp_pool2d, lp_pool3d, max_unpool1d, max_unpool2d, max_unpool3d)
+from numgrad.nn._pooling import (  # noqa: E402,F401,I001  (every pool)
+    adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d, adaptive_max_pool1d,
+    adaptive_max_pool2d, adaptive_max_pool3d, avg_pool1d, avg_pool2d, avg_pool3d, lp_pool1d,
+    lp_pool2d, lp_pool3d, max_pool1d, max_pool2d, max_pool3d, max_unpool1d, max_unpool2d,
+    max_unpool3d)
 from numgrad.nn._losses_more import (  # noqa: E402,F401,I001  (more losses and distances)
     cosine_embedding_loss, cosine_similarity, gaussian_nll_loss, hinge_embedding_loss,
     huber_loss, kl_div, margin_ranking_loss, multi_margin_loss, multilabel_margin_loss,
     multilabel_soft_margin_loss, pairwise_distance, pdist, poisson_nll_loss, soft_margin_loss,
     triplet_margin_loss, triplet_margin_with_distance_loss)
-from numgrad.nn._functional_layers import (  # noqa: E402,F401,I001  (more pooling/norm layers)
-    adaptive_avg_pool1d, adaptive_max_pool1d, adaptive_max_pool2d, avg_pool1d,
+from numgrad.nn._functional_layers import (  # noqa: E402,F401,I001  (more norm/other layers)
     bilinear, channel_shuffle, dropout1d, dropout2d, embedding_bag, local_response_norm,
-    max_pool1d, pixel_shuffle, pixel_unshuffle, rms_norm, alpha_dropout)
+    pixel_shuffle, pixel_unshuffle, rms_norm, alpha_dropout)
 from numgrad.nn._activations_more import (  # noqa: E402,F401,I001  (more activations)
     celu, celu_, elu, elu_, glu, hardshrink, hardsigmoid, hardswish, hardtanh, hardtanh_,
     leaky_relu_, logsigmoid, mish, prelu, relu6, relu_, rrelu, rrelu_, selu, selu_, softmin,
