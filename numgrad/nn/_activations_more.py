@@ -22,8 +22,7 @@ def _run(input, inplace, fn, fn_inplace=None):
 
 def elu(input, alpha=1.0, inplace=False):
     """x where x > 0, else alpha (e^x - 1) (``EluBackward0``)."""
-    C.tensor_arg("elu", "input", 1, input)
-    C.number_arg("elu", "alpha", 2, alpha)
+    C.numbers("elu", input, alpha=alpha)
     return _run(input, inplace, lambda x: act.elu(x, alpha, 1.0),
                 lambda x: act.elu_result(x, alpha, 1.0))
 
@@ -45,8 +44,7 @@ def selu_(input):
 
 def celu(input, alpha=1.0, inplace=False):
     """x where x > 0, else alpha (e^(x / alpha) - 1) (``CeluBackward0``)."""
-    C.tensor_arg("celu", "input", 1, input)
-    C.number_arg("celu", "alpha", 2, alpha)
+    C.numbers("celu", input, alpha=alpha)
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
     return _run(input, inplace, lambda x: act.celu(x, alpha),
@@ -61,9 +59,7 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     """x clamped to [min_val, max_val] (``HardtanhBackward0``)."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
-    C.tensor_arg("hardtanh", "input", 1, input)
-    C.number_arg("hardtanh", "min_val", 2, min_val)
-    C.number_arg("hardtanh", "max_val", 3, max_val)
+    C.numbers("hardtanh", input, min_val=min_val, max_val=max_val)
     return _run(input, inplace, lambda x: act.hardtanh(x, min_val, max_val))
 
 
@@ -113,8 +109,7 @@ def logsigmoid(input):
 
 
 def _shrink_lambd(fn, input, lambd, check_range):
-    C.tensor_arg(fn, "input", 1, input)
-    C.number_arg(fn, "lambd", 2, lambd)
+    C.numbers(fn, input, lambd=lambd)
     dt = input.dtype
     if check_range and dt.is_floating_point and not lambd >= 0:
         top = "3.40282e+38" if dt == _dtype.float32 else "1.79769e+308"
@@ -148,9 +143,7 @@ def tanhshrink(input):
 
 def threshold(input, threshold, value, inplace=False):
     """value where x <= threshold, else x (``ThresholdBackward0``)."""
-    C.tensor_arg("threshold", "input", 1, input)
-    C.number_arg("threshold", "threshold", 2, threshold)
-    C.number_arg("threshold", "value", 3, value)
+    C.numbers("threshold", input, threshold=threshold, value=value)
     return _run(input, inplace, lambda x: act.threshold(x, threshold, value),
                 lambda x: act.threshold_input(x, threshold, value))
 
@@ -169,8 +162,7 @@ def glu(input, dim=-1):
 
 def prelu(input, weight):
     """x where x > 0, else w x with a weight per channel (``PreluKernelBackward0``)."""
-    C.tensor_arg("prelu", "input", 1, input)
-    C.tensor_arg("prelu", "weight", 2, weight)
+    C.tensors("prelu", "input weight", input, weight)
     if weight.dim() > 1:
         raise RuntimeError("prelu: Expected `weight` to be a scalar or 1D tensor, but got: "
                            f"ndim = {weight.dim()}")
@@ -195,9 +187,7 @@ def prelu(input, weight):
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     """x where x > 0, else r x: r uniform on [lower, upper) in training (PyTorch's draws),
     (lower + upper) / 2 in eval (``RreluWithNoiseBackward0``)."""
-    C.tensor_arg("rrelu", "input", 1, input)
-    C.number_arg("rrelu", "lower", 2, lower)
-    C.number_arg("rrelu", "upper", 3, upper)
+    C.numbers("rrelu", input, lower=lower, upper=upper)
     if lower > upper:
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     if not input.dtype.is_floating_point:

@@ -29,9 +29,10 @@ def tensor_arg(fn, name, pos, t):
         raise _must_be(fn, name, pos, "Tensor", t)
 
 
-def loss_tensors(fn, input, target, weight=None, names=("input", "target", "weight")):
-    """A loss's input, target and optional weight must be tensors."""
-    for pos, (name, t) in enumerate(zip(names, (input, target, weight)), 1):
+def tensors(fn, names, *ts):
+    """Tensor arguments at positions 1, 2, ..., named by the words of ``names``; from the
+    third on, None (an optional one omitted) passes."""
+    for pos, (name, t) in enumerate(zip(names.split(), ts), 1):
         if pos < 3 or t is not None:
             tensor_arg(fn, name, pos, t)
 
@@ -124,6 +125,13 @@ def number_arg(fn, name, pos, v):
     return v
 
 
+def numbers(fn, input, **args):
+    """``fn(Tensor input, Number a, Number b, ...)``: a tensor, then each Number in order."""
+    tensor_arg(fn, "input", 1, input)
+    for pos, (name, v) in enumerate(args.items(), 2):
+        number_arg(fn, name, pos, v)
+
+
 def optional_number(fn, name, v, kind):
     """An optional int or float keyword argument (None passes), named ``kind`` in the
     message."""
@@ -145,11 +153,6 @@ def require_float(t, kernel):
 def type_name(t):
     """A tensor's legacy type name, as PyTorch's convolution messages print it."""
     return f"torch.{dtype_of(t)._legacy}Tensor"
-
-
-def conv_tensors(fn, input, weight, bias):
-    """A convolution's input, weight and optional bias must be tensors."""
-    loss_tensors(fn, input, weight, bias, ("input", "weight", "bias"))
 
 
 def ctrunc(a, b):

@@ -243,19 +243,26 @@ def _bias_shape(bias):
     return bias._data.shape if bias is not None else None
 
 
-def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """1-D convolution over (N, C, L) or unbatched (C, L) input: the conv2d kernels on a
-    unit height."""
+def _prepare(fn, n, same, input, weight, bias, stride, padding, dilation, groups):
+    """conv1d's and conv3d's arguments parsed and checked: the input with a batch dim,
+    whether one was added, the expanded parameters and the output size."""
     stride, padding, dilation, groups = _conv_args(
-        "conv1d", 1, (input, weight, bias, stride, padding, dilation, groups))
-    input, unbatched = _batched("conv1d", input, 1)
+        fn, n, (input, weight, bias, stride, padding, dilation, groups))
+    input, unbatched = _batched(fn, input, n)
     if isinstance(padding, str):
-        input, padding = _string_padding(padding, _same_1d, input, weight, stride, dilation,
-                                         groups)
-    stride, padding, dilation, _, (ol,) = _check_conv(
+        input, padding = _string_padding(padding, same, input, weight, stride, dilation, groups)
+    stride, padding, dilation, _, out = _check_conv(
         input._data.shape, weight._data.shape, stride, padding, dilation, groups,
         _bias_shape(bias))
     _check_types(input, weight, bias)
+    return input, unbatched, stride, padding, dilation, groups, out
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """1-D convolution over (N, C, L) or unbatched (C, L) input: the conv2d kernels on a
+    unit height."""
+    input, unbatched, stride, padding, dilation, groups, (ol,) = _prepare(
+        "conv1d", 1, _same_1d, input, weight, bias, stride, padding, dilation, groups)
     x4 = input._data[:, :, None, :]
     w4 = weight._data[:, :, None, :]
     if _check_empty_input(x4.shape) and w4.shape[3] <= 0:  # checked as a 2-D convolution
@@ -298,16 +305,8 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """3-D convolution over (N, C, D, H, W) or unbatched (C, D, H, W) input (one 2-D
     convolution over the depth windows)."""
-    stride, padding, dilation, groups = _conv_args(
-        "conv3d", 3, (input, weight, bias, stride, padding, dilation, groups))
-    input, unbatched = _batched("conv3d", input, 3)
-    if isinstance(padding, str):
-        input, padding = _string_padding(padding, _conv_same, input, weight, stride, dilation,
-                                         groups)
-    stride, padding, dilation, _, out = _check_conv(
-        input._data.shape, weight._data.shape, stride, padding, dilation, groups,
-        _bias_shape(bias))
-    _check_types(input, weight, bias)
+    input, unbatched, stride, padding, dilation, groups, out = _prepare(
+        "conv3d", 3, _conv_same, input, weight, bias, stride, padding, dilation, groups)
     _check_empty_input(input._data.shape)
     y = CV.conv3d(input, weight, bias, stride, padding, dilation, groups, out)
     return sh.squeeze(y, 0) if unbatched else y
@@ -339,7 +338,7 @@ def _check_transposed_sizes(x_shape, w_shape, out):
 
 def _conv_transpose(fn, dims, input, weight, bias, stride, padding, output_padding, groups,
                     dilation):
-    C.conv_tensors(fn, input, weight, bias)
+    C.tensors(fn, "input weight bias", input, weight, bias)
     if isinstance(padding, str):
         raise TypeError(f"{fn}(): argument 'padding' must be tuple of ints, not str")
     # the argument parser repeats a single int over the op's own dims

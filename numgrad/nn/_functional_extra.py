@@ -264,8 +264,16 @@ def pad(input, pad, mode="constant", value=None):
 _MODES = "nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact"
 
 
-def _as_list(v):
-    return list(v) if isinstance(v, (list, tuple)) else None
+def _spatial(v, dim, shape, what, shown, fmt):
+    """Whether ``v`` is a list, which must hold one value per spatial dim."""
+    if not isinstance(v, (list, tuple)):
+        return False
+    if len(v) != dim:
+        raise ValueError(
+            f"Input and {what} must have the same number of spatial dimensions, but got input "
+            f"with spatial dimensions of {list(shape[2:])} and {shown} {v}. Please provide input "
+            f"tensor in (N, C, d1, d2, ...,dK) format and {fmt} format.")
+    return True
 
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
@@ -289,28 +297,13 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if size is not None and scale_factor is not None:
         raise ValueError("only one of size or scale_factor should be defined")
     if size is not None:
-        if _as_list(size) is not None:
-            if len(size) != dim:
-                raise ValueError(
-                    "Input and output must have the same number of spatial dimensions, but got "
-                    f"input with spatial dimensions of {list(shape[2:])} and output size of "
-                    f"{size}. Please provide input tensor in (N, C, d1, d2, ...,dK) format and "
-                    "output size in (o1, o2, ...,oK) format.")
-            output_size = list(size)
-        else:
-            output_size = [size] * dim
-        scales = None
+        listed = _spatial(size, dim, shape, "output", "output size of",
+                          "output size in (o1, o2, ...,oK)")
+        output_size, scales = list(size) if listed else [size] * dim, None
     elif scale_factor is not None:
-        if _as_list(scale_factor) is not None:
-            if len(scale_factor) != dim:
-                raise ValueError(
-                    "Input and scale_factor must have the same number of spatial dimensions, but "
-                    f"got input with spatial dimensions of {list(shape[2:])} and scale_factor of "
-                    f"shape {scale_factor}. Please provide input tensor in (N, C, d1, d2, ...,dK) "
-                    "format and scale_factor in (s1, s2, ...,sK) format.")
-            scales = [float(s) for s in scale_factor]
-        else:
-            scales = [float(scale_factor)] * dim
+        listed = _spatial(scale_factor, dim, shape, "scale_factor", "scale_factor of shape",
+                          "scale_factor in (s1, s2, ...,sK)")
+        scales = [float(s) for s in scale_factor] if listed else [float(scale_factor)] * dim
         output_size = None
     else:
         raise ValueError("either size or scale_factor should be defined")

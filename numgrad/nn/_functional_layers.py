@@ -11,6 +11,7 @@ from numgrad.nn import _checks as C
 from numgrad.nn import functional as F
 from numgrad.nn._pooling import adaptive_max_pool2d  # noqa: F401  (numgrad.ops.pooling's)
 from numgrad.ops import elementwise as ew
+from numgrad.ops import embedding_bag as EBO
 from numgrad.ops import linalg as la
 from numgrad.ops import shape as sh
 from numgrad.ops._util import dtype_of
@@ -303,8 +304,11 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         F._embedding_renorm(weight, A.host(A.contiguous(flat._data).reshape(-1)), max_norm,
                             norm_type)
     if weight._data.dtype in (np.float32, np.float64):
-        from numgrad.nn._embedding_bag import embedding_bag_op
-        return embedding_bag_op(flat, weight, bags, mode, per_sample_weights, padding_idx)
+        # the bags described on the host for the declared op ``_embedding_bag``
+        # (``EmbeddingBagBackward0``, ``numgrad/ops/embedding_bag.py``)
+        psw_shape = tuple(per_sample_weights.shape) if per_sample_weights is not None else None
+        prepared = EBO.Bags(flat, bags, mode, padding_idx, rows, psw_shape)
+        return EBO._embedding_bag(weight, per_sample_weights, prepared)
     if padding_idx is not None:
         raise NotImplementedError("embedding_bag: padding_idx is supported by numgrad for "
                                   "float32 and float64 weights")

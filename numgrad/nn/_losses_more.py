@@ -44,8 +44,7 @@ def _huber_dtypes(input, target):
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """KL(target || exp(input)) pointwise: xlogy(t, t) - t x, or e^t (t - x) for log targets;
     'batchmean' sums and divides by the batch size."""
-    C.tensor_arg("kl_div", "input", 1, input)
-    C.tensor_arg("kl_div", "target", 2, target)
+    C.tensors("kl_div", "input target", input, target)
     if size_average is None and reduce is None:
         if reduction == "mean":
             warnings.warn(
@@ -65,8 +64,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """0.5 d^2 for |d| < delta, else delta (|d| - 0.5 delta), d = input - target
     (``HuberLossBackward0``)."""
-    C.tensor_arg("huber_loss", "input", 1, input)
-    C.tensor_arg("huber_loss", "target", 2, target)
+    C.tensors("huber_loss", "input target", input, target)
     C.check_same_size(input, target)
     target = _huber_dtypes(input, target)
     if weight is None:
@@ -116,8 +114,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """log(1 + e^(-y x)) (``SoftMarginLossBackward0``; the target is not differentiable)."""
-    C.tensor_arg("soft_margin_loss", "input", 1, input)
-    C.tensor_arg("soft_margin_loss", "target", 2, target)
+    C.tensors("soft_margin_loss", "input target", input, target)
     reduction = C.reduction(reduction, size_average, reduce)
     C.not_differentiable("soft_margin_loss", target=target)
     if not input.dtype.is_floating_point:
@@ -131,8 +128,7 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """sum(x1 / max(|x1|, eps) * x2 / max(|x2|, eps)) along ``dim`` (the clamp not
     differentiated)."""
-    C.tensor_arg("cosine_similarity", "x1", 1, x1)
-    C.tensor_arg("cosine_similarity", "x2", 2, x2)
+    C.tensors("cosine_similarity", "x1 x2", x1, x2)
     dt = ew.add(x1.detach().flatten()[:0], x2.detach().flatten()[:0]).dtype
     if not dt.is_floating_point:
         raise RuntimeError("expected common dtype to be floating point, yet common dtype is "
@@ -143,8 +139,7 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     """||x1 - x2 + eps||_p along the last dim."""
-    C.tensor_arg("pairwise_distance", "x1", 1, x1)
-    C.tensor_arg("pairwise_distance", "x2", 2, x2)
+    C.tensors("pairwise_distance", "x1 x2", x1, x2)
     return L.pairwise_distance(x1, x2, p, eps, keepdim)
 
 
@@ -245,6 +240,14 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     return L.reduce(loss, reduction)
 
 
+def _vector_or_matrix(input):
+    nd = input.dim()
+    if not ((nd == 2 and input.shape[1] != 0) or (nd == 1 and input.shape[0] != 0) or nd == 0):
+        raise RuntimeError("Expected non-empty vector or matrix with optional 0-dim batch size, "
+                           f"but got: {list(input.shape)}")
+    return nd
+
+
 def _margin_dtypes(input, target, weight, kernel):
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{_legacy(input)}'")
@@ -262,10 +265,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         raise ValueError("only p == 1 and p == 2 supported")
     if weight is not None and weight.dim() != 1:
         raise ValueError("weight must be one-dimensional")
-    nd = input.dim()
-    if not ((nd == 2 and input.shape[1] != 0) or (nd == 1 and input.shape[0] != 0) or nd == 0):
-        raise RuntimeError("Expected non-empty vector or matrix with optional 0-dim batch size, "
-                           f"but got: {list(input.shape)}")
+    nd = _vector_or_matrix(input)
     rows = 1 if nd <= 1 else input.shape[0]
     c = 1 if nd == 0 else input.shape[-1]
     if target.dim() > 1 or target.numel() != rows:
@@ -285,10 +285,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     """sum over targets j and non-targets i of max(0, 1 - (x_j - x_i)) / C; each row's targets
     end at the first -1 (``MultilabelMarginLossBackward0``)."""
     reduction = C.reduction(reduction, size_average, reduce)
-    nd = input.dim()
-    if not ((nd == 2 and input.shape[1] != 0) or (nd == 1 and input.shape[0] != 0) or nd == 0):
-        raise RuntimeError("Expected non-empty vector or matrix with optional 0-dim batch size, "
-                           f"but got: {list(input.shape)}")
+    nd = _vector_or_matrix(input)
     ts = tuple(target.shape)
     if (nd <= 1 and (target.dim() > 1 or target.numel() != (1 if nd == 0 else input.shape[0]))) \
             or (nd == 2 and ts != tuple(input.shape)):

@@ -373,6 +373,25 @@ def adaptive_avg_pool3d(input, output_size):
     return PO.adaptive_avg_pool3d(input, size)
 
 
+def _adaptive_max_checks(fn, input, output_size, n, shown_fn=None, shown=None):
+    """adaptive_max_pool{n}d's checks (``shown_fn``/``shown``: the name and shape its
+    empty-dim message shows); the output size."""
+    C.tensor_arg(fn, "input", 1, input)
+    size = tuple(_adaptive_size(fn, input, output_size, n))
+    shape = input._data.shape
+    if len(shape) not in (n + 1, n + 2):
+        raise RuntimeError(f"{fn}(): Expected {n + 1}D or {n + 2}D tensor, but got: {list(shape)}")
+    if len(size) != n:
+        raise RuntimeError(f"{fn}(): internal error: output_size.size() must be {n}")
+    C.nonempty(shown_fn or fn, shape if shown is None else shown)
+    if min(size) < 0:
+        out_shape = list(shape[:-n]) + list(size)
+        neg = next(v for v in out_shape if v < 0)
+        raise RuntimeError(f"Trying to create tensor with negative dimension {neg}: {out_shape}")
+    C.require_float(input, fn if n == 2 else fn + "_cpu")
+    return size
+
+
 def _windows(size, out):
     return [((i * size) // out, -(-((i + 1) * size) // out)) for i in range(out)]
 
@@ -398,22 +417,8 @@ def adaptive_max_pool2d(input, output_size, return_indices=False, _fn="adaptive_
                         _shown=None):
     """Maxima over PyTorch's adaptive windows of (N, C, H, W) or (C, H, W) input; an output
     size of 0 gives an empty result (``_fn``/``_shown``: the 1-D caller's name and shape)."""
-    C.tensor_arg("adaptive_max_pool2d", "input", 1, input)
-    size = _adaptive_size("adaptive_max_pool2d", input, output_size, 2)
+    oh, ow = _adaptive_max_checks("adaptive_max_pool2d", input, output_size, 2, _fn, _shown)
     shape = input._data.shape
-    if len(shape) not in (3, 4):
-        raise RuntimeError(f"adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: "
-                           f"{list(shape)}")
-    if len(size) != 2:
-        raise RuntimeError("adaptive_max_pool2d(): internal error: output_size.size() must be 2")
-    shown = list(shape) if _shown is None else list(_shown)
-    C.nonempty(_fn, shown)
-    oh, ow = size
-    if oh < 0 or ow < 0:
-        out_shape = list(shape[:-2]) + [oh, ow]
-        neg = next(v for v in out_shape if v < 0)
-        raise RuntimeError(f"Trying to create tensor with negative dimension {neg}: {out_shape}")
-    C.require_float(input, "adaptive_max_pool2d")
     unbatched = len(shape) == 3
     x = sh.unsqueeze(input, 0) if unbatched else input
     out_shape = x._data.shape[:2] + (oh, ow)
@@ -440,21 +445,7 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
 
 def adaptive_max_pool3d(input, output_size, return_indices=False):
     """Maxima over PyTorch's adaptive windows of (N, C, D, H, W) or (C, D, H, W) input."""
-    fn = "adaptive_max_pool3d"
-    C.tensor_arg(fn, "input", 1, input)
-    size = tuple(_adaptive_size(fn, input, output_size, 3))
-    shape = input._data.shape
-    if len(shape) not in (4, 5):
-        raise RuntimeError(f"adaptive_max_pool3d(): Expected 4D or 5D tensor, but got: "
-                           f"{list(shape)}")
-    if len(size) != 3:
-        raise RuntimeError("adaptive_max_pool3d(): internal error: output_size.size() must be 3")
-    C.nonempty(fn, shape)
-    if min(size) < 0:
-        out_shape = list(shape[:-3]) + list(size)
-        neg = next(v for v in out_shape if v < 0)
-        raise RuntimeError(f"Trying to create tensor with negative dimension {neg}: {out_shape}")
-    C.require_float(input, "adaptive_max_pool3d_cpu")
+    size = _adaptive_max_checks("adaptive_max_pool3d", input, output_size, 3)
     return PO.adaptive_max_pool3d(input, size, return_indices)
 
 

@@ -70,8 +70,7 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
 
 def linear(input, weight, bias=None):
     """input @ weight^T + bias (``AddmmBackward0`` for 2-D input, as in PyTorch)."""
-    C.tensor_arg("linear", "input", 1, input)
-    C.tensor_arg("linear", "weight", 2, weight)
+    C.tensors("linear", "input weight", input, weight)
     xd, wd = input._data.ndim, weight._data.ndim
     if xd == 0 or wd == 0:
         raise RuntimeError(f"both arguments to linear need to be at least 1D, but they are {xd}D "
@@ -218,8 +217,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq=False, sparse=False):
     """Rows of ``weight`` at integer ``input`` (``EmbeddingBackward0``). ``sparse=True``
     gives the same gradient values as a dense tensor."""
-    C.tensor_arg("embedding", "input", 1, input)
-    C.tensor_arg("embedding", "weight", 2, weight)
+    C.tensors("embedding", "input weight", input, weight)
     if padding_idx is not None:
         n_rows = weight.size(0)
         if (padding_idx > 0 and padding_idx >= n_rows) or (
@@ -281,11 +279,7 @@ def silu(input, inplace=False):
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    C.tensor_arg("leaky_relu", "input", 1, input)
-    if isinstance(negative_slope, bool) or not isinstance(
-            negative_slope, (int, float, np.integer, np.floating)):
-        raise TypeError("leaky_relu(): argument 'negative_slope' (position 2) must be Number, "
-                        f"not {type(negative_slope).__name__}")
+    C.numbers("leaky_relu", input, negative_slope=negative_slope)
     C.require_float(input, "leaky_relu_cpu")
     from numgrad.ops import activation as act  # LeakyReluBackward0/1, as PyTorch
     from numgrad.ops.inplace import apply_
@@ -297,11 +291,7 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
 def softplus(input, beta=1.0, threshold=20.0):
     """log(1 + e^(beta x)) / beta, x where beta x > threshold (the registry's ``softplus``,
     ``SoftplusBackward0``)."""
-    C.tensor_arg("softplus", "input", 1, input)
-    for pos, (name, v) in enumerate((("beta", beta), ("threshold", threshold)), 2):
-        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
-            raise TypeError(f"softplus(): argument '{name}' (position {pos}) must be Number, "
-                            f"not {type(v).__name__}")
+    C.numbers("softplus", input, beta=beta, threshold=threshold)
     return un.softplus(input, beta, threshold)
 
 
@@ -318,8 +308,7 @@ def flatten(input, start_dim=0, end_dim=-1):
 def _pointwise_loss_args(fn, input, target, size_average, reduce, reduction):
     """What mse/l1/smooth_l1 check before computing: tensors, the size warning, the reduction
     and the broadcast shape (PyTorch's broadcast_tensors error)."""
-    C.tensor_arg(fn, "input", 1, input)
-    C.tensor_arg(fn, "target", 2, target)
+    C.tensors(fn, "input target", input, target)
     C.check_same_size(input, target)
     reduction = C.reduction(reduction, size_average, reduce)
     return reduction, broadcast_shapes(input._data.shape, target._data.shape)
@@ -419,7 +408,7 @@ def _nll_checks(input, target, weight):
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
              reduction="mean"):
     """Negative log likelihood of class indices (``NllLossBackward0``)."""
-    C.loss_tensors("nll_loss_nd", input, target, weight)
+    C.tensors("nll_loss_nd", "input target weight", input, target, weight)
     reduction = C.reduction(reduction, size_average, reduce)
     ignore_index = C.int_arg(ignore_index, "nll_loss_nd", "ignore_index", 5)
     _nll_checks(input, target, weight)
@@ -456,7 +445,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
                   reduction="mean", label_smoothing=0.0):
     """log_softmax + nll_loss for class indices; probabilities as targets also work."""
     fn = "cross_entropy_loss"
-    C.loss_tensors(fn, input, target, weight)
+    C.tensors(fn, "input target weight", input, target, weight)
     reduction = C.reduction(reduction, size_average, reduce)
     ignore_index = C.int_arg(ignore_index, fn, "ignore_index", 5)
     label_smoothing = C.float_arg(label_smoothing, fn, "label_smoothing", 6)
@@ -541,7 +530,7 @@ def _broadcast_shapes_py(*shapes):
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
                          reduction="mean"):
     """-(t log x + (1 - t) log(1 - x)), logs clamped at -100 (``BinaryCrossEntropyBackward0``)."""
-    C.loss_tensors("binary_cross_entropy", input, target, weight)
+    C.tensors("binary_cross_entropy", "input target weight", input, target, weight)
     C.not_differentiable("binary_cross_entropy", weight=weight)
     reduction = C.reduction(reduction, size_average, reduce)
     if input._data.shape != target._data.shape:
@@ -568,9 +557,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
                                      reduce=None, reduction="mean", pos_weight=None):
     """BCE on logits, stable for any logit (``BinaryCrossEntropyWithLogitsBackward0``); the
     loss has the target's (floating) dtype, as in PyTorch."""
-    C.loss_tensors("binary_cross_entropy_with_logits", input, target, weight)
-    if pos_weight is not None:
-        C.tensor_arg("binary_cross_entropy_with_logits", "pos_weight", 4, pos_weight)
+    C.tensors("binary_cross_entropy_with_logits", "input target weight pos_weight", input,
+              target, weight, pos_weight)
     C.not_differentiable("binary_cross_entropy_with_logits", weight=weight, pos_weight=pos_weight)
     reduction = C.reduction(reduction, size_average, reduce)
     if input._data.shape != target._data.shape:
