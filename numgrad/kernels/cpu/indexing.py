@@ -1,18 +1,53 @@
-"""Indexing kernels: gather/scatter along one axis, index checks, mask positions, copies."""
+"""Indexing kernels on the CPU. Gathers, scatter-adds, puts, index checks and mask positions
+are loops, in index order, over the index functions written once for both devices
+(``numgrad.kernels.gathers``; ``numgrad.kernels.cuda.indexing`` runs the same functions a
+thread per element); ``scatter_reduce_dim``, ``divide_by_count`` and ``index_write_dim`` run
+on the host for either device (their callers copy a CUDA tensor's data here and back)."""
+
+import types as pytypes
 
 import numpy as np
 
-from numgrad.kernels._jit import jit
+from numgrad.kernels import gathers as G
+from numgrad.kernels._jit import inline, jit
+
+
+def _add_at(a, i, v):
+    a[i] += v
+
+
+def _bind():
+    """This device's copies of the index functions (inlined into the loops)."""
+    g = dict(G.__dict__)
+    g["add_at"] = inline(_add_at)
+    for name in G.GATHER_FUNCTIONS:
+        fn = getattr(G, name)
+        copy = pytypes.FunctionType(fn.__code__, g, name, fn.__defaults__)
+        copy.__qualname__ = f"{name}__cpu"
+        copy.__module__ = __name__
+        g[name] = inline(copy)
+    return g
+
+
+F = _bind()
+_wrapped = F["wrapped"]
+_flat_index = F["flat_index"]
+_unravel_one = F["unravel_one"]
+_count_true = F["count_true"]
+_write_true = F["write_true"]
+_copy_run = F["copy_run"]
+_add_run = F["add_run"]
+_gather_one = F["gather_one"]
+_scatter_add_one = F["scatter_add_one"]
+_put_one = F["put_one"]
 
 
 @jit
 def wrap_indices(idx, size, out):
     """out = idx with negatives wrapped; returns the position of the first bad index or -1."""
     for k in range(idx.size):
-        v = idx[k]
+        v = _wrapped(idx[k], size)
         if v < 0:
-            v += size
-        if v < 0 or v >= size:
             return k
         out[k] = v
     return -1
@@ -26,66 +61,87 @@ def linearize(idx, sizes, out, wrap):
     (-1, -1).
     """
     k, m = idx.shape
+    bad_row = bad_col = -1
     for j in range(m):
-        flat = 0
-        for d in range(k):
-            v = idx[d, j]
-            if v < 0 and wrap:
-                v += sizes[d]
-            if v < 0 or v >= sizes[d]:
-                return d, j
-            flat = flat * sizes[d] + v
-        out[j] = flat
-    return -1, -1
+        flat, d = _flat_index(idx[:, j], 0, 1, sizes, k, wrap)
+        # no return inside the loops of this module: it keeps Numba from hoisting the views'
+        # reference counts (2-10x slower)
+        if bad_row < 0:
+            if d >= 0:
+                bad_row, bad_col = d, j
+            else:
+                out[j] = flat
+    return bad_row, bad_col
 
 
 @jit
 def mask_positions(mask):
     """Flat positions of the true entries of a flat boolean mask."""
-    n = 0
-    for k in range(mask.size):
-        if mask[k]:
-            n += 1
-    out = np.empty(n, np.int64)
-    n = 0
-    for k in range(mask.size):
-        if mask[k]:
-            out[n] = k
-            n += 1
+    n = mask.size
+    out = np.empty(_count_true(mask, 0, 1, 0, n), np.int64)
+    _write_true(mask, 0, 1, 0, n, out, 0)
     return out
+
+
+# (outer, n, inner) views: runs along inner for each index; with inner = 1, lines along n
+# (the views made once per outer index: 1.3-1.6x faster than a view per element)
 
 
 @jit
 def gather_axis(x, idx, out):
-    """out[o, k, i] = x[o, idx[k], i]."""
+    """out[o, k, i] = x[o, idx[k], i] (negative indices wrap; one out of range is skipped)."""
     n_o, n_k, n_i = out.shape
+    nx = x.shape[1]
+    if n_i == 1:
+        for o in range(n_o):
+            xl = x[o, :, 0]
+            ol = out[o, :, 0]
+            for k in range(n_k):
+                _gather_one(xl, 0, 1, nx, _wrapped(idx[k], nx), ol, k)
+        return
     for o in range(n_o):
         for k in range(n_k):
-            j = idx[k]
-            for i in range(n_i):
-                out[o, k, i] = x[o, j, i]
+            j = _wrapped(idx[k], nx)
+            if j >= 0:
+                _copy_run(x[o, j], 0, 1, out[o, k], 0, 1, n_i)
 
 
 @jit
 def scatter_add_axis(src, idx, out):
     """out[o, idx[k], i] += src[o, k, i] (repeated indices accumulate)."""
     n_o, n_k, n_i = src.shape
+    nx = out.shape[1]
+    if n_i == 1:
+        for o in range(n_o):
+            sl = src[o, :, 0]
+            ol = out[o, :, 0]
+            for k in range(n_k):
+                _scatter_add_one(sl, k, _wrapped(idx[k], nx), nx, ol, 0, 1)
+        return
     for o in range(n_o):
         for k in range(n_k):
-            j = idx[k]
-            for i in range(n_i):
-                out[o, j, i] += src[o, k, i]
+            j = _wrapped(idx[k], nx)
+            if j >= 0:
+                _add_run(src[o, k], 0, 1, out[o, j], 0, 1, n_i)
 
 
 @jit
 def put_axis(src, idx, out):
     """out[o, idx[k], i] = src[o, k, i] (later writes win)."""
     n_o, n_k, n_i = src.shape
+    nx = out.shape[1]
+    if n_i == 1:
+        for o in range(n_o):
+            sl = src[o, :, 0]
+            ol = out[o, :, 0]
+            for k in range(n_k):
+                _put_one(sl, k, _wrapped(idx[k], nx), nx, ol, 0, 1)
+        return
     for o in range(n_o):
         for k in range(n_k):
-            j = idx[k]
-            for i in range(n_i):
-                out[o, j, i] = src[o, k, i]
+            j = _wrapped(idx[k], nx)
+            if j >= 0:
+                _copy_run(src[o, k], 0, 1, out[o, j], 0, 1, n_i)
 
 
 @jit
@@ -93,10 +149,7 @@ def unravel(pos, shape, out):
     """Row-major multi-indices of flat positions: out[d, k] is the index along dim d."""
     nd = len(shape)
     for k in range(pos.size):
-        p = pos[k]
-        for d in range(nd - 1, -1, -1):
-            out[d, k] = p % shape[d]
-            p //= shape[d]
+        _unravel_one(pos[k], shape, nd, out[:, k], 0, 1)
 
 
 @jit
@@ -104,30 +157,52 @@ def gather_dim(x, idx, out):
     """out[o, j, i] = x[o, idx[o, j, i], i]; returns the first bad flat position or -1."""
     n_o, n_j, n_i = idx.shape
     size = x.shape[1]
+    bad = -1
+    if n_i == 1:
+        for o in range(n_o):
+            xl = x[o, :, 0]
+            il = idx[o, :, 0]
+            ol = out[o, :, 0]
+            for j in range(n_j):
+                if not _gather_one(xl, 0, 1, size, il[j], ol, j) and bad < 0:
+                    bad = o * n_j + j
+        return bad
     for o in range(n_o):
+        xo = x[o]
         for j in range(n_j):
+            ij = idx[o, j]
+            oj = out[o, j]
             for i in range(n_i):
-                v = idx[o, j, i]
-                if v < 0 or v >= size:
-                    return (o * n_j + j) * n_i + i
-                out[o, j, i] = x[o, v, i]
-    return -1
+                if not _gather_one(xo[:, i], 0, 1, size, ij[i], oj, i) and bad < 0:
+                    bad = (o * n_j + j) * n_i + i
+    return bad
 
 
 @jit
 def scatter_add_dim(src, idx, out):
     """out[o, idx[o, j, i], i] += src[o, j, i]; returns the first bad flat position or -1
-    (the rows before it are already added: callers raise and drop ``out``)."""
+    (the other positions are added: callers raise and drop ``out``)."""
     n_o, n_j, n_i = idx.shape
     size = out.shape[1]
+    bad = -1
+    if n_i == 1:
+        for o in range(n_o):
+            sl = src[o, :, 0]
+            il = idx[o, :, 0]
+            ol = out[o, :, 0]
+            for j in range(n_j):
+                if not _scatter_add_one(sl, j, il[j], size, ol, 0, 1) and bad < 0:
+                    bad = o * n_j + j
+        return bad
     for o in range(n_o):
+        oo = out[o]
         for j in range(n_j):
+            ij = idx[o, j]
+            sj = src[o, j]
             for i in range(n_i):
-                v = idx[o, j, i]
-                if v < 0 or v >= size:
-                    return (o * n_j + j) * n_i + i
-                out[o, v, i] += src[o, j, i]
-    return -1
+                if not _scatter_add_one(sj, i, ij[i], size, oo[:, i], 0, 1) and bad < 0:
+                    bad = (o * n_j + j) * n_i + i
+    return bad
 
 
 @jit

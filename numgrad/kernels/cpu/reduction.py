@@ -17,6 +17,7 @@ from numgrad import _arrays
 from numgrad.kernels import RED
 from numgrad.kernels import rows as R
 from numgrad.kernels._jit import jit
+from numgrad.kernels.cpu import indexing as IDX_CPU
 from numgrad.kernels.cpu import rows as ROWS
 
 
@@ -63,6 +64,10 @@ _ND = np.ndarray  # launchers hand data of any other class (CUDA) to the twin mo
 _SUM_ROW = ROWS._F["sum_row"]
 _EXTREME_ROW = ROWS._F["extreme_row"]
 _NORM_ROW = ROWS._F["norm_row"]
+# the index functions written once for both devices (``numgrad.kernels.gathers``)
+_PUT_ONE = IDX_CPU.F["put_one"]
+_GATHER_ONE = IDX_CPU.F["gather_one"]
+_HAS_NAN_RUN = IDX_CPU.F["has_nan_run"]
 
 
 @jit(**_FAST)
@@ -118,27 +123,29 @@ def put_along_3d(src, idx, out):
     """out = 0; out[o, idx[o, i], i] = src[o, i] (the backward of max/min along a dim)."""
     out[:] = 0
     n_o, n_i = src.shape
+    n_r = out.shape[1]
     for o in range(n_o):
         for i in range(n_i):
-            out[o, idx[o, i], i] = src[o, i]
+            _PUT_ONE(src[o], i, idx[o, i], n_r, out[o, :, i], 0, 1)
 
 
 @jit
 def has_nan(x):
     """Whether flat array ``x`` holds a nan (anomaly mode)."""
-    for i in range(x.size):
-        if x[i] != x[i]:
-            return True
-    return False
+    return _HAS_NAN_RUN(x, 0, 1, x.size)
 
 
 @jit
 def take_along_3d(x, idx, out):
     """out[o, i] = x[o, idx[o, i], i] (gather along r with per-position indices)."""
     n_o, n_i = out.shape
+    n_r = x.shape[1]
     for o in range(n_o):
+        xo = x[o]
+        io = idx[o]
+        oo = out[o]
         for i in range(n_i):
-            out[o, i] = x[o, idx[o, i], i]
+            _GATHER_ONE(xo[:, i], 0, 1, n_r, io[i], oo, i)
 
 
 @jit(**_FAST)

@@ -1,46 +1,69 @@
-"""Indexing kernels on the GPU: the twins of ``numgrad.kernels.cpu.indexing``.
+"""Indexing kernels on the GPU: a thread per element (grid-stride) around the index
+functions written once for both devices (``numgrad.kernels.gathers``; the CPU loops over the
+same functions in ``numgrad.kernels.cpu.indexing``), with the launchers of the CPU kernels'
+names and arguments.
 
-Why a second source: the CPU kernels walk indices in order in one thread, so repeated
-indices accumulate and "later writes win" for free; here thousands of threads write at once,
-which needs atomics (scatter-add), a two-phase atomic max (``put_axis``) and a block scan
-(``mask_positions``), none of which a shared line function can express.
+What thousands of threads writing at once adds to the CPU's in-order loops: scatter-adds
+accumulate with an atomic ``add_at``; a bad index is reported as the lowest bad position
+(an atomic min) instead of stopping the loop; ``put_axis`` keeps "later writes win" with a
+first pass that finds, for each target slot, the last ``k`` writing it (an atomic max), and
+only that ``k`` writes; ``mask_positions`` counts the true entries per chunk, scans the
+counts in one block, copies the total to the host, then each chunk writes its positions in
+order.
 
 Every array argument is a ``CudaArray`` addressed through its buffer, offset and element
 strides, so strided views need no copies. Shape-like arguments (``sizes`` of ``linearize``,
 ``shape`` of ``unravel``) are metadata: host sequences or NumPy arrays (a ``CudaArray`` is
 copied to the host). Results a CPU kernel returns as numbers (the first bad index) come back
-as Python ints after a one-element device-to-host copy.
-
-* Gathers read ``x`` at the wrapped index (negatives wrap, as Numba's indexing does on the
-  CPU); an index still out of range after wrapping is skipped instead of read out of bounds.
-* Scatter-adds use ``cuda.atomic.add``, so repeated indices accumulate.
-* ``put_axis`` keeps the CPU's "later writes win": an atomic max first finds, for each
-  target slot, the last ``k`` that writes it, and only that ``k`` writes.
-* ``mask_positions`` counts the true entries per chunk, scans the counts in one block,
-  copies the total to the host, then each chunk writes its positions in order.
+as Python ints after a one-element device-to-host copy. Negative indices wrap in gathers,
+scatter-adds and puts, as on the CPU; an index still out of range is skipped.
 """
+
+import types as pytypes
 
 import numpy as np
 from numba import cuda, int64
 
+from numgrad.kernels import gathers as G
 from numgrad.kernels.cuda import _launch
 from numgrad.kernels.cuda.array import CudaArray, from_any
 
 SCAN_T = 32 if _launch.SIM else 256  # threads of the one-block scan (its shared array size)
 MAX_CHUNKS = 32 if _launch.SIM else 65536  # chunks of the mask counted by one thread each
 
+
+@_launch.device
+def add_at(a, i, v):
+    """a[i] += v, atomically: the GPU's ``add_at`` for the kernels written once for both
+    devices (several threads may add to one slot; the pooling kernels bind it too)."""
+    cuda.atomic.add(a, i, v)
+
+
+def _bind():
+    """The index functions as device functions (module attributes ``<name>_dev``, so the PTX
+    check rebuilds them by name), with the atomic ``add_at``."""
+    g = dict(G.__dict__)
+    g["add_at"] = add_at
+    for name in G.GATHER_FUNCTIONS:
+        fn = getattr(G, name)
+        copy = pytypes.FunctionType(fn.__code__, g, name, fn.__defaults__)
+        d = g[name] = cuda.jit(device=True)(copy)
+        globals()[name + "_dev"] = d
+        _launch._RECIPES[id(d)] = ("attr", __name__, name + "_dev")
+
+
+_bind()  # before the kernels below: the simulator copies their globals when they are made
+
 # ----------------------------------------------------------------------------------------
-# kernels
+# kernels (the ``*_dev`` names are bound by ``_bind``)
 # ----------------------------------------------------------------------------------------
 
 
 @_launch.jit
 def _wrap_k(idx, io, is_, size, out, oo, os, n, bad):
     for k in range(cuda.grid(1), n, cuda.gridsize(1)):
-        v = idx[io + k * is_]
+        v = wrapped_dev(idx[io + k * is_], size)  # noqa: F821
         if v < 0:
-            v += size
-        if v < 0 or v >= size:
             cuda.atomic.min(bad, 0, k)
         else:
             out[oo + k * os] = v
@@ -49,31 +72,17 @@ def _wrap_k(idx, io, is_, size, out, oo, os, n, bad):
 @_launch.jit
 def _linearize_k(idx, io, ist, sizes, nk, out, oo, os, m, wrap, bad):
     for j in range(cuda.grid(1), m, cuda.gridsize(1)):
-        flat = 0
-        ok = True
-        for d in range(nk):
-            v = idx[io + d * ist[0] + j * ist[1]]
-            s = sizes[d]
-            if v < 0 and wrap:
-                v += s
-            if v < 0 or v >= s:
-                cuda.atomic.min(bad, 0, j * nk + d)  # (column, row) order: the CPU's first
-                ok = False
-                break
-            flat = flat * s + v
-        if ok:
+        flat, d = flat_index_dev(idx, io + j * ist[1], ist[0], sizes, nk, wrap)  # noqa: F821
+        if d >= 0:
+            cuda.atomic.min(bad, 0, j * nk + d)  # (column, row) order: the CPU's first
+        else:
             out[oo + j * os] = flat
 
 
 @_launch.jit
 def _count_chunks_k(mask, mo, ms, n, chunk, nchunks, counts):
     for c in range(cuda.grid(1), nchunks, cuda.gridsize(1)):
-        hi = min(n, (c + 1) * chunk)
-        s = 0
-        for k in range(c * chunk, hi):
-            if mask[mo + k * ms]:
-                s += 1
-        counts[c] = s
+        counts[c] = count_true_dev(mask, mo, ms, c * chunk, min(n, (c + 1) * chunk))  # noqa: F821
 
 
 @_launch.jit
@@ -82,38 +91,22 @@ def _scan_chunks_k(counts, nchunks):
     t = cuda.threadIdx.x
     nt = cuda.blockDim.x
     per = (nchunks + nt - 1) // nt
-    lo = t * per
+    lo = min(nchunks, t * per)
     hi = min(nchunks, lo + per)
-    s = 0
-    for i in range(lo, hi):
-        s += counts[i]
     part = cuda.shared.array(SCAN_T, int64)
-    part[t] = s
+    part[t] = range_sum_dev(counts, lo, hi)  # noqa: F821
     cuda.syncthreads()
     if t == 0:
-        run = 0
-        for i in range(nt):
-            v = part[i]
-            part[i] = run
-            run += v
-        counts[nchunks] = run
+        counts[nchunks] = prefix_sums_dev(part, 0, nt, 0)  # noqa: F821
     cuda.syncthreads()
-    run = part[t]
-    for i in range(lo, hi):
-        v = counts[i]
-        counts[i] = run
-        run += v
+    prefix_sums_dev(counts, lo, hi, part[t])  # noqa: F821
 
 
 @_launch.jit
 def _write_positions_k(mask, mo, ms, n, chunk, nchunks, counts, out):
     for c in range(cuda.grid(1), nchunks, cuda.gridsize(1)):
-        hi = min(n, (c + 1) * chunk)
-        p = counts[c]
-        for k in range(c * chunk, hi):
-            if mask[mo + k * ms]:
-                out[p] = k
-                p += 1
+        write_true_dev(mask, mo, ms, c * chunk, min(n, (c + 1) * chunk), out,  # noqa: F821
+                       counts[c])
 
 
 @_launch.jit
@@ -122,35 +115,27 @@ def _gather_axis_k(x, xo, xs, nx, idx, io, is_, out, oo, os, shape, n):
     n_i = shape[2]
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
         o, k, i = _launch.unravel3(t, n_k, n_i)
-        j = idx[io + k * is_]
-        if j < 0:
-            j += nx
-        if j >= 0 and j < nx:
-            out[oo + o * os[0] + k * os[1] + i * os[2]] = x[xo + o * xs[0] + j * xs[1] + i * xs[2]]
+        gather_one_dev(x, xo + o * xs[0] + i * xs[2], xs[1], nx,  # noqa: F821
+                       wrapped_dev(idx[io + k * is_], nx),  # noqa: F821
+                       out, oo + o * os[0] + k * os[1] + i * os[2])
 
 
-# d/dx gather_axis: out[o, idx[k], i] += g[o, k, i]
 @_launch.jit
 def _scatter_add_axis_k(src, so, ss, idx, io, is_, out, oo, os, nx, shape, n):
     n_k = shape[1]
     n_i = shape[2]
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
         o, k, i = _launch.unravel3(t, n_k, n_i)
-        j = idx[io + k * is_]
-        if j < 0:
-            j += nx
-        if j >= 0 and j < nx:
-            cuda.atomic.add(out, oo + o * os[0] + j * os[1] + i * os[2],
-                            src[so + o * ss[0] + k * ss[1] + i * ss[2]])
+        scatter_add_one_dev(src, so + o * ss[0] + k * ss[1] + i * ss[2],  # noqa: F821
+                            wrapped_dev(idx[io + k * is_], nx), nx,  # noqa: F821
+                            out, oo + o * os[0] + i * os[2], os[1])
 
 
 @_launch.jit
 def _last_writer_k(idx, io, is_, nk, nx, last):
     for k in range(cuda.grid(1), nk, cuda.gridsize(1)):
-        j = idx[io + k * is_]
-        if j < 0:
-            j += nx
-        if j >= 0 and j < nx:
+        j = wrapped_dev(idx[io + k * is_], nx)  # noqa: F821
+        if j >= 0:
             cuda.atomic.max(last, j, k)
 
 
@@ -160,28 +145,26 @@ def _put_axis_k(src, so, ss, idx, io, is_, last, out, oo, os, nx, shape, n):
     n_i = shape[2]
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
         o, k, i = _launch.unravel3(t, n_k, n_i)
-        j = idx[io + k * is_]
-        if j < 0:
-            j += nx
-        if j >= 0 and j < nx and last[j] == k:
-            out[oo + o * os[0] + j * os[1] + i * os[2]] = src[so + o * ss[0] + k * ss[1]
-                                                             + i * ss[2]]
+        j = wrapped_dev(idx[io + k * is_], nx)  # noqa: F821
+        if j >= 0 and last[j] == k:  # only the last k naming slot j writes it
+            put_one_dev(src, so + o * ss[0] + k * ss[1] + i * ss[2], j, nx,  # noqa: F821
+                        out, oo + o * os[0] + i * os[2], os[1])
 
 
 @_launch.jit
-def _fill_k(buf, n, v):
-    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
-        buf[i] = v
+def _fill_k(buf, bo, bs, shape, n, v):
+    n_r = shape[1]
+    n_i = shape[2]
+    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
+        o, r, i = _launch.unravel3(t, n_r, n_i)
+        fill_run_dev(buf, bo + o * bs[0] + r * bs[1] + i * bs[2], 1, 1, v)  # noqa: F821
 
 
 @_launch.jit
 def _unravel_k(pos, po, ps, shape, out, oo, os, n):
     nd = len(shape)
     for k in range(cuda.grid(1), n, cuda.gridsize(1)):
-        p = pos[po + k * ps]
-        for d in range(nd - 1, -1, -1):
-            out[oo + d * os[0] + k * os[1]] = p % shape[d]
-            p //= shape[d]
+        unravel_one_dev(pos[po + k * ps], shape, nd, out, oo + k * os[1], os[0])  # noqa: F821
 
 
 @_launch.jit
@@ -190,26 +173,22 @@ def _gather_dim_k(x, xo, xs, size, idx, io, is_, out, oo, os, shape, n, bad):
     n_i = shape[2]
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
         o, j, i = _launch.unravel3(t, n_j, n_i)
-        v = idx[io + o * is_[0] + j * is_[1] + i * is_[2]]
-        if v < 0 or v >= size:
+        if not gather_one_dev(x, xo + o * xs[0] + i * xs[2], xs[1], size,  # noqa: F821
+                              idx[io + o * is_[0] + j * is_[1] + i * is_[2]],
+                              out, oo + o * os[0] + j * os[1] + i * os[2]):
             cuda.atomic.min(bad, 0, t)
-        else:
-            out[oo + o * os[0] + j * os[1] + i * os[2]] = x[xo + o * xs[0] + v * xs[1] + i * xs[2]]
 
 
-# d/dx gather_dim: out[o, idx[o, j, i], i] += g[o, j, i]
 @_launch.jit
 def _scatter_add_dim_k(src, so, ss, idx, io, is_, out, oo, os, size, shape, n, bad):
     n_j = shape[1]
     n_i = shape[2]
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
         o, j, i = _launch.unravel3(t, n_j, n_i)
-        v = idx[io + o * is_[0] + j * is_[1] + i * is_[2]]
-        if v < 0 or v >= size:
+        if not scatter_add_one_dev(src, so + o * ss[0] + j * ss[1] + i * ss[2],  # noqa: F821
+                                   idx[io + o * is_[0] + j * is_[1] + i * is_[2]], size,
+                                   out, oo + o * os[0] + i * os[2], os[1]):
             cuda.atomic.min(bad, 0, t)
-        else:
-            cuda.atomic.add(out, oo + o * os[0] + v * os[1] + i * os[2],
-                            src[so + o * ss[0] + j * ss[1] + i * ss[2]])
 
 
 # ----------------------------------------------------------------------------------------
@@ -241,6 +220,13 @@ def _flag(sentinel):
 def _read(buf, i=0):
     # through ``to_host``, where a compiled trace records host reads (as checks to replay)
     return int(CudaArray(buf, i, (1,), (1,)).to_host()[0])
+
+
+def fill_3d(out, v):
+    """out[...] = v for a 3-D CudaArray (any strides)."""
+    ob, oo, os = _strided(out, 3)
+    n = out.size
+    _launch.launch(_fill_k, n, ob, oo, os, tuple(out.shape), n, out.dtype.type(v))
 
 
 def wrap_indices(idx, size, out):
@@ -327,7 +313,7 @@ def put_axis(src, idx, out):
     nx = out.shape[1]
     nk = idx.shape[0]
     last = _launch.alloc(nx, np.int64)
-    _launch.launch(_fill_k, nx, last, nx, -1)
+    _launch.launch(_fill_k, nx, last, 0, (0, 0, 1), (1, 1, nx), nx, -1)
     _launch.launch(_last_writer_k, nk, ib, io, is_, nk, nx, last)
     _launch.launch(_put_axis_k, n, sb, so, ss, ib, io, is_, last, ob, oo, os, nx,
                    tuple(src.shape), n)

@@ -19,8 +19,9 @@ a warp's loads are coalesced either way. Blocks loop over groups of outputs (blo
 so any grid size is correct (the simulator runs one block of 32 threads).
 
 Written here for the GPU alone: ``sum_all``'s first pass over a large array (per-block
-partial sums, then one row reduction of the partials: deterministic unlike atomics), and
-the one-thread-per-element gathers, scatters and nan check.
+partial sums, then one row reduction of the partials: deterministic unlike atomics). The
+gathers along r, their gradient and the nan check are index functions written once for both
+devices (``numgrad.kernels.gathers``), a thread per element here.
 """
 
 import numpy as np
@@ -29,6 +30,12 @@ from numba import cuda, float64, int64
 from numgrad.kernels.cpu.reduction import as3d, runs  # pure shape helpers: work on CudaArray
 from numgrad.kernels.cuda import _launch
 from numgrad.kernels.cuda.array import CudaArray, from_any
+from numgrad.kernels.cuda.indexing import (  # bound there from ``numgrad.kernels.gathers``
+    fill_3d,
+    gather_one_dev,
+    has_nan_run_dev,
+    put_one_dev,
+)
 
 __all__ = ["runs", "as3d", "put_along_3d", "has_nan", "take_along_3d", "reduce_dims", "sum_all",
            "sum_dims"]
@@ -164,39 +171,39 @@ def part_i_kernel(x, xo, xs, n, part):
 
 
 # ----------------------------------------------------------------------------------------
-# gathers / scatters along r, nan check (grid-stride, one thread per element)
+# gathers along r, their gradient, nan check: a thread per element around the index
+# functions written once for both devices (``numgrad.kernels.gathers``, bound in
+# ``numgrad.kernels.cuda.indexing``; the CPU loops are ``numgrad.kernels.cpu.reduction``'s)
 # ----------------------------------------------------------------------------------------
 
 
 @_launch.jit
-def take_along_kernel(x, xo, xs0, xs1, xs2, idx, io, is0, is1, out, oo, os0, os1, n_i, n):
+def take_along_kernel(x, xo, xs0, xs1, xs2, idx, io, is0, is1, out, oo, os0, os1, n_r, n_i,
+                      n):
     """out[o, i] = x[o, idx[o, i], i]."""
     for k in range(cuda.grid(1), n, cuda.gridsize(1)):
         o = k // n_i
         i = k - o * n_i
-        r = idx[io + o * is0 + i * is1]
-        out[oo + o * os0 + i * os1] = x[xo + o * xs0 + r * xs1 + i * xs2]
+        gather_one_dev(x, xo + o * xs0 + i * xs2, xs1, n_r, idx[io + o * is0 + i * is1], out,
+                       oo + o * os0 + i * os1)
 
 
-# d/dx of a gather along r: out[o, r, i] = src[o, i] where r == idx[o, i], else 0
+# d/dx of a gather along r: out = 0, then out[o, idx[o, i], i] = src[o, i]
 @_launch.jit
 def put_along_kernel(src, so, ss0, ss1, idx, io, is0, is1, out, oo, os0, os1, os2, n_r, n_i,
                      n):
     for k in range(cuda.grid(1), n, cuda.gridsize(1)):
-        o, r, i = _launch.unravel3(k, n_r, n_i)
-        q = oo + o * os0 + r * os1 + i * os2
-        if idx[io + o * is0 + i * is1] == r:
-            out[q] = src[so + o * ss0 + i * ss1]
-        else:
-            out[q] = 0
+        o = k // n_i
+        i = k - o * n_i
+        put_one_dev(src, so + o * ss0 + i * ss1, idx[io + o * is0 + i * is1], n_r, out,
+                    oo + o * os0 + i * os2, os1)
 
 
 @_launch.jit
 def has_nan_kernel(x, xo, xs, n, flag):
     """flag[0] = 1 if any x[j] is nan (only ever written with 1: no race)."""
     for j in range(cuda.grid(1), n, cuda.gridsize(1)):
-        v = x[xo + j * xs]
-        if v != v:
+        if has_nan_run_dev(x, xo + j * xs, xs, 1):
             flag[0] = 1
 
 
@@ -249,8 +256,9 @@ def _is_float(a):
 def put_along_3d(src, idx, out):
     """out = 0; out[o, idx[o, i], i] = src[o, i] (the backward of max/min along a dim)."""
     src, idx, out = from_any(src), from_any(idx), from_any(out)
-    n = out.size
-    if n:
+    if out.size:
+        fill_3d(out, 0)
+        n = src.size
         _launch.launch(put_along_kernel, n, *_geom(src), *_geom(idx), *_geom(out),
                        out.shape[1], out.shape[2], n)
 
@@ -272,7 +280,7 @@ def take_along_3d(x, idx, out):
     n = out.size
     if n:
         _launch.launch(take_along_kernel, n, *_geom(x), *_geom(idx), *_geom(out),
-                       out.shape[1], n)
+                       x.shape[1], out.shape[1], n)
 
 
 # ----------------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 backward), from the same window functions as the CPU (``numgrad.kernels.windows``; same
 launcher names as ``numgrad.kernels.cpu.windows``).
 Max-pool backward has only the argmax indices, not the window geometry, so it scatters with
-atomic adds into a zeroed gradient."""
+``add_at`` (``cuda.indexing.add_at``: atomic) into a zeroed gradient."""
 
 import types as pytypes
 
@@ -12,18 +12,14 @@ from numgrad.kernels import EW
 from numgrad.kernels import windows as W
 from numgrad.kernels.cuda import _launch
 from numgrad.kernels.cuda.array import CudaArray, from_any
-
-
-@_launch.device
-def _add_at(a, i, v):
-    cuda.atomic.add(a, i, v)
+from numgrad.kernels.cuda.indexing import add_at
 
 
 def _bind():
     """The window functions as device functions (module attributes ``<name>_dev``, so the PTX
     check rebuilds them by name)."""
     g = dict(W.__dict__)
-    g["add_at"] = _add_at
+    g["add_at"] = add_at
     if _launch.SIM:
         g["math"] = _launch._SimMath()
     for name in ("max_window", "avg_bounds", "avg_window", "avg_rows_grad",
