@@ -279,6 +279,10 @@ CASES = [
     ("remainder", lambda m, a, b: a % b, np.mod, [U(3, 4), AWAY(3, 4)]),
     ("fmod", lambda m, a, b: m.fmod(a, b), np.fmod, [U(3, 4), AWAY(4)]),
     ("hypot", lambda m, a, b: m.hypot(a, b), np.hypot, [AWAY(3, 4), U(3, 4)]),
+    ("atan2", lambda m, a, b: m.atan2(a, b), np.arctan2, [U(3, 4), AWAY(4)]),
+    ("copysign", lambda m, a, b: m.copysign(a, b), np.copysign, [AWAY(3, 4), AWAY(3, 4)]),
+    ("copysign_scalar", lambda m, a: a.copysign(-0.0), lambda a: np.copysign(a, -0.0),
+     [AWAY(3, 4)]),
     ("square", lambda m, a: m.square(a), lambda a: a * a, [U(3, 4)]),
     ("reciprocal", lambda m, a: m.reciprocal(a), lambda a: 1 / a, [AWAY(3, 4)]),
     # --- unary

@@ -707,6 +707,41 @@ def hypot():
     """sqrt(input^2 + other^2) without overflow, of float tensors (``HypotBackward0``)."""
 
 
+def _atan2_scale(g, a, b):
+    # g / (a^2 + b^2), in PyTorch's order: g * (1 / (a^2 + b^2))
+    return mul(g, reciprocal(add(mul(a, a), mul(b, b))))
+
+
+@binary(node="Atan2Backward0", kernel="atan2", result="float", variants=_IN_PLACE,
+        aliases=("arctan2",), number_first="refuse", saves=("self", "other"), grad={
+            # d/da atan2(a, b) = b / (a^2 + b^2)
+            "self": lambda grad, self, other: _atan2_scale(mul(grad, other), self, other),
+            # d/db atan2(a, b) = -a / (a^2 + b^2)
+            "other": lambda grad, self, other: _atan2_scale(mul(grad, neg(self)), self, other)})
+def atan2():
+    """The angle of the point (other, input), in (-pi, pi]; integers compute as floats
+    (``Atan2Backward0``)."""
+
+
+def _copysign_self_grad(g, a, result):
+    # d/da copysign(a, b) = copysign(a, b) / a = +-1, taken as 0 at a = 0 (PyTorch's rule)
+    return mul(g, where(eq(a, 0), 0.0, div(result, a)))
+
+
+@binary(node="CopysignBackward0", kernel="copysign", scalar_kernel="copysign_s",
+        result="float", variants=_IN_PLACE, number_first="refuse", saves=("self", "result"),
+        grad={
+            "self": lambda grad, self, result: _copysign_self_grad(grad, self, result),
+            # d/db copysign(a, b) = 0 (PyTorch: zeros of the gradient's shape)
+            "other": lambda grad: _zeros_like(grad)},
+        number={"node": "CopysignBackward1", "saves": ("self", "result"), "grad": {
+            "self": lambda grad, self, result: _copysign_self_grad(grad, self, result)}})
+def copysign():
+    """The magnitude of input with the sign of other (a tensor or a number; -0.0 counts as
+    negative); integers compute as floats (``CopysignBackward0``, ``CopysignBackward1`` for
+    a number)."""
+
+
 # ========================================================================================
 # comparisons and logical ops (bool results, no gradient)
 # ========================================================================================

@@ -679,6 +679,22 @@ def hypot(a, b, p, q):
 
 
 @binary_kernel
+def atan2(a, b, p, q):
+    return math.atan2(a, b)
+
+
+@binary_kernel
+def copysign(a, b, p, q):
+    return math.copysign(a, b)
+
+
+@unary_kernel
+def copysign_s(x, p, q):
+    # the number arrives as p
+    return math.copysign(x, p)
+
+
+@binary_kernel
 def clamp_min(a, b, p, q):
     # max(a, b), a nan bound gives nan (clamp's rule)
     return b if (a < b or b != b) else a
