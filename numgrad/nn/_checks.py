@@ -184,8 +184,10 @@ def inplace_shape(out_shape, other_shape):
                            f"shape {list(b)}")
 
 
-def check_mixed_dtype(x, params):
-    """CPU batch/layer norm: the affine parameters and statistics share the input's dtype."""
+def norm_dtypes(x, kernel, params):
+    """A norm's floating input (else ``kernel``'s error); on the CPU the affine parameters and
+    statistics share its dtype."""
+    require_float(x, kernel)
     dt = x._data.dtype
     for p in params:
         if p is not None and p._data.dtype != dt:

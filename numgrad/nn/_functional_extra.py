@@ -68,8 +68,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
                 f"input, but got {name} of shape "
                 f"{list(shown._data.shape) if shown is not None else [0]} and input of shape "
                 f"{list(x.shape)}")
-    C.require_float(input, "GroupNormKernelImpl")
-    C.check_mixed_dtype(input, (weight, bias))
+    C.norm_dtypes(input, "GroupNormKernelImpl", (weight, bias))
     if x.size == 0:
         return sh.clone(input)
     return GN.native_group_norm(input, weight, bias, num_groups, float(eps))

@@ -159,8 +159,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                 raise RuntimeError(f"{name} must be defined in evaluation mode")
         elif t._data.size != c:
             raise RuntimeError(f"{name} should contain {c} elements not {t._data.size}")
-    C.require_float(input, "batch_norm")
-    C.check_mixed_dtype(input, (weight, bias, running_mean, running_var))
+    C.norm_dtypes(input, "batch_norm", (weight, bias, running_mean, running_var))
     for t in (running_mean, running_var):
         if t is not None and t._data.ndim != 1:
             raise RuntimeError(f"TensorAccessor expected 1 dims but tensor has {t._data.ndim}")
@@ -188,8 +187,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
         raise RuntimeError(
             f"Given normalized_shape={ns}, expected input with shape "
             f"[*, {', '.join(map(str, ns))}], but got input of size{list(x.shape)}")
-    C.require_float(input, "LayerNormKernelImpl")
-    C.check_mixed_dtype(input, (weight, bias))
+    C.norm_dtypes(input, "LayerNormKernelImpl", (weight, bias))
     if x.size == 0:
         return sh.clone(input)
     return norms.native_layer_norm(input, weight, bias, normalized_shape, eps)
