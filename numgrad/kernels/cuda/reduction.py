@@ -18,8 +18,8 @@ interleaved with the other segments' (``ls`` threads apart) when the inner axis 
 a warp's loads are coalesced either way. Blocks loop over groups of outputs (block-stride),
 so any grid size is correct (the simulator runs one block of 32 threads).
 
-Written here for the GPU alone: ``sum_all``'s first pass over a large array (per-block
-partial sums, then one row reduction of the partials: deterministic unlike atomics). The
+``sum_all`` over a large array sums its chunks first, a block each (``sum_row`` over a
+chunk: the partial sums), then the partials in one row (deterministic, unlike atomics). The
 gathers along r, their gradient and the nan check are index functions written once for both
 devices (``numgrad.kernels.gathers``), a thread per element here.
 """
@@ -140,34 +140,36 @@ def _seg_output(base, t, ls, tr):
 
 
 # ----------------------------------------------------------------------------------------
-# sum_all's first pass
+# sum_all's first pass: ``sum_row`` (the row function of every sum) over the chunks of a
+# large array, a block per chunk, its threads the row's team (``f``: the ``sum_row`` device
+# function of ``numgrad.kernels.cuda.rows``, bound by ``_part_kernel``)
 # ----------------------------------------------------------------------------------------
 
 
-@_launch.device
-def _part_body(x, xo, xs, n, part, sh, zero):
+def _part_f_k(x, xo, xs, n, chunk, nparts, part):
+    """part[b] = the sum of x[b * chunk:(b + 1) * chunk] (float64)."""
+    sh = cuda.shared.array(NT, float64)
     t = cuda.threadIdx.x
     nt = cuda.blockDim.x
-    acc = zero
-    for j in range(cuda.blockIdx.x * nt + t, n, cuda.gridDim.x * nt):
-        acc += x[xo + j * xs]
-    acc = _tree_sum(sh, t, t, nt, 1, acc)
-    if t == 0:
-        part[cuda.blockIdx.x] = acc
+    for b in range(cuda.blockIdx.x, nparts, cuda.gridDim.x):
+        lo = b * chunk
+        f(x, xo + lo * xs, xs, min(chunk, n - lo), part, b, float64(1), float64(0),  # noqa: F821
+          (t, nt, t == 0, t, 1, sh))
 
 
-@_launch.jit
-def part_f_kernel(x, xo, xs, n, part):
-    """part[block] = this block's grid-stride share of sum(x) (float64)."""
-    sh = cuda.shared.array(NT, float64)
-    _part_body(x, xo, xs, n, part, sh, float64(0))
-
-
-@_launch.jit
-def part_i_kernel(x, xo, xs, n, part):
-    """part[block] = this block's grid-stride share of sum(x) (int64)."""
+def _part_i_k(x, xo, xs, n, chunk, nparts, part):
+    """part[b] = the sum of x[b * chunk:(b + 1) * chunk] (int64)."""
     sh = cuda.shared.array(NT, int64)
-    _part_body(x, xo, xs, n, part, sh, int64(0))
+    t = cuda.threadIdx.x
+    nt = cuda.blockDim.x
+    for b in range(cuda.blockIdx.x, nparts, cuda.gridDim.x):
+        lo = b * chunk
+        f(x, xo + lo * xs, xs, min(chunk, n - lo), part, b, int64(1), int64(0),  # noqa: F821
+          (t, nt, t == 0, t, 1, sh))
+
+
+def _part_kernel(isf):
+    return _rows_module()._kernel(_part_f_k if isf else _part_i_k, "sum_row")
 
 
 # ----------------------------------------------------------------------------------------
@@ -351,11 +353,13 @@ def sum_all(x, dtype, scale):
     n = flat.size
     if n > ONE_BLOCK:
         threads = _launch.THREADS
-        blocks = min((n + 4 * threads - 1) // (4 * threads), PART_BLOCKS)
+        nparts = min((n + 4 * threads - 1) // (4 * threads), PART_BLOCKS)
+        chunk = -(-n // nparts)
+        nparts = -(-n // chunk)
         isf = _is_float(x)
-        part = CudaArray.empty((blocks,), np.float64 if isf else np.int64)
-        _launch.launch_blocks(part_f_kernel if isf else part_i_kernel, blocks, threads,
-                              *_geom(flat), n, part.buf)
+        part = CudaArray.empty((nparts,), np.float64 if isf else np.int64)
+        _launch.launch_blocks(_part_kernel(isf), nparts, threads, *_geom(flat), n, chunk,
+                              nparts, part.buf)
         flat = part
     _rows_module().sum_3d(flat.reshape(1, flat.size, 1), out, scale)
     return out.reshape(())
