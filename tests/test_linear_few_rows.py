@@ -91,3 +91,65 @@ def test_causal_mask_kept_is_never_handed_to_a_graph():
     assert kept.tolist() == [[False, True, True], [False, False, True], [False, False, False]]
     wide = _attention.causal_mask(2, 4, s, s.detach())._data  # upper-left aligned
     assert wide.tolist() == [[False, True, True, True], [False, False, True, True]]
+
+
+# (rows, in, out, dtype, bias): the swapped layout and the plain one, float64, no bias
+LINEAR_CASES = [(4, 128, 384, np.float32, True), (64, 128, 128, np.float32, True),
+                (3, 16, 8, np.float64, True), (16, 128, 512, np.float32, False)]
+
+
+@pytest.mark.parametrize("m,k,n,dt,has_bias", LINEAR_CASES)
+def test_linear_kernel_equals_product_then_bias(m, k, n, dt, has_bias):
+    """``kernels/cpu/linalg.linear`` (BLAS called from the kernel, the bias added in the
+    same call) gives gemm's product plus the bias bit for bit."""
+    rng = np.random.default_rng(m + n)
+    x, w, b = (rng.standard_normal(s).astype(dt) for s in ((m, k), (n, k), (n,)))
+    want = np.empty((m, n), dt)
+    L.gemm(x, w.T, want)
+    if has_bias:
+        want = (want + b).astype(dt)
+    out = np.empty((m, n), dt)
+    assert L.linear_fits(x, w.T, b if has_bias else None, out)
+    L.linear(x, w.T, b if has_bias else None, out)
+    assert np.array_equal(out, want)
+    assert not L.linear_fits(x[:1], w.T, b, out[:1])  # one row: NumPy's matrix-vector product
+    assert not L.linear_fits(x, np.ascontiguousarray(w.T), b, out)
+
+
+# (batch, heads, queries, keys, head size, causal, dtype)
+ATTENTION_CASES = [(1, 4, 1, 1, 32, True, np.float32), (1, 2, 7, 7, 16, True, np.float32),
+                   (2, 3, 5, 9, 8, True, np.float32), (2, 3, 9, 5, 8, True, np.float32),
+                   (2, 2, 6, 4, 4, False, np.float32)]
+
+
+@pytest.mark.parametrize("b,h,t,s,d,causal,dt", ATTENTION_CASES)
+def test_fused_attention_kernel_matches_composite_and_torch(b, h, t, s, d, causal, dt,
+                                                            monkeypatch):
+    """The flash op's one-kernel forward (``kernels/cpu/linalg.attention``) on the strided
+    heads of a packed projection: output, saved probabilities and gradients equal to the
+    composite's (matmul, mul, masked_fill, softmax, matmul) bit for bit, and PyTorch's."""
+    from numgrad.kernels import LIN
+    rng = np.random.default_rng(t * s)
+    packed = rng.standard_normal((b, max(t, s), 3 * h * d)).astype(dt)
+
+    def run(lib):
+        base = lib.tensor(packed, requires_grad=True)
+        q, k, v = (base[:, :n, i * h * d:(i + 1) * h * d].reshape(b, n, h, d).transpose(1, 2)
+                   for i, n in ((0, t), (1, s), (2, s)))
+        o = lib.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        fits = lib is ng and L.attention_fits(q._data, k._data, v._data)
+        (o * o).sum().backward()
+        return o, base.grad, fits
+
+    o, g, fits = run(ng)
+    assert fits
+    monkeypatch.setattr(LIN, "attention_fits", lambda *a: False)
+    o2, g2, _ = run(ng)
+    monkeypatch.undo()
+    assert np.array_equal(o.detach().numpy(), o2.detach().numpy())
+    assert np.array_equal(g.numpy(), g2.numpy())  # (from the saved probabilities)
+    to, tg, _ = run(torch)
+    assert type(o.grad_fn).__name__ == type(to.grad_fn).__name__
+    tol = 1e-5 if dt == np.float32 else 1e-12
+    assert_close(o.detach().numpy(), to.detach().numpy(), rtol=tol, atol=tol)
+    assert_close(g.numpy(), tg.numpy(), rtol=10 * tol, atol=10 * tol)

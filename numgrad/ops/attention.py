@@ -3,9 +3,10 @@ masked_fill, softmax; PyTorch's composite path, whose graph it records), its mas
 (``causal_mask``, ``safe_softmax``), grouped-query heads (``expanded_heads``), multi-head
 attention's projections (``in_projection``) and weights path (``attention_weights``), and
 PyTorch's fused CPU attention as a declared op: ``_scaled_dot_product_flash_attention_for_cpu``
-(``ScaledDotProductFlashAttentionForCpuBackward0``), whose forward is ``attend`` run without
-recording and whose one joint derivative gives the query's, key's and value's gradients from
-the saved probabilities, with numgrad ops, so it is differentiable again.
+(``ScaledDotProductFlashAttentionForCpuBackward0``), whose forward is one kernel on host data
+without a mask (``kernels/cpu/linalg.attention``: the same values), else ``attend`` run
+without recording, and whose one joint derivative gives the query's, key's and value's
+gradients from the saved probabilities, with numgrad ops, so it is differentiable again.
 ``nn.functional.scaled_dot_product_attention`` checks the arguments and picks the fused op
 where PyTorch picks its fused kernel.
 """
@@ -17,7 +18,7 @@ import numpy as np
 from numgrad import _arrays, _dtype
 from numgrad._shape import broadcast_shapes
 from numgrad.autograd.grad_mode import no_grad
-from numgrad.ops._util import _wrap, state
+from numgrad.ops._util import LIN, _wrap, state
 from numgrad.ops.registry import op
 
 _NEG_INF = float("-inf")
@@ -177,9 +178,18 @@ def _scaled_dot_product_flash_attention_for_cpu(query, key, value, attn_mask, is
     """softmax(query key^T scale + mask) value for 4-D inputs PyTorch's fused CPU kernel takes
     (checked by the caller); ``scale_used``: the scale applied (``scale`` as given, or
     1/sqrt(head size))."""
-    k2, v2 = expanded_heads(query, key, value, enable_gqa)
-    with no_grad():
-        out, p = attend(query, k2, v2, attn_mask, is_causal, scale_used)
-    return out._data, {"output": out._data, "attn_mask": attn_mask, "dropout_p": 0.0,
-                       "is_causal": is_causal, "scale": scale, "scale_used": scale_used,
-                       "probs": p._data, "enable_gqa": bool(enable_gqa)}
+    qd, kd, vd = query._data, key._data, value._data
+    if attn_mask is None and qd.__class__ is np.ndarray and LIN.attention_fits(qd, kd, vd):
+        # one kernel: per head both products (BLAS), the scale, the mask and the softmax
+        (b, h, t, _), s, e = qd.shape, kd.shape[2], vd.shape[3]
+        probs = _arrays.empty(qd, (b, h, t, s), qd.dtype)
+        out = _arrays.empty(qd, (b, h, t, e), qd.dtype)
+        LIN.attention(qd, kd, vd, float(scale_used), bool(is_causal), probs, out)
+    else:
+        k2, v2 = expanded_heads(query, key, value, enable_gqa)
+        with no_grad():
+            o, p = attend(query, k2, v2, attn_mask, is_causal, scale_used)
+        out, probs = o._data, p._data
+    return out, {"output": out, "attn_mask": attn_mask, "dropout_p": 0.0,
+                 "is_causal": is_causal, "scale": scale, "scale_used": scale_used,
+                 "probs": probs, "enable_gqa": bool(enable_gqa)}

@@ -4,6 +4,8 @@ composed of numgrad ops run without recording; the derivatives are numgrad ops t
 are differentiable again. Inputs broadcast; the engine sums each gradient back to its input's
 shape (the node's ``_meta``)."""
 
+import numpy as np
+
 from numgrad import _arrays
 from numgrad._shape import broadcast_shapes
 from numgrad.autograd.grad_mode import no_grad
@@ -135,6 +137,10 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
         if xd.shape != (m,) and xd.shape != (n, m):
             _expand_check(xd.shape, (n, m), input)
         out = _arrays.empty(ad, (n, m), ad.dtype)
+        if alpha == 1 and beta == 1 and ad.__class__ is np.ndarray and \
+                LIN.linear_fits(ad, bd, xd, out):
+            LIN.linear(ad, bd, xd, out)  # a Linear layer's product and bias in one call
+            return out, _addmm_values(input, mat1, mat2, alpha, beta, n, m)
         LIN.matmul(ad, bd, out)
         if alpha != 1:
             EW.unary(EW.mul_s, out, out.dtype, alpha, out=out)
@@ -143,9 +149,14 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
             EW.binary(EW.add, out, bias, out.dtype, (n, m), out=out)
     else:
         out = _result(lambda: _plus_product(input, la.mm(mat1, mat2), beta, alpha))._data
+    return out, _addmm_values(input, mat1, mat2, alpha, beta, n, m)
+
+
+def _addmm_values(input, mat1, mat2, alpha, beta, n, m):
     values = {"alpha": alpha, "beta": beta}
     if state.enabled and (mat1._requires_grad or mat2._requires_grad or input._requires_grad):
         # what each gradient reads, saved only when that gradient is needed (as PyTorch)
+        bd = mat2._data
         values["mat1"] = mat1 if mat2._requires_grad else None
         values["mat2"] = mat2 if mat1._requires_grad else None
         values["mat2_sym_strides"] = ((bd.strides[0] // bd.itemsize, bd.strides[1] // bd.itemsize)
@@ -153,7 +164,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
         mi = meta_for(input, (n, m), dtype_of(mat1))
         if mi is not None:
             values["_meta"] = (mi, None, None)
-    return out, values
+    return values
 
 
 def _expand_check(src, target, t):

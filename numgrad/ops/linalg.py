@@ -31,8 +31,12 @@ def _no_bool(a, name, out_size, k):
 
 
 def _product(a, b, shape):
-    out = _arrays.empty(a._data, shape, a._data.dtype)
-    LIN.matmul(a._data, b._data, out)
+    ad, bd = a._data, b._data
+    out = _arrays.empty(ad, shape, ad.dtype)
+    if ad.__class__ is np.ndarray and bd.flags.f_contiguous and LIN.linear_fits(ad, bd, None, out):
+        LIN.linear(ad, bd, None, out)  # x @ W^T (a Linear layer without bias)
+    else:
+        LIN.matmul(ad, bd, out)
     return out
 
 

@@ -1,9 +1,13 @@
-"""Matrix products run on BLAS through NumPy (a Numba loop is several times slower)."""
+"""Matrix products run on BLAS through NumPy (a Numba loop is several times slower), and
+``linear``: ``x @ W^T + bias`` in one compiled call that hands BLAS the pointers itself."""
 
 import numpy as np
 
 from numgrad._compile import tape as _tape
 from numgrad.kernels import LIN
+from numgrad.kernels._jit import specialize
+from numgrad.kernels.cpu import _blas
+from numgrad.kernels.cpu._blas import NO_TRANS, ROW_MAJOR, TRANS, dgemm, sgemm
 
 
 def _outer_shaped(a, b, out):
@@ -60,3 +64,164 @@ def matmul(a, b, out):
     if _tape.TAPE is None:
         return gemm(a, b, out)
     return _tape.record(gemm, a, b, out)
+
+
+# ---- linear: x @ W^T + bias ------------------------------------------------------------------
+
+_BLOCK = 16  # columns of ``out`` written per pass of the transposing copy (rows of tmp in L1)
+
+
+def _linear(x, w, bias, has_bias, swap, out, tmp):
+    """out = x w^T (+ bias): x (m, k), w (n, k), out (m, n), all C-contiguous. ``swap``: BLAS
+    computes tmp = w x^T, (n, m), which it packs faster for few rows (see ``_swap_pays``),
+    and one blocked pass writes its transpose plus the bias; else BLAS writes out and the
+    bias is added after. The same dot products as NumPy's matmul and then an add (the same
+    BLAS calls): bit for bit what ``gemm`` and a separate bias add give."""
+    m, k = x.shape
+    n = w.shape[0]
+    if swap:
+        gemm(ROW_MAJOR, NO_TRANS, TRANS, n, m, k, 1.0, w.ctypes, k, x.ctypes, k,  # noqa: F821
+             0.0, tmp.ctypes, m)
+        for j0 in range(0, n, _BLOCK):
+            j1 = min(j0 + _BLOCK, n)
+            for i in range(m):
+                row = out[i]
+                if has_bias:
+                    for j in range(j0, j1):
+                        row[j] = tmp[j * m + i] + bias[j]
+                else:
+                    for j in range(j0, j1):
+                        row[j] = tmp[j * m + i]
+    else:
+        gemm(ROW_MAJOR, NO_TRANS, TRANS, m, n, k, 1.0, x.ctypes, k, w.ctypes, k,  # noqa: F821
+             0.0, out.ctypes, n)
+        if has_bias:
+            for i in range(m):
+                row = out[i]
+                for j in range(n):
+                    row[j] += bias[j]
+
+
+_LINEAR = {}  # dtype -> the kernel for it, made on first use
+
+
+def _linear_kernel(dtype):
+    kernel = _LINEAR.get(dtype)
+    if kernel is None:
+        name, blas = ("f32", sgemm) if dtype == np.float32 else ("f64", dgemm)
+        kernel = _LINEAR[dtype] = specialize(_linear, name, gemm=blas)
+    return kernel
+
+
+_EMPTY = {np.dtype(np.float32): np.empty(0, np.float32),
+          np.dtype(np.float64): np.empty(0, np.float64)}
+
+
+def linear_fits(x, wt, bias, out):
+    """Whether ``linear`` takes these host arrays: x (m, k) with m >= 2, k, n >= 1 and out
+    (m, n) C-contiguous, wt (k, n) the transpose of a C-contiguous weight, bias None or (n,)
+    contiguous, one real dtype, and BLAS callable from compiled code. (One row stays with
+    NumPy's matrix-vector product.)"""
+    dt = x.dtype
+    return (_blas.AVAILABLE and dt in _EMPTY and x.ndim == 2 and wt.ndim == 2
+            and x.shape[0] >= 2 and x.shape[1] > 0 and wt.shape[1] > 0
+            and x.flags.c_contiguous and wt.flags.f_contiguous
+            and out.flags.c_contiguous and wt.dtype == dt and out.dtype == dt
+            and out.shape == (x.shape[0], wt.shape[1]) and x.shape[1] == wt.shape[0]
+            and (bias is None or (bias.dtype == dt and bias.shape == (wt.shape[1],)
+                                  and bias.flags.c_contiguous)))
+
+
+def _linear_call(x, wt, bias, out):
+    swap = _swap_pays(x, wt, out)
+    tmp = np.empty(out.size if swap else 0, out.dtype)
+    _linear_kernel(x.dtype)(x, wt.T, _EMPTY[x.dtype] if bias is None else bias,
+                            bias is not None, swap, out, tmp)
+
+
+def linear(x, wt, bias, out):
+    """out = x @ wt + bias (bias None: no bias) for arrays ``linear_fits`` takes."""
+    if _tape.TAPE is None:
+        return _linear_call(x, wt, bias, out)
+    return _tape.record(_linear_call, x, wt, bias, out)
+
+
+# ---- attention: softmax(q k^T scale, causal) v per (batch, head) -----------------------------
+
+
+def _attention(q, k, v, scale, causal, probs, out):
+    """For each (batch, head): probs = softmax(q k^T scale) with the keys after each query
+    masked out when ``causal`` (upper-left aligned; masked entries 0), out = probs v. q (B, H,
+    T, D), k (B, H, S, D), v (B, H, S, E) with unit stride along their last dim; probs (B,
+    H, T, S) and out (B, H, T, E) C-contiguous. The products are BLAS calls on each head's
+    matrices (their row strides as leading dimensions); scores scaled in their own type,
+    masked entries -inf, and each row's softmax is the softmax kernels' row function
+    over the whole row: the values of the separate matmul, mul, masked_fill and softmax
+    ops."""
+    n_b, n_h, n_t, n_d = q.shape
+    n_s = k.shape[2]
+    n_e = v.shape[3]
+    isz = q.itemsize
+    ldq, ldk, ldv = q.strides[2] // isz, k.strides[2] // isz, v.strides[2] // isz
+    zero = probs.dtype.type(0)  # the sum's type: the row's own
+    sc = probs.dtype.type(scale)
+    for b in range(n_b):
+        for h in range(n_h):
+            p = probs[b, h]
+            gemm(ROW_MAJOR, NO_TRANS, TRANS, n_t, n_s, n_d, 1.0, q[b, h].ctypes,  # noqa: F821
+                 ldq, k[b, h].ctypes, ldk, 0.0, p.ctypes, n_s)
+            for i in range(n_t):
+                row = p[i]
+                n = min(i + 1, n_s) if causal else n_s
+                for j in range(n):
+                    row[j] = row[j] * sc
+                for j in range(n, n_s):
+                    row[j] = -np.inf  # (e^-inf: 0 in the sum and in the row)
+                softmax_row(row, 0, 1, row, 0, 1, n_s, False, zero, 0)  # noqa: F821
+            gemm(ROW_MAJOR, NO_TRANS, NO_TRANS, n_t, n_e, n_s, 1.0, p.ctypes, n_s,  # noqa: F821
+                 v[b, h].ctypes, ldv, 0.0, out[b, h].ctypes, n_e)
+
+
+_ATTENTION = {}  # dtype -> the kernel for it, made on first use
+
+
+def _attention_kernel(dtype):
+    kernel = _ATTENTION.get(dtype)
+    if kernel is None:
+        from numgrad.kernels.cpu.rows import _F
+        name, blas = ("f32", sgemm) if dtype == np.float32 else ("f64", dgemm)
+        kernel = _ATTENTION[dtype] = specialize(
+            _attention, name, {"fastmath": {"reassoc", "nsz", "contract"}}, gemm=blas,
+            softmax_row=_F["softmax_row"])
+    return kernel
+
+
+def attention_fits(q, k, v):
+    """Whether ``attention`` takes these host arrays: 4-D, one real dtype, equal batch and
+    head counts, nonempty sizes, unit stride along the last dim and rows apart by at least
+    a row (what BLAS reads as a leading dimension), nonnegative strides."""
+    dt = q.dtype
+    if not (_blas.AVAILABLE and dt in _EMPTY and q.ndim == 4 and k.ndim == 4 and v.ndim == 4
+            and k.dtype == dt and v.dtype == dt):
+        return False
+    (b, h, t, d), (kb, kh, s, kd), (vb, vh, vs, e) = q.shape, k.shape, v.shape
+    if not (b == kb == vb and h == kh == vh and d == kd and s == vs) or not (t and s and d and e):
+        return False
+    isz = q.itemsize
+    for a in (q, k, v):
+        st = a.strides
+        if st[3] != isz or st[2] < a.shape[3] * isz or st[2] % isz or min(st) < 0:
+            return False
+    return b * h > 0
+
+
+def _attention_call(q, k, v, scale, causal, probs, out):
+    _attention_kernel(q.dtype)(q, k, v, scale, causal, probs, out)
+
+
+def attention(q, k, v, scale, causal, probs, out):
+    """probs = softmax(q k^T scale (+ causal mask)), out = probs v, per (batch, head), for
+    arrays ``attention_fits`` takes (probs, out: new C-contiguous arrays)."""
+    if _tape.TAPE is None:
+        return _attention_call(q, k, v, scale, causal, probs, out)
+    return _tape.record(_attention_call, q, k, v, float(scale), bool(causal), probs, out)
