@@ -608,14 +608,12 @@ def normalize(input, p=2.0, dim=1, eps=1e-12):
     return ew.div(input, ew.clamp_min(n, eps))
 
 
-
 from numgrad.nn._attention import (  # noqa: E402,F401,I001  (attention, in its own module)
     multi_head_attention_forward, scaled_dot_product_attention)
 from numgrad.nn._conv import (  # noqa: E402,F401,I001  (convolutions, unfold, fold)
     conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d, fold, unfold)
-from numgrad.nn._functional_extra import (  # noqa: E402,F401,I001  (norm/resize)
-    group_norm, instance_norm, interpolate, upsample, upsample_bilinear, upsample_nearest)
-from numgrad.nn._functional_extra import pad  # noqa: E402,F401,I001  (every pad mode)
+from numgrad.nn._functional_extra import (  # noqa: E402,F401,I001  (norm, pad, resize)
+    group_norm, instance_norm, interpolate, pad, upsample, upsample_bilinear, upsample_nearest)
 from numgrad.nn._pooling import (  # noqa: E402,F401,I001  (every pool)
     adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d, adaptive_max_pool1d,
     adaptive_max_pool2d, adaptive_max_pool3d, avg_pool1d, avg_pool2d, avg_pool3d, lp_pool1d,
