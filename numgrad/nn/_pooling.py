@@ -45,30 +45,37 @@ def _pool_size(size, k, s, p, d, ceil_mode):
     return o
 
 
+def _positive(k, s, d, dims):
+    """A pool's kernel size, stride and dilation are positive (``dims``: "HW" or "THW")."""
+    for what, pre, v in (("kernel size", "k", k), ("stride", "d", s), ("dilation", "dilation", d)):
+        if min(v) <= 0:
+            got = " ".join(f"{pre}{n}: {x}" for n, x in zip(dims, v))
+            raise RuntimeError(f"{what} should be greater than zero, but got {got}")
+
+
+def _big_enough(shape, out):
+    """A pool's output size per channel is positive."""
+    if min(out) < 1:
+        c, sizes = shape[-len(out) - 1], tuple(shape[-len(out):])
+        raise RuntimeError(f"Given input size: ({'x'.join(map(str, (c,) + sizes))}). Calculated "
+                           f"output size: ({'x'.join(map(str, (c,) + tuple(out)))}). Output "
+                           "size is too small")
+
+
 def _pool_geom(x, k, s, p, d, ceil_mode):
     """Output size and PyTorch's pool2d_shape_check for (N, C, H, W) or (C, H, W) input."""
     shape = x._data.shape
     h, w = shape[-2:]
     oh = _pool_size(h, k[0], s[0], p[0], d[0], ceil_mode)
     ow = _pool_size(w, k[1], s[1], p[1], d[1], ceil_mode)
-    if min(k) <= 0:
-        raise RuntimeError(
-            f"kernel size should be greater than zero, but got kH: {k[0]} kW: {k[1]}")
-    if min(s) <= 0:
-        raise RuntimeError(f"stride should be greater than zero, but got dH: {s[0]} dW: {s[1]}")
-    if min(d) <= 0:
-        raise RuntimeError(f"dilation should be greater than zero, but got dilationH: {d[0]} "
-                           f"dilationW: {d[1]}")
+    _positive(k, s, d, "HW")
     if not ((len(shape) == 3 and 0 not in shape) or (len(shape) == 4 and 0 not in shape[1:])):
         raise RuntimeError("Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size "
                            f"for input, but got:{list(shape)}")
     if k[1] // 2 < p[1] or k[0] // 2 < p[0]:
         raise RuntimeError(f"pad should be smaller than or equal to half of kernel size, but got "
                            f"padW = {p[1]}, padH = {p[0]}, kW = {k[1]}, kH = {k[0]}")
-    if oh < 1 or ow < 1:
-        c = shape[-3]
-        raise RuntimeError(f"Given input size: ({c}x{h}x{w}). Calculated output size: "
-                           f"({c}x{oh}x{ow}). Output size is too small")
+    _big_enough(shape, (oh, ow))
     return k[0], k[1], s[0], s[1], p[0], p[1], d[0], d[1], oh, ow
 
 
@@ -215,15 +222,7 @@ def _geometry(input, fn, k, s, p, d, ceil_mode, check_input_size):
             raise RuntimeError(f"{fn}: Expected input's non-batch dimensions to have positive "
                                f"length, but input has a shape of {list(shape)} and non-batch "
                                f"dimension {n} has length zero!")
-    if min(k) <= 0:
-        raise RuntimeError(f"kernel size should be greater than zero, but got kT: {k[0]} kH: "
-                           f"{k[1]} kW: {k[2]}")
-    if min(s) <= 0:
-        raise RuntimeError(f"stride should be greater than zero, but got dT: {s[0]} dH: {s[1]} "
-                           f"dW: {s[2]}")
-    if min(d) <= 0:
-        raise RuntimeError(f"dilation should be greater than zero, but got dilationT: {d[0]} "
-                           f"dilationH: {d[1]} dilationW: {d[2]}")
+    _positive(k, s, d, "THW")
     if k[0] // 2 < p[0] or k[2] // 2 < p[2] or k[1] // 2 < p[1]:
         raise RuntimeError(f"pad should be smaller than or equal to half of kernel size, but got "
                            f"kT: {k[0]} kW: {k[2]} kH: {k[1]} padT: {p[0]} padW: {p[2]} "
@@ -231,11 +230,7 @@ def _geometry(input, fn, k, s, p, d, ceil_mode, check_input_size):
     if check_input_size and (space[0] < k[0] or space[1] < k[1] or space[2] < k[2]):
         raise RuntimeError(f"input image (T: {space[0]} H: {space[1]} W: {space[2]}) smaller "
                            f"than kernel size (kT: {k[0]} kH: {k[1]} kW: {k[2]})")
-    if min(out) < 1:
-        c = shape[-4]
-        raise RuntimeError(f"Given input size: ({c}x{space[0]}x{space[1]}x{space[2]}). "
-                           f"Calculated output size: ({c}x{out[0]}x{out[1]}x{out[2]}). Output "
-                           "size is too small")
+    _big_enough(shape, out)
     return out
 
 
