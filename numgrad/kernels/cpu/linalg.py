@@ -8,6 +8,7 @@ from numgrad.kernels import LIN
 from numgrad.kernels._jit import specialize
 from numgrad.kernels.cpu import _blas
 from numgrad.kernels.cpu._blas import NO_TRANS, ROW_MAJOR, TRANS, dgemm, sgemm
+from numgrad.kernels.cpu.rows import _F as _ROWS
 
 
 def _outer_shaped(a, b, out):
@@ -102,15 +103,9 @@ def _linear(x, w, bias, has_bias, swap, out, tmp):
                     row[j] += bias[j]
 
 
-_LINEAR = {}  # dtype -> the kernel for it, made on first use
-
-
-def _linear_kernel(dtype):
-    kernel = _LINEAR.get(dtype)
-    if kernel is None:
-        name, blas = ("f32", sgemm) if dtype == np.float32 else ("f64", dgemm)
-        kernel = _LINEAR[dtype] = specialize(_linear, name, gemm=blas)
-    return kernel
+# dtype -> kernel (made at import, compiled on first call: the prebuilt set finds them by name)
+_LINEAR = {np.dtype(np.float32): specialize(_linear, "f32", gemm=sgemm),
+           np.dtype(np.float64): specialize(_linear, "f64", gemm=dgemm)}
 
 
 _EMPTY = {np.dtype(np.float32): np.empty(0, np.float32),
@@ -135,7 +130,7 @@ def linear_fits(x, wt, bias, out):
 def _linear_call(x, wt, bias, out):
     swap = _swap_pays(x, wt, out)
     tmp = np.empty(out.size if swap else 0, out.dtype)
-    _linear_kernel(x.dtype)(x, wt.T, _EMPTY[x.dtype] if bias is None else bias,
+    _LINEAR[x.dtype](x, wt.T, _EMPTY[x.dtype] if bias is None else bias,
                             bias is not None, swap, out, tmp)
 
 
@@ -182,18 +177,10 @@ def _attention(q, k, v, scale, causal, probs, out):
                  v[b, h].ctypes, ldv, 0.0, out[b, h].ctypes, n_e)
 
 
-_ATTENTION = {}  # dtype -> the kernel for it, made on first use
-
-
-def _attention_kernel(dtype):
-    kernel = _ATTENTION.get(dtype)
-    if kernel is None:
-        from numgrad.kernels.cpu.rows import _F
-        name, blas = ("f32", sgemm) if dtype == np.float32 else ("f64", dgemm)
-        kernel = _ATTENTION[dtype] = specialize(
-            _attention, name, {"fastmath": {"reassoc", "nsz", "contract"}}, gemm=blas,
-            softmax_row=_F["softmax_row"])
-    return kernel
+_FAST = {"fastmath": {"reassoc", "nsz", "contract"}}  # the softmax rows kernels' flags
+_ATTENTION = {np.dtype(dt): specialize(_attention, name, _FAST, gemm=blas,
+                                       softmax_row=_ROWS["softmax_row"])
+              for dt, name, blas in ((np.float32, "f32", sgemm), (np.float64, "f64", dgemm))}
 
 
 def attention_fits(q, k, v):
@@ -216,7 +203,7 @@ def attention_fits(q, k, v):
 
 
 def _attention_call(q, k, v, scale, causal, probs, out):
-    _attention_kernel(q.dtype)(q, k, v, scale, causal, probs, out)
+    _ATTENTION[q.dtype](q, k, v, scale, causal, probs, out)
 
 
 def attention(q, k, v, scale, causal, probs, out):
