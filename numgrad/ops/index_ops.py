@@ -1,9 +1,10 @@
 """index_add, index_copy, index_fill and their in-place forms: slices of ``source`` (or one
 value) added, copied or written into a copy of ``input`` at the positions ``index`` names
 along one dim. The checks (PyTorch's, with its messages) run on the host; the writes run in
-one kernel (``numgrad/kernels/cpu/indexing.py``: ``index_write_dim``) on an (outer, size,
-inner) view, on a host copy for a CUDA tensor (as scatter's). The derivatives are numgrad
-ops (index_select, index_fill, sum), so they differentiate again."""
+one kernel on an (outer, size, inner) view: ``index_write_dim`` on the CPU, the GPU's
+``put_axis``/``scatter_add_axis`` for a CUDA tensor (``numgrad/kernels/*/indexing.py``).
+The derivatives are numgrad ops (index_select, index_fill, sum), so they differentiate
+again."""
 
 import numpy as np
 
@@ -14,7 +15,7 @@ from numgrad.ops import elementwise as ew
 from numgrad.ops import indexing as ix
 from numgrad.ops import reduction as red
 from numgrad.ops import shape as sh
-from numgrad.ops._util import EW, Tensor, _wrap, attach, dtype_of, edge, is_scalar, state
+from numgrad.ops._util import EW, IDX, Tensor, _wrap, attach, dtype_of, edge, is_scalar, state
 from numgrad.ops.inplace import apply_
 from numgrad.ops.registry import declare, inplace_of
 
@@ -54,14 +55,32 @@ def _write(x, d, index_host, src_arr, mode, wrap=False):
         return out, None
     idx = _arrays.host_step(_flat_index, index_host, size, wrap)
     o3 = out.reshape(outer, size, inner)
-    on_host = o3.__class__ is np.ndarray  # a CUDA tensor's arrays: copied to the host and back
-    hs, ho = (src_arr, o3) if on_host else (_arrays.host(src_arr), _arrays.host(o3))
-    bad = _kernels().index_write_dim(hs, idx, ho, bool(mode))
+    if o3.__class__ is np.ndarray:
+        bad = _kernels().index_write_dim(src_arr, idx, o3, bool(mode))
+    elif mode == 0 or o3.dtype in _ATOMIC_ADD:
+        # a CUDA tensor: the index checked here, then the GPU's put or scatter-add
+        bad = _first_outside(idx, size)
+        if bad < 0:
+            K = IDX.on(o3)
+            (K.scatter_add_axis if mode else K.put_axis)(
+                src_arr, _arrays.to_device(idx, _device.of(o3)), o3)
+    else:  # an add without a GPU atomic for the dtype: on a host copy, back to the device
+        ho = _arrays.host(o3)
+        bad = _kernels().index_write_dim(_arrays.host(src_arr), idx, ho, True)
+        if bad < 0:
+            EW.unary(EW.copy, _arrays.to_device(ho, _device.of(o3)), o3.dtype, out=o3)
     if bad >= 0:
         return out, int(index_host.reshape(-1)[bad])
-    if not on_host:
-        EW.unary(EW.copy, _arrays.to_device(ho, _device.of(o3)), o3.dtype, out=o3)
     return out, None
+
+
+_ATOMIC_ADD = tuple(np.dtype(t) for t in ("float32", "float64", "int32", "int64"))
+
+
+def _first_outside(idx, size):
+    """The first position of host index ``idx`` outside [0, size), or -1."""
+    bad = np.flatnonzero((idx < 0) | (idx >= size))
+    return int(bad[0]) if bad.size else -1
 
 
 def _flat_index(index, size, wrap):

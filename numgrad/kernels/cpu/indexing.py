@@ -1,8 +1,10 @@
 """Indexing kernels on the CPU. Gathers, scatter-adds, puts, index checks and mask positions
 are loops, in index order, over the index functions written once for both devices
 (``numgrad.kernels.gathers``; ``numgrad.kernels.cuda.indexing`` runs the same functions a
-thread per element); ``scatter_reduce_dim``, ``divide_by_count`` and ``index_write_dim`` run
-on the host for either device (their callers copy a CUDA tensor's data here and back)."""
+thread per element); ``index_write_dim`` (index_copy/index_fill/index_add) is a put or a
+scatter-add after its check (a CUDA tensor's calls those of ``cuda.indexing``);
+``scatter_reduce_dim`` and ``divide_by_count`` run on the host for either device (their
+callers copy a CUDA tensor's data here and back)."""
 
 import types as pytypes
 
@@ -258,20 +260,14 @@ def divide_by_count(out, count, floor):
 @jit
 def index_write_dim(src, idx, out, add):
     """out[o, idx[j], i] = src[o, j, i] (``add``: +=) for index_copy/index_fill/index_add on
-    (outer, size, inner) ``out``; returns the first j whose index is out of range (nothing
-    written then) or -1."""
-    n_o, n_j, n_i = src.shape
+    (outer, size, inner) ``out``: ``put_axis`` (``scatter_add_axis``) once every index is in
+    range; returns the first j whose index is out of range (nothing written then) or -1."""
     size = out.shape[1]
-    for j in range(n_j):
+    for j in range(idx.size):
         if idx[j] < 0 or idx[j] >= size:
             return j
-    for o in range(n_o):
-        for j in range(n_j):
-            v = idx[j]
-            if add:
-                for i in range(n_i):
-                    out[o, v, i] = out[o, v, i] + src[o, j, i]
-            else:
-                for i in range(n_i):
-                    out[o, v, i] = src[o, j, i]
+    if add:
+        scatter_add_axis(src, idx, out)
+    else:
+        put_axis(src, idx, out)
     return -1
