@@ -148,6 +148,12 @@ def _group_sum(g, t):
 # that share a k/v head)
 def _flash_backward(grad, query, key, value, output, attn_mask, is_causal, scale_used, probs,
                     enable_gqa, output_mask):
+    if not state.enabled and attn_mask is None and output.__class__ is np.ndarray:
+        qd, kd, vd, gd = query._data, key._data, value._data, grad._data
+        if LIN.attention_fits(qd, kd, vd) and LIN.attention_grad_fits(gd, output) and \
+                probs.flags.c_contiguous:  # one kernel: the formulas below per head
+            return tuple(None if a is None else _wrap(a) for a in LIN.attention_backward(
+                gd, qd, kd, vd, output, probs, scale_used, output_mask))
     k2, v2 = expanded_heads(query, key, value, enable_gqa)
     if state.enabled:  # create_graph: P and O as the recorded functions of Q, K, V they are
         out, p = attend(query, k2, v2, attn_mask, is_causal, scale_used)

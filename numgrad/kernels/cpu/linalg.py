@@ -3,6 +3,7 @@
 
 import numpy as np
 
+from numgrad import _arrays
 from numgrad._compile import tape as _tape
 from numgrad.kernels import LIN
 from numgrad.kernels._jit import specialize
@@ -212,3 +213,89 @@ def attention(q, k, v, scale, causal, probs, out):
     if _tape.TAPE is None:
         return _attention_call(q, k, v, scale, causal, probs, out)
     return _tape.record(_attention_call, q, k, v, float(scale), bool(causal), probs, out)
+
+
+# dV = P^T dO; dS = P (dO V^T - rowsum(dO O)); dQ = scale dS K; dK = scale dS^T Q
+def _attention_bwd(g, q, k, v, o, probs, scale, need_q, need_k, need_v, gq, gk, gv, ds):
+    """``attention``'s gradients per (batch, head) from its saved output ``o`` and ``probs``:
+    g (B, H, T, E) with unit stride along its last dim and rows apart by at least a row;
+    gq, gk, gv C-contiguous (written when needed), ds (T * S) scratch. The products are BLAS
+    calls; the scale multiplies each rounded product, as the separate ops do."""
+    n_b, n_h, n_t, n_d = q.shape
+    n_s = k.shape[2]
+    n_e = v.shape[3]
+    isz = q.itemsize
+    ldq, ldk, ldv, ldg = (q.strides[2] // isz, k.strides[2] // isz, v.strides[2] // isz,
+                          g.strides[2] // isz)
+    zero = probs.dtype.type(0)
+    sc = probs.dtype.type(scale)
+    for b in range(n_b):
+        for h in range(n_h):
+            p = probs[b, h]
+            gbh = g[b, h]
+            if need_v:
+                gemm(ROW_MAJOR, TRANS, NO_TRANS, n_s, n_e, n_t, 1.0, p.ctypes,  # noqa: F821
+                     n_s, gbh.ctypes, ldg, 0.0, gv[b, h].ctypes, n_e)
+            if not (need_q or need_k):
+                continue
+            gemm(ROW_MAJOR, NO_TRANS, TRANS, n_t, n_s, n_e, 1.0, gbh.ctypes, ldg,  # noqa: F821
+                 v[b, h].ctypes, ldv, 0.0, ds.ctypes, n_s)
+            obh = o[b, h]
+            for i in range(n_t):
+                r = zero
+                for e in range(n_e):
+                    r += gbh[i, e] * obh[i, e]
+                pi = p[i]
+                base = i * n_s
+                for j in range(n_s):
+                    ds[base + j] = pi[j] * (ds[base + j] - r)
+            if need_q:
+                out = gq[b, h]
+                gemm(ROW_MAJOR, NO_TRANS, NO_TRANS, n_t, n_d, n_s, 1.0, ds.ctypes,  # noqa: F821
+                     n_s, k[b, h].ctypes, ldk, 0.0, out.ctypes, n_d)
+                for i in range(n_t):
+                    for c in range(n_d):
+                        out[i, c] = out[i, c] * sc
+            if need_k:
+                out = gk[b, h]
+                gemm(ROW_MAJOR, TRANS, NO_TRANS, n_s, n_d, n_t, 1.0, ds.ctypes,  # noqa: F821
+                     n_s, q[b, h].ctypes, ldq, 0.0, out.ctypes, n_d)
+                for i in range(n_s):
+                    for c in range(n_d):
+                        out[i, c] = out[i, c] * sc
+
+
+_ATTENTION_BWD = {np.dtype(dt): specialize(_attention_bwd, name, _FAST, gemm=blas)
+                  for dt, name, blas in ((np.float32, "f32", sgemm), (np.float64, "f64", dgemm))}
+
+
+def attention_grad_fits(g, o):
+    """Whether ``attention_backward`` takes gradient ``g`` of output ``o``: its shape and
+    dtype, unit stride along the last dim, rows apart by at least a row, nonnegative."""
+    st, isz = g.strides, g.itemsize
+    return (g.__class__ is np.ndarray and g.shape == o.shape and g.dtype == o.dtype
+            and st[3] == isz and st[2] >= g.shape[3] * isz and min(st) >= 0
+            and o.flags.c_contiguous)
+
+
+def _attention_bwd_call(g, q, k, v, o, probs, scale, need, gq, gk, gv):
+    ds = np.empty(probs.shape[2] * probs.shape[3], probs.dtype)
+    _ATTENTION_BWD[q.dtype](g, q, k, v, o, probs, scale, need[0], need[1], need[2], gq, gk,
+                            gv, ds)
+
+
+def attention_backward(g, q, k, v, o, probs, scale, need):
+    """(gq, gk, gv) of ``attention`` (None where ``need`` says not needed) for host arrays
+    ``attention_fits`` and ``attention_grad_fits`` take."""
+    dt = q.dtype
+    gq, gk, gv = (_arrays.empty(q, a.shape, dt) if n else _EMPTY4[dt]
+                  for a, n in zip((q, k, v), need))
+    args = (g, q, k, v, o, probs, float(scale), tuple(bool(n) for n in need), gq, gk, gv)
+    if _tape.TAPE is None:
+        _attention_bwd_call(*args)
+    else:
+        _tape.record(_attention_bwd_call, *args)
+    return tuple(a if n else None for a, n in zip((gq, gk, gv), need))
+
+
+_EMPTY4 = {dt: np.empty((0, 0, 0, 0), dt) for dt in _EMPTY}
