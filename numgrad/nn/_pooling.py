@@ -62,20 +62,46 @@ def _big_enough(shape, out):
                            "size is too small")
 
 
+def _pad_words(k, p):
+    """How PyTorch's 2-D and 3-D shape checks name the kernel sizes and paddings."""
+    if len(k) == 2:
+        return f"padW = {p[1]}, padH = {p[0]}, kW = {k[1]}, kH = {k[0]}"
+    return f"kT: {k[0]} kW: {k[2]} kH: {k[1]} padT: {p[0]} padW: {p[2]} padH: {p[1]}"
+
+
+def _checked_out(shape, k, s, p, d, ceil_mode, shape_error, small=False):
+    """The output sizes of a 2-D or 3-D pool with PyTorch's pooling_output_shape and
+    pool{2,3}d_shape_check errors in its order: the output-size formula's, positive kernel,
+    stride and dilation, the input's rank and empty dims (``shape_error(shape)``: the message,
+    or None), the padding at most half the kernel, (``small``: the input at least the kernel),
+    a positive output size."""
+    n = len(k)
+    space = shape[-n:]
+    out = tuple(_pool_size(space[i], k[i], s[i], p[i], d[i], ceil_mode) for i in range(n))
+    _positive(k, s, d, "THW"[-n:])
+    msg = shape_error(shape)
+    if msg:
+        raise RuntimeError(msg)
+    if any(kk // 2 < pp for kk, pp in zip(k, p)):
+        raise RuntimeError("pad should be smaller than or equal to half of kernel size, but got "
+                           + _pad_words(k, p))
+    if small and any(a < b for a, b in zip(space, k)):
+        raise RuntimeError(f"input image (T: {space[0]} H: {space[1]} W: {space[2]}) smaller "
+                           f"than kernel size (kT: {k[0]} kH: {k[1]} kW: {k[2]})")
+    _big_enough(shape, out)
+    return out
+
+
+def _shape_2d(shape):
+    if not ((len(shape) == 3 and 0 not in shape) or (len(shape) == 4 and 0 not in shape[1:])):
+        return ("Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, "
+                f"but got:{list(shape)}")
+    return None
+
+
 def _pool_geom(x, k, s, p, d, ceil_mode):
     """Output size and PyTorch's pool2d_shape_check for (N, C, H, W) or (C, H, W) input."""
-    shape = x._data.shape
-    h, w = shape[-2:]
-    oh = _pool_size(h, k[0], s[0], p[0], d[0], ceil_mode)
-    ow = _pool_size(w, k[1], s[1], p[1], d[1], ceil_mode)
-    _positive(k, s, d, "HW")
-    if not ((len(shape) == 3 and 0 not in shape) or (len(shape) == 4 and 0 not in shape[1:])):
-        raise RuntimeError("Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size "
-                           f"for input, but got:{list(shape)}")
-    if k[1] // 2 < p[1] or k[0] // 2 < p[0]:
-        raise RuntimeError(f"pad should be smaller than or equal to half of kernel size, but got "
-                           f"padW = {p[1]}, padH = {p[0]}, kW = {k[1]}, kH = {k[0]}")
-    _big_enough(shape, (oh, ow))
+    oh, ow = _checked_out(x._data.shape, k, s, p, d, ceil_mode, _shape_2d)
     return k[0], k[1], s[0], s[1], p[0], p[1], d[0], d[1], oh, ow
 
 
@@ -215,23 +241,16 @@ def _geometry(input, fn, k, s, p, d, ceil_mode, check_input_size):
     shape = input._data.shape
     if len(shape) not in (4, 5):
         raise RuntimeError("non-empty 4D or 5D (batch mode) tensor expected for input")
-    space = shape[-3:]
-    out = tuple(_pool_size(space[i], k[i], s[i], p[i], d[i], ceil_mode) for i in range(3))
-    for i, n in enumerate(shape):
-        if n <= 0 and not (len(shape) == 5 and i == 0):
-            raise RuntimeError(f"{fn}: Expected input's non-batch dimensions to have positive "
-                               f"length, but input has a shape of {list(shape)} and non-batch "
-                               f"dimension {n} has length zero!")
-    _positive(k, s, d, "THW")
-    if k[0] // 2 < p[0] or k[2] // 2 < p[2] or k[1] // 2 < p[1]:
-        raise RuntimeError(f"pad should be smaller than or equal to half of kernel size, but got "
-                           f"kT: {k[0]} kW: {k[2]} kH: {k[1]} padT: {p[0]} padW: {p[2]} "
-                           f"padH: {p[1]}")
-    if check_input_size and (space[0] < k[0] or space[1] < k[1] or space[2] < k[2]):
-        raise RuntimeError(f"input image (T: {space[0]} H: {space[1]} W: {space[2]}) smaller "
-                           f"than kernel size (kT: {k[0]} kH: {k[1]} kW: {k[2]})")
-    _big_enough(shape, out)
-    return out
+
+    def empty_dim(shape):
+        for i, n in enumerate(shape):
+            if n <= 0 and not (len(shape) == 5 and i == 0):
+                return (f"{fn}: Expected input's non-batch dimensions to have positive length, "
+                        f"but input has a shape of {list(shape)} and non-batch dimension {n} has "
+                        "length zero!")
+        return None
+
+    return _checked_out(shape, k, s, p, d, ceil_mode, empty_dim, check_input_size)
 
 
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
