@@ -59,7 +59,7 @@ def _write(x, d, index_host, src_arr, mode, wrap=False):
         bad = _kernels().index_write_dim(src_arr, idx, o3, bool(mode))
     elif mode == 0 or o3.dtype in _ATOMIC_ADD:
         # a CUDA tensor: the index checked here, then the GPU's put or scatter-add
-        bad = _first_outside(idx, size)
+        bad = _arrays.host_step(_first_outside, idx, size)
         if bad < 0:
             K = IDX.on(o3)
             (K.scatter_add_axis if mode else K.put_axis)(
@@ -78,7 +78,8 @@ _ATOMIC_ADD = tuple(np.dtype(t) for t in ("float32", "float64", "int32", "int64"
 
 
 def _first_outside(idx, size):
-    """The first position of host index ``idx`` outside [0, size), or -1."""
+    """The first position of host index ``idx`` outside [0, size), or -1 (a host step: a
+    compiled replay checks the current index and guards on the answer)."""
     bad = np.flatnonzero((idx < 0) | (idx >= size))
     return int(bad[0]) if bad.size else -1
 

@@ -127,6 +127,31 @@ def test_replayed_target_check_raises_the_eager_error():
     assert got == _bits(step(_cuda([1, 2])))
 
 
+@pytest.mark.parametrize("op", ["index_add", "index_copy"])
+def test_replayed_index_write_checks_the_index_again(op):
+    """index_add/index_copy check their index on the host before the GPU writes: a compiled
+    call with an out-of-range index raises eager's error (the check is a host step a replay
+    repeats; today the trace also runs CPU kernels beside CUDA ones, so it runs eagerly)."""
+    x = numgrad.zeros(4, 3, device="cuda")
+    src = numgrad.ones(2, 3, device="cuda")
+
+    def f(i):
+        return getattr(x, op)(0, i, src) * 2
+
+    compiled = numgrad.compile(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(3):
+            assert _bits(compiled(_cuda([0, 1]))) == _bits(f(_cuda([0, 1])))
+    error = RuntimeError if op == "index_add" else IndexError  # (PyTorch's classes)
+    with pytest.raises(error) as eager:
+        f(_cuda([0, 9]))
+    with pytest.raises(error) as replayed:
+        compiled(_cuda([0, 9]))
+    assert str(replayed.value) == str(eager.value)
+    assert _bits(compiled(_cuda([3, 2]))) == _bits(f(_cuda([3, 2])))
+
+
 # ---------------------------------------------------------------------------------------------
 # plain programs
 # ---------------------------------------------------------------------------------------------
