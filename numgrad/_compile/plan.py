@@ -90,6 +90,11 @@ def _extent(a):
     return span(address(a), a.shape, a.strides, a.itemsize)
 
 
+def _threads():
+    import numba
+    return numba.get_num_threads()
+
+
 def _view(base, off, shape, strides, dtype):
     return np.ndarray(shape, dtype, base[0], base[1] + off, strides)
 
@@ -201,6 +206,10 @@ class Plan:
         snapshots = tape.first
         loc = Locator(externals, pool, tape.outside)
         self.pool = pool
+        # traced at one thread: a multithreaded kernel that has a serial twin computing the
+        # same bits (``kernels._jit.serial_twin``) replays as that twin, which skips the
+        # thread pool's launch (30-50 us per call at one thread: 3-4 ms of a GPT step)
+        one_thread = _threads() == 1
         self.steps = []
         for k, (fn, args, kwargs, res) in enumerate(calls):
             if any(isinstance(v, np.ndarray) for v in kwargs.values()):
@@ -230,6 +239,8 @@ class Plan:
                     plain.append(v)
             if any(v is not None for v in plain):
                 guard = tuple(plain) if res.__class__ is tuple else plain[0]
+            if one_thread:
+                fn = getattr(fn, "_numgrad_serial", fn)
             self.steps.append((fn, tuple(args), kwargs, specs, rets, guard))
         self.result = _describe(result, loc, detach)
         escaping = _specs(self.result)
