@@ -4,6 +4,8 @@ the ops of ``numgrad.ops.conv`` and ``numgrad.ops.conv_transpose`` (im2col + one
 group, col2im for the adjoint; conv1d runs them on a unit height), recorded as PyTorch's one
 ``ConvolutionBackward0`` node (``Im2ColBackward0``/``Col2ImBackward0`` for unfold/fold)."""
 
+import numpy as np
+
 from numgrad import _dtype
 from numgrad.nn import _checks as C
 from numgrad.nn import functional as F
@@ -77,10 +79,25 @@ def _check_empty_input(x_shape):
     return False
 
 
+def _zero_dilation(x_shape, w_shape, dilation, groups, float32):
+    """PyTorch's message for a zero dilation, from the kernel it picks: oneDNN's for float32
+    input that is grouped, batched (N > 1), large (N*C*H*W > 20480) or has a kernel over 3
+    in both last dims; else its own kernels' (a 1-D convolution runs as a 2-D one on a unit
+    height)."""
+    if len(w_shape) == 3:
+        x_shape, w_shape, dilation = (x_shape[:2] + (1,) + tuple(x_shape[2:]),
+                                      w_shape[:2] + (1,) + tuple(w_shape[2:]), (1,) + dilation)
+    if float32 and (groups > 1 or (w_shape[-1] > 3 and w_shape[-2] > 3) or x_shape[0] > 1
+                    or x_shape[0] * x_shape[1] * x_shape[2] * x_shape[3] > 20480):
+        return "non-positive dilation is not supported"
+    return f"dilation should be greater than zero, but got {list(dilation)}"
+
+
 def _check_conv(x_shape, w_shape, stride, padding, dilation, groups, bias_shape,
-                transposed=False, output_padding=(0,), dilation_list=False):
+                transposed=False, output_padding=(0,), float32=False):
     """PyTorch's checks of a convolution, in its order; returns the expanded parameters and
-    the output size (``dilation_list``: conv2d's message for a non-positive dilation)."""
+    the output size (a zero dilation of a convolution is checked after its sizes: its
+    message depends on whether ``float32`` input would run PyTorch's oneDNN kernel)."""
     wnd = len(w_shape)
     if wnd < 3:
         raise RuntimeError("weight should have at least three dimensions")
@@ -97,9 +114,10 @@ def _check_conv(x_shape, w_shape, stride, padding, dilation, groups, bias_shape,
         raise RuntimeError("negative output_padding is not supported")
     if min(stride) <= 0:
         raise RuntimeError("non-positive stride is not supported")
-    if min(dilation) <= 0:
-        raise RuntimeError(f"dilation should be greater than zero, but got {list(dilation)}"
-                           if dilation_list else "non-positive dilation is not supported")
+    if min(dilation) < 0:
+        raise RuntimeError("dilation should be greater than zero")
+    if transposed and min(dilation) == 0:
+        raise RuntimeError("non-positive dilation is not supported")
     if wnd != len(x_shape):
         raise RuntimeError(f"Expected {wnd}-dimensional input for {wnd}-dimensional weight "
                            f"{list(w_shape)}, but got {len(x_shape)}-dimensional input of size "
@@ -149,6 +167,8 @@ def _check_conv(x_shape, w_shape, stride, padding, dilation, groups, bias_shape,
             f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). "
             f"Kernel size: ({' x '.join(map(str, eff))}). Kernel size can't be greater than "
             "actual input size")
+    if min(dilation) == 0:
+        raise RuntimeError(_zero_dilation(x_shape, w_shape, dilation, groups, float32))
     out = tuple(CV.blocks(n, k, s, p, d) for n, k, s, p, d in zip(
         x_shape[2:], w_shape[2:], stride, padding, dilation))
     return stride, padding, dilation, output_padding, out
@@ -182,7 +202,7 @@ def _string_padding(padding, same, *args):
 
 
 def _conv_same(input, weight, stride, dilation, groups):
-    """padding='same' (conv2d, conv3d): PyTorch's checks, and the input padded on the
+    """padding='same': PyTorch's checks, and the input padded on the
     right/bottom by the odd part of an even kernel's padding; returns the input and the
     symmetric padding."""
     w_shape, nd = weight._data.shape, input._data.ndim
@@ -214,22 +234,6 @@ def _same_strides(dim, stride, dilation):
         raise RuntimeError("padding='same' is not supported for strided convolutions")
 
 
-def _same_1d(input, weight, stride, dilation, groups):
-    """padding='same' for conv1d: the odd part of an even kernel's padding added on the
-    right."""
-    w_shape = weight._data.shape
-    if len(w_shape) < 3:
-        raise RuntimeError("weight should have at least three dimensions")
-    if groups <= 0:
-        raise RuntimeError("non-positive groups is not supported")
-    _same_strides(len(w_shape) - 2, stride, dilation)
-    total = dilation[0] * (w_shape[-1] - 1)
-    left = C.ctrunc(total, 2)
-    if total - 2 * left:
-        input = F.pad(input, [0, total - 2 * left])
-    return input, (left,)
-
-
 def _empty_conv_shape(input, weight, space):
     """The output shape of a convolution whose input or weight is empty (PyTorch's output
     for an input of no channels has none either), else None."""
@@ -253,7 +257,7 @@ def _prepare(fn, n, same, input, weight, bias, stride, padding, dilation, groups
         input, padding = _string_padding(padding, same, input, weight, stride, dilation, groups)
     stride, padding, dilation, _, out = _check_conv(
         input._data.shape, weight._data.shape, stride, padding, dilation, groups,
-        _bias_shape(bias))
+        _bias_shape(bias), float32=input._data.dtype == np.float32)
     _check_types(input, weight, bias)
     return input, unbatched, stride, padding, dilation, groups, out
 
@@ -262,7 +266,7 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-D convolution over (N, C, L) or unbatched (C, L) input: the conv2d kernels on a
     unit height."""
     input, unbatched, stride, padding, dilation, groups, (ol,) = _prepare(
-        "conv1d", 1, _same_1d, input, weight, bias, stride, padding, dilation, groups)
+        "conv1d", 1, _conv_same, input, weight, bias, stride, padding, dilation, groups)
     x4 = input._data[:, :, None, :]
     w4 = weight._data[:, :, None, :]
     if _check_empty_input(x4.shape) and w4.shape[3] <= 0:  # checked as a 2-D convolution
@@ -288,7 +292,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     x_shape, w_shape = input._data.shape, weight._data.shape
     stride, padding, dilation, _, out = _check_conv(
         x_shape, w_shape, stride, padding, dilation, groups, _bias_shape(bias), False, (0, 0),
-        True)
+        input._data.dtype == np.float32)
     kh, kw = w_shape[2:]
     if _check_empty_input(x_shape) and (kh <= 0 or kw <= 0):
         raise RuntimeError(f"kernel size should be greater than zero, but got kernel_height: "
