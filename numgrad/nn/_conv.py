@@ -26,10 +26,14 @@ def _is_pair(v):
     return type(v) is tuple and len(v) == 2 and type(v[0]) is int and type(v[1]) is int
 
 
+def _is_default(v, default):
+    return v is None if default is None else type(v) is int and v == default
+
+
 def _conv_args(fn, n, args):
     """conv{n}d's overload resolution: int lists (an int stands for ``n``; a padding string)
-    and an int groups, else its TypeError naming the arguments' types (conv2d: as given;
-    conv1d/conv3d: as parsed so far, conv3d without trailing defaults)."""
+    and an int groups, else its TypeError naming the arguments' types (as given, up to the
+    last one that is not its default: keyword arguments look positional here)."""
     given, args = args, list(args)
     if n == 2:  # the common case first: ints or int pairs
         fast = [(v, v) if type(v) is int else v for v in args[3:6]]
@@ -38,23 +42,32 @@ def _conv_args(fn, n, args):
                 and isinstance(args[0], Tensor) and isinstance(args[1], Tensor)
                 and (args[2] is None or isinstance(args[2], Tensor))):
             return fast + [args[6]]
+    unpack = None  # a list whose later element is no int: PyTorch's error once all else fits
     try:
         if not (isinstance(args[0], Tensor) and isinstance(args[1], Tensor)
                 and (args[2] is None or isinstance(args[2], Tensor))):
             raise TypeError
-        for i, name in ((3, "stride"), (5, "dilation"), (4, "padding")):
+        for i, name in ((3, "stride"), (4, "padding"), (5, "dilation")):
             v = args[i]
             if not (i == 4 and isinstance(v, str)):
-                t = C.int_list(v, fn, name, i + 1)
+                try:
+                    t = C.int_list(v, fn, name, i + 1)
+                except TypeError as e:
+                    if "failed to unpack" not in str(e):
+                        raise
+                    unpack = unpack or e
+                    continue
                 args[i] = t * n if not isinstance(v, (list, tuple)) else t
         args[6] = C.int_arg(args[6], fn, "groups", 7)
     except TypeError:
-        shown = list(given) if n == 2 else args
-        while n == 3 and len(shown) > 2 and shown[-1] is _DEFAULTS[len(shown) - 3]:
+        shown = list(given)
+        while len(shown) > 2 and _is_default(shown[-1], _DEFAULTS[len(shown) - 3]):
             shown.pop()  # PyTorch names the arguments given (here: up to the last non-default)
         got = ", ".join("Tensor" if isinstance(a, Tensor) else type(a).__name__ for a in shown)
         raise TypeError(f"{fn}() received an invalid combination of arguments - got ({got}), "
                         f"but expected one of:{_SIGNATURES}") from None
+    if unpack is not None:
+        raise unpack
     return args[3:]
 
 
