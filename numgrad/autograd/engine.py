@@ -23,7 +23,8 @@ from numgrad.autograd import anomaly_mode, grad_mode
 from numgrad.autograd.anomaly_mode import STATE as ANOMALY
 from numgrad.autograd.function import BackwardCFunction
 from numgrad.autograd.graph import FREED_MSG, AccumulateGrad
-from numgrad.kernels import EW
+from numgrad.kernels import EW, RED
+from numgrad.ops._util import is_array
 from numgrad.ops.reduction import sum_to_array
 from numgrad.tensor import Tensor, _wrap
 
@@ -36,7 +37,10 @@ _TYPE_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "int32"
 def _modified_error(shape, dtype, fn, nr, current, expected):
     desc = f"[torch.{_TYPE_NAMES.get(dtype.name, dtype.name)}Tensor [{', '.join(map(str, shape))}]]"
     if fn is not None:
-        desc += f", which is output {nr} of {re.sub(r'Backward[0-9]*$', '', type(fn).__name__)},"
+        name = fn.name()  # PyTorch's C++ nodes keep their name (torch::autograd::CopySlices)
+        if not name.startswith("torch::"):
+            name = re.sub(r'Backward[0-9]*$', '', type(fn).__name__)
+        desc += f", which is output {nr} of {name},"
     return RuntimeError(
         "one of the variables needed for gradient computation has been modified by an inplace "
         f"operation: {desc} is at version {current}; expected version {expected} instead. Hint: "
@@ -45,8 +49,22 @@ def _modified_error(shape, dtype, fn, nr, current, expected):
 
 
 def check_versions(node):
-    """Raise PyTorch's error when a tensor this node saved was modified in place since."""
-    for target, expected, arr in node._vchk:
+    """Raise PyTorch's error when a tensor this node saved was modified in place since (the
+    forms of ``node._vchk``: see ``numgrad.ops._util.attach``)."""
+    chk = node._vchk
+    if chk is True or chk[0].__class__ is int:  # the short forms: all saved at version 0
+        saved = node._saved or ()
+        if chk is not True and chk[0]:  # the node's own saved output
+            for arr in filter(is_array, saved):
+                raise _modified_error(arr.shape, arr.dtype, node, 0, chk[0], 0)
+        for v in saved:
+            if isinstance(v, Tensor):
+                vc = v._vc
+                if vc is not None and vc[0]:
+                    raise _modified_error(v._data.shape, v._data.dtype, v.grad_fn,
+                                          v._output_nr, vc[0], 0)
+        return
+    for target, expected, arr in chk:
         if arr is None:
             vc = target._vc
             if vc is not None and vc[0] != expected:
@@ -105,7 +123,8 @@ def _collect(roots):
         if node.__class__ is AccumulateGrad:
             continue
         nodes.append(node)
-        for nxt in node._next[::2]:
+        nx = node._next
+        for nxt in (nx[::2] if nx.__class__ is tuple else (nx,)):
             if nxt is None:
                 continue
             if nxt.__class__ is AccumulateGrad:
@@ -128,7 +147,8 @@ def _needed(roots, targets):
     seen = set(roots)
     while stack:
         node = stack.pop()
-        for nxt in node._next[::2]:
+        nx = node._next
+        for nxt in (nx[::2] if nx.__class__ is tuple else (nx,)):
             if nxt is not None:
                 parents.setdefault(nxt, []).append(node)
                 if nxt not in seen:
@@ -193,6 +213,8 @@ def _summed_to(g, a, target):
     src = a.shape
     if src == target:
         return a
+    if not target:  # all into one element: sum_to_array's one-pass kernel call, directly
+        return RED.sum_all(a, a.dtype, 1.0 if a.dtype.kind == "f" else 1)
     if len(target) > len(src) or not all(
             s == t or t == 1 for s, t in zip(reversed(src), reversed(target))):
         return g.sum_to_size(target)._data
@@ -430,8 +452,9 @@ def execute(roots, grads, keep_graph, create_graph, capture=None, targets=None,
             inp = pop(node, None)
             outs = None
             if inp is not None:
-                if owned:
-                    _disown(inp, owned)
+                if owned:  # gradients leaving the buffers are no longer the engine's to add into
+                    for g in inp:
+                        owned.discard(id(g))
                 hooks = node._hooks
                 if hooks is not None or capture is not None:
                     inp = _run_hooks_before(node, hooks, inp, captured, capture, shared)
@@ -467,6 +490,8 @@ def execute(roots, grads, keep_graph, create_graph, capture=None, targets=None,
                         shared.update(id(g) for g in outs if g is not None)
             inp = None  # gone before a leaf below may take an output's memory as its .grad
             nx = node._next
+            if nx.__class__ is not tuple:  # one edge (node, 0)
+                nx = (nx, 0)
             for j in range(0, len(nx), 2):
                 nxt = nx[j]
                 if nxt is not None:

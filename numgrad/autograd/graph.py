@@ -2,12 +2,13 @@
 
 A node holds ``next_functions`` (one ``(node or None, output_nr)`` edge per input of the
 forward op, exactly as PyTorch shows them; stored flat in ``_next`` as ``(node, output_nr,
-node, output_nr, ...)``, one tuple instead of one per edge plus their container, so a graph
-of tiny ops gives the garbage collector fewer objects to track), what its backward rule
-needs (``_saved``, a tuple; ``None`` once freed) and, only for broadcasting or
-type-promoting ops, ``_meta``: per input ``(shape, dtype)`` or ``None``, which the engine
-uses to sum each gradient back to its input's shape in one place. Node classes print as
-PyTorch's (``<MulBackward0 object at ...>``).
+node, output_nr, ...)``, one tuple instead of one per edge plus their container, and a node
+with the single edge ``(node, 0)`` stores that node itself, so a graph of tiny ops gives the
+garbage collector fewer objects to track), what its backward rule needs (``_saved``, a
+tuple; ``None`` once freed) and, only for broadcasting or type-promoting ops, ``_meta``: per
+input ``(shape, dtype)`` or ``None``, which the engine uses to sum each gradient back to its
+input's shape in one place. Node classes print as PyTorch's (``<MulBackward0 object at
+...>``).
 """
 
 import itertools
@@ -41,7 +42,11 @@ def _as_saved_value(value):
 
 
 def _flat(edges):
-    """``((node, nr), (node, nr), ...)`` as ``(node, nr, node, nr, ...)`` (``Node._next``)."""
+    """``((node, nr), (node, nr), ...)`` as ``Node._next``: ``(node, nr, node, nr, ...)``, or
+    the node alone for the one edge ``(node, 0)``."""
+    if len(edges) == 1:
+        fn, nr = edges[0]
+        return fn if nr == 0 and fn is not None else (fn, nr)
     if len(edges) == 2:
         (a, i), (b, j) = edges
         return (a, i, b, j)
@@ -104,13 +109,16 @@ class Node:
         cls.__module__ = "builtins"
 
     def __init__(self, next_functions=(), saved=()):
-        e = next_functions[0] if len(next_functions) == 1 else None
-        self._next = e if e.__class__ is tuple else _flat(next_functions)
+        if len(next_functions) == 1:  # the common case: one edge, stored as its node
+            fn, nr = next_functions[0]
+            self._next = fn if nr == 0 and fn is not None else (fn, nr)
+        else:
+            self._next = _flat(next_functions)
         self._seq = next(_seq)
         self._saved = saved
         self._meta = None
         self._hooks = None
-        self._vchk = None  # version checks beyond "saved tensors were at version 0" (see attach)
+        self._vchk = None  # the version checks of saved tensors (see ops._util.attach)
         if ANOMALY[0]:
             from numgrad.autograd.anomaly_mode import record_forward
             record_forward(self)
@@ -119,6 +127,8 @@ class Node:
     def next_functions(self):
         """One ``(node or None, output_nr)`` edge per input of the forward op."""
         t = self._next
+        if t.__class__ is not tuple:
+            return ((t, 0),)
         if len(t) == 2:
             return (t,)
         return tuple(zip(t[::2], t[1::2]))

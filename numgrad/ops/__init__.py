@@ -68,7 +68,15 @@ def _add_inplace_raw(self, other):
 
 
 def _binop(fn):
+    tensors = getattr(fn, "tensors", None)  # a declared binary op's own two fast forms
+    number = getattr(fn, "with_number", None)
+
     def op(self, other):
+        if tensors is not None and self.__class__ is Tensor:
+            if other.__class__ is Tensor:
+                return tensors(self, other, 1)
+            if number is not None and (other.__class__ is float or other.__class__ is int):
+                return number(self, other, 1)
         if isinstance(other, Tensor) or is_scalar(other) or isinstance(other, np.ndarray):
             return fn(self, other)
         return NotImplemented

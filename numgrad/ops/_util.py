@@ -68,37 +68,95 @@ def needs_grad(*ts):
 def attach(out, node):
     """Make ``node`` the grad_fn of ``out`` and note the versions of what it saved.
 
-    ``node._vchk`` lists (tensor, version, None) for saved tensors and (version counter,
-    version, array) for saved outputs; the engine checks them before running the node.
+    ``node._vchk``, which the engine checks before running the node (``check_versions``):
+    ``None``, nothing to check; ``True``, the tensors in ``_saved`` were at version 0; a
+    version counter ``[0]``, ``out``'s own (new), the node having saved ``out``'s array
+    (the only array in ``_saved``), expected at version 0 like the tensors in ``_saved``;
+    else a list of (tensor, version, None) for saved tensors and (version counter, version,
+    array) for saved outputs. The two short forms keep a graph of tiny ops to at most one
+    tracked object per node for its checks.
     """
     out._grad_fn = node
     out._requires_grad = True
     saved = node._saved
     if saved:
-        chk = []
         od = out._data
+        short = True  # whether a short form says it all
+        saves_out = tensors = False
         for v in saved:
             if v is od:
-                vc = out._vc
-                if vc is None:
-                    vc = out._vc = [0]
-                chk.append((vc, vc[0], v))
+                if saves_out or out._vc is not None:
+                    short = False
+                    break
+                saves_out = True
             elif isinstance(v, Tensor):
                 vc = v._vc
-                if vc is None:
-                    chk.append((v, 0, None))
-                elif vc is INFERENCE:
-                    raise RuntimeError(
-                        "Inference tensors cannot be saved for backward. Please do not use "
-                        "Tensors created in inference mode in computation tracked by "
-                        "autograd. To work around this, you can make a clone to get a normal "
-                        "tensor and use it in autograd, or use `torch.no_grad()` instead of "
-                        "`torch.inference_mode()`.")
-                else:
-                    chk.append((v, vc[0], None))
-        if chk:
-            node._vchk = chk
+                if vc is not None and (vc is INFERENCE or vc[0] != 0):
+                    short = False
+                    break
+                tensors = True
+        if not short or (saves_out and len(saved) > 1 and sum(map(is_array, saved)) != 1):
+            _explicit_checks(out, node, saved, od)
+        elif saves_out:
+            node._vchk = out._vc = [0]
+        elif tensors:
+            node._vchk = True
     return out
+
+
+def is_array(v):
+    """Whether ``v`` is tensor data (a NumPy array or CUDA data), as a node saves its output."""
+    return v.__class__ is np.ndarray or v.__class__.__name__ == "CudaArray"
+
+
+def _explicit_checks(out, node, saved, od):
+    """``node._vchk`` as the list of (target, version, array) triples (see ``attach``)."""
+    chk = []
+    for v in saved:
+        if v is od:
+            vc = out._vc
+            if vc is None:
+                vc = out._vc = [0]
+            chk.append((vc, vc[0], v))
+        elif isinstance(v, Tensor):
+            vc = v._vc
+            if vc is None:
+                chk.append((v, 0, None))
+            elif vc is INFERENCE:
+                raise RuntimeError(
+                    "Inference tensors cannot be saved for backward. Please do not use "
+                    "Tensors created in inference mode in computation tracked by "
+                    "autograd. To work around this, you can make a clone to get a normal "
+                    "tensor and use it in autograd, or use `torch.no_grad()` instead of "
+                    "`torch.inference_mode()`.")
+            else:
+                chk.append((v, vc[0], None))
+    node._vchk = chk or None
+
+
+def version_checks(node, od):
+    """``node._vchk`` in its list form, ``od`` being the data of the output it was attached to
+    (``inplace`` rewrites the checks of a node whose output went into another tensor)."""
+    chk = node._vchk
+    if chk is None or (chk is not True and chk[0].__class__ is not int):
+        return chk
+    out = [] if chk is True else [(chk, 0, od)]
+    return out + [(v, 0, None) for v in node._saved if isinstance(v, Tensor)]
+
+
+_SHARED = {}  # _meta value -> the one tuple every node with that value holds
+
+
+def shared(value):
+    """One tuple per distinct value (a node's ``_meta``, a select's saved place), shared by
+    every node that holds it: a graph of tiny ops then gives the garbage collector no new
+    tracked object for it. Bounded: the table starts over past 4096 values."""
+    s = _SHARED.get(value)
+    if s is None:
+        if len(_SHARED) >= 4096:
+            _SHARED.clear()
+        s = _SHARED[value] = value
+    return s
 
 
 def meta_for(t, shape, dt):
@@ -120,4 +178,4 @@ def wrap_out(node, arr, nr=0):
 
 __all__ = ["EW", "RED", "IDX", "LIN", "Tensor", "_wrap", "edge", "NO_EDGE", "state",
            "dtype_of", "is_scalar", "to_tensor", "as_type", "scalar_value", "float_type",
-           "needs_grad", "attach", "meta_for", "wrap_out"]
+           "needs_grad", "attach", "is_array", "version_checks", "shared", "meta_for", "wrap_out"]

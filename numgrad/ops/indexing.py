@@ -115,6 +115,12 @@ def getitem(x, key):
     """``x[key]`` with PyTorch's semantics and node names."""
     if key.__class__ is int and x._data.ndim and -(1 << 63) <= key < (1 << 63):
         return sh.select(x, 0, key, _key=True)  # x[i], the common case: what _parse gives
+    if key.__class__ is tuple and len(key) == 2:  # x[i, j] in range: two selects, as _parse's
+        i, j = key
+        shape = x._data.shape
+        if (i.__class__ is int and j.__class__ is int and len(shape) >= 2
+                and -shape[0] <= i < shape[0] and -shape[1] <= j < shape[1]):
+            return sh.select(sh.select(x, 0, i), 0, j)
     parsed, single = _parse(key, x._data.ndim)
     r = x
     dim = 0  # position in the result so far

@@ -32,6 +32,7 @@ from numgrad.ops._util import (
     edge,
     is_scalar,
     state,
+    version_checks,
 )
 from numgrad.ops.registry import REGISTRY, declare, inplace_of
 
@@ -126,10 +127,10 @@ def apply_(t, op, *args, raw=None, overlap=False):
 def _save_result_in_place(node, out, t):
     """A node that saved its result keeps ``t`` (now holding it) instead of a private copy, so
     modifying ``t`` again raises PyTorch's version error instead of keeping a second array."""
-    chk = node._vchk
+    od = out._data
+    chk = version_checks(node, od)
     if not chk:
         return
-    od = out._data
     vc = t._shared_vc()
     node._saved = tuple(t._data if v is od else v for v in node._saved)
     node._vchk = [(vc, vc[0], t._data) if arr is od else (target, e, arr)
@@ -246,6 +247,9 @@ class CopySlices(Node):
     __slots__ = ()
     _meta_only = True
     _plain = False
+
+    def name(self):
+        return "torch::autograd::CopySlices"  # PyTorch's C++ name, as its name() shows
 
     # d/dbase = g outside the region, fn's gradient for the old region inside; d/dothers = fn's
     def _backward(self, g):

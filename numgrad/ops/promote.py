@@ -48,12 +48,17 @@ from numgrad.ops._util import (
     is_scalar,
     meta_for,
     scalar_value,
+    shared,
     state,
 )
 from numgrad.ops.registry import REGISTRY, OpDef, _reads, write_out
 
 _ND = np.ndarray  # data of any other class is on the GPU
 _NUMBER = (float, int)
+# ops whose scalar kernel computes tensor (op) 0-dim tensor exactly: 2 where the 0-dim
+# operand may be on either side (the op commutes)
+_EXACT_SCALAR = {("add", "add_s"): 2, ("sub", "sub_s"): 1, ("mul", "mul_s"): 2,
+                 ("div", "div_s"): 1}
 WRAP = "wrap"  # scalar_kernel: a number operand runs through the tensor kernel as a 0-dim tensor
 
 
@@ -211,6 +216,8 @@ def binary(name=None, *, node=None, kernel, scalar_kernel=None, grad=None, resul
         bool_out = np.bool_ if result == "bool" else None
         float_rule = result == "float"
         wrap = scalar_kernel == WRAP
+        # the scalar kernel gives tensor (op) 0-dim tensor of one float dtype exactly
+        exact_scalar = _EXACT_SCALAR.get((kernel, scalar_kernel), 0)  # 2: either side
         fk = "f" if floats else "-"  # the dtype kind of the fast paths (none without floats)
         # (kernel, scaled kernel, scalar kernel, integer kernel, integer scalar kernel, scaled
         # scalar kernel, number-first kernel, its integer form), resolved on first use
@@ -239,7 +246,7 @@ def binary(name=None, *, node=None, kernel, scalar_kernel=None, grad=None, resul
             if al != 1:
                 k, p = kernels[1], al * alpha
             ad, bd = a._data, b._data
-            dt = None
+            dt = meta = None
             if (ad.dtype is bd.dtype and ad.shape == bd.shape and ad.dtype.kind == fk
                     and ad.__class__ is _ND and bd.__class__ is _ND and ad.flags.c_contiguous
                     and bd.flags.c_contiguous):
@@ -248,6 +255,27 @@ def binary(name=None, *, node=None, kernel, scalar_kernel=None, grad=None, resul
                 if n:
                     (k.flat if n < EW.PARALLEL_MIN else k.flat_par)(
                         ad.ravel(), bd.ravel(), r.ravel(), p, 0.0)
+            elif (exact_scalar and ad.dtype is bd.dtype and al == 1 and ad.dtype.kind == "f"
+                  and ad.dtype.itemsize > 2 and ad.__class__ is _ND and bd.__class__ is _ND
+                  and (bd.size == 1 and bd.ndim <= ad.ndim and ad.flags.c_contiguous
+                       or ad.size == 1 and ad.ndim <= bd.ndim and exact_scalar == 2
+                       and bd.flags.c_contiguous)):
+                # a tensor and a one-element tensor of its dtype that broadcasts to its shape
+                # (either side of add and mul): the scalar kernel with that element,
+                # bit-identical (+ - * / of two float32 computed in float64 and rounded once
+                # are the float32 result)
+                x, v = (ad, bd) if bd.size == 1 and bd.ndim <= ad.ndim else (bd, ad)
+                r = _arrays.new(x.shape, x.dtype)
+                n = r.size
+                if n:
+                    sk = kernels[2]
+                    (sk.flat if n < EW.PARALLEL_MIN else sk.flat_par)(
+                        x.ravel(), r.ravel(), v.item(), 0.0)
+                if v is bd:
+                    if b._requires_grad:
+                        meta = shared((None, (bd.shape, dtype_of(b))))
+                elif a._requires_grad:
+                    meta = shared(((ad.shape, dtype_of(a)), None))
             else:
                 if check is not None:
                     check(a, b)
@@ -263,10 +291,12 @@ def binary(name=None, *, node=None, kernel, scalar_kernel=None, grad=None, resul
                 ra, rb = a._requires_grad, b._requires_grad
                 if ra or rb:
                     node = node_cls((edge(a), edge(b)), saved_of[ra + 2 * rb](a, b, al, r))
-                    if dt is not None:
+                    if meta is not None:
+                        node._meta = meta
+                    elif dt is not None:
                         ma, mb = meta_for(a, r.shape, dt), meta_for(b, r.shape, dt)
                         if ma is not None or mb is not None:
-                            node._meta = (ma, mb)
+                            node._meta = shared((ma, mb))
                     attach(res, node)
             return res
 
@@ -439,6 +469,10 @@ def binary(name=None, *, node=None, kernel, scalar_kernel=None, grad=None, resul
         op.__doc__ = fn.__doc__
         op.__module__ = fn.__module__
         op.opdef = od
+        # what op(a, b) runs for two plain tensors and for a tensor and a Python number (the
+        # Tensor operators call them directly)
+        op.tensors = tensors
+        op.with_number = with_number if scalar_kernel is not None else None
         od.fn = op if second == "other" else _renamed(op, second)
         if "inplace" in od.variants:
             od.inplace_fn = _inplace_form(op, op_name, kernels, resolve, alpha, check,

@@ -42,6 +42,7 @@ from numgrad.ops._util import (
     edge,
     float_type,
     meta_for,
+    shared,
     state,
     wrap_out,
 )
@@ -161,7 +162,9 @@ def make_node(name, inputs, grads, saves):
             if result_at >= 0:
                 saved = list(saved)
                 saved[result_at] = wrap_out(self, saved[result_at])
-            nf = self._next  # (node, output_nr, node, output_nr, ...)
+            nf = self._next  # (node, output_nr, node, output_nr, ...), or one edge's node
+            if nf.__class__ is not tuple:
+                nf = (nf, 0)
             res = tuple([
                 f(g, *[saved[j] for j in a]) if f is not None and nf[2 * i] is not None else None
                 for i, f, a in each])
@@ -317,7 +320,7 @@ def _binary_function(od):
             args = (a, b, p, q)
             node = node_cls((edge(a), edge(b)), tuple(args[i] for i in at))
             if meta is not None:
-                node._meta = meta
+                node._meta = shared(meta)
             attach(res, node)
         return res
 

@@ -449,16 +449,22 @@ def _take(x, key):
     return out
 
 
+# (shape, dim, index) -> (SelectBackward0's saved (shape, key), the view's key): every select
+# of one place shares one saved tuple, so a graph of tiny ops gets no tracked object for it
+_SELECTS = {}
+
+
 @declare(nodes=("SelectBackward0",))
 def select(input, dim, index, _key=False):
     """``input`` at ``index`` along ``dim`` (``x[i]`` passes ``_key`` for its own message)."""
-    shape = input._data.shape
+    data = input._data
+    shape = data.shape
     nd = len(shape)
     if nd == 0:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
-    d = wrap_dim(dim, nd)
+    d = dim if dim.__class__ is int and 0 <= dim < nd else wrap_dim(dim, nd)
     size = shape[d]
-    i = int(index)
+    i = index if index.__class__ is int else int(index)
     if i < -size or i >= size:
         if _key:
             raise IndexError(f"index {i} is out of bounds for dimension {d} with size {size}")
@@ -466,10 +472,17 @@ def select(input, dim, index, _key=False):
                          f"at dimension {d}")
     if i < 0:
         i += size
-    key = (slice(None),) * d + (i,)
-    out = view_of(input, input._data[key + (Ellipsis,)])
-    if state.enabled and input._requires_grad:
-        attach(out, SelectBackward0((edge(input),), (shape, key)))
+    place = _SELECTS.get((shape, d, i))
+    if place is None:
+        key = (slice(None),) * d + (i,)
+        if len(_SELECTS) >= 4096:
+            _SELECTS.clear()
+        place = _SELECTS[shape, d, i] = ((shape, key), key + (Ellipsis,))
+    out = view_of(input, data[place[1]])
+    if input._requires_grad and state.enabled:
+        # attach's work for a node that saves no tensor: nothing to version-check
+        out._grad_fn = SelectBackward0((edge(input),), place[0])
+        out._requires_grad = True
     return out
 
 
@@ -648,8 +661,11 @@ class StackBackward0(Node):
     # d/dx_i stack(xs, d) = select(g, d, i)
     def _backward(self, g):
         dim = self._saved[0]
-        return tuple(select(g, dim, i) if nxt is not None else None
-                     for i, (nxt, _) in enumerate(self.next_functions))
+        nf = self._next  # (node, nr, node, nr, ...), or the node of a single edge (node, 0)
+        if nf.__class__ is not tuple:
+            return (select(g, dim, 0),)
+        return tuple([select(g, dim, i) if nf[2 * i] is not None else None
+                      for i in range(len(nf) >> 1)])
 
 
 def _tensor_list(tensors, fn):
@@ -753,13 +769,20 @@ def stack(tensors, dim=0, *, out=None):
     if out is not None:
         return _join_out(stack, out, tensors, dim)
     ts = _tensor_list(tensors, "stack")
-    ref = ts[0]._data.shape
+    first = ts[0]._data
+    ref = first.shape
     d = wrap_dim(dim, len(ref) + 1)
+    same = True  # one dtype, CPU arrays
     for i, p in enumerate(ts):
-        if p._data.shape != ref:
+        a = p._data
+        if a.shape != ref:
             raise RuntimeError(
                 f"stack expects each tensor to be equal size, but got {list(ref)} at entry 0 and "
-                f"{list(p._data.shape)} at entry {i}")
+                f"{list(a.shape)} at entry {i}")
+        if a.dtype is not first.dtype or a.__class__ is not np.ndarray:
+            same = False
+    if same and d == 0:
+        return _stack0(ts, first)
     dt = ts[0].dtype
     for p in ts[1:]:
         dt = _dtype.promote_types(dt, p.dtype)
@@ -776,6 +799,36 @@ def stack(tensors, dim=0, *, out=None):
             node._meta = metas
         attach(out, node)
     return out
+
+
+def _stack0(ts, first):
+    """``stack(ts, 0)`` of CPU tensors of one dtype and shape (``first``'s data): each part
+    copied by the copy kernel into its block of the result, no promotion, no ``_meta``."""
+    out_arr = _arrays.new((len(ts),) + first.shape, first.dtype)
+    m = first.size
+    if m:
+        flat = out_arr.reshape(-1)
+        k = EW.copy
+        run = k.flat if m < EW.PARALLEL_MIN else k.flat_par
+        o = 0
+        for p in ts:
+            a = p._data
+            if a.flags.c_contiguous:
+                run(a.ravel(), flat[o:o + m], 0.0, 0.0)
+            else:
+                EW.unary(k, a, a.dtype, out=flat[o:o + m].reshape(a.shape))
+            o += m
+    out = _wrap(out_arr)
+    if state.enabled:
+        for p in ts:
+            if p._requires_grad:  # attach's work for a node that saves no tensor
+                out._grad_fn = StackBackward0(tuple([edge(p) for p in ts]), _DIM0)
+                out._requires_grad = True
+                break
+    return out
+
+
+_DIM0 = (0,)  # StackBackward0's saved dim 0, shared
 
 
 @declare(nodes=("CatBackward0",), variants=("function",))
