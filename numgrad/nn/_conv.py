@@ -92,17 +92,29 @@ def _check_empty_input(x_shape):
     return False
 
 
-def _zero_dilation(x_shape, w_shape, dilation, groups, float32):
-    """PyTorch's message for a zero dilation, from the kernel it picks: oneDNN's for float32
-    input that is grouped, batched (N > 1), large (N*C*H*W > 20480) or has a kernel over 3
-    in both last dims; else its own kernels' (a 1-D convolution runs as a 2-D one on a unit
-    height)."""
+def _zero_dilation(x_shape, w_shape, dilation, groups, float32, transposed=False):
+    """PyTorch's message for a zero dilation (of a convolution or a ``transposed`` one), from
+    the kernel it picks: oneDNN's for float32 input that is grouped, batched (N > 1), large
+    (N*C*H*W > 20480) or has a kernel over 3 in both last dims (None: oneDNN runs a 1-D
+    or 2-D transposed 1x1 kernel); else its own kernels' (a 1-D convolution runs as a 2-D one on a
+    unit height)."""
     if len(w_shape) == 3:
         x_shape, w_shape, dilation = (x_shape[:2] + (1,) + tuple(x_shape[2:]),
                                       w_shape[:2] + (1,) + tuple(w_shape[2:]), (1,) + dilation)
     if float32 and (groups > 1 or (w_shape[-1] > 3 and w_shape[-2] > 3) or x_shape[0] > 1
                     or x_shape[0] * x_shape[1] * x_shape[2] * x_shape[3] > 20480):
-        return "non-positive dilation is not supported"
+        if not transposed:
+            return "non-positive dilation is not supported"
+        if len(w_shape) == 4 and max(w_shape[2:]) == 1:  # oneDNN runs a 1x1 kernel
+            return None
+        return "dimensions are invalid" if len(w_shape) == 5 else (
+            "could not create a primitive descriptor for the deconvolution forward propagation "
+            "primitive. Run workload with environment variable ONEDNN_VERBOSE=all to get "
+            "additional diagnostic information.")
+    if transposed:
+        names = ("depth", "height", "width")[5 - len(w_shape):]
+        return "dilation should be greater than zero, but got " + ", ".join(
+            f"dilation_{n}: {v}" for n, v in zip(names, dilation))
     return f"dilation should be greater than zero, but got {list(dilation)}"
 
 
@@ -129,8 +141,6 @@ def _check_conv(x_shape, w_shape, stride, padding, dilation, groups, bias_shape,
         raise RuntimeError("non-positive stride is not supported")
     if min(dilation) < 0:
         raise RuntimeError("dilation should be greater than zero")
-    if transposed and min(dilation) == 0:
-        raise RuntimeError("non-positive dilation is not supported")
     if wnd != len(x_shape):
         raise RuntimeError(f"Expected {wnd}-dimensional input for {wnd}-dimensional weight "
                            f"{list(w_shape)}, but got {len(x_shape)}-dimensional input of size "
@@ -153,6 +163,10 @@ def _check_conv(x_shape, w_shape, stride, padding, dilation, groups, bias_shape,
                 f"Given transposed=1, weight of size {list(w_shape)}, expected bias to be "
                 f"1-dimensional with {oc} elements, but got bias of size {list(bias_shape)} "
                 "instead")
+        msg = min(dilation) == 0 and _zero_dilation(x_shape, w_shape, dilation, groups,
+                                                    float32, True)
+        if msg:
+            raise RuntimeError(msg)
         for op, s, d in zip(output_padding, stride, dilation):
             if op >= s and op >= d:
                 names = ("depth", "height", "width")[3 - dim:]
@@ -371,7 +385,7 @@ def _conv_transpose(fn, dims, input, weight, bias, stride, padding, output_paddi
         input = sh.unsqueeze(input, 0) if unbatched else input
     stride, padding, dilation, output_padding, out = _check_conv(
         input._data.shape, weight._data.shape, stride, padding, dilation, groups,
-        _bias_shape(bias), True, output_padding)
+        _bias_shape(bias), True, output_padding, input._data.dtype == np.float32)
     if dims == 3:
         res = _conv_transpose3d(input, weight, bias, stride, padding, output_padding, groups,
                                 dilation, out)
