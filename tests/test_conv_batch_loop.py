@@ -12,7 +12,7 @@ import numgrad as ng
 from numgrad.nn import functional as NF
 from numgrad.ops import conv as conv_op
 
-pytestmark = pytest.mark.skipif(not NF.CONV.AVAILABLE,
+pytestmark = pytest.mark.skipif(not conv_op.CONV.AVAILABLE,
                                 reason="NumPy's BLAS is not an OpenBLAS numgrad can call")
 
 # (x shape, weight shape, conv2d keywords): every case has stride 1
@@ -46,8 +46,8 @@ def _data(xs, ws, kw, dtype, seed=0):
 
 def _ran_batch_loop(monkeypatch):
     calls = []
-    real = NF.CONV.forward
-    monkeypatch.setattr(NF.CONV, "forward", lambda *a: calls.append(1) or real(*a))
+    real = conv_op.CONV.forward
+    monkeypatch.setattr(conv_op.CONV, "forward", lambda *a: calls.append(1) or real(*a))
     return calls
 
 
@@ -186,8 +186,8 @@ def test_the_kernels_refuse_arrays_they_would_misread():
     for bad_x, bad_w in ((x[:, :, :, ::-1], w2), (x, w2.astype(np.float64)),
                          (x, np.ones((9, 2), np.float32).T)):
         with pytest.raises(RuntimeError, match="C-contiguous"):
-            NF.CONV.forward(bad_x, bad_w, b, True, *args, out)
-    NF.CONV.forward(x, w2, b, True, *args, out)
+            conv_op.CONV.forward(bad_x, bad_w, b, True, *args, out)
+    conv_op.CONV.forward(x, w2, b, True, *args, out)
     assert_close(out[0, 0].reshape(4, 4),
                  np.array([[4, 6, 6, 4], [6, 9, 9, 6], [6, 9, 9, 6], [4, 6, 6, 4]]))
 
