@@ -90,6 +90,21 @@ def test_index_tensors_are_read_at_every_call(name):
     assert replayed(c)
 
 
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "radd", "rmul"])
+@pytest.mark.parametrize("shape", [(), (1,)])
+def test_one_element_tensor_operands_are_read_at_every_call(op, shape):
+    """Eager runs ``x (op) s`` for a one-element float ``s`` as the scalar kernel with s's
+    element read on the host; a trace must not freeze that element."""
+    fn = {"add": lambda x, s: x + s, "sub": lambda x, s: x - s, "mul": lambda x, s: x * s,
+          "div": lambda x, s: x / s, "radd": lambda x, s: s + x, "rmul": lambda x, s: s * x}[op]
+
+    def s(v):
+        return numgrad.full(shape, v)
+
+    c = check(fn, [(X, s(2.0)), (X, s(2.0)), (X, s(3.0)), (X, s(-0.5)), (X, s(2.0))])
+    assert replayed(c)
+
+
 def test_index_columns_of_a_tensor():
     c = check(lambda x, i: x[:, i] * 2, [(X, _idx(0)), (X, _idx(0)), (X, _idx(2)),
                                           (X, _idx(3)), (X, _idx(1))])

@@ -257,6 +257,7 @@ def binary(name=None, *, node=None, kernel, scalar_kernel=None, grad=None, resul
                         ad.ravel(), bd.ravel(), r.ravel(), p, 0.0)
             elif (exact_scalar and ad.dtype is bd.dtype and al == 1 and ad.dtype.kind == "f"
                   and ad.dtype.itemsize > 2 and ad.__class__ is _ND and bd.__class__ is _ND
+                  and _tape.TAPE is None  # (the element is read on the host: not in a trace)
                   and (bd.size == 1 and bd.ndim <= ad.ndim and ad.flags.c_contiguous
                        or ad.size == 1 and ad.ndim <= bd.ndim and exact_scalar == 2
                        and bd.flags.c_contiguous)):
