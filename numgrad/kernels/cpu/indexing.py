@@ -6,32 +6,13 @@ scatter-add after its check (a CUDA tensor's calls those of ``cuda.indexing``);
 ``scatter_reduce_dim`` and ``divide_by_count`` run on the host for either device (their
 callers copy a CUDA tensor's data here and back)."""
 
-import types as pytypes
-
 import numpy as np
 
 from numgrad.kernels import gathers as G
-from numgrad.kernels._jit import inline, jit
+from numgrad.kernels._jit import jit
+from numgrad.kernels.cpu._bind import bind
 
-
-def _add_at(a, i, v):
-    a[i] += v
-
-
-def _bind():
-    """This device's copies of the index functions (inlined into the loops)."""
-    g = dict(G.__dict__)
-    g["add_at"] = inline(_add_at)
-    for name in G.GATHER_FUNCTIONS:
-        fn = getattr(G, name)
-        copy = pytypes.FunctionType(fn.__code__, g, name, fn.__defaults__)
-        copy.__qualname__ = f"{name}__cpu"
-        copy.__module__ = __name__
-        g[name] = inline(copy)
-    return g
-
-
-F = _bind()
+F = bind(G, G.GATHER_FUNCTIONS, __name__)  # this device's copies of the index functions
 _wrapped = F["wrapped"]
 _flat_index = F["flat_index"]
 _unravel_one = F["unravel_one"]

@@ -7,39 +7,21 @@ function picks (the first maximum, the last nan). Each launcher hands data that 
 NumPy array to the CUDA module of the same names.
 """
 
-import types as pytypes
-
 import numpy as np
 from numba import prange
 
 from numgrad.kernels import LazyKernels
 from numgrad.kernels import windows as W
 from numgrad.kernels._jit import inline, serial_and_parallel, specialize
+from numgrad.kernels.cpu._bind import bind
 
 PARALLEL_MIN = 1 << 16
 _ND = np.ndarray
 _CUDA = LazyKernels("windows").cuda()
 
 
-def _add_at(a, i, v):
-    a[i] += v
-
-
-def _bind():
-    """This device's copies of the window functions (inlined into the loops)."""
-    g = dict(W.__dict__)
-    g["add_at"] = inline(_add_at)
-    for name in ("max_window", "avg_bounds", "avg_window", "avg_rows_grad",
-                 "max_unpool_one"):
-        fn = getattr(W, name)
-        copy = pytypes.FunctionType(fn.__code__, g, name, fn.__defaults__)
-        copy.__qualname__ = f"{name}__cpu"
-        copy.__module__ = __name__
-        g[name] = inline(copy)
-    return g
-
-
-_F = _bind()
+_F = bind(W, ("max_window", "avg_bounds", "avg_window", "avg_rows_grad", "max_unpool_one"),
+          __name__)  # this device's copies of the window functions
 avg_bounds = _F["avg_bounds"]
 
 
