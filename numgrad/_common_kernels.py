@@ -94,6 +94,7 @@ KERNELS = (
     ('numgrad.kernels.cpu.elementwise', 'u_nd__copy_par', 'float32[:, :, :, :], float32[:, :, :, :], float64, float64'),
     ('numgrad.kernels.cpu.elementwise', 'b_nd__add_par', 'float32[:, :, :, ::1], float32[:, :, :, :], float32[:, :, :, ::1], float64, float64'),
     ('numgrad.kernels.cpu.linalg', '_linear__f32', 'float32[:, ::1], float32[:, ::1], float32[::1], boolean, boolean, float32[:, ::1], float32[::1]'),
+    ('numgrad.kernels.cpu.linalg', '_few_rows_linear__f32', 'float32[:, ::1], float32[:, ::1], float32[::1], boolean, float32[:, ::1]'),
     ('numgrad.kernels.cpu.linalg', '_attention__f32', 'float32[:, :, :, :], float32[:, :, :, :], float32[:, :, :, :], float64, boolean, float32[:, :, :, ::1], float32[:, :, :, ::1]'),
     ('numgrad.kernels.cpu.linalg', '_attention_bwd__f32', 'float32[:, :, :, :], float32[:, :, :, :], float32[:, :, :, :], float32[:, :, :, :], float32[:, :, :, ::1], float32[:, :, :, ::1], float64, boolean, boolean, boolean, float32[:, :, :, ::1], float32[:, :, :, ::1], float32[:, :, :, ::1], float32[::1]'),
     ('numgrad.kernels.cpu.rnn', '_layer_forward__f32', 'float32[::1], float32[:, ::1], float32[::1], float32[::1], float32[:, ::1], float32[::1], float32[::1], float32[::1], float32[::1], float32[::1], float32[::1], float32[::1], float32[::1], float32[::1], int64, int64, int64, int64, int64, int64, boolean'),

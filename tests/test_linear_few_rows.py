@@ -93,9 +93,10 @@ def test_causal_mask_kept_is_never_handed_to_a_graph():
     assert wide.tolist() == [[False, True, True, True], [False, False, True, True]]
 
 
-# (rows, in, out, dtype, bias): the swapped layout and the plain one, float64, no bias
-LINEAR_CASES = [(4, 128, 384, np.float32, True), (64, 128, 128, np.float32, True),
-                (3, 16, 8, np.float64, True), (16, 128, 512, np.float32, False)]
+# (rows, in, out, dtype, bias): past the few-rows kernel (more rows, a longer x, float64),
+# the swapped layout and the plain one, no bias
+LINEAR_CASES = [(65, 128, 384, np.float32, True), (48, 1024, 512, np.float32, True),
+                (3, 16, 8, np.float64, True), (80, 128, 512, np.float32, False)]
 
 
 @pytest.mark.parametrize("m,k,n,dt,has_bias", LINEAR_CASES)
@@ -114,6 +115,55 @@ def test_linear_kernel_equals_product_then_bias(m, k, n, dt, has_bias):
     assert np.array_equal(out, want)
     assert not L.linear_fits(x[:1], w.T, b, out[:1])  # one row: NumPy's matrix-vector product
     assert not L.linear_fits(x, np.ascontiguousarray(w.T), b, out)
+
+
+# (rows, in, out): the few-rows kernel's 4 x 4 blocks, its leftover rows and weight rows,
+# a one-column input, its limits (64 rows; 32,768 elements of x)
+FEW_ROWS = [(2, 128, 384), (5, 128, 65), (7, 3, 5), (16, 512, 128), (64, 128, 512),
+            (13, 1, 6), (64, 512, 10)]
+
+
+@pytest.mark.parametrize("m,k,n", FEW_ROWS)
+def test_few_rows_linear_within_rounding_of_float64_and_torch(m, k, n):
+    """x @ W^T (+ bias) for 2-64 float32 rows runs as compiled dot products
+    (``_few_rows_linear``): each output within float32 rounding of the float64 sum (the sum
+    reassociated: not BLAS's order), infinities and NaN carried, and F.linear's values,
+    strides and node next to PyTorch's."""
+    rng = np.random.default_rng(m * n + k)
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((m, k), (n, k), (n,)))
+    x[m // 2, 0] = np.inf if k > 1 else np.nan
+    exact = x.astype(np.float64) @ w.T.astype(np.float64)
+    size = np.abs(x).astype(np.float64) @ np.abs(w.T).astype(np.float64)
+    for bias in (b, None):
+        out = np.empty((m, n), np.float32)
+        L.linear(x, w.T, bias, out)
+        want = exact if bias is None else exact + b
+        bound = (size if bias is None else size + np.abs(b)) * (k + 1) * 2.0 ** -24
+        finite = np.isfinite(want)
+        assert np.array_equal(np.isnan(out), np.isnan(want))
+        assert np.array_equal(out[~finite & ~np.isnan(want)], want[~finite & ~np.isnan(want)])
+        assert (np.abs(out[finite] - want[finite]) <= bound[finite]).all()
+    x[m // 2, 0] = 0.5
+    size = np.abs(x) @ np.abs(w.T)
+    res = []
+    for lib in (ng, torch):
+        y = lib.nn.functional.linear(lib.tensor(x[None]), lib.tensor(w), lib.tensor(b))
+        res.append(y)
+    assert res[0].stride() == res[1].stride()
+    # both within float32 rounding of the exact sum (in different orders)
+    assert_close(res[0].numpy(), res[1].numpy(), rtol=1e-5, atol=1e-6 * size.max())
+
+
+def test_few_rows_kernel_takes_only_its_range(monkeypatch):
+    """Float64, more than 64 rows and an x past 32,768 elements keep the BLAS kernel."""
+    calls = []
+    monkeypatch.setattr(L, "_FEW_ROWS_LINEAR", lambda *a: calls.append(a[0].shape))
+    for m, k, dt in ((64, 512, np.float32), (65, 16, np.float32), (48, 1024, np.float32),
+                     (4, 16, np.float64)):
+        x, w = np.ones((m, k), dt), np.ones((8, k), dt)
+        out = np.empty((m, 8), dt)
+        L.linear(x, w.T, None, out)
+    assert calls == [(64, 512)]
 
 
 # (batch, heads, queries, keys, head size, causal, dtype)
