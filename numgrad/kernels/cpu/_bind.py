@@ -1,9 +1,8 @@
-"""The CPU's copies of kernel functions written once for both devices (``kernels/gathers.py``,
-``kernels/windows.py``): each compiled inline into the CPU loops, with the CPU's ``add_at``
-(a plain ``a[i] += v``; the GPU binds an atomic one) in its globals."""
+"""The CPU's copies of kernel functions written once for both devices (``numgrad.kernels._bind``):
+each compiled inline into the CPU loops, with the CPU's ``add_at`` (a plain ``a[i] += v``; the
+GPU binds an atomic one) and any other ``helpers`` in its globals."""
 
-import types as pytypes
-
+from numgrad.kernels import _bind
 from numgrad.kernels._jit import inline
 
 
@@ -11,16 +10,15 @@ def _add_at(a, i, v):
     a[i] += v
 
 
-def bind(module, names, owner):
+def _inline(name, copy):
+    return inline(copy)
+
+
+def bind(module, names, owner, helpers=None, qualname="{}__cpu", build=_inline):
     """The globals of ``module`` with its functions ``names`` replaced by inline CPU copies
-    (qualified ``<name>__cpu`` in module ``owner``, which keys their cache entries) that see
-    the CPU's ``add_at`` and each other's copies."""
-    g = dict(module.__dict__)
-    g["add_at"] = inline(_add_at)
-    for name in names:
-        fn = getattr(module, name)
-        copy = pytypes.FunctionType(fn.__code__, g, name, fn.__defaults__)
-        copy.__qualname__ = f"{name}__cpu"
-        copy.__module__ = owner
-        g[name] = inline(copy)
-    return g
+    (qualified ``<name>__cpu`` in module ``owner`` unless told otherwise, which keys their
+    cache entries) that see the CPU's ``add_at``, ``helpers`` and each other's copies;
+    ``build(name, copy)`` may compile some apart instead of inline."""
+    h = {"add_at": inline(_add_at)}
+    h.update(helpers or {})
+    return _bind.bind(module, names, h, build, qualname, owner)

@@ -18,32 +18,19 @@ Adagrad, Adamax, NAdam, RAdam, Adadelta) are written once for both devices in
 never pass empty arrays.
 """
 
-import types
-
 from numgrad.kernels import optim_steps as S
-from numgrad.kernels._jit import inline, jit
+from numgrad.kernels._jit import jit
+from numgrad.kernels.cpu._bind import bind
 from numgrad.kernels.cpu._fastmath import ffma
 from numgrad.kernels.cpu._scalar import like
 
-
-def _bind():
-    """The shared formulas (``numgrad.kernels.optim_steps``) as functions inlined into the
-    loops below, their helpers bound to the inlined forms and ``ffma`` to the CPU's fused
-    multiply-add: {name: inlined function}."""
-    g = dict(S.__dict__)
-    g["ffma"] = ffma
-    for name in ("lerp2", "maximum", "root", "moments", "sgd_update", "adam_consts",
-                 "adam_update", "rmsprop_update", "adagrad_consts", "adagrad_update",
-                 "adamax_consts", "adamax_update", "nadam_consts", "nadam_coefs",
-                 "nadam_update", "radam_consts", "radam_update", "adadelta_update"):
-        fn = getattr(S, name)
-        copy = types.FunctionType(fn.__code__, g, name, fn.__defaults__)
-        copy.__qualname__ = f"steps_{name}"
-        g[name] = inline(copy)
-    return g
-
-
-_B = _bind()
+# the shared formulas as functions inlined into the loops below, their helpers bound to the
+# inlined forms and ``ffma`` to the CPU's fused multiply-add
+_B = bind(S, ("lerp2", "maximum", "root", "moments", "sgd_update", "adam_consts",
+              "adam_update", "rmsprop_update", "adagrad_consts", "adagrad_update",
+              "adamax_consts", "adamax_update", "nadam_consts", "nadam_coefs", "nadam_update",
+              "radam_consts", "radam_update", "adadelta_update"),
+          S.__name__, {"ffma": ffma}, qualname="steps_{}")
 _sgd_update, _rmsprop_update = _B["sgd_update"], _B["rmsprop_update"]
 _adam_consts, _adam_update = _B["adam_consts"], _B["adam_update"]
 _adagrad_consts, _adagrad_update = _B["adagrad_consts"], _B["adagrad_update"]

@@ -9,8 +9,6 @@ many partial sums); lines along another dim have stride ``inner`` and keep the p
 Each launcher hands data that is not a NumPy array to the CUDA module of the same names.
 """
 
-import types as pytypes
-
 import numpy as np
 from numba import prange, types
 from numba.extending import overload
@@ -18,6 +16,7 @@ from numba.extending import overload
 from numgrad.kernels import LazyKernels
 from numgrad.kernels import rows as R
 from numgrad.kernels._jit import inline, jit, specialize
+from numgrad.kernels.cpu._bind import bind
 from numgrad.kernels.cpu._fastmath import fexp
 
 PARALLEL_MIN = 1 << 16
@@ -47,21 +46,13 @@ _TEAM = {"lane0": inline(lambda tm: 0), "lanes": inline(lambda tm: 1),
          "qnan": inline(lambda m: _qnan_of(m)), "fexp": fexp}
 
 
-def _bind():
-    """This device's copies of the row functions: inlined into the loops, except ``shift``,
-    compiled apart without fastmath (see its docstring)."""
-    g = dict(R.__dict__)
-    g.update(_TEAM)
-    for name in R.ROW_FUNCTIONS:
-        fn = getattr(R, name)
-        copy = pytypes.FunctionType(fn.__code__, g, name, fn.__defaults__)
-        copy.__qualname__ = f"{name}__cpu"
-        copy.__module__ = __name__
-        g[name] = jit(copy, fastmath=False) if name == "shift" else inline(copy)
-    return g
+def _compile(name, copy):
+    """Inlined into the loops, except ``shift``, compiled apart without fastmath (see its
+    docstring)."""
+    return jit(copy, fastmath=False) if name == "shift" else inline(copy)
 
 
-_F = _bind()
+_F = bind(R, R.ROW_FUNCTIONS, __name__, _TEAM, build=_compile)  # this device's copies
 
 # --- loops over rows (``f``: the row function bound by ``_pair``) --------------------------
 

@@ -14,11 +14,13 @@ import atexit
 import math
 import os
 import pickle
+import sys
 import types
 import weakref
 
 from numba import config, cuda
 
+from numgrad.kernels import _bind
 from numgrad.kernels._jit import guard_cache
 
 SIM = bool(config.ENABLE_CUDASIM)
@@ -122,6 +124,23 @@ def device(fn):
     d = cuda.jit(device=True)(_sim_ready(fn))
     _RECIPES[id(d)] = ("attr", fn.__module__, fn.__name__)
     return d
+
+
+def bind(module, names, helpers, owner):
+    """CUDA device functions of the functions ``names`` of ``module`` written once for both
+    devices (``numgrad.kernels._bind``), seeing the GPU's ``helpers`` (and, under the
+    simulator, the NumPy-backed ``math``): their globals. Each is also module ``owner``'s
+    attribute ``<name>_dev``, so the PTX check rebuilds it by name."""
+    mod = sys.modules[owner]
+    h = {"math": _SimMath()} if SIM else {}
+    h.update(helpers)
+
+    def build(name, copy):
+        d = cuda.jit(device=True)(copy)
+        setattr(mod, name + "_dev", d)
+        _RECIPES[id(d)] = ("attr", owner, name + "_dev")
+        return d
+    return _bind.bind(module, names, h, build)
 
 
 @device

@@ -19,8 +19,6 @@ as Python ints after a one-element device-to-host copy. Negative indices wrap in
 scatter-adds and puts, as on the CPU; an index still out of range is skipped.
 """
 
-import types as pytypes
-
 import numpy as np
 from numba import cuda, int64
 
@@ -39,23 +37,13 @@ def add_at(a, i, v):
     cuda.atomic.add(a, i, v)
 
 
-def _bind():
-    """The index functions as device functions (module attributes ``<name>_dev``, so the PTX
-    check rebuilds them by name), with the atomic ``add_at``."""
-    g = dict(G.__dict__)
-    g["add_at"] = add_at
-    for name in G.GATHER_FUNCTIONS:
-        fn = getattr(G, name)
-        copy = pytypes.FunctionType(fn.__code__, g, name, fn.__defaults__)
-        d = g[name] = cuda.jit(device=True)(copy)
-        globals()[name + "_dev"] = d
-        _launch._RECIPES[id(d)] = ("attr", __name__, name + "_dev")
-
-
-_bind()  # before the kernels below: the simulator copies their globals when they are made
+# the index functions as device functions (module attributes ``<name>_dev``), with the
+# atomic ``add_at``: before the kernels below (the simulator copies their globals when they
+# are made)
+_launch.bind(G, G.GATHER_FUNCTIONS, {"add_at": add_at}, __name__)
 
 # ----------------------------------------------------------------------------------------
-# kernels (the ``*_dev`` names are bound by ``_bind``)
+# kernels (the ``*_dev`` names are bound by ``_launch.bind``)
 # ----------------------------------------------------------------------------------------
 
 

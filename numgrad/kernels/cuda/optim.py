@@ -9,8 +9,6 @@ The step count stays a host array beside CUDA parameters (PyTorch keeps ``state[
 the CPU unless ``capturable``): ``count_step`` increments it and the shared ``*_consts``
 functions derive the step's numbers on the host, with the CPU kernels' float64 arithmetic."""
 
-import types
-
 import numpy as np
 from numba import cuda
 
@@ -49,23 +47,17 @@ _UPDATES = ("lerp2", "maximum", "moments", "sgd_update", "adam_update", "rmsprop
             "adagrad_update", "adamax_update", "nadam_update", "radam_update", "adadelta_update")
 
 
-def _bind():
-    """The shared update functions as device functions (module attributes ``<name>_dev``, so
-    the PTX check rebuilds them by name), their helpers bound to the device forms and ``ffma``
-    to the GPU's fused multiply-add (the simulator's: the CPU formula in float64)."""
-    g = dict(S.__dict__)
-    g.update(_launch._DEVICE_MATH)
-    if "ffma" not in _launch._DEVICE_MATH:  # the simulator
-        g["ffma"] = _sim_ffma
-    for name in _UPDATES:
-        fn = getattr(S, name)
-        copy = types.FunctionType(fn.__code__, g, name, fn.__defaults__)
-        d = g[name] = cuda.jit(device=True)(copy)
-        globals()[name + "_dev"] = d
-        _launch._RECIPES[id(d)] = ("attr", __name__, name + "_dev")
+def _helpers():
+    """The update functions' GPU helpers: libdevice math and the GPU's fused multiply-add
+    (the simulator's: the CPU formula in float64)."""
+    h = dict(_launch._DEVICE_MATH)
+    if "ffma" not in h:  # the simulator
+        h["ffma"] = _sim_ffma
+    return h
 
 
-_bind()
+# the shared update functions as device functions (module attributes ``<name>_dev``)
+_launch.bind(S, _UPDATES, _helpers(), __name__)
 
 # --- kernel templates: ``f`` is the update, a pointer (buffer, offset, stride) per array; a
 # state array with a false ``keep`` flag is a stand-in (the parameter itself): read, not written
