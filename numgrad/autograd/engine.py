@@ -124,7 +124,8 @@ def _collect(roots):
             continue
         nodes.append(node)
         nx = node._next
-        for nxt in (nx[::2] if nx.__class__ is tuple else (nx,)):
+        nb = node._next2
+        for nxt in (nx[::2] if nx.__class__ is tuple else (nx,) if nb is False else (nx, nb)):
             if nxt is None:
                 continue
             if nxt.__class__ is AccumulateGrad:
@@ -148,7 +149,8 @@ def _needed(roots, targets):
     while stack:
         node = stack.pop()
         nx = node._next
-        for nxt in (nx[::2] if nx.__class__ is tuple else (nx,)):
+        nb = node._next2
+        for nxt in (nx[::2] if nx.__class__ is tuple else (nx,) if nb is False else (nx, nb)):
             if nxt is not None:
                 parents.setdefault(nxt, []).append(node)
                 if nxt not in seen:
@@ -490,8 +492,9 @@ def execute(roots, grads, keep_graph, create_graph, capture=None, targets=None,
                         shared.update(id(g) for g in outs if g is not None)
             inp = None  # gone before a leaf below may take an output's memory as its .grad
             nx = node._next
-            if nx.__class__ is not tuple:  # one edge (node, 0)
-                nx = (nx, 0)
+            if nx.__class__ is not tuple:  # one edge (node, 0), or two (node, 0), (_next2, 0)
+                nb = node._next2
+                nx = (nx, 0) if nb is False else (nx, 0, nb, 0)
             for j in range(0, len(nx), 2):
                 nxt = nx[j]
                 if nxt is not None:

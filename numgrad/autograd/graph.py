@@ -2,9 +2,11 @@
 
 A node holds ``next_functions`` (one ``(node or None, output_nr)`` edge per input of the
 forward op, exactly as PyTorch shows them; stored flat in ``_next`` as ``(node, output_nr,
-node, output_nr, ...)``, one tuple instead of one per edge plus their container, and a node
-with the single edge ``(node, 0)`` stores that node itself, so a graph of tiny ops gives the
-garbage collector fewer objects to track), what its backward rule needs (``_saved``, a
+node, output_nr, ...)``, one tuple instead of one per edge plus their container; a node
+with the single edge ``(node, 0)`` stores that node itself, and one with the two edges
+``(a, 0), (b, 0)`` (a binary op's, ``a`` or ``b`` may be None) stores ``a`` in ``_next``
+and ``b`` in ``_next2``, which is False for every other form, so a graph of tiny ops gives
+the garbage collector fewer objects to track), what its backward rule needs (``_saved``, a
 tuple; ``None`` once freed) and, only for broadcasting or type-promoting ops, ``_meta``: per
 input ``(shape, dtype)`` or ``None``, which the engine uses to sum each gradient back to its
 input's shape in one place. Node classes print as PyTorch's (``<MulBackward0 object at
@@ -91,7 +93,7 @@ class _NodeHooks:
 class Node:
     """Base of every ``grad_fn``. Subclasses implement ``_backward(self, grad)``."""
 
-    __slots__ = ("_next", "_seq", "_saved", "_meta", "_hooks", "_metadata", "_vchk",
+    __slots__ = ("_next", "_next2", "_seq", "_saved", "_meta", "_hooks", "_metadata", "_vchk",
                  "__weakref__")
     _n_outputs = 1
     _names_of_saved = ()  # PyTorch's names of what _saved holds, read as node._saved_<name>
@@ -109,11 +111,17 @@ class Node:
         cls.__module__ = "builtins"
 
     def __init__(self, next_functions=(), saved=()):
-        if len(next_functions) == 1:  # the common case: one edge, stored as its node
+        n = len(next_functions)
+        if n == 1:  # the common case: one edge, stored as its node
             fn, nr = next_functions[0]
             self._next = fn if nr == 0 and fn is not None else (fn, nr)
+            self._next2 = False
+        elif n == 2 and next_functions[0][1] == 0 and next_functions[1][1] == 0:
+            self._next = next_functions[0][0]  # a binary op's two edges: their nodes
+            self._next2 = next_functions[1][0]
         else:
             self._next = _flat(next_functions)
+            self._next2 = False
         self._seq = next(_seq)
         self._saved = saved
         self._meta = None
@@ -128,14 +136,19 @@ class Node:
         """One ``(node or None, output_nr)`` edge per input of the forward op."""
         t = self._next
         if t.__class__ is not tuple:
-            return ((t, 0),)
+            b = self._next2
+            return ((t, 0),) if b is False else ((t, 0), (b, 0))
         if len(t) == 2:
             return (t,)
         return tuple(zip(t[::2], t[1::2]))
 
     @next_functions.setter
     def next_functions(self, edges):
-        self._next = _flat(edges)
+        if len(edges) == 2 and edges[0][1] == 0 and edges[1][1] == 0:
+            self._next, self._next2 = edges[0][0], edges[1][0]
+        else:
+            self._next = _flat(edges)
+            self._next2 = False
 
     def __repr__(self):
         return f"<{type(self).__name__} object at {id(self):#x}>"
@@ -216,6 +229,7 @@ class AccumulateGrad(Node):
     def __init__(self, variable):
         self.variable = variable
         self._next = ()
+        self._next2 = False
         self._seq = _ACC_SEQ
         self._saved = ()
         self._meta = None

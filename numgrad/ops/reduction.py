@@ -6,6 +6,7 @@ import operator
 import numpy as np
 
 from numgrad import _arrays, _dtype
+from numgrad._compile import tape as _tape
 from numgrad._shape import reduced_shape, sum_to_axes, wrap_dim, wrap_dims
 from numgrad.autograd.graph import Node
 from numgrad.ops import elementwise as ew
@@ -22,7 +23,7 @@ from numgrad.ops._util import (
     state,
     wrap_out,
 )
-from numgrad.ops.registry import declare, respell, respelled
+from numgrad.ops.registry import declare, flat1, respell, respelled
 
 # ========================================================================================
 # broadcasting a reduced gradient back (the differentiable "expand" of reduction rules)
@@ -652,10 +653,20 @@ class LogsumexpBackward0(Node):
     # d/dx log sum exp(x) = exp(x - lse) = softmax(x)
     def _backward(self, g):
         x, result, keep_shape = self._saved
+        gd = g._data
+        if result.size == 1 and not state.enabled and _tape.TAPE is None:
+            xd = x._data
+            dt = xd.dtype
+            if (dt is result.dtype and dt is gd.dtype and (dt is _F32 or dt is _F64)
+                    and gd.size == 1 and xd.__class__ is np.ndarray and gd.__class__ is np.ndarray
+                    and result.__class__ is np.ndarray and xd.flags.c_contiguous):
+                # one element reduced (a 1-D logsumexp): one kernel call computes what the
+                # sub, exp and mul below compute, with the same roundings (bit-identical)
+                return (_wrap(flat1(EW.exp_sub_mul, xd, result.item(), gd.item())),)
         if (keep_shape is not None and not state.enabled and result.__class__ is np.ndarray
-                and g._data.__class__ is np.ndarray):  # no graph: plain reshaped arrays
+                and gd.__class__ is np.ndarray):  # no graph: plain reshaped arrays
             r = _wrap(result.reshape(keep_shape))
-            g = _wrap(g._data.reshape(keep_shape))
+            g = _wrap(gd.reshape(keep_shape))
         else:
             r = wrap_out(self, result)
             if keep_shape is not None:
@@ -672,11 +683,28 @@ def _lse_all(x, keepdim):
         raise RuntimeError(f"output with shape [] doesn't match the broadcast shape [{ones}]")
 
 
+_F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)
+_ONE = (1,)
+_ONE_ONE = (1, 1)
+
+
 def logsumexp(input, dim, keepdim=False):
     if dim is None:
         raise TypeError(
             "logsumexp(): argument 'dim' (position 2) must be tuple of ints, not NoneType")
     x = input._data
+    if (dim.__class__ is int and x.ndim == 1 and (dim == 0 or dim == -1) and not keepdim
+            and (x.dtype is _F32 or x.dtype is _F64) and x.__class__ is np.ndarray
+            and x.flags.c_contiguous):
+        # a vector's logsumexp (the general path's kernel call, without its dim handling)
+        out = np.empty(_ONE_ONE, x.dtype)
+        RED.logsumexp_3d(x.reshape(1, x.shape[0], 1), out)
+        r = out.reshape(())
+        res = _wrap(r)
+        if state.enabled and input._requires_grad:
+            attach(res, LogsumexpBackward0((edge(input),), (input, r, _ONE)))
+        return res
     dt = dtype_of(input)
     if dt._kind != 2:
         x = as_type(input, _dtype.get_default_dtype())

@@ -156,15 +156,49 @@ def make_node(name, inputs, grads, saves):
         else:
             def _backward(self, g):
                 return (f0(g, self._saved[0]),)
+    elif len(inputs) == 2 and not joint:  # a binary op: its two formulas, no list built
+        (f0, f1), (a0, a1) = formulas, args
+        n0, n1 = len(a0) if f0 is not None else -1, len(a1) if f1 is not None else -1
+
+        def _backward(self, g):
+            saved = self._saved
+            if result_at >= 0:
+                saved = list(saved)
+                saved[result_at] = wrap_out(self, saved[result_at])
+            e0 = self._next  # the first edge's node (with _next2, the second's), or flat
+            e1 = self._next2
+            if e1 is False:  # (node, output_nr, node, output_nr), or one edge
+                if e0.__class__ is tuple:
+                    e0, e1 = e0[0], e0[2] if len(e0) > 2 else None
+                else:
+                    e1 = None
+            if e0 is None or n0 < 0:
+                r0 = None
+            elif n0 == 0:
+                r0 = f0(g)
+            elif n0 == 1:
+                r0 = f0(g, saved[a0[0]])
+            else:
+                r0 = f0(g, *[saved[j] for j in a0])
+            if e1 is None or n1 < 0:
+                r1 = None
+            elif n1 == 0:
+                r1 = f1(g)
+            elif n1 == 1:
+                r1 = f1(g, saved[a1[0]])
+            else:
+                r1 = f1(g, *[saved[j] for j in a1])
+            return (r0, r1)
     else:
         def _backward(self, g):
             saved = self._saved
             if result_at >= 0:
                 saved = list(saved)
                 saved[result_at] = wrap_out(self, saved[result_at])
-            nf = self._next  # (node, output_nr, node, output_nr, ...), or one edge's node
-            if nf.__class__ is not tuple:
-                nf = (nf, 0)
+            nf = self._next  # (node, output_nr, node, output_nr, ...), or one or two edges'
+            if nf.__class__ is not tuple:  # nodes (see Node)
+                nb = self._next2
+                nf = (nf, 0) if nb is False else (nf, 0, nb, 0)
             res = tuple([
                 f(g, *[saved[j] for j in a]) if f is not None and nf[2 * i] is not None else None
                 for i, f, a in each])

@@ -663,7 +663,11 @@ class StackBackward0(Node):
         dim = self._saved[0]
         nf = self._next  # (node, nr, node, nr, ...), or the node of a single edge (node, 0)
         if nf.__class__ is not tuple:
-            return (select(g, dim, 0),)
+            nb = self._next2  # or the first of two edges (node, 0), (_next2, 0)
+            if nb is False:
+                return (select(g, dim, 0),)
+            return (select(g, dim, 0) if nf is not None else None,
+                    select(g, dim, 1) if nb is not None else None)
         return tuple([select(g, dim, i) if nf[2 * i] is not None else None
                       for i in range(len(nf) >> 1)])
 

@@ -241,6 +241,13 @@ def exp(x, p, q):
 
 
 @unary_kernel
+def exp_sub_mul(x, p, q):
+    # logsumexp's backward g e^(x - r) (p = r, q = g): the steps and roundings of sub_s, exp
+    # and mul_s in one pass
+    return fexp(x - p) * q
+
+
+@unary_kernel
 def erf(x, p, q):
     # float32: a vectorizable polynomial (_fastmath._erf32, max 1.07 ulp); float64: libm's
     return ferf(x)
