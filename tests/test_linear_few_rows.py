@@ -206,3 +206,48 @@ def test_fused_attention_kernel_matches_composite_and_torch(b, h, t, s, d, causa
     tol = 1e-5 if dt == np.float32 else 1e-12
     assert_close(o.detach().numpy(), to.detach().numpy(), rtol=tol, atol=tol)
     assert_close(g.numpy(), tg.numpy(), rtol=10 * tol, atol=10 * tol)
+
+
+@pytest.mark.parametrize("shape", [(6, 16), (2, 3, 16), (2, 2, 3, 16), (1, 16), (3, 0, 16)])
+def test_linear_without_graph_equals_ops_path_and_torch(shape, monkeypatch):
+    """F.linear where nothing records it calls the linear kernel directly: the values of the
+    ops path (reshape, addmm, view) bit for bit, a view of a (rows, out) result for inputs
+    of more than two dims (as PyTorch's), no history; a transposed input, one row and an
+    empty input take the ops path."""
+    from numgrad.nn import functional as F
+    rng = np.random.default_rng(len(shape))
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in (shape, (8, 16), (8,)))
+    xs, ws, bs = ng.tensor(x), ng.tensor(w, requires_grad=True), ng.tensor(b)
+    with ng.no_grad():
+        y = F.linear(xs, ws, bs)
+        with monkeypatch.context() as mp:
+            mp.setattr(F, "_linear_no_graph", lambda *a: None)
+            want = F.linear(xs, ws, bs)
+        yt = F.linear(xs.transpose(0, -1).contiguous().transpose(0, -1), ws, bs)
+    ty = torch.nn.functional.linear(*(torch.tensor(a) for a in (x, w, b)))
+    assert np.array_equal(y.numpy(), want.numpy())
+    assert_close(yt.numpy(), y.numpy(), rtol=1e-5, atol=1e-5)  # (BLAS: another sum order)
+    assert y.grad_fn is None and not y.requires_grad and y.stride() == ty.stride()
+    assert (y._base is not None) == ty._is_view() == (want._base is not None)
+    assert_close(y.numpy(), ty.numpy(), rtol=1e-5, atol=1e-5)
+    # a weight that requires grad with grad mode on: the graph (PyTorch's node)
+    g = F.linear(xs, ws, bs)
+    tg = torch.nn.functional.linear(torch.tensor(x), torch.tensor(w, requires_grad=True),
+                                    torch.tensor(b))
+    assert type(g.grad_fn).__name__ == type(tg.grad_fn).__name__
+    assert np.array_equal(g.detach().numpy(), want.numpy())
+
+
+def test_linear_without_graph_keeps_errors():
+    from conftest import raised
+    x, w = np.ones((2, 3, 4), np.float32), np.ones((5, 4), np.float32)
+    cases = [(x, np.ones((5, 3), np.float32), np.ones(5, np.float32)),  # inner sizes
+             (x, w, np.ones(4, np.float32)),  # bias size
+             (x, w.astype(np.float64), np.ones(5, np.float32)),  # dtypes
+             (x, w, np.ones(5, np.float64))]
+    for a, b, c in cases:
+        got = []
+        for lib in (ng, torch):
+            with lib.no_grad():
+                got.append(raised(lib.nn.functional.linear, *(lib.tensor(v) for v in (a, b, c))))
+        assert got[0] is not None and got[0] == got[1], got
