@@ -136,6 +136,16 @@ def has_nan_run(x, xo, xs, n):
     return found
 
 
+def first_outside_run(x, xo, xs, i0, i1, lo, hi):
+    """The first i in [i0, i1) whose x[xo + i * xs] lies outside [lo, hi] (nan counts as
+    outside), or -1."""
+    for i in range(i0, i1):
+        v = x[xo + i * xs]
+        if not (v >= lo and v <= hi):
+            return i
+    return -1
+
+
 def put_one(src, sp, v, size, out, oo, os):
     """out[oo + v * os] = src[sp] (a line of ``size`` elements); False, and nothing written,
     when ``v`` is outside [0, size)."""
@@ -148,4 +158,5 @@ def put_one(src, sp, v, size, out, oo, os):
 # the functions each device binds (with its ``add_at``)
 GATHER_FUNCTIONS = ("wrapped", "flat_index", "unravel_one", "count_true", "write_true",
                     "range_sum", "prefix_sums", "copy_run", "fill_run", "add_run", "gather_one",
-                    "scatter_add_one", "put_one", "has_nan_run")
+                    "scatter_add_one", "put_one", "has_nan_run",
+                    "first_outside_run")

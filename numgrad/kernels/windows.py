@@ -1,8 +1,10 @@
 """Window kernels written once for both devices: each function computes one output of a 2-D
-pooling from its window (or routes one output's gradient back), over (N, C, H, W) planes
-given as a flat buffer, the plane's element offset and its row and column strides.
-``numgrad.kernels.cpu.windows`` loops over the outputs (``prange`` over the batch),
-``numgrad.kernels.cuda.windows`` runs one thread per output.
+pooling from its window (or routes one output's gradient back), or a run of im2col's
+columns (or col2im's pixels, its adjoint), over (N, C, H, W) planes given as a flat buffer,
+the plane's element offset and its row and column strides.
+``numgrad.kernels.cpu.windows`` (``cpu.nn`` for im2col/col2im) loops over the outputs
+(``prange`` over the batch), ``numgrad.kernels.cuda.windows`` (``cuda.nn``) runs one thread
+per output.
 
 ``add_at(a, i, v)`` (a[i] += v; atomic on the GPU) is bound per device. No Numba import
 here.
@@ -14,6 +16,12 @@ import math
 def add_at(a, i, v):
     """a[i] += v (the GPU's is atomic: several outputs may route to one input)."""
     raise NotImplementedError
+
+
+def at(i):
+    """Index ``i``, known to lie inside its array (the CPU's is unsigned: no negative-index
+    wraparound per element, so the im2col/col2im loops vectorize)."""
+    return i
 
 
 def max_window(x, xo, sy, sx, h, w, oy, ox, kh, kw, sh, sw, ph, pw, dh, dw):
@@ -97,3 +105,54 @@ def avg_rows_grad(g, go, sy, sx, oh, ow, iy0, iy1, gx, gxo, gxsy, gxsx, h, w, kh
 def max_unpool_one(gv, k, gx, gxo):
     add_at(gx, gxo + k, gv)
 
+
+
+def span(a, b, s, n):
+    """The integers q in [0, n) with a <= q * s <= b (s > 0): (lo, hi), empty when hi < lo."""
+    lo = 0 if a <= 0 else (a + s - 1) // s
+    hi = min(b // s, n - 1) if b >= 0 else -1
+    return lo, hi
+
+
+def im2col_rows(x, xo, sy, sx, h, w, i, j, y0, y1, k0, k1, sh, sw, ph, pw, dh, dw, ow, cols, co,
+                cs):
+    """Entries [k0, k1) of output rows [y0, y1) of im2col's column row for kernel position
+    (i, j) of a plane: cols[co + (y * ow + k) * cs] = x[xo + iy * sy + ix * sx] at
+    iy = y * sh - ph + i * dh, ix = k * sw - pw + j * dw inside the plane, else 0."""
+    for y in range(y0, y1):
+        iy = y * sh - ph + i * dh
+        r = co + y * ow * cs
+        if iy < 0 or iy >= h:
+            for k in range(k0, k1):
+                cols[at(r + k * cs)] = 0
+            continue
+        src = xo + iy * sy
+        for k in range(k0, k1):
+            ix = k * sw - pw + j * dw
+            if ix >= 0 and ix < w:
+                cols[at(r + k * cs)] = x[at(src + ix * sx)]
+            else:
+                cols[at(r + k * cs)] = 0
+
+
+# d/dcols <x, col2im(cols)> = im2col: each pixel sums the column entries that copied it
+def col2im_pixels(cols, co, cr, cl, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, iy0, iy1, ix0, ix1,
+                  x, xo, sy, sx):
+    """Pixels [iy0, iy1) x [ix0, ix1) of one plane of col2im (the adjoint of im2col): each
+    the sum of the column entries that copied it, added in (i, j) order into a zero in x's
+    type (the CPU passes whole planes, the GPU one pixel per thread: the same sums, no
+    atomics). The plane's column rows (i * kw + j) start at ``co``, ``cr`` apart, entries
+    ``cl`` apart; pixel (iy, ix) is x[xo + iy * sy + ix * sx]."""
+    for iy in range(iy0, iy1):
+        for ix in range(ix0, ix1):
+            x[at(xo + iy * sy + ix * sx)] = 0
+    for i in range(kh):
+        # the output rows yo whose iy = yo*sh - ph + i*dh lies in [iy0, iy1)
+        ylo, yhi = span(iy0 + ph - i * dh, iy1 - 1 + ph - i * dh, sh, oh)
+        for j in range(kw):
+            xlo, xhi = span(ix0 + pw - j * dw, ix1 - 1 + pw - j * dw, sw, ow)
+            for yo in range(ylo, yhi + 1):
+                src = co + (i * kw + j) * cr + yo * ow * cl
+                dst = xo + (yo * sh - ph + i * dh) * sy + (j * dw - pw) * sx
+                for xc in range(xlo, xhi + 1):  # pixel ix = xc*sw - pw + j*dw
+                    x[at(dst + xc * sw * sx)] += cols[at(src + xc * cl)]

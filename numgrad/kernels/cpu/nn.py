@@ -10,6 +10,7 @@ import numpy as np
 from numba import prange
 
 from numgrad.kernels._jit import inline, jit, serial_and_parallel, specialize
+from numgrad.kernels.cpu import indexing as IDX
 from numgrad.kernels.cpu import rows as ROWS
 from numgrad.kernels.cpu import windows as WIN
 from numgrad.kernels.cpu._scalar import like
@@ -27,98 +28,83 @@ def pick(serial, parallel, work):
 # ========================================================================================
 
 
-# Both layouts of the columns get loops typed for a C-contiguous array: (N, K, L) for unfold,
-# and (K, N, L) for the convolutions' single GEMM over the batch, which the op layer passes as
-# its (N, K, L) transposed view (indexing that view directly runs 2-3x slower).
+# im2col's column rows and col2im's planes are window functions written once for both devices
+# (``numgrad.kernels.windows``: ``im2col_rows``, ``col2im_pixels``) over flat data. im2col
+# writes a column row through a 1-D view (any layout of ``cols``); both layouts get loops
+# typed for their array: (N, K, L) for unfold, and (K, N, L) for the convolutions' single
+# GEMM over the batch, which the op layer passes as its (N, K, L) transposed view (indexing
+# that view directly runs 2-3x slower). col2im reads flat C-contiguous columns of either
+# layout.
 
 
 @inline
-def _put_nk(cols, n, row, col, v):
-    cols[n, row, col] = v
+def _row_nk(cols, n, row):
+    return cols[n, row]
 
 
 @inline
-def _put_kn(cols, n, row, col, v):
-    cols[row, n, col] = v
+def _row_kn(cols, n, row):
+    return cols[row, n]
 
 
-@inline
-def _get_nk(cols, n, row, col):
-    return cols[n, row, col]
-
-
-@inline
-def _get_kn(cols, n, row, col):
-    return cols[row, n, col]
-
-
-def _im2col(x, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, cols):
+def _im2col(x, n_b, n_c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, cols):
     """cols[n, (c*kh + i)*kw + j, y*ow + x] = x[n, c, y*sh - ph + i*dh, x*sw - pw + j*dw] (0 out
-    of bounds), stored through ``put``."""
-    n_b, n_c, h, w = x.shape
+    of bounds; ``x`` flat C-contiguous), a column row at a time (``f``: ``im2col_rows``;
+    ``run``: the row's view)."""
     for n in prange(n_b):
         for c in range(n_c):
             for i in range(kh):
                 for j in range(kw):
-                    row = (c * kh + i) * kw + j
-                    for yo in range(oh):
-                        iy = yo * sh - ph + i * dh
-                        base = yo * ow
-                        if iy < 0 or iy >= h:
-                            for xo in range(ow):
-                                put(cols, n, row, base + xo, 0)  # noqa: F821
-                            continue
-                        for xo in range(ow):
-                            ix = xo * sw - pw + j * dw
-                            if ix >= 0 and ix < w:
-                                put(cols, n, row, base + xo, x[n, c, iy, ix])  # noqa: F821
-                            else:
-                                put(cols, n, row, base + xo, 0)  # noqa: F821
+                    f(x, (n * n_c + c) * h * w, w, 1, h, w, i, j, 0, oh, 0, ow, sh, sw, ph,  # noqa: F821
+                      pw, dh, dw, ow, run(cols, n, (c * kh + i) * kw + j), 0, 1)  # noqa: F821
 
 
-def _col2im(cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, x):
-    """x = 0; x[n, c, iy, ix] += cols[...] (read through ``get``): the adjoint of im2col."""
-    n_b, n_c, h, w = x.shape
+def _col2im(cols, n_b, n_c, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, x, h, w, nstride, kstride):
+    """x = the adjoint of im2col of the flat columns (column row k of image n at
+    n * nstride + k * kstride), a plane at a time (``f``: ``col2im_pixels``; ``x`` flat
+    C-contiguous)."""
+    kk = kh * kw
     for n in prange(n_b):
-        x[n] = 0
         for c in range(n_c):
-            for i in range(kh):
-                for j in range(kw):
-                    row = (c * kh + i) * kw + j
-                    for yo in range(oh):
-                        iy = yo * sh - ph + i * dh
-                        if iy < 0 or iy >= h:
-                            continue
-                        base = yo * ow
-                        for xo in range(ow):
-                            ix = xo * sw - pw + j * dw
-                            if ix >= 0 and ix < w:
-                                x[n, c, iy, ix] += get(cols, n, row, base + xo)  # noqa: F821
+            f(cols, n * nstride + c * kk * kstride, kstride, 1, kh, kw, sh, sw, ph, pw,  # noqa: F821
+              dh, dw, oh, ow, 0, h, 0, w, x, (n * n_c + c) * h * w, w, 1)
 
 
-def _by_layout(template, cols_arg, nk, kn):
-    """Serial and parallel launchers of ``template`` that take the columns (argument
-    ``cols_arg``) as (N, K, L) of any strides and run the loop compiled for their layout;
-    ``nk``/``kn`` bind ``put``/``get`` for the (N, K, L) and (K, N, L) layouts."""
-    def launcher(par):
-        opts = {"parallel": True} if par else None
-        suffix = "_parallel" if par else ""
-        run_nk = specialize(template, "nk" + suffix, opts, **nk)
-        run_kn = specialize(template, "kn" + suffix, opts, **kn)
+def _launchers(par):
+    """The serial (or multithreaded) im2col and col2im launchers: columns (N, K, L) of any
+    strides (im2col runs the loop compiled for their layout)."""
+    opts = {"parallel": True} if par else None
+    suffix = "_parallel" if par else ""
+    rows = WIN._F["im2col_rows"]
+    im_nk = specialize(_im2col, "nk" + suffix, opts, f=rows, run=_row_nk)
+    im_kn = specialize(_im2col, "kn" + suffix, opts, f=rows, run=_row_kn)
+    fold = specialize(_col2im, "planes" + suffix, opts, f=WIN._F["col2im_pixels"])
 
-        def launch(*args):
-            cols = args[cols_arg]
-            if not cols.flags.c_contiguous:
-                t = cols.transpose(1, 0, 2)
-                if t.flags.c_contiguous:
-                    return run_kn(*args[:cols_arg], t, *args[cols_arg + 1:])
-            return run_nk(*args)  # (N, K, L), or any other strides
-        return launch
-    return launcher(False), launcher(True)
+    def im2col(x, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, cols):
+        n_b, n_c, h, w = x.shape
+        xf = np.ascontiguousarray(x).reshape(-1)
+        if not cols.flags.c_contiguous:
+            t = cols.transpose(1, 0, 2)
+            if t.flags.c_contiguous:
+                return im_kn(xf, n_b, n_c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, t)
+        return im_nk(xf, n_b, n_c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, cols)
+
+    def col2im(cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, x):
+        n_b, n_c, h, w = x.shape
+        n_k, n_l = cols.shape[1], cols.shape[2]
+        t = cols.transpose(1, 0, 2)
+        if not cols.flags.c_contiguous and t.flags.c_contiguous:
+            flat, nstride, kstride = t.reshape(-1), n_l, n_b * n_l
+        else:
+            flat, nstride, kstride = np.ascontiguousarray(cols).reshape(-1), n_k * n_l, n_l
+        xf = x.reshape(-1) if x.flags.c_contiguous else np.empty(x.size, x.dtype)
+        fold(flat, n_b, n_c, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, xf, h, w, nstride, kstride)
+        if not x.flags.c_contiguous:
+            x[...] = xf.reshape(x.shape)
+    return im2col, col2im
 
 
-im2col, im2col_par = _by_layout(_im2col, 11, {"put": _put_nk}, {"put": _put_kn})
-col2im, col2im_par = _by_layout(_col2im, 0, {"get": _get_nk}, {"get": _get_kn})
+(im2col, col2im), (im2col_par, col2im_par) = _launchers(False), _launchers(True)
 
 # ========================================================================================
 # pooling
@@ -171,14 +157,14 @@ def running_update(running, stat, momentum, scale):
     _BN_RUNNING(running, 0, 1, stat, 0, 1, momentum, scale, running.size, 0)
 
 
+_FIRST_OUTSIDE = IDX.F["first_outside_run"]
+
+
 @jit
 def first_outside(x, lo, hi):
-    """Position of the first element outside [lo, hi] (nan counts as outside), or -1."""
-    for i in range(x.size):
-        v = x[i]
-        if not (v >= lo and v <= hi):
-            return i
-    return -1
+    """Position of the first element outside [lo, hi] (nan counts as outside), or -1 (``x``
+    flat; ``first_outside_run``, written once for both devices)."""
+    return _FIRST_OUTSIDE(x, 0, 1, 0, x.size, lo, hi)
 
 
 def _batch_norm_apply(x, mean, invstd, gamma, beta, out):

@@ -20,8 +20,13 @@ _ND = np.ndarray
 _CUDA = LazyKernels("windows").cuda()
 
 
-_F = bind(W, ("max_window", "avg_bounds", "avg_window", "avg_rows_grad", "max_unpool_one"),
-          __name__)  # this device's copies of the window functions
+def _at(i):
+    return np.uint64(i)  # unsigned: no negative-index wraparound (``windows.at``)
+
+
+# this device's copies of the window functions
+_F = bind(W, ("max_window", "avg_bounds", "avg_window", "avg_rows_grad", "max_unpool_one",
+              "span", "im2col_rows", "col2im_pixels"), __name__, {"at": inline(_at)})
 avg_bounds = _F["avg_bounds"]
 
 

@@ -10,7 +10,6 @@ combine with an empty row (n = 0) and writes nothing.
 """
 
 import math
-import types as pytypes
 
 import numpy as np
 from numba import cuda, float64, int64
@@ -19,6 +18,7 @@ from numgrad.kernels import rows as R
 from numgrad.kernels.cpu.reduction import as3d
 from numgrad.kernels.cuda import _launch
 from numgrad.kernels.cuda.array import CudaArray, from_any
+from numgrad.kernels.cuda.indexing import fill_3d
 from numgrad.kernels.cuda.reduction import (
     MAX,
     MIN,
@@ -84,25 +84,10 @@ _TEAM = {"lane0": _lane0, "lanes": _lanes, "lead": _lead, "allsum": _allsum,
          "allmax": _allmax, "anyof": _anyof, "allext": _allext, "allbest": _allbest,
          "qnan": _qnan,
          "fexp": _launch._SimMath().exp if _launch.SIM else math.exp}
-if _launch.SIM:
-    _TEAM["math"] = _launch._SimMath()
 
 
 
-def _bind():
-    """The row functions as device functions (module attributes ``<name>_dev``, so the PTX
-    check rebuilds them by name)."""
-    g = dict(R.__dict__)
-    g.update(_TEAM)
-    for name in R.ROW_FUNCTIONS:
-        fn = getattr(R, name)
-        copy = pytypes.FunctionType(fn.__code__, g, name, fn.__defaults__)
-        d = g[name] = cuda.jit(device=True)(copy)
-        globals()[name + "_dev"] = d
-        _launch._RECIPES[id(d)] = ("attr", __name__, name + "_dev")
-
-
-_bind()
+_launch.bind(R, R.ROW_FUNCTIONS, _TEAM, __name__)  # the row functions: ``<name>_dev``
 
 # --- kernel templates (``f``: the row function) ---------------------------------------------
 
@@ -258,9 +243,9 @@ _TILE = 32  # features per block of the layer-norm parameter gradients
 def _layer_norm_params_k(g, go, gs0, gs1, x, xo, xs0, xs1, mean, mo, ms, rstd, ro, rs, n_m, n_k,
                          gg, ggo, ggs, gb, gbo, gbs):
     """A block per tile of 32 features: a thread per (feature, every parts-th row), partials
-    in registers (one-slot local arrays), then summed over the parts in shared memory."""
-    sa = cuda.shared.array(NT, float64)
-    sb = cuda.shared.array(NT, float64)
+    in registers (one-slot local arrays), then summed over the parts in shared memory (the
+    parts of a feature are a team, ``_TILE`` threads apart)."""
+    sh = cuda.shared.array(NT, float64)
     acc_g = cuda.local.array(1, float64)
     acc_b = cuda.local.array(1, float64)
     t = cuda.threadIdx.x
@@ -274,20 +259,11 @@ def _layer_norm_params_k(g, go, gs0, gs1, x, xo, xs0, xs1, mean, mo, ms, rstd, r
         if k < n_k:
             f(g, go, gs0, gs1, x, xo, xs0, xs1, mean, mo, ms, rstd, ro, rs, part, n_m,  # noqa: F821
               parts, k, k + 1, acc_g, acc_b, -k)
-        sa[t] = acc_g[0]
-        sb[t] = acc_b[0]
-        cuda.syncthreads()
-        s = parts // 2
-        while s > 0:
-            if part < s:
-                sa[t] += sa[t + s * _TILE]
-                sb[t] += sb[t + s * _TILE]
-            cuda.syncthreads()
-            s //= 2
+        sg = _tree_sum(sh, t, part, parts, _TILE, acc_g[0])
+        sb = _tree_sum(sh, t, part, parts, _TILE, acc_b[0])
         if part == 0 and k < n_k:
-            gg[ggo + k * ggs] = sa[t]
-            gb[gbo + k * gbs] = sb[t]
-        cuda.syncthreads()
+            gg[ggo + k * ggs] = sg
+            gb[gbo + k * gbs] = sb
 
 
 def _nll_k(logp, lo, ls0, ls1, target, to, ts, weight, wo, ws, ignore_index, n_c,
@@ -536,16 +512,11 @@ def layer_norm_bwd_params(g, x, mean, rstd, ggamma, gbeta):
                           *_v(ggamma), *_v(gbeta))
 
 
-@_launch.jit
-def _set_first(res, n):
-    if cuda.grid(1) == 0:
-        res[0] = n
-
-
 def first_buffer(n):
-    """A one-element int64 device buffer holding ``n`` (the 'none found' value)."""
+    """A one-element int64 device buffer holding ``n`` (the 'none found' value), filled by a
+    kernel (a compiled plan records it)."""
     res = CudaArray.empty((1,), np.int64)
-    _launch.launch(_set_first, 1, res.buf, n)
+    fill_3d(res.reshape(1, 1, 1), n)
     return res
 
 
