@@ -1,16 +1,18 @@
 """LSTM layers on the CPU: one layer in one direction over the whole sequence in one compiled
 loop (a kernel call for the forward, one for the backward).
 
-Forward: the input projection of every step is one product, ``x W_ih^T`` (all T*B rows at
-once, BLAS called from the kernel); then per step the recurrent product ``h_(t-1) W_hh^T``
-and one pass over the step's rows for the gate math (both biases, sigmoid and tanh of the
-gates, the cell update, ``h = o tanh(c)``), which writes the gates' activations over their
-projections. Backward: per step, from the forward's last, one pass for the gates' gradients
-and one product ``dgates_t W_hh`` for the gradient reaching ``h_(t-1)``; then each weight
-gradient is one product over all steps (``dgates^T x``, ``dgates^T [h_(t-1)]_t``), the
-input's one product (``dgates W_ih``), and the biases' gradient is summed in the step
-passes. The step products and the input's gradient are numgrad's own tiled products (see
-"products by tiles" below), the others BLAS calls.
+Forward: per step, the step's input rows and ``h_(t-1)`` are copied side by side (``[x_t
+h_(t-1)]``, kept for the backward), one product with the stacked weights ``[W_ih W_hh]^T``
+gives the gates' pre-activations (no separate input projection: the step's projections are
+still in cache when the gate math reads them), and one pass over the step's rows does the
+gate math (both biases, sigmoid and tanh of the gates, the cell update, ``h = o tanh(c)``),
+writing the gates' activations over the pre-activations. Backward: per step, from the
+forward's last, one pass for the gates' gradients and one product ``dgates_t W_hh`` for the
+gradient reaching ``h_(t-1)``; then both weight gradients are one product over all steps,
+``dgates^T [x_t h_(t-1)]_t`` (split into W_ih's and W_hh's columns), the input's one product
+(``dgates W_ih``), and the biases' gradient is summed in the step passes. The step products
+and the input's gradient are numgrad's own tiled products (see "products by tiles" below),
+the weight gradients a BLAS call.
 
 The cell formulas are ``lstm_cell`` and ``lstm_cell_backward`` (``numgrad.kernels.cuda.rnn``
 compiles them as CUDA device functions); the CPU step passes apply them a quantity at a time,
@@ -18,7 +20,7 @@ in the same operations and order (see ``_forward_step``).
 
 Arrays are flat C-contiguous buffers addressed by row: the rows of step ``t`` of a sequence
 array in the caller's layout (input, projections and their gradients, output, the saved
-``h_(t-1)``) start at element ``t * st * width`` and are ``sb * width`` apart
+``[x_t h_(t-1)]``) start at element ``t * st * width`` and are ``sb * width`` apart
 (``batch_first``: st = 1, sb = T; time major: st = B, sb = 1), so the products over all
 steps see each as one matrix of T*B rows in the same order; the saved cells and ``tanh(c)``
 are time major, rows ``t * B + b``. Views of flat buffers (``buf[a:b]``) keep the inner loops
@@ -187,8 +189,11 @@ _step_backward = inline(_backward_step)
 # step's (32 x 256) x (256 x 1024) product takes 0.16 ms this way against 0.20-0.26 ms in
 # NumPy's OpenBLAS; the input's gradient (``dgates W_ih``, all T*B rows) uses the same tiles
 # (2.4 ms against 3.0 ms for the first layer of the char-LSTM benchmark, 9.9 against 10.8 for
-# the second). The input projection (as fast in BLAS) and the weight gradients (products
-# over all T*B rows whose operands are both read down their columns) stay BLAS calls.
+# the second). The weight gradients (products over all T*B rows whose operands are both
+# read down their columns) stay BLAS calls: numgrad's tiles need the gates' gradients
+# transposed first, and that copy (rows T*4H apart in the batch-first layout) cost more
+# than the tiles saved (char-LSTM, dgates^T h of a layer: 10.6 ms in tiles against 11.9 in
+# BLAS, but 3.6 ms to transpose dgates).
 
 NR = 64  # the columns of a tile
 BLOCK_ELEMENTS = 32768  # the rows of ``a`` a product takes at a time (128 KiB of float32)
@@ -296,6 +301,23 @@ def _pack_gates(w, n, wp):
 
 
 @inline
+def _pack_gates_cat(w_ih, n_in, w, n, wp):
+    """B = [W_ih W_hh]^T ((n_in + n) x 4n) into panels of PANEL hidden units of each gate:
+    wp[(p kk + k) NR + PANEL q + u] = [W_ih W_hh][q n + PANEL p + u, k], kk = n_in + n
+    (columns past n are left as they are)."""
+    kk = n_in + n
+    for row in range(4 * n):
+        q, j = row // n, row % n
+        dst = (j // PANEL) * kk * NR + PANEL * q + j % PANEL
+        src = w_ih[row * n_in:(row + 1) * n_in]
+        for k in range(n_in):
+            wp[dst + k * NR] = src[k]
+        src = w[row * n:(row + 1) * n]
+        for k in range(n):
+            wp[dst + (n_in + k) * NR] = src[k]
+
+
+@inline
 def _panels(cols):
     return (cols + NR - 1) // NR
 
@@ -303,18 +325,24 @@ def _panels(cols):
 # ---- one layer: the loop over the steps ----------------------------------------------------------
 
 
-def _layer_forward(x, w_ih, b_ih, b_hh, w, h0, c0, xw, out, hprev, cs, tcs, hn, cn, n_t, n_b, n,
+def _layer_forward(x, w_ih, b_ih, b_hh, w, h0, c0, xw, out, zs, cs, tcs, hn, cn, n_t, n_b, n,
                    n_in, st, sb, reverse):
-    """The projections ``xw`` = x W_ih^T (BLAS), then the steps in order (``reverse``: from
-    the last): the recurrent product ``r`` = h W_hh^T, then ``_forward_step``."""
+    """The steps in order (``reverse``: from the last): the step's input rows and h_(t-1)
+    side by side into its rows of ``zs`` (``[x_t h_(t-1)]``, n_in + n wide, in x's layout:
+    saved for the weight gradients), then the gates' pre-activations ``[x_t h_(t-1)]
+    [W_ih W_hh]^T`` as one product (the weights packed once) into the step's rows of ``xw``,
+    then ``_forward_step`` adds the biases (its recurrent term is a row of zeros) and writes
+    the activations over them (its copy of h_(t-1) goes to the step's ``out`` rows, which
+    it then overwrites with h_t)."""
     n4 = 4 * n
+    kk = n_in + n
     dt = xw.dtype
-    gemm(ROW_MAJOR, NO_TRANS, TRANS, n_t * n_b, n4, n_in, 1.0, x.ctypes, n_in,  # noqa: F821
-         w_ih.ctypes, n_in, 0.0, xw.ctypes, n4)
-    wp = np.zeros((n + PANEL - 1) // PANEL * n * NR, dt)
-    _pack_gates(w.reshape(w.size), n, wp)
-    r = np.empty(n_b * n4, dt)
-    ldx, ldo = sb * n4, sb * n
+    wp = np.empty((n + PANEL - 1) // PANEL * kk * NR, dt)
+    if n % PANEL:
+        wp[:] = 0
+    _pack_gates_cat(w_ih.reshape(w_ih.size), n_in, w.reshape(w.size), n, wp)
+    zero = np.zeros(n4, dt)
+    ldx, ldo, ldz = sb * n4, sb * n, sb * kk
     for k in range(n_t):
         t = n_t - 1 - k if reverse else k
         tp = t + 1 if reverse else t - 1
@@ -322,20 +350,30 @@ def _layer_forward(x, w_ih, b_ih, b_hh, w, h0, c0, xw, out, hprev, cs, tcs, hn, 
             hp, hpo, ldhp, cp, cpo = h0, 0, n, c0, 0
         else:
             hp, hpo, ldhp, cp, cpo = out, tp * st * n, ldo, cs, tp * n_b * n
-        product(hp, hpo, ldhp, n_b, n, wp, n4, 4, r, 0, n4)  # noqa: F821
-        _step_forward(xw, t * st * n4, ldx, b_ih, b_hh, r, 0, n4, n, hp, hpo, ldhp, cp, cpo, cs,
-                      tcs, t * n_b * n, out, hprev, t * st * n, ldo, k == n_t - 1, hn, cn, 0,
-                      n_b, 0, n, n)
+        for b in range(n_b):
+            zo = (t * st + b * sb) * kk
+            zx = zs[zo:zo + n_in]
+            src = x[(t * st + b * sb) * n_in:(t * st + b * sb + 1) * n_in]
+            for i in range(n_in):
+                zx[i] = src[i]
+            zh = zs[zo + n_in:zo + kk]
+            src = hp[hpo + b * ldhp:hpo + b * ldhp + n]
+            for i in range(n):
+                zh[i] = src[i]
+        product(zs, t * st * kk, ldz, n_b, kk, wp, n4, 4, xw, t * st * n4, ldx)  # noqa: F821
+        _step_forward(xw, t * st * n4, ldx, b_ih, b_hh, zero, 0, 0, n, hp, hpo, ldhp, cp, cpo,
+                      cs, tcs, t * n_b * n, out, out, t * st * n, ldo, k == n_t - 1, hn, cn,
+                      0, n_b, 0, n, n)
 
 
-def _layer_backward(dout, dhn, dcn, x, w_ih, w, c0, act, cs, tcs, hprev, dg, dx, dh0, dc0,
+def _layer_backward(dout, dhn, dcn, x, w_ih, w, c0, act, cs, tcs, zs, dg, dx, dh0, dc0,
                     dw_ih, dw, db, n_t, n_b, n, n_in, st, sb, reverse, need_x, need_h0,
                     need_wih, need_w, need_b):
     """The steps from the forward's last: ``_backward_step``, then the gradient reaching the
     step's h, ``dgates_t W_hh`` (after the first step only for ``need_h0``, into ``dh0``);
-    ``dc0`` holds the running cell gradient. Then, as asked, W_hh's gradient ``dg^T hprev``
-    and W_ih's ``dg^T x`` (BLAS), the input's ``dg W_ih`` and the biases' (one array for
-    both)."""
+    ``dc0`` holds the running cell gradient. Then, as asked, the weights' gradients
+    ``dg^T [x h_prev]`` (``zs``, saved by the forward; one BLAS call for both), the input's
+    ``dg W_ih`` and the biases' (one array for both). ``x`` is not read (``zs`` holds it)."""
     n4 = 4 * n
     rows_all = n_t * n_b
     dt = dout.dtype
@@ -359,12 +397,28 @@ def _layer_backward(dout, dhn, dcn, x, w_ih, w, c0, act, cs, tcs, hprev, dg, dx,
             product(dg, t * st * n4, ldg, n_b, n4, wq, n, 1, dhr, 0, n)  # noqa: F821
         elif need_h0:
             product(dg, t * st * n4, ldg, n_b, n4, wq, n, 1, dh0, 0, n)  # noqa: F821
-    if need_w:
+    # the weight gradients: dgates^T [x h_prev] (``zs``) as one product when both are asked
+    kk = n_in + n
+    if need_w and need_wih:
+        dwc = np.empty(n4 * kk, dt)
+        gemm(ROW_MAJOR, TRANS, NO_TRANS, n4, kk, rows_all, 1.0, dg.ctypes, n4,  # noqa: F821
+             zs.ctypes, kk, 0.0, dwc.ctypes, kk)
+        fw_ih, fw = dw_ih.reshape(dw_ih.size), dw.reshape(dw.size)
+        for r in range(n4):
+            src = dwc[r * kk:r * kk + n_in]
+            d = fw_ih[r * n_in:(r + 1) * n_in]
+            for i in range(n_in):
+                d[i] = src[i]
+            src = dwc[r * kk + n_in:(r + 1) * kk]
+            d = fw[r * n:(r + 1) * n]
+            for i in range(n):
+                d[i] = src[i]
+    elif need_w:
         gemm(ROW_MAJOR, TRANS, NO_TRANS, n4, n, rows_all, 1.0, dg.ctypes, n4,  # noqa: F821
-             hprev.ctypes, n, 0.0, dw.ctypes, n)
-    if need_wih:
+             zs[n_in:].ctypes, kk, 0.0, dw.ctypes, n)
+    elif need_wih:
         gemm(ROW_MAJOR, TRANS, NO_TRANS, n4, n_in, rows_all, 1.0, dg.ctypes, n4,  # noqa: F821
-             x.ctypes, n_in, 0.0, dw_ih.ctypes, n_in)
+             zs.ctypes, kk, 0.0, dw_ih.ctypes, n_in)
     if need_x:
         wi = np.zeros(_panels(n_in) * n4 * NR, dt)
         _pack(w_ih.reshape(w_ih.size), n4, n_in, wi)
@@ -505,17 +559,18 @@ def lstm_forward(x, w_ih, b_ih, b_hh, w_hh, h0, c0, batch_first, reverse):
     b_ih, b_hh = _c(b_ih), _c(b_hh)
     xw = A.new(x.shape[:2] + (4 * n,), dt)
     out = A.new(x.shape[:2] + (n,), dt)
-    hprev = A.new(out.shape, dt)
     cs = A.new((n_t * n_b * n,), dt)
     tcs = A.new((n_t * n_b * n,), dt)
     hn = A.new((n_b, n), dt)
     cn = A.new((n_b, n), dt)
     layer = _LAYER.get(dt) if _blas.AVAILABLE else None
-    if layer is not None:
+    if layer is not None:  # (``hprev``: [x_t h_(t-1)] rows, see ``_layer_forward``)
+        hprev = A.new(x.shape[:2] + (n_in + n,), dt)
         layer[0](_flat(x), w_ih, b_ih, b_hh, w_hh, _flat(h0), _flat(c0), _flat(xw), _flat(out),
                  _flat(hprev), cs, tcs, _flat(hn), _flat(cn), n_t, n_b, n, n_in, st, sb,
                  reverse)
     else:
+        hprev = A.new(out.shape, dt)
         forward_loop(step_forward, x, w_ih, b_ih, b_hh, w_hh, h0, c0, xw, out, hprev, cs, tcs,
                      hn, cn, batch_first, reverse)
     return out, hn, cn, (xw, hprev, cs, tcs)
