@@ -585,6 +585,29 @@ def test_lstm_strided_input_and_states_frozen_weight_match_pytorch(dtype):
         assert_close(a, t, **tol, msg=str(k))
 
 
+@requires_torch
+@pytest.mark.parametrize("frozen", ["weight_hh_l0", "weight_ih_l0"])
+def test_lstm_batch_first_one_weight_frozen_matches_pytorch(frozen):
+    """Batch-first, one weight of the layer frozen: the other weight's gradient (computed
+    alone, not with its sibling in one product) and the rest equal PyTorch's."""
+    ng.manual_seed(0)
+    ours = nn.LSTM(5, 7, batch_first=True)
+    theirs = torch.nn.LSTM(5, 7, batch_first=True)
+    _load_into_torch(ours, theirs)
+    for mod in (ours, theirs):
+        getattr(mod, frozen).requires_grad_(False)
+    xa = np.random.default_rng(1).standard_normal((3, 6, 5)).astype(np.float32)
+    results = []
+    for m, mod in ((ng, ours), (torch, theirs)):
+        x = m.tensor(xa, requires_grad=True)
+        out, (hn, cn) = mod(x)
+        (out.sin().sum() + hn.pow(2).sum() + cn.sum()).backward()
+        results.append([out, x.grad] + [p.grad for p in mod.parameters() if p.requires_grad])
+    assert len(results[0]) == 5
+    for k, (a, t) in enumerate(zip(*results)):
+        assert_close(a, t, **F32, msg=str(k))
+
+
 def test_lstm_layer_node_name():
     """One node per layer and direction, named as PyTorch's CPU LSTM layer's."""
     out, (h, c) = nn.LSTM(3, 4, 2)(ng.randn(5, 2, 3))
