@@ -125,7 +125,14 @@ def _collect(roots):
         nodes.append(node)
         nx = node._next
         nb = node._next2
-        for nxt in (nx[::2] if nx.__class__ is tuple else (nx,) if nb is False else (nx, nb)):
+        if nb is False and nx.__class__ is not tuple:  # one edge (nx, 0): most nodes
+            if nx.__class__ is AccumulateGrad:
+                acc_in[nx] = acc_in.get(nx, 0) + 1
+            if nx not in seen:
+                seen.add(nx)
+                stack.append(nx)
+            continue
+        for nxt in (nx[::2] if nx.__class__ is tuple else (nx, nb)):
             if nxt is None:
                 continue
             if nxt.__class__ is AccumulateGrad:

@@ -200,7 +200,8 @@ def binary(name=None, *, node=None, kernel, scalar_kernel=None, grad=None, resul
         od = OpDef(op_name, "arith", ("self", "other"), grad or {}, node, variants=variants,
                    aliases=aliases, params=("alpha",) if alpha else (), saves=saves)
         node_cls = od.node
-        if node_cls is not None and not set(od.saves) - {"alpha"}:
+        numbers_only = node_cls is not None and not set(od.saves) - {"alpha"}
+        if numbers_only:
             node_cls._meta_only = True  # it saves numbers only: runs again without retain_graph
         num_od = _form(number, op_name) if number and "node" in number else None
         rnum_od = _form(rnumber, op_name) if rnumber and "node" in rnumber else None
@@ -298,7 +299,11 @@ def binary(name=None, *, node=None, kernel, scalar_kernel=None, grad=None, resul
                         ma, mb = meta_for(a, r.shape, dt), meta_for(b, r.shape, dt)
                         if ma is not None or mb is not None:
                             node._meta = shared((ma, mb))
-                    attach(res, node)
+                    if numbers_only:  # attach's work for a node that saves no tensor
+                        res._grad_fn = node
+                        res._requires_grad = True
+                    else:
+                        attach(res, node)
             return res
 
         def with_number(a, s, al):

@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 
 from numgrad import _arrays, _device, _dtype, _memory_format
+from numgrad._compile import tape as _tape
 from numgrad._shape import infer_size, parse_shape, wrap_dim, wrap_dims
 from numgrad.autograd.graph import Node
 from numgrad.ops._util import EW, Tensor, _wrap, as_type, attach, dtype_of, edge, state
@@ -413,6 +414,23 @@ class SelectBackward0(_EmbedBackward):
     """d/dx x[..., i, ...] = zeros with g at index i."""
 
     __slots__ = ()
+
+    def _backward(self, g):
+        shape, key = self._saved
+        gd = g._data
+        if (len(key) == 1 and gd.__class__ is np.ndarray and not state.enabled
+                and _tape.TAPE is None and gd.flags.c_contiguous and gd.shape == shape[1:]):
+            # a select along dim 0 (x[i]), no graph: embed's zeros and its copy kernel call
+            # into the contiguous row i, without the view key and the launcher's checks
+            out = np.zeros(shape, gd.dtype)
+            n = gd.size
+            if n:
+                i = key[0] * n
+                k = EW.copy
+                (k.flat if n < EW.PARALLEL_MIN else k.flat_par)(
+                    gd.ravel(), out.reshape(-1)[i:i + n], 0.0, 0.0)
+            return (_wrap(out),)
+        return (embed(g, shape, key),)
 
 
 class SliceBackward0(_EmbedBackward):
