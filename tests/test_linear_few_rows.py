@@ -4,10 +4,11 @@ once per size. Values, strides and graphs stay those of the plain computation an
 
 import numpy as np
 import pytest
-from conftest import assert_close
+from conftest import assert_close, raised
 
 import numgrad as ng
 from numgrad.kernels.cpu import linalg as L
+from numgrad.nn import functional as F
 from numgrad.ops import attention as _attention
 
 torch = pytest.importorskip("torch")
@@ -214,15 +215,16 @@ def test_linear_without_graph_equals_ops_path_and_torch(shape, monkeypatch):
     ops path (reshape, addmm, view) bit for bit, a view of a (rows, out) result for inputs
     of more than two dims (as PyTorch's), no history; a transposed input, one row and an
     empty input take the ops path."""
-    from numgrad.nn import functional as F
     rng = np.random.default_rng(len(shape))
     x, w, b = (rng.standard_normal(s).astype(np.float32) for s in (shape, (8, 16), (8,)))
     xs, ws, bs = ng.tensor(x), ng.tensor(w, requires_grad=True), ng.tensor(b)
     with ng.no_grad():
         y = F.linear(xs, ws, bs)
+        y0 = F.linear(xs, ws)  # no bias: matmul's fold (no view)
         with monkeypatch.context() as mp:
             mp.setattr(F, "_linear_no_graph", lambda *a: None)
             want = F.linear(xs, ws, bs)
+            want0 = F.linear(xs, ws)
         yt = F.linear(xs.transpose(0, -1).contiguous().transpose(0, -1), ws, bs)
     ty = torch.nn.functional.linear(*(torch.tensor(a) for a in (x, w, b)))
     assert np.array_equal(y.numpy(), want.numpy())
@@ -230,6 +232,9 @@ def test_linear_without_graph_equals_ops_path_and_torch(shape, monkeypatch):
     assert y.grad_fn is None and not y.requires_grad and y.stride() == ty.stride()
     assert (y._base is not None) == ty._is_view() == (want._base is not None)
     assert_close(y.numpy(), ty.numpy(), rtol=1e-5, atol=1e-5)
+    ty0 = torch.nn.functional.linear(torch.tensor(x), torch.tensor(w))
+    assert np.array_equal(y0.numpy(), want0.numpy()) and y0.stride() == ty0.stride()
+    assert (y0._base is not None) == ty0._is_view() == (want0._base is not None)
     # a weight that requires grad with grad mode on: the graph (PyTorch's node)
     g = F.linear(xs, ws, bs)
     tg = torch.nn.functional.linear(torch.tensor(x), torch.tensor(w, requires_grad=True),
@@ -239,7 +244,6 @@ def test_linear_without_graph_equals_ops_path_and_torch(shape, monkeypatch):
 
 
 def test_linear_without_graph_keeps_errors():
-    from conftest import raised
     x, w = np.ones((2, 3, 4), np.float32), np.ones((5, 4), np.float32)
     cases = [(x, np.ones((5, 3), np.float32), np.ones(5, np.float32)),  # inner sizes
              (x, w, np.ones(4, np.float32)),  # bias size
@@ -251,3 +255,58 @@ def test_linear_without_graph_keeps_errors():
             with lib.no_grad():
                 got.append(raised(lib.nn.functional.linear, *(lib.tensor(v) for v in (a, b, c))))
         assert got[0] is not None and got[0] == got[1], got
+
+
+@pytest.mark.parametrize("shape", [(2, 5), (7,), (0, 3), ()])
+def test_embedding_without_graph_equals_ops_path_and_torch(shape, monkeypatch):
+    """F.embedding where nothing records it gathers the rows with the gather kernel
+    directly: the rows of the ops path bit for bit, PyTorch's rows and strides, no history;
+    out-of-range indices keep PyTorch's error."""
+    rng = np.random.default_rng(len(shape))
+    w = rng.standard_normal((9, 4)).astype(np.float32)
+    idx = rng.integers(0, 9, shape)
+    ws, iw = ng.tensor(w, requires_grad=True), ng.tensor(idx)
+    with ng.no_grad():
+        y = F.embedding(iw, ws)
+        with monkeypatch.context() as mp:
+            mp.setattr(F, "_unwatched", lambda: False)
+            want = F.embedding(iw, ws)
+    ty = torch.nn.functional.embedding(torch.tensor(idx), torch.tensor(w))
+    assert np.array_equal(y.numpy(), want.numpy()) and np.array_equal(y.numpy(), ty.numpy())
+    assert y.grad_fn is None and y.stride() == ty.stride() and y.shape == ty.shape
+    assert type(F.embedding(iw, ws).grad_fn).__name__ == "EmbeddingBackward0"
+    bad = np.full(shape or (1,), 9)
+    with ng.no_grad():
+        got = raised(F.embedding, ng.tensor(bad), ws)
+    assert got == raised(torch.nn.functional.embedding, torch.tensor(bad), torch.tensor(w))
+
+
+@pytest.mark.parametrize("causal,scale", [(True, None), (False, 0.3)])
+def test_sdpa_without_graph_equals_flash_op_and_torch(causal, scale, monkeypatch):
+    """scaled_dot_product_attention where nothing records it runs the attention kernel
+    directly: the flash op's output bit for bit (strided heads of a packed projection),
+    PyTorch's values, no history; a mask, dropout or grad takes the checked path."""
+    rng = np.random.default_rng(7)
+    packed = rng.standard_normal((2, 5, 3 * 2 * 4)).astype(np.float32)
+    base = ng.tensor(packed)
+    q, k, v = (base[:, :, i * 8:(i + 1) * 8].reshape(2, 5, 2, 4).transpose(1, 2)
+               for i in range(3))
+    sdpa = F.scaled_dot_product_attention
+    with ng.no_grad():
+        y = sdpa(q, k, v, is_causal=causal, scale=scale)
+        with monkeypatch.context() as mp:
+            mp.setattr(F, "_unwatched", lambda: False)
+            want = sdpa(q, k, v, is_causal=causal, scale=scale)
+    tq, tk, tv = (torch.tensor(t.numpy()) for t in (q, k, v))
+    ty = torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=causal,
+                                                          scale=scale)
+    assert np.array_equal(y.numpy(), want.numpy()) and y.grad_fn is None
+    assert y.stride() == want.stride()  # (PyTorch's flash output is laid out (b, t, h, e))
+    assert_close(y.numpy(), ty.numpy(), rtol=1e-5, atol=1e-6)
+    qg = q.detach().requires_grad_()
+    assert type(sdpa(qg, k, v, is_causal=causal).grad_fn).__name__ == \
+        "ScaledDotProductFlashAttentionForCpuBackward0"
+    for kw in ({"dropout_p": "0"}, {"is_causal": 1}, {"scale": "1"}):
+        got = raised(sdpa, q, k, v, **kw)
+        assert got is not None and got == raised(
+            torch.nn.functional.scaled_dot_product_attention, tq, tk, tv, **kw)

@@ -13,12 +13,14 @@ is the composed graph of ``numgrad.ops.attention.attend`` itself.
 import math
 import warnings
 
+import numpy as np
+
 from numgrad import _dtype
 from numgrad._shape import broadcast_shapes
 from numgrad.nn import _checks as C
 from numgrad.nn import functional as F
 from numgrad.ops import attention as AT
-from numgrad.ops._util import Tensor, dtype_of
+from numgrad.ops._util import LIN, Tensor, _wrap, dtype_of, state
 from numgrad.ops.registry import declare
 
 _NEG_INF = float("-inf")
@@ -109,6 +111,34 @@ def _flash_eligible(query, key, value, attn_mask, dropout_p, enable_gqa):
     return attn_mask is None or (attn_mask.dim() in (2, 4) and not attn_mask.requires_grad)
 
 
+def _flash_no_graph(query, key, value, dropout_p, is_causal, scale):
+    """The flash case's output where nothing records it (no input requires grad or grad
+    mode is off, ``F._unwatched``) and the attention kernel takes the arrays (4-D host
+    arrays of one float dtype, equal batch, head and key counts, one head size, unit last
+    strides): the kernel the flash op calls, without the op around it or the checks, which
+    all pass for such arguments (no mask, no dropout, no grouped heads). None: the checked
+    path. (Token-by-token generation: 4 calls a token, about 15 us saved on each.)"""
+    if not (isinstance(query, Tensor) and isinstance(key, Tensor) and isinstance(value, Tensor)):
+        return None
+    if state.enabled and (query._requires_grad or key._requires_grad or value._requires_grad):
+        return None
+    if dropout_p.__class__ not in (float, int) or dropout_p != 0 or \
+            is_causal.__class__ is not bool or not (scale is None or scale.__class__ is float):
+        return None
+    qd, kd, vd = query._data, key._data, value._data
+    if qd.__class__ is not np.ndarray or kd.__class__ is not np.ndarray or \
+            vd.__class__ is not np.ndarray or qd.ndim != 4 or kd.ndim != 4 or vd.ndim != 4 or \
+            qd.shape[3] != vd.shape[3] or not F._unwatched() or \
+            not LIN.attention_fits(qd, kd, vd):
+        return None
+    (b, h, t, d), s = qd.shape, kd.shape[2]
+    used = float(scale) if scale is not None else 1.0 / math.sqrt(d)
+    probs = np.empty((b, h, t, s), qd.dtype)
+    out = np.empty(qd.shape, qd.dtype)
+    LIN.attention(qd, kd, vd, used, is_causal, probs, out)
+    return _wrap(out)
+
+
 # ========================================================================================
 # scaled_dot_product_attention
 # ========================================================================================
@@ -120,6 +150,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     """softmax(query key^T scale + mask) value, with PyTorch's masks (boolean: True takes
     part; float: added), upper-left aligned causal mask, dropout on the attention weights,
     and grouped-query heads. Rows with no key to attend to give 0."""
+    if attn_mask is None and not enable_gqa:
+        out = _flash_no_graph(query, key, value, dropout_p, is_causal, scale)
+        if out is not None:
+            return out
     _check_args(query, key, value, attn_mask, dropout_p, is_causal, scale)
     if enable_gqa:
         _check_gqa(query, key, value)

@@ -27,6 +27,7 @@ from numgrad.ops import shape as sh
 from numgrad.ops import unary as un
 from numgrad.ops._util import (
     EW,
+    IDX,
     LazyKernels,
     _wrap,
     dtype_of,
@@ -77,12 +78,13 @@ def linear(input, weight, bias=None):
     if xd == 0 or wd == 0:
         raise RuntimeError(f"both arguments to linear need to be at least 1D, but they are {xd}D "
                            f"and {wd}D")
-    if bias is None:
-        return la.matmul(input, sh.t(weight))
-    C.tensor_arg("linear", "bias", 3, bias)
+    if bias is not None:
+        C.tensor_arg("linear", "bias", 3, bias)
     out = _linear_no_graph(input, weight, bias)
     if out is not None:
         return out
+    if bias is None:
+        return la.matmul(input, sh.t(weight))
     if xd == 2:
         return addmm(bias, input, sh.t(weight))
     bshape = bias._data.shape
@@ -96,20 +98,28 @@ def linear(input, weight, bias=None):
     return ew.add(out, bias)
 
 
+def _unwatched():
+    """Whether no compile trace, profiler, exporter or forward-AD level watches the ops: a
+    result nothing records may then skip the ops around its kernel."""
+    return _tape.TAPE is None and not _intercept._CLIENTS
+
+
 def _linear_no_graph(input, weight, bias):
     """``linear``'s result where nothing records it (no input requires grad or grad mode is
-    off; no compile trace, profiler, exporter or forward-AD level watching), for host arrays
-    that the linear kernel takes (the kernel ``addmm`` calls, so the same values), without
-    the reshape, transpose, ``addmm`` and view ops around it: a new (m, n) tensor, viewed in
-    the input's leading dims when it has more than two (a view, as PyTorch's). None: the
-    ops path. (Token-by-token generation calls linear 17 times a token: about 7 us each.)"""
-    if state.enabled and (input._requires_grad or weight._requires_grad or bias._requires_grad):
+    off, ``_unwatched``), for host arrays that the linear kernel takes (the kernel ``addmm``
+    and ``matmul`` call, so the same values), without the reshape, transpose, ``addmm``
+    (``matmul``) and view ops around it: a new (m, n) tensor, viewed in the input's leading
+    dims when it has more than two and a bias (a view, as PyTorch's; without a bias,
+    PyTorch's fold leaves no view). None: the ops path. (Token-by-token generation calls
+    linear 17 times a token: about 7 us saved on each.)"""
+    if state.enabled and (input._requires_grad or weight._requires_grad
+                          or (bias is not None and bias._requires_grad)):
         return None
-    if _tape.TAPE is not None or _intercept._CLIENTS:
+    if not _unwatched():
         return None
-    x, w, b = input._data, weight._data, bias._data
-    if x.__class__ is not np.ndarray or x.ndim < 2 or w.ndim != 2 or b.ndim != 1 or \
-            not x.flags.c_contiguous:
+    x, w, b = input._data, weight._data, None if bias is None else bias._data
+    if x.__class__ is not np.ndarray or x.ndim < 2 or w.ndim != 2 or not x.flags.c_contiguous \
+            or (b is not None and b.ndim != 1):
         return None
     x2 = x.reshape(-1, x.shape[-1])
     out = np.empty((x2.shape[0], w.shape[0]), x.dtype)
@@ -119,7 +129,10 @@ def _linear_no_graph(input, weight, bias):
     LIN.linear(x2, wt, b, out)
     if x.ndim == 2:
         return _wrap(out)
-    return sh.view_of(_wrap(out), out.reshape(x.shape[:-1] + (out.shape[1],)))
+    shape = x.shape[:-1] + (out.shape[1],)
+    if b is None:
+        return _wrap(out.reshape(shape))
+    return sh.view_of(_wrap(out), out.reshape(shape))
 
 
 # ========================================================================================
@@ -273,6 +286,15 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
             bad = int(A.host(flat)[NN.on(flat).first_outside(flat, 0, n - 1)])
             raise RuntimeError(f"INDICES element is out of DATA bounds, id={bad} axis_dim={n}")
         raise IndexError("index out of range in self")
+    if max_norm is None and not (state.enabled and weight._requires_grad) and _unwatched():
+        w = weight._data
+        if flat.__class__ is np.ndarray and w.__class__ is np.ndarray and w.flags.c_contiguous:
+            # nothing records it: the rows gathered by the gather plan's kernel, without the
+            # plan (its scatter side is the backward's)
+            out = np.empty((1, flat.size, w.shape[1]), w.dtype)
+            if out.size:
+                IDX.gather_axis(w.reshape(1, n, w.shape[1]), flat, out)
+            return _wrap(out.reshape(idx.shape + (w.shape[1],)))
     if max_norm is not None:
         _embedding_renorm(weight, A.host(flat), max_norm, norm_type)
     plan = ix._plan(weight._data.shape, [(0, A.host(idx))])  # built on the host
