@@ -379,7 +379,9 @@ def _layer_backward(dout, dhn, dcn, x, w_ih, w, c0, act, cs, tcs, zs, dg, dx, dh
     dt = dout.dtype
     dhr = np.empty(n_b * n, dt)
     sums = np.zeros(n4, np.float64)
-    wq = np.zeros(_panels(n) * n4 * NR, dt)
+    wq = np.empty(_panels(n) * n4 * NR, dt)
+    if n % NR:  # (``_pack`` leaves the columns past the last as they are)
+        wq[:] = 0
     _pack(w.reshape(w.size), n4, n, wq)
     ldo, ldg = sb * n, sb * n4
     for k in range(n_t):
@@ -420,7 +422,9 @@ def _layer_backward(dout, dhn, dcn, x, w_ih, w, c0, act, cs, tcs, zs, dg, dx, dh
         gemm(ROW_MAJOR, TRANS, NO_TRANS, n4, n_in, rows_all, 1.0, dg.ctypes, n4,  # noqa: F821
              zs.ctypes, kk, 0.0, dw_ih.ctypes, n_in)
     if need_x:
-        wi = np.zeros(_panels(n_in) * n4 * NR, dt)
+        wi = np.empty(_panels(n_in) * n4 * NR, dt)
+        if n_in % NR:
+            wi[:] = 0
         _pack(w_ih.reshape(w_ih.size), n4, n_in, wi)
         product(dg, 0, n4, rows_all, n4, wi, n_in, 1, dx, 0, n_in)  # noqa: F821
     if need_b:
