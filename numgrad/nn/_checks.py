@@ -150,6 +150,13 @@ def require_float(t, kernel):
         raise not_implemented(kernel, t)
 
 
+def same_type(t, other):
+    """A kernel's check that ``other`` (if given) has the dtype of ``t``."""
+    if other is not None and other._data.dtype != t._data.dtype:
+        raise RuntimeError(f"expected scalar type {dtype_of(t)._legacy} but found "
+                           f"{dtype_of(other)._legacy}")
+
+
 def type_name(t):
     """A tensor's legacy type name, as PyTorch's convolution messages print it."""
     return f"torch.{dtype_of(t)._legacy}Tensor"

@@ -1,8 +1,8 @@
 """``numgrad.nn.functional``'s convolutions: conv1d/2d/3d, conv_transpose1d/2d/3d, unfold and
 fold, with PyTorch's argument parsing and ``check_shape_forward`` in its order; the math is
-the ops of ``numgrad.ops.conv`` and ``numgrad.ops.conv_transpose`` (im2col + one GEMM per
-group, col2im for the adjoint; conv1d runs them on a unit height), recorded as PyTorch's one
-``ConvolutionBackward0`` node (``Im2ColBackward0``/``Col2ImBackward0`` for unfold/fold)."""
+``numgrad.ops.nn_conv`` over the declared ops of ``numgrad.ops.conv`` and
+``numgrad.ops.conv_transpose`` (PyTorch's one ``ConvolutionBackward0`` node;
+``Im2ColBackward0``/``Col2ImBackward0`` for unfold/fold)."""
 
 import numpy as np
 
@@ -11,8 +11,9 @@ from numgrad.nn import _checks as C
 from numgrad.nn import functional as F
 from numgrad.ops import conv as CV
 from numgrad.ops import conv_transpose as CT
+from numgrad.ops import nn_conv as NC
 from numgrad.ops import shape as sh
-from numgrad.ops._util import Tensor, dtype_of
+from numgrad.ops._util import Tensor
 
 _SIGNATURES = (
     "\n * (Tensor input, Tensor weight, Tensor bias = None, tuple of ints stride = 1, tuple of "
@@ -219,19 +220,14 @@ def _batched(fn, input, n):
     return (sh.unsqueeze(input, 0), True) if nd == n + 1 else (input, False)
 
 
-def _string_padding(padding, same, *args):
-    """A padding string: 'valid' is no padding, 'same' runs ``same(*args)``."""
+def _string_padding(padding, input, weight, stride, dilation, groups):
+    """A padding string: 'valid' is none; 'same' (after PyTorch's checks) pads the input on
+    the far side by the odd part of an even kernel's padding and leaves the symmetric rest
+    (returned) to the convolution."""
     if padding == "valid":
-        return args[0], (0,)
-    if padding == "same":
-        return same(*args)
-    raise RuntimeError(f"Invalid padding string: '{padding}'")
-
-
-def _conv_same(input, weight, stride, dilation, groups):
-    """padding='same': PyTorch's checks, and the input padded on the
-    right/bottom by the odd part of an even kernel's padding; returns the input and the
-    symmetric padding."""
+        return input, (0,)
+    if padding != "same":
+        raise RuntimeError(f"Invalid padding string: '{padding}'")
     w_shape, nd = weight._data.shape, input._data.ndim
     if len(w_shape) < 3:
         raise RuntimeError("weight should have at least three dimensions")
@@ -241,7 +237,11 @@ def _conv_same(input, weight, stride, dilation, groups):
         raise RuntimeError(f"Expected {len(w_shape)}-dimensional input for {len(w_shape)}-"
                            f"dimensional weight{list(w_shape)}, but got {nd}-dimensional input "
                            f"of size {list(input._data.shape)} instead")
-    _same_strides(nd - 2, stride, dilation)
+    for name, v in (("stride", stride), ("dilation", dilation)):
+        if len(v) not in (1, nd - 2):
+            raise RuntimeError(f"{name} cannot broadcast to {nd - 2} dimensions")
+    if any(s != 1 for s in stride):
+        raise RuntimeError("padding='same' is not supported for strided convolutions")
     dilation = dilation * (nd - 2) if len(dilation) == 1 else dilation
     left, widths = [], []
     for d, k in zip(dilation, w_shape[2:]):
@@ -253,35 +253,18 @@ def _conv_same(input, weight, stride, dilation, groups):
     return input, tuple(left)
 
 
-def _same_strides(dim, stride, dilation):
-    for name, v in (("stride", stride), ("dilation", dilation)):
-        if len(v) not in (1, dim):
-            raise RuntimeError(f"{name} cannot broadcast to {dim} dimensions")
-    if any(s != 1 for s in stride):
-        raise RuntimeError("padding='same' is not supported for strided convolutions")
-
-
-def _empty_conv_shape(input, weight, space):
-    """The output shape of a convolution whose input or weight is empty (PyTorch's output
-    for an input of no channels has none either), else None."""
-    x, w = input._data, weight._data
-    if x.size and w.size:
-        return None
-    return (x.shape[0], w.shape[0] if x.shape[1] else 0) + tuple(space)
-
-
 def _bias_shape(bias):
     return bias._data.shape if bias is not None else None
 
 
-def _prepare(fn, n, same, input, weight, bias, stride, padding, dilation, groups):
+def _prepare(fn, n, input, weight, bias, stride, padding, dilation, groups):
     """conv1d's and conv3d's arguments parsed and checked: the input with a batch dim,
     whether one was added, the expanded parameters and the output size."""
     stride, padding, dilation, groups = _conv_args(
         fn, n, (input, weight, bias, stride, padding, dilation, groups))
     input, unbatched = _batched(fn, input, n)
     if isinstance(padding, str):
-        input, padding = _string_padding(padding, same, input, weight, stride, dilation, groups)
+        input, padding = _string_padding(padding, input, weight, stride, dilation, groups)
     stride, padding, dilation, _, out = _check_conv(
         input._data.shape, weight._data.shape, stride, padding, dilation, groups,
         _bias_shape(bias), float32=input._data.dtype == np.float32)
@@ -290,18 +273,14 @@ def _prepare(fn, n, same, input, weight, bias, stride, padding, dilation, groups
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """1-D convolution over (N, C, L) or unbatched (C, L) input: the conv2d kernels on a
-    unit height."""
-    input, unbatched, stride, padding, dilation, groups, (ol,) = _prepare(
-        "conv1d", 1, _conv_same, input, weight, bias, stride, padding, dilation, groups)
-    x4 = input._data[:, :, None, :]
-    w4 = weight._data[:, :, None, :]
-    if _check_empty_input(x4.shape) and w4.shape[3] <= 0:  # checked as a 2-D convolution
+    """1-D convolution over (N, C, L) or unbatched (C, L) input (``ConvolutionBackward0``)."""
+    input, unbatched, stride, padding, dilation, groups, out = _prepare(
+        "conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
+    kw = weight._data.shape[2]
+    if _check_empty_input(input._data.shape) and kw <= 0:  # checked as a 2-D convolution
         raise RuntimeError("kernel size should be greater than zero, but got kernel_height: 1 "
-                           f"kernel_width: {w4.shape[3]}")
-    geo = CV.make_geom(x4.shape, w4.shape, (1, w4.shape[3]), (1, stride[0]), (0, padding[0]),
-                       (1, dilation[0]), groups, (1, ol))
-    res = CV.convolution(input, weight, bias, geo, True, _empty_conv_shape(input, weight, (ol,)))
+                           f"kernel_width: {kw}")
+    res = NC.convolution(input, weight, bias, stride, padding, dilation, groups, out)
     return sh.squeeze(res, 0) if unbatched else res
 
 
@@ -314,8 +293,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         raise RuntimeError(f"Input type ({_dtype.cpp_name(input._data.dtype)}) and bias type "
                            f"({_dtype.cpp_name(bias._data.dtype)}) should be the same")
     if isinstance(padding, str):
-        input, padding = _string_padding(padding, _conv_same, input, weight, stride, dilation,
-                                         groups)
+        input, padding = _string_padding(padding, input, weight, stride, dilation, groups)
     x_shape, w_shape = input._data.shape, weight._data.shape
     stride, padding, dilation, _, out = _check_conv(
         x_shape, w_shape, stride, padding, dilation, groups, _bias_shape(bias), False, (0, 0),
@@ -324,12 +302,8 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     if _check_empty_input(x_shape) and (kh <= 0 or kw <= 0):
         raise RuntimeError(f"kernel size should be greater than zero, but got kernel_height: "
                            f"{kh} kernel_width: {kw}")
-    geo = CV.make_geom(x_shape, w_shape, (kh, kw), stride, padding, dilation, groups, out)
-    if input._data.dtype != weight._data.dtype:
-        raise RuntimeError(f"expected scalar type {dtype_of(input)._legacy} but found "
-                           f"{dtype_of(weight)._legacy}")
-    out = CV.convolution(input, weight, bias, geo, False,
-                         _empty_conv_shape(input, weight, (geo.oh, geo.ow)))
+    C.same_type(input, weight)
+    out = NC.convolution(input, weight, bias, stride, padding, dilation, groups, out)
     return sh.squeeze(out, 0) if unbatched else out
 
 
@@ -337,7 +311,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """3-D convolution over (N, C, D, H, W) or unbatched (C, D, H, W) input (one 2-D
     convolution over the depth windows)."""
     input, unbatched, stride, padding, dilation, groups, out = _prepare(
-        "conv3d", 3, _conv_same, input, weight, bias, stride, padding, dilation, groups)
+        "conv3d", 3, input, weight, bias, stride, padding, dilation, groups)
     _check_empty_input(input._data.shape)
     y = CV.conv3d(input, weight, bias, stride, padding, dilation, groups, out)
     return sh.squeeze(y, 0) if unbatched else y
@@ -391,20 +365,12 @@ def _conv_transpose(fn, dims, input, weight, bias, stride, padding, output_paddi
                                 dilation, out)
         return sh.squeeze(res, 0) if unbatched else res
     _check_types(input, weight, bias)
-    unit = dims == 1
-    x, w = input._data, weight._data
-    if unit:
-        x, w = x[:, :, None, :], w[:, :, None, :]
-        stride, padding, dilation = (1,) + stride, (0,) + padding, (1,) + dilation
-        out = (1,) + out
-    _check_transposed_sizes(x.shape, w.shape, out)
-    n, oc = x.shape[0], w.shape[1] * groups
-    geo = CV.make_geom((n, oc) + out, w.shape, w.shape[2:], stride, padding, dilation, groups,
-                       x.shape[2:])
-    if x.size == 0 or w.size == 0:  # the bias alone (the empty case of the convolution op)
-        res = CV.convolution(input, weight, bias, geo, unit, (n, oc) + out[unit:])
+    x, w = input._data.shape, weight._data.shape
+    if dims == 1:  # checked as a 2-D convolution of unit height
+        _check_transposed_sizes(NC.unit_height(x), NC.unit_height(w), (1,) + out)
     else:
-        res = CT._conv_transpose(input, weight, bias, geo, unit, (n, oc) + out)
+        _check_transposed_sizes(x, w, out)
+    res = NC.conv_transpose(input, weight, bias, stride, padding, dilation, groups, out)
     return sh.squeeze(res, 0) if unbatched else res
 
 
@@ -412,9 +378,7 @@ def _conv_transpose3d(x, weight, bias, stride, padding, output_padding, groups, 
     """The 3-D transposed convolution's own checks (one 2-D transposed convolution of every
     input plane placed along depth, ``numgrad.ops.conv_transpose.conv_transpose3d``)."""
     for t in (weight, bias):  # the 3-D kernel's own message
-        if t is not None and t._data.dtype != x._data.dtype:
-            raise RuntimeError(f"expected scalar type {dtype_of(x)._legacy} but found "
-                               f"{dtype_of(t)._legacy}")
+        C.same_type(x, t)
     _check_types(x, weight, bias)
     n, cin, depth, h, w = x._data.shape
     if min(out) < 1 and n * cin * depth * h * w:
@@ -498,10 +462,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
             f"{d[0]}, {d[1]}), padding=({p[0]}, {p[1]}), calculated shape of the array of sliding "
             f"blocks as ({out[0]}, {out[1]}), but its components must be at least one.")
     C.require_float(input, "im2col_out_cpu")
-    x = sh.unsqueeze(input, 0) if nd == 3 else input
-    geo = CV.make_geom(x._data.shape, (1, shape[-3]) + k, k, s, p, d, 1, out)
-    res = CV.im2col(x, geo)
-    return sh.squeeze(res, 0) if nd == 3 else res
+    return NC.unfold(input, k, d, p, s, out)
 
 
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
@@ -539,8 +500,4 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
         raise RuntimeError(f"Expected output spatial size to be positive, but got: output_size=("
                            f"{oh}, {ow}).")
     C.require_float(input, "col2im_out_cpu")
-    x = sh.unsqueeze(input, 0) if nd == 2 else input
-    n, c = x._data.shape[0], planes // (k[0] * k[1])
-    geo = CV.make_geom((n, c, oh, ow), (1, c) + k, k, s, p, d, 1, nb)
-    out = CV.col2im(x, geo)
-    return sh.squeeze(out, 0) if nd == 2 else out
+    return NC.fold(input, (oh, ow), k, d, p, s, nb)

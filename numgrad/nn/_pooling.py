@@ -1,10 +1,9 @@
 """``numgrad.nn.functional``'s pooling: max, average, adaptive, power-average (lp) pooling
 in 1, 2 and 3 dims and max unpooling, with PyTorch's argument parsing, shape checks and
-messages in its order. The math is the ops of ``numgrad.ops.pooling`` (each one node, as
-PyTorch's); 1-d pooling is 2-d pooling on a unit height (as PyTorch does, so the node is
-``SqueezeBackward1``), adaptive max pooling of unequal windows is per-window maxima, lp pooling
-an average pool of x^p scaled back to a sum and taken to the 1/p (a max pool of |x| at
-p = inf), unpooling a scatter into zero planes."""
+messages in its order. The math is ``numgrad.ops.nn_pool`` and the ops of
+``numgrad.ops.pooling`` (each one node, as PyTorch's); 1-d pooling is 2-d pooling on a unit
+height (as PyTorch does, so the node is ``SqueezeBackward1``), lp pooling an average pool of
+x^p scaled back to a sum and taken to the 1/p (a max pool of |x| at p = inf)."""
 
 import math
 
@@ -13,11 +12,11 @@ import numpy as np
 from numgrad import _arrays as A
 from numgrad.nn import _checks as C
 from numgrad.ops import elementwise as ew
-from numgrad.ops import linalg as la
+from numgrad.ops import nn_pool as NP
 from numgrad.ops import pooling as PO
 from numgrad.ops import reduction as red
 from numgrad.ops import shape as sh
-from numgrad.ops._util import _wrap, dtype_of
+from numgrad.ops._util import dtype_of
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
            "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
@@ -99,12 +98,6 @@ def _shape_2d(shape):
     return None
 
 
-def _pool_geom(x, k, s, p, d, ceil_mode):
-    """Output size and PyTorch's pool2d_shape_check for (N, C, H, W) or (C, H, W) input."""
-    oh, ow = _checked_out(x._data.shape, k, s, p, d, ceil_mode, _shape_2d)
-    return k[0], k[1], s[0], s[1], p[0], p[1], d[0], d[1], oh, ow
-
-
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     """Window maxima over (N, C, H, W) or unbatched (C, H, W) input
@@ -114,15 +107,10 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     ceil_mode = C.bool_arg(ceil_mode, "max_pool2d", "ceil_mode", 6)
     if input._data.ndim not in (3, 4):
         raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
-    kh, kw, sh_, sw, ph, pw, dh, dw, oh, ow = _pool_geom(input, k, s, p, d, ceil_mode)
+    out = _checked_out(input._data.shape, k, s, p, d, ceil_mode, _shape_2d)
     if input._data.dtype == np.bool_:
         raise C.not_implemented("max_pool2d", input)
-    unbatched = input._data.ndim == 3
-    x = sh.unsqueeze(input, 0) if unbatched else input
-    out, idx = PO.max_pool2d_with_indices(x, (kh, kw, sh_, sw, ph, pw, dh, dw, oh, ow))
-    if unbatched:
-        out = sh.squeeze(out, 0)
-        idx = _wrap(idx._data[0])
+    out, idx = NP.max_pool2d(input, k, s, p, d, out)
     return (out, idx) if return_indices else out
 
 
@@ -146,17 +134,10 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
         "avg_pool2d", ceil_mode, count_include_pad, divisor_override)
     if input._data.ndim < 3:
         raise C.dim_error(-3, input._data.ndim)
-    kh, kw, sh_, sw, ph, pw, _, _, oh, ow = _pool_geom(input, k, s, p, (1, 1), ceil_mode)
+    out = _checked_out(input._data.shape, k, s, p, (1, 1), ceil_mode, _shape_2d)
     if input._data.dtype == np.bool_:
         raise C.not_implemented("avg_pool2d", input)
-    unbatched = input._data.ndim == 3
-    x = sh.unsqueeze(input, 0) if unbatched else input
-    divisor = divisor_override or 0
-    geo = (kh, kw, sh_, sw, ph, pw, count_include_pad, abs(divisor), oh, ow)
-    out = PO.avg_pool2d(x, geo)
-    if divisor < 0:  # the kernels take a positive divisor
-        out = ew.neg(out)
-    return sh.squeeze(out, 0) if unbatched else out
+    return NP.avg_pool2d(input, k, s, p, count_include_pad, divisor_override, out)
 
 
 def _one_int(fn, name, v, pos, allow_empty=False):
@@ -288,16 +269,6 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     return PO.avg_pool3d(input, k, s, p, count_include_pad, divisor_override, (od, oh, ow))
 
 
-def _adaptive_matrix(size, out, like, dtype):
-    """(out, size) averaging weights of adaptive pooling: row i is the mean over
-    [floor(i size / out), ceil((i + 1) size / out))."""
-    m = np.zeros((out, size), dtype)
-    for i in range(out):
-        a, b = (i * size) // out, -(-((i + 1) * size) // out)
-        m[i, a:b] = 1.0 / (b - a)
-    return _wrap(A.to_device(m, like.device))
-
-
 def _adaptive_size(fn, input, output_size, n, sized=False):
     """An adaptive pool's output size as ``n`` ints: ``None`` entries keep the input's size,
     one int stands for all ``n`` (``sized``: PyTorch's len() of anything else first)."""
@@ -314,9 +285,18 @@ def _adaptive_size(fn, input, output_size, n, sized=False):
     return size * n if len(size) == 1 and not isinstance(output_size, (list, tuple)) else size
 
 
+def _global_mean(input, n):
+    """An adaptive average pool to size 1: PyTorch's mean over the last ``n`` dims."""
+    if not dtype_of(input).is_floating_point:
+        raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
+                           f"floating point or complex dtype. Got: {dtype_of(input)._legacy}")
+    if input._data.ndim < n:
+        raise C.dim_error(-n, input._data.ndim)
+    return red.mean(input, tuple(range(-n, 0)), keepdim=True)
+
+
 def adaptive_avg_pool2d(input, output_size):
-    """Means over PyTorch's adaptive windows; divisible sizes run the avg-pool kernel, others
-    are two averaging matrix products (differentiable as they are)."""
+    """Means over PyTorch's adaptive windows of (N, C, H, W) or (C, H, W) input."""
     C.tensor_arg("adaptive_avg_pool2d", "input", 1, input)
     shape = input._data.shape
     size = _adaptive_size("adaptive_avg_pool2d", input, output_size, 2, True)
@@ -327,12 +307,7 @@ def adaptive_avg_pool2d(input, output_size):
         raise RuntimeError("adaptive_avg_pool2d: elements of output_size must be greater than or "
                            f"equal to 0 but received {{{oh}, {ow}}}")
     if (oh, ow) == (1, 1):
-        if not dtype_of(input).is_floating_point:
-            raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
-                               f"floating point or complex dtype. Got: {dtype_of(input)._legacy}")
-        if len(shape) < 2:
-            raise C.dim_error(-2, len(shape))
-        return red.mean(input, (-2, -1), keepdim=True)
+        return _global_mean(input, 2)
     if len(shape) not in (3, 4):
         raise RuntimeError(
             f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got {list(shape)}")
@@ -342,14 +317,7 @@ def adaptive_avg_pool2d(input, output_size):
                                f"non-batch dimensions, but input has sizes {list(shape)} with "
                                f"dimension {i + len(shape)} being empty")
     C.require_float(input, "adaptive_avg_pool2d")
-    h, w = shape[-2:]
-    if 0 in shape or not oh or not ow:  # empty: a (differentiable) empty slice of input
-        return sh.reshape(input[..., :0, :0], shape[:-2] + (oh, ow))
-    if not (h % oh or w % ow):
-        return avg_pool2d(input, (h // oh, w // ow))
-    mh = _adaptive_matrix(h, oh, input, input._data.dtype)
-    mw = _adaptive_matrix(w, ow, input, input._data.dtype)
-    return la.matmul(la.matmul(mh, input), sh.t(mw))
+    return NP.adaptive_avg_pool2d(input, (oh, ow))
 
 
 def adaptive_avg_pool1d(input, output_size):
@@ -372,13 +340,7 @@ def adaptive_avg_pool3d(input, output_size):
                            f"or equal to 0 but received {{{size[0]}, {size[1]},{size[2]}}}")
     shape = input._data.shape
     if size == (1, 1, 1):
-        if not input.is_floating_point():
-            raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either "
-                               "a floating point or complex dtype. Got: "
-                               f"{dtype_of(input)._legacy}")
-        if len(shape) < 3:
-            raise C.dim_error(-3, len(shape))
-        return red.mean(input, (-3, -2, -1), keepdim=True)
+        return _global_mean(input, 3)
     if len(shape) not in (4, 5):
         raise RuntimeError(f"adaptive_avg_pool3d(): Expected 4D or 5D tensor, but got "
                            f"{list(shape)}")
@@ -406,43 +368,12 @@ def _adaptive_max_checks(fn, input, output_size, n, shown_fn=None, shown=None):
     return size
 
 
-def _windows(size, out):
-    return [((i * size) // out, -(-((i + 1) * size) // out)) for i in range(out)]
-
-
-def _adaptive_max(x, oh, ow):
-    """Per-window maxima (values and flat h*w indices) of (N, C, H, W) x."""
-    h, w = x._data.shape[-2:]
-    if h % oh == 0 and w % ow == 0:  # equal windows: the max-pool kernel
-        return max_pool2d(x, (h // oh, w // ow), return_indices=True)
-    vals, idxs = [], []
-    for a, b in _windows(h, oh):
-        for c, d in _windows(w, ow):
-            win = sh.flatten(x[:, :, a:b, c:d], 2)
-            v, li = win.max(dim=-1)
-            vals.append(v)
-            width = d - c
-            idxs.append((li // width + a) * w + (li % width + c))
-    shape = x._data.shape[:2] + (oh, ow)
-    return sh.reshape(sh.stack(vals, -1), shape), sh.reshape(sh.stack(idxs, -1), shape)
-
-
 def adaptive_max_pool2d(input, output_size, return_indices=False, _fn="adaptive_max_pool2d",
                         _shown=None):
     """Maxima over PyTorch's adaptive windows of (N, C, H, W) or (C, H, W) input; an output
     size of 0 gives an empty result (``_fn``/``_shown``: the 1-D caller's name and shape)."""
-    oh, ow = _adaptive_max_checks("adaptive_max_pool2d", input, output_size, 2, _fn, _shown)
-    shape = input._data.shape
-    unbatched = len(shape) == 3
-    x = sh.unsqueeze(input, 0) if unbatched else input
-    out_shape = x._data.shape[:2] + (oh, ow)
-    if 0 in out_shape:  # nothing to pool: an empty slice of x
-        out = sh.reshape(x[:, :, :0, :0], out_shape)
-        idx = _wrap(A.zeros(x._data, out_shape, np.int64))
-    else:
-        out, idx = _adaptive_max(x, oh, ow)
-    if unbatched:
-        out, idx = sh.squeeze(out, 0), sh.squeeze(idx, 0)
+    size = _adaptive_max_checks("adaptive_max_pool2d", input, output_size, 2, _fn, _shown)
+    out, idx = NP.adaptive_max_pool2d(input, size)
     return (out, idx) if return_indices else out
 
 
@@ -467,43 +398,40 @@ def _n(v, n):
     return tuple(v) if isinstance(v, (list, tuple)) else (v,) * n
 
 
-def _inf(norm_type):
-    return isinstance(norm_type, (int, float)) and abs(norm_type) == math.inf
-
-
-def _lp_inf(max_pool, input, norm_type, kernel_size, stride, ceil_mode):
-    if norm_type > 0:
-        return max_pool(ew.abs(input), kernel_size, stride, 0, 1, ceil_mode)
-    return ew.neg(max_pool(ew.neg(ew.abs(input)), kernel_size, stride, 0, 1, ceil_mode))
+def _lp_pool(n, input, norm_type, kernel_size, stride, ceil_mode):
+    """(sum over each window of x^p)^(1/p) over the last ``n`` dims; at p = +-inf the max
+    (min) of |x|."""
+    max_pool, avg_pool = {1: (max_pool1d, avg_pool1d), 2: (max_pool2d, avg_pool2d),
+                          3: (max_pool3d, avg_pool3d)}[n]
+    if n == 2:  # PyTorch unpacks the kernel size first
+        kw, kh = _n(kernel_size, 2)
+    elif n == 3:
+        kd, kw, kh = _n(kernel_size, 3)
+    if isinstance(norm_type, (int, float)) and abs(norm_type) == math.inf:
+        if norm_type > 0:
+            return max_pool(ew.abs(input), kernel_size, stride, 0, 1, ceil_mode)
+        return ew.neg(max_pool(ew.neg(ew.abs(input)), kernel_size, stride, 0, 1, ceil_mode))
+    out = avg_pool(ew.pow(input, norm_type), kernel_size, stride, 0, ceil_mode)
+    if n == 1 and isinstance(kernel_size, (list, tuple)):  # PyTorch scales by it as given
+        raise TypeError(f"mul(): argument 'other' (position 1) must be Tensor, not "
+                        f"{type(kernel_size).__name__}")
+    size = kernel_size if n == 1 else math.prod(_n(kernel_size, n))
+    return PO.lp_pool_finish(out, size, norm_type)
 
 
 def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     """(sum over each window of x^p)^(1/p) along the last dim."""
-    if _inf(norm_type):
-        return _lp_inf(max_pool1d, input, norm_type, kernel_size, stride, ceil_mode)
-    out = avg_pool1d(ew.pow(input, norm_type), kernel_size, stride, 0, ceil_mode)
-    if isinstance(kernel_size, (list, tuple)):  # PyTorch scales by kernel_size as given
-        raise TypeError(f"mul(): argument 'other' (position 1) must be Tensor, not "
-                        f"{type(kernel_size).__name__}")
-    return PO.lp_pool_finish(out, kernel_size, norm_type)
+    return _lp_pool(1, input, norm_type, kernel_size, stride, ceil_mode)
 
 
 def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     """(sum over each window of x^p)^(1/p) over the last two dims."""
-    kw, kh = _n(kernel_size, 2)
-    if _inf(norm_type):
-        return _lp_inf(max_pool2d, input, norm_type, kernel_size, stride, ceil_mode)
-    out = avg_pool2d(ew.pow(input, norm_type), kernel_size, stride, 0, ceil_mode)
-    return PO.lp_pool_finish(out, kw * kh, norm_type)
+    return _lp_pool(2, input, norm_type, kernel_size, stride, ceil_mode)
 
 
 def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     """(sum over each window of x^p)^(1/p) over the last three dims."""
-    kd, kw, kh = _n(kernel_size, 3)
-    if _inf(norm_type):
-        return _lp_inf(max_pool3d, input, norm_type, kernel_size, stride, ceil_mode)
-    out = avg_pool3d(ew.pow(input, norm_type), kernel_size, stride, 0, ceil_mode)
-    return PO.lp_pool_finish(out, kd * kw * kh, norm_type)
+    return _lp_pool(3, input, norm_type, kernel_size, stride, ceil_mode)
 
 
 def _unpool_size(input, kernel_size, stride, padding, output_size):
