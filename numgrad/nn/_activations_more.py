@@ -7,7 +7,7 @@ where PyTorch records its pieces: softsign, tanhshrink, softmin)."""
 from numgrad import _dtype
 from numgrad.nn import _checks as C
 from numgrad.ops import activation as act
-from numgrad.ops import shape as sh
+from numgrad.ops import nn_layers as NL
 from numgrad.ops.inplace import apply_
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -155,8 +155,8 @@ def threshold_(input, threshold, value):
 def glu(input, dim=-1):
     """a sigmoid(b) over the halves of ``dim`` (``GluBackward0``)."""
     C.tensor_arg("glu", "input", 1, input)
-    if input.dim() and not input.dtype.is_floating_point:
-        raise NotImplementedError(f"\"glu_cpu\" not implemented for '{input.dtype._legacy}'")
+    if input.dim():
+        C.require_float(input, "glu_cpu")
     return act.glu(input, dim)
 
 
@@ -176,12 +176,7 @@ def prelu(input, weight):
     if n != 1 and n != channels:
         raise RuntimeError("Mismatch of parameter numbers and input channel size. Found "
                            f"parameter numbers = {n} and channel size = {channels}.")
-    # one weight per channel (dim 1) or one for all, viewed to broadcast over ``input``
-    if input.dim() >= 2:
-        weight = sh.reshape(weight, (n,) + (1,) * (input.dim() - 2))
-    elif weight.dim() != input.dim():
-        weight = sh.reshape(weight, (1,) * input.dim())
-    return act.prelu(input, weight)
+    return NL.prelu(input, weight)
 
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
@@ -190,9 +185,7 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     C.numbers("rrelu", input, lower=lower, upper=upper)
     if lower > upper:
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
-    if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"\"leaky_relu_cpu\" not implemented for "
-                                  f"'{input.dtype._legacy}'")
+    C.require_float(input, "leaky_relu_cpu")
     return _run(input, inplace, lambda x: act.rrelu_with_noise(x, lower, upper, training),
                 lambda x: act.rrelu_with_noise_result(x, lower, upper, training))
 

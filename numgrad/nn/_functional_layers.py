@@ -1,6 +1,7 @@
 """More normalization, dropout and rearranging layers, the bilinear form and embedding bags,
-all composed from existing numgrad ops (whose math runs in kernels): RMS norm and local
-response norm are the textbook formulas, pixel (un)shuffle is a reshape/permute."""
+with PyTorch's checks; the math is ``numgrad.ops.nn_layers`` (composites of ops, as PyTorch
+writes them) and the ``_embedding_bag`` op; local response norm is the textbook formula over
+``pad`` and ``avg_pool2d``."""
 
 import warnings
 
@@ -10,9 +11,8 @@ from numgrad import _arrays as A
 from numgrad.nn import _checks as C
 from numgrad.nn import functional as F
 from numgrad.nn._pooling import adaptive_max_pool2d  # noqa: F401  (numgrad.ops.pooling's)
-from numgrad.ops import elementwise as ew
 from numgrad.ops import embedding_bag as EBO
-from numgrad.ops import linalg as la
+from numgrad.ops import nn_layers as NL
 from numgrad.ops import shape as sh
 from numgrad.ops._util import dtype_of
 
@@ -40,11 +40,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
         raise RuntimeError(f"\"rms_norm\" not implemented for '{dt._legacy}'")
     if eps is None:
         eps = float(np.finfo(x.dtype).eps) if x.dtype != np.object_ else 1e-7
-    dims = tuple(range(-len(ns), 0))
-    # PyTorch's composite: its add(Tensor, Scalar) records AddBackward1
-    rstd = ew.add.scalar(input.pow(2).mean(dims, keepdim=True), eps).rsqrt()
-    out = input * rstd
-    return out * weight if weight is not None else out
+    return NL.rms_norm(input, tuple(range(-len(ns), 0)), weight, eps)
 
 
 def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
@@ -86,10 +82,7 @@ def pixel_shuffle(input, upscale_factor):
         raise RuntimeError("pixel_shuffle expects its input's 'channel' dimension to be divisible "
                            f"by the square of upscale_factor, but input.size(-3)={c} is not "
                            f"divisible by {r * r}")
-    n = len(b)
-    x = sh.reshape(input, (*b, c // (r * r), r, r, h, w))
-    x = sh.permute(x, (*range(n), n, n + 3, n + 1, n + 4, n + 2))
-    return sh.reshape(x, (*b, c // (r * r), h * r, w * r))
+    return NL.pixel_shuffle(input, r)
 
 
 def pixel_unshuffle(input, downscale_factor):
@@ -102,11 +95,7 @@ def pixel_unshuffle(input, downscale_factor):
     if w % r:
         raise RuntimeError("pixel_unshuffle expects width to be divisible by downscale_factor, "
                            f"but input.size(-1)={w} is not divisible by {r}")
-    n = len(b)
-    x = sh.reshape(input, (*b, c, h // r, r, w // r, r))
-    x = sh.permute(x, (*range(n), n, n + 2, n + 4, n + 1, n + 3))
-    return sh.reshape(x, (*b, c * r * r, h // r, w // r))
-
+    return NL.pixel_unshuffle(input, r)
 
 
 def channel_shuffle(input, groups):
@@ -119,36 +108,16 @@ def channel_shuffle(input, groups):
     if groups <= 0:
         raise RuntimeError("Number of groups to divide channels in must be positive. Value of "
                            f"groups:{groups}")
-    n, c, *rest = input._data.shape
+    c = input._data.shape[1]
     if c % groups:
         raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels "
                            f"and {groups} groups.")
-    x = sh.reshape(input, (n, groups, c // groups, *rest))
-    return sh.reshape(sh.transpose(x, 1, 2), (n, c, *rest))
+    return NL.channel_shuffle(input, groups)
 
 
 # ========================================================================================
 # channel dropout and the bilinear form
 # ========================================================================================
-
-
-def _feature_dropout(input, p, training, inplace):
-    """Zero whole channels of (N, C, *) input with probability p, scaling by 1/(1-p)."""
-    if not training or p == 0 or input.numel() == 0:
-        return input
-    from numgrad.random import default_generator
-    shape = tuple(input._data.shape[:2]) + (1,) * (input.dim() - 2)
-    if p == 1:
-        mask = _zeros(shape, input)
-    else:
-        # drawn by the host generator in PyTorch's order: the same masks for one seed
-        mask = default_generator.bernoulli(shape, 1.0 - p, input._data.dtype)
-        mask = F._wrap(A.to_device(mask, input.device)) * (1.0 / (1.0 - p))
-    return input.mul_(mask) if inplace else input * mask
-
-
-def _zeros(shape, like):
-    return F._wrap(A.zeros(like._data, shape, like._data.dtype))
 
 
 def _check_p(p):
@@ -168,9 +137,9 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
             "inputs).")
     if nd == 2:
         x = input.unsqueeze_(0) if inplace else sh.unsqueeze(input, 0)
-        out = _feature_dropout(x, p, training, inplace)
+        out = NL.feature_dropout(x, p, training, inplace)
         return out.squeeze_(0) if inplace else sh.squeeze(out, 0)
-    return _feature_dropout(input, p, training, inplace)
+    return NL.feature_dropout(input, p, training, inplace)
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False):
@@ -193,7 +162,7 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
             "input as one without a batch dimension, i.e. shape (C, H, W). To maintain the 1D "
             "channel-wise dropout behavior, please switch to using dropout1d instead.",
             stacklevel=2)
-    return _feature_dropout(input, p, training, inplace)
+    return NL.feature_dropout(input, p, training, inplace)
 
 
 def bilinear(input1, input2, weight, bias=None):
@@ -219,13 +188,7 @@ def bilinear(input1, input2, weight, bias=None):
     if bias is not None and tuple(bias._data.shape) != (w[0],):
         raise RuntimeError(f"bilinear(): bias size does not match weight size: got "
                            f"{bias._data.shape[0] if bias.dim() else 0} but expected {w[0]}")
-    o, i, j = w
-    x1 = sh.reshape(input1, (-1, i))
-    x2 = sh.reshape(input2, (-1, 1, j))
-    wm = sh.reshape(sh.permute(weight, (1, 0, 2)), (i, o * j))
-    y = (sh.reshape(la.matmul(x1, wm), (-1, o, j)) * x2).sum(-1)
-    y = sh.reshape(y, (*s1[:-1], o))
-    return y + bias if bias is not None else y
+    return NL.bilinear(input1, input2, weight, bias)
 
 
 # ========================================================================================
@@ -312,43 +275,11 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     if padding_idx is not None:
         raise NotImplementedError("embedding_bag: padding_idx is supported by numgrad for "
                                   "float32 and float64 weights")
-    emb = F.embedding(flat, weight)
-    if per_sample_weights is not None:
-        emb = emb * sh.reshape(per_sample_weights, (-1, 1))
-    dim = weight._data.shape[1]
-    if input.dim() == 2 and bags and bags[0][1] > 0:
-        e3 = sh.reshape(emb, (len(bags), -1, dim))
-        return e3.max(dim=1)[0] if mode == "max" else (e3.mean(1) if mode == "mean" else
-                                                       e3.sum(1))
-    out = []
-    for a, b in bags:
-        if b <= a:
-            out.append(_zeros((dim,), weight))
-            continue
-        part = emb[a:b]
-        if mode == "max":
-            out.append(part.max(dim=0)[0])
-        elif mode == "sum":
-            out.append(part.sum(0))
-        else:
-            out.append(part.mean(0))
-    return sh.stack(out, 0) if out else _zeros((0, dim), weight)
+    return NL.bag_reduce(F.embedding(flat, weight), per_sample_weights, bags, mode,
+                         input.dim() == 2, weight)
 
 
 def alpha_dropout(input, p=0.5, training=False, inplace=False):
-    """Dropout that keeps SELU's zero mean and unit variance: dropped elements go to SELU's
-    negative saturation -alpha', then an affine map a x + b restores the statistics."""
+    """Dropout that keeps SELU's zero mean and unit variance."""
     _check_p(p)
-    if not training or p == 0 or input.numel() == 0:
-        return input
-    if p == 1:
-        zero = _zeros((), input)
-        return input.mul_(zero) if inplace else input * zero
-    from numgrad.random import default_generator
-    keep = default_generator.bernoulli(tuple(input._data.shape), 1.0 - p, input._data.dtype)
-    keep = F._wrap(A.to_device(keep, input.device))
-    sat = 1.7580993408473766  # SELU's scale * alpha: the value of a saturated unit (negated)
-    a = 1.0 / np.sqrt((sat * sat * p + 1) * (1 - p))
-    b = (keep - 1) * (sat * a) + sat * a * p
-    scaled = input.mul_(keep * a) if inplace else input * (keep * a)
-    return scaled.add_(b) if inplace else scaled + b
+    return NL.alpha_dropout(input, p, training, inplace)

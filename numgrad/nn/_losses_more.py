@@ -11,7 +11,6 @@ from numgrad import _dtype
 from numgrad.nn import _checks as C
 from numgrad.ops import elementwise as ew
 from numgrad.ops import losses as L
-from numgrad.ops import reduction as red
 from numgrad.ops import shape as sh
 from numgrad.ops import unary as un
 from numgrad.ops._util import dtype_of
@@ -37,8 +36,7 @@ def _huber_dtypes(input, target):
         rt = _dtype.result_type(input, target)
         raise RuntimeError(f"result type {rt._legacy} can't be cast to the desired output type "
                            f"{xd._legacy}")
-    if not xd.is_floating_point:
-        raise NotImplementedError(f"\"huber_cpu\" not implemented for '{xd._legacy}'")
+    raise C.not_implemented("huber_cpu", input)
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
@@ -72,14 +70,10 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     if weight.shape != input.shape:
         raise ValueError("Weights and input must have the same size.")
     loss = ew.mul(L.huber_loss(input, target, "none", float(delta)), weight)
-    if reduction == "none":
-        return loss
-    if reduction == "sum":
-        return red.sum(loss)
-    if reduction == "mean":
-        return red.mean(loss)
-    raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', "
-                     "'sum'.")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', "
+                         "'sum'.")
+    return L.reduce(loss, reduction)
 
 
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
@@ -249,12 +243,10 @@ def _vector_or_matrix(input):
 
 
 def _margin_dtypes(input, target, weight, kernel):
-    if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_legacy(input)}'")
+    C.require_float(input, kernel)
     if target.dtype != _dtype.int64:
         raise RuntimeError(f"expected scalar type Long but found {_legacy(target)}")
-    if weight is not None and weight.dtype != input.dtype:
-        raise RuntimeError(f"expected scalar type {_legacy(input)} but found {_legacy(weight)}")
+    C.same_type(input, weight)
 
 
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
