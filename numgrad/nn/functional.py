@@ -217,7 +217,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
     """Normalize over the trailing ``normalized_shape`` dims (``NativeLayerNormBackward0``)."""
     C.tensor_arg("layer_norm", "input", 1, input)
-    normalized_shape = C.int_list(normalized_shape, "layer_norm", "normalized_shape", 2)
+    if not (normalized_shape.__class__ is tuple and len(normalized_shape) == 1
+            and normalized_shape[0].__class__ is int):  # (a LayerNorm's own: taken as is)
+        normalized_shape = C.int_list(normalized_shape, "layer_norm", "normalized_shape", 2)
     ns = list(normalized_shape)
     if not ns:
         raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., "
