@@ -529,8 +529,9 @@ def test_leaf_takes_a_transposed_back_product_as_its_grad():
         ng.Tensor.clone = clone
     assert copies == []
     assert lin.weight.grad._base is None and lin.weight.grad.is_contiguous()
-    y = (x.numpy() @ lin.weight.detach().numpy().T + lin.bias.detach().numpy())
-    np.testing.assert_allclose(lin.weight.grad.numpy(), 2 * y.T @ x.numpy(), rtol=1e-5)
+    xd = x.numpy().astype(np.float64)  # reference in float64: the sum over rows cancels
+    y = xd @ lin.weight.detach().numpy().T.astype(np.float64) + lin.bias.detach().numpy()
+    np.testing.assert_allclose(lin.weight.grad.numpy(), 2 * y.T @ xd, rtol=1e-5, atol=1e-5)
 
     seen = []
     w = ng.rand(3, 4, requires_grad=True)

@@ -277,7 +277,7 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     input, unbatched, stride, padding, dilation, groups, out = _prepare(
         "conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
     kw = weight._data.shape[2]
-    if _check_empty_input(input._data.shape) and kw <= 0:  # checked as a 2-D convolution
+    if _check_empty_input(NC.unit_height(input._data.shape)) and kw <= 0:  # as a 2-D one
         raise RuntimeError("kernel size should be greater than zero, but got kernel_height: 1 "
                            f"kernel_width: {kw}")
     res = NC.convolution(input, weight, bias, stride, padding, dilation, groups, out)
