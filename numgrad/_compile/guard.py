@@ -127,13 +127,54 @@ class _Writer:
     def tensor(self, v, t):
         self.lines.append(f"    T.append({v})")
         lay = S.layout(t, self.roots)
-        if self.sizeless:  # the sizes are collected, not compared (``dynamic.Family``)
+        if t._data.__class__ is np.ndarray:
+            self.layout(v, lay)
+        elif self.sizeless:  # the sizes are collected, not compared (``dynamic.Family``)
             self.fail(f"SIZELESS({v}, ROOTS, SIZES) != {self.const(_sizeless(lay))}")
         else:
             self.fail(f"LAYOUT({v}, ROOTS) != {self.const(lay)}")
         g = t._grad
         if g is not None:
             self.visit(f"{v}._grad", g)
+
+    def layout(self, v, lay):
+        """``state.layout``'s comparison for a tensor whose data is a NumPy array, written
+        out (a call and two tuples per tensor were a third of a model's guard): the same
+        items compared, the same numbering of the memory the tensors view (``ROOTS``); in a
+        ``sizeless`` guard, shape and strides appended to ``SIZES`` as ``_layout_sizes``
+        does, only the rank compared."""
+        shape, strides, dtype, requires_grad, no_grad, no_fn, n, no_hooks = lay
+        d = self.var(f"{v}._data")
+        self.fail(f"{d}.__class__ is not NDARRAY")
+        r = self.var(f"id({d}) if {d}.base is None else id(ROOT({d}))")
+        self.fail(f"ROOTS.setdefault({r}, len(ROOTS)) != {n}")
+        s = self.var(f"{d}.shape")
+        if self.sizeless:
+            self.fail(f"len({s}) != {len(shape)}")
+            st = self.var(f"{d}.strides")
+            # a size-1 (or empty) dim's stride is never used: 0 in the signature
+            self.lines.append(f"    if 1 in {s} or 0 in {s}: {st} = MASKED({s}, {st})")
+            self.lines.append(f"    SIZES += {s}")
+            self.lines.append(f"    SIZES += {st}")
+        else:
+            self.fail(f"{s} != {self.const(shape)}")
+            used = [i for i, k in enumerate(shape) if k >= 2]
+            if len(used) == len(shape):
+                self.fail(f"{d}.strides != {self.const(strides)}")
+            elif used:
+                st = self.var(f"{d}.strides")
+                self.fail(" or ".join(f"{st}[{i}] != {strides[i]}" for i in used))
+        # bools from ``layout``'s own ``is None`` tests and the flag (a bool) by identity: a
+        # flag of another class fails here and goes to the full walk
+        checks = [f"{d}.dtype != {self.const(dtype)}",
+                  f"{v}._requires_grad is not {self.const(requires_grad)}",
+                  f"{v}._grad is {'not ' if no_grad else ''}None",
+                  f"{v}._grad_fn is {'not ' if no_fn else ''}None"]
+        if no_hooks:
+            checks.append(f"{v}._hooks is not None or {v}._post_acc_hooks is not None")
+        else:
+            checks.append(f"{v}._hooks is None and {v}._post_acc_hooks is None")
+        self.fail(" or ".join(checks))
 
     def attrs(self, v, obj):
         cls = obj.__class__
@@ -267,7 +308,8 @@ def build(args, kwargs, fn, sig, sizeless=False):
     names.update({"MISSING": _MISSING, "MODULE": types.ModuleType,
              "VALUE": _value, "LAYOUT": S.layout, "SETVALUE": _set_value,
              "SLOTS": _slots_dict, "KIND": _kind, "CLASS_KINDS": S._CLASS_KINDS,
-             "GLOBALS": S._globals, "STARTS": _starts, "SIZELESS": _layout_sizes})
+             "GLOBALS": S._globals, "STARTS": _starts, "SIZELESS": _layout_sizes,
+             "NDARRAY": np.ndarray, "ROOT": S.root, "MASKED": _masked})
     exec(compile(src, "<numgrad.compile guard>", "exec"), names)  # our generated source
     inner = names["guard"]
 
@@ -293,6 +335,11 @@ def _layout_sizes(t, roots, sizes):
     sizes.extend(lay[0])
     sizes.extend(lay[1])
     return (len(lay[0]),) + lay[2:]
+
+
+def _masked(shape, strides):
+    """``strides`` with the strides of size-1 and empty dims as 0 (as ``state.layout``)."""
+    return tuple(0 if n < 2 else s for n, s in zip(shape, strides))
 
 
 def _starts(tensors):

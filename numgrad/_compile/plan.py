@@ -191,6 +191,7 @@ class Plan:
     returns the function's result and the effects on those tensors."""
 
     arena = None  # {rid: byte offset} of the statics that share memory (``reuse.py``)
+    _gen = None  # (items, their count, the generated replay of them: ``_generate``)
     births = None  # {item index: [(static key, nbytes)]}: where each of them is first touched
 
     def __init__(self, calls, pre, post, result, tape, detach=False, fuse=True, pool=None,
@@ -393,9 +394,18 @@ class Plan:
 
     def _steps(self, fused, bases, addr, watch):
         """Run the steps; ``watch``: (buffers, their digests at the start, the set of indices
-        of those changed before a check, filled here)."""
+        of those changed before a check, filled here). A plain replay runs them through
+        generated straight-line code (``_generate``), the same calls on the same views."""
+        items = self.steps if fused is None else fused.items
+        if watch is None and GENERATED:
+            gen = self._gen
+            if gen is None or gen[0] is not items or gen[1] != len(items):
+                fresh = {key for key, _, _ in self.fresh}
+                gen = self._gen = (items, len(items), _generate(items, fresh))
+            gen[2](bases, addr)
+            return
         births = self.births if watch is not None else None
-        for t, step in enumerate(self.steps if fused is None else fused.items):
+        for t, step in enumerate(items):
             if watch is not None and step.__class__ is tuple and (
                     step[5] is not _NO_GUARD or any(r[4] for r in step[4])):
                 exts, sums, touched = watch
@@ -436,6 +446,127 @@ class Plan:
                 bases[key] = (r, address(v) - address(r))
             if guard is not _NO_GUARD and not _same(res, guard):
                 raise GuardFailed
+
+
+GENERATED = True  # plain replays run generated code (``_generate``); False: the loop
+
+
+def _generate(items, fresh):
+    """The replay of ``items`` (a plan's steps, or its fused items) as one generated Python
+    function ``replay(bases, addr)``: for each step, the kernel called on its recorded
+    arguments, held as globals of the function, with a view rebuilt only for an array whose
+    buffer can be in ``bases`` at a plain replay (a reachable tensor's data, a ``fresh``
+    buffer, the pool, an earlier call's result), then its results checked as
+    ``Plan._steps`` checks them. Other steps (keyword arguments, tuples of arrays) run
+    through ``_one``. The loop of ``_steps`` spent about 1 us per step deciding this again
+    at every replay; the generated code decides it once. A host function with a cheaper
+    twin (``_faster``) calls the twin; ``np.ascontiguousarray`` that handed back its own
+    input (no array bound) is left out."""
+    names = {"NDARRAY": np.ndarray, "RETS": _rets, "SAME": _same, "ONE": _one,
+             "GUARDFAILED": GuardFailed}
+    lines = ["def replay(B, addr):"]
+    for t, step in enumerate(items):
+        if step.__class__ is Region:
+            names[f"I{t}"], names[f"P{t}"], names[f"N{t}"] = (step.interpret, step.prog,
+                                                               step.numbers)
+            lines.append(f"    I{t}(P{t}, N{t}, addr)")
+            continue
+        fn, args, kwargs, specs, rets, guard = step
+        if fn is np.ascontiguousarray and not rets and guard is _NO_GUARD:
+            continue  # it returned memory the plan knows (its own input): nothing to do
+        fn = _faster().get(fn, fn)
+        if kwargs or any(j is not None for _, j, _ in specs):
+            names[f"S{t}"] = (fn,) + step[1:]
+            lines.append(f"    ONE(S{t}, B)")
+            continue
+        names[f"F{t}"] = fn
+        at = {pos: spec for pos, _, spec in specs}
+        argv = []
+        for pos, a in enumerate(args):
+            names[f"A{t}_{pos}"] = a
+            spec = at.get(pos)
+            key = None if spec is None else spec.key
+            if key is None or not (key.__class__ is int or key == POOL or key[0] == "r"
+                                   or key in fresh):
+                argv.append(f"A{t}_{pos}")  # a static buffer or a number: as recorded
+                continue
+            names[f"K{t}_{pos}"], names[f"D{t}_{pos}"] = key, spec.dtype
+            lines.append(f"    b = B.get(K{t}_{pos})")
+            lines.append(f"    x{pos} = A{t}_{pos} if b is None else NDARRAY({spec.shape!r}, "
+                         f"D{t}_{pos}, b[0], b[1] + {spec.off}, {spec.strides!r})")
+            argv.append(f"x{pos}")
+        checked = rets or guard is not _NO_GUARD
+        lines.append(f"    {'r = ' if checked else ''}F{t}({', '.join(argv)})")
+        if rets:
+            names[f"R{t}"] = rets
+            lines.append(f"    RETS(r, R{t}, B)")
+        if guard is not _NO_GUARD:
+            names[f"G{t}"] = guard
+            lines.append(f"    if not SAME(r, G{t}): raise GUARDFAILED")
+    lines.append("    return None")
+    exec(compile("\n".join(lines) + "\n", "<numgrad.compile replay>", "exec"), names)
+    return names["replay"]
+
+
+_FASTER = {}
+
+
+def _faster():
+    """{host function: what a replay calls instead}: the same result, bit for bit, cheaper."""
+    if not _FASTER:
+        from numgrad.ops import indexing
+        _FASTER[indexing._stack_indices] = _stack_indices
+    return _FASTER
+
+
+def _stack_indices(arrays, bshape):
+    """``ops.indexing._stack_indices``: the int64 (len(arrays), prod(bshape)) array of
+    ``arrays`` broadcast to ``bshape``, each written by one copy (as the assignment there,
+    an unsafe cast) into its row viewed with that shape (``broadcast_to`` and a reshaping
+    copy took about 25 us per call: two calls per generated token)."""
+    m = 1
+    for n in bshape:
+        m *= n
+    idx = np.empty((len(arrays), m), np.int64)
+    for j, a in enumerate(arrays):
+        np.copyto(idx[j].reshape(bshape), a, casting="unsafe")
+    return idx
+
+
+def _rets(res, rets, bases):
+    """Bind the arrays a call returned (``Plan._steps``)."""
+    for j, key, shape, dtype, _ in rets:
+        v = res if j is None else res[j]
+        if v.shape != shape or v.dtype != dtype:
+            raise GuardFailed  # shaped by values that changed: eager will say how
+        r = root(v)
+        bases[key] = (r, address(v) - address(r))
+
+
+def _one(step, bases):
+    """One step as ``Plan._steps`` runs it (a call with keyword arguments or arrays in
+    tuples)."""
+    fn, args, kwargs, specs, rets, guard = step
+    if bases and specs:
+        a = None
+        for pos, j, spec in specs:
+            base = bases.get(spec.key)
+            if base is not None:
+                if a is None:
+                    a = list(args)
+                v = _view(base, spec.off, spec.shape, spec.strides, spec.dtype)
+                if j is None:
+                    a[pos] = v
+                else:
+                    inner = list(a[pos])
+                    inner[j] = v
+                    a[pos] = type(args[pos])(inner)
+        res = fn(*(args if a is None else a), **kwargs)
+    else:
+        res = fn(*args, **kwargs)
+    _rets(res, rets, bases)
+    if guard is not _NO_GUARD and not _same(res, guard):
+        raise GuardFailed
 
 
 def apply_effects(tensors, effects):
