@@ -420,32 +420,7 @@ class Plan:
             if step.__class__ is Region:
                 step.interpret(step.prog, step.numbers, addr)
                 continue
-            fn, args, kwargs, specs, rets, guard = step
-            if bases and specs:
-                a = None
-                for pos, j, spec in specs:
-                    base = bases.get(spec.key)
-                    if base is not None:
-                        if a is None:
-                            a = list(args)
-                        v = _view(base, spec.off, spec.shape, spec.strides, spec.dtype)
-                        if j is None:
-                            a[pos] = v
-                        else:
-                            inner = list(a[pos])
-                            inner[j] = v
-                            a[pos] = type(args[pos])(inner)
-                res = fn(*(args if a is None else a), **kwargs)
-            else:
-                res = fn(*args, **kwargs)
-            for j, key, shape, dtype, _ in rets:
-                v = res if j is None else res[j]
-                if v.shape != shape or v.dtype != dtype:
-                    raise GuardFailed  # shaped by values that changed: eager will say how
-                r = root(v)
-                bases[key] = (r, address(v) - address(r))
-            if guard is not _NO_GUARD and not _same(res, guard):
-                raise GuardFailed
+            _one(step, bases)
 
 
 GENERATED = True  # plain replays run generated code (``_generate``); False: the loop
@@ -544,8 +519,9 @@ def _rets(res, rets, bases):
 
 
 def _one(step, bases):
-    """One step as ``Plan._steps`` runs it (a call with keyword arguments or arrays in
-    tuples)."""
+    """One recorded call: its arguments with views rebuilt on ``bases``, its results bound
+    and checked (the loop of ``Plan._steps``, and generated code's calls with keyword
+    arguments or arrays in tuples)."""
     fn, args, kwargs, specs, rets, guard = step
     if bases and specs:
         a = None
