@@ -44,6 +44,26 @@ def test_encoder_step_losses_are_pytorchs():
                                _losses("12_encoder_step", "torch"), rtol=1e-5)
 
 
+@pytest.mark.parametrize("name", ["8_gpt_step_sdpa", "9_gpt_step_manual"])
+def test_compiled_forward_form_replays_and_equals_eager(name):
+    """The GPT compiled in its forward form (the model compiled; loss, backward, clipping and
+    AdamW eager) replays and gives eager's losses bit for bit. Its verification replays the
+    plans on shadow copies, which must read every buffer from those copies (a replay
+    generated for plain calls keeps the plan's own buffers: run on the copies, it failed
+    this check and the model ran eagerly)."""
+    import warnings
+
+    import numgrad
+    eager = workloads.WORKLOADS[name]("numgrad", small=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compiled = workloads.WORKLOADS[name]("numgrad", forward=numgrad.compile, small=True)
+        got = [compiled().numpy().tobytes() for _ in range(6)]
+    assert got == [eager().numpy().tobytes() for _ in range(6)]
+    assert not [w for w in caught if "runs eagerly" in str(w.message)], \
+        [str(w.message) for w in caught]
+
+
 @requires_torch
 def test_generation_draws_pytorchs_tokens():
     name = "10_gpt_generate_100"

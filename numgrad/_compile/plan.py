@@ -383,8 +383,9 @@ class Plan:
                 for d, copy in saved:
                     np.copyto(d, copy)
                 raise
-        else:
-            self._steps(fused, bases, addr, None)
+        else:  # a run on shadow copies (a check) takes the loop: it reads every buffer
+            # from ``bases``, where generated code keeps the plan's own static buffers
+            self._steps(fused, bases, addr, None, generated=shadow is None)
         effects = self._fixed_effects
         if effects is None:
             effects = [(i, kind, spec if kind == "version" or spec is None
@@ -392,12 +393,12 @@ class Plan:
         result = self.result
         return (result[1] if result[0] == "v" else _rebuild(result, bases)), effects
 
-    def _steps(self, fused, bases, addr, watch):
+    def _steps(self, fused, bases, addr, watch, generated=True):
         """Run the steps; ``watch``: (buffers, their digests at the start, the set of indices
         of those changed before a check, filled here). A plain replay runs them through
         generated straight-line code (``_generate``), the same calls on the same views."""
         items = self.steps if fused is None else fused.items
-        if watch is None and GENERATED:
+        if watch is None and generated and GENERATED:
             gen = self._gen
             if gen is None or gen[0] is not items or gen[1] != len(items):
                 fresh = {key for key, _, _ in self.fresh}
