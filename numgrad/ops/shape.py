@@ -415,23 +415,6 @@ class SelectBackward0(_EmbedBackward):
 
     __slots__ = ()
 
-    def _backward(self, g):
-        shape, key = self._saved
-        gd = g._data
-        if (len(key) == 1 and gd.__class__ is np.ndarray and not state.enabled
-                and _tape.TAPE is None and gd.flags.c_contiguous and gd.shape == shape[1:]):
-            # a select along dim 0 (x[i]), no graph: embed's zeros and its copy kernel call
-            # into the contiguous row i, without the view key and the launcher's checks
-            out = np.zeros(shape, gd.dtype)
-            n = gd.size
-            if n:
-                i = key[0] * n
-                k = EW.copy
-                (k.flat if n < EW.PARALLEL_MIN else k.flat_par)(
-                    gd.ravel(), out.reshape(-1)[i:i + n], 0.0, 0.0)
-            return (_wrap(out),)
-        return (embed(g, shape, key),)
-
 
 class SliceBackward0(_EmbedBackward):
     """d/dx x[..., a:b:c, ...] = zeros with g in the slice."""
@@ -451,6 +434,20 @@ class EmbedBackward(Node):
 
 def embed(g, shape, key):
     """Zeros of ``shape`` with ``g`` written at ``key`` (a tuple of ints and slices)."""
+    gd = g._data
+    k0 = key[0] if len(key) == 1 else None
+    if (k0.__class__ is int and k0 >= 0 and gd.__class__ is np.ndarray and _tape.TAPE is None
+            and not (state.enabled and g._requires_grad) and gd.flags.c_contiguous
+            and gd.shape == shape[1:]):
+        # row k0 of dim 0 (x[i]'s gradient), nothing recorded: the copy kernel called on the
+        # flat row, without the view key and the launcher's checks (a graph of tiny ops)
+        out_arr = np.zeros(shape, gd.dtype)
+        n = gd.size
+        if n:
+            k = EW.copy
+            (k.flat if n < EW.PARALLEL_MIN else k.flat_par)(
+                gd.ravel(), out_arr.reshape(-1)[k0 * n:(k0 + 1) * n], 0.0, 0.0)
+        return _wrap(out_arr)
     out_arr = _arrays.zeros(g._data, shape, g._data.dtype)
     EW.unary(EW.copy, g._data, out_arr.dtype, out=out_arr[key + (Ellipsis,)])
     out = _wrap(out_arr)

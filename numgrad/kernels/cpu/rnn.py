@@ -242,7 +242,7 @@ def _micro(a, ao, lda, bp, bo, c, k_n):
 
 def _product(a, ao, lda, m_n, k_n, bp, n_cols, groups, c, co, ldc):
     """c rows co + i ldc (i < m_n) = ``a`` rows ao + i lda (k_n long) times B (k_n x n_cols),
-    packed into ``bp`` by ``_pack`` (``groups`` 1) or ``_pack_gates`` (4: a
+    packed into ``bp`` by ``_pack`` (``groups`` 1) or ``_pack_gates_cat`` (4: a
     panel holds NR / 4 columns of each quarter of B's columns). By blocks of rows of ``a``
     (BLOCK_ELEMENTS: they stay in cache), panel by panel, tile by tile down the block; a
     last tile of fewer than MR rows reads its rows from a zeroed copy, so that no row past
@@ -286,18 +286,6 @@ def _pack(w, rows, cols, bp):
             dst = bp[(p * rows + k) * NR:(p * rows + k) * NR + u_n]
             for u in range(u_n):
                 dst[u] = src[u]
-
-
-@inline
-def _pack_gates(w, n, wp):
-    """B = W_hh^T (W_hh 4n x n) into panels of PANEL hidden units of each gate:
-    wp[(p n + k) NR + PANEL q + u] = w[q n + PANEL p + u, k] (zeros past n)."""
-    for row in range(4 * n):
-        q, j = row // n, row % n
-        dst = (j // PANEL) * n * NR + PANEL * q + j % PANEL
-        src = w[row * n:(row + 1) * n]
-        for k in range(n):
-            wp[dst + k * NR] = src[k]
 
 
 @inline
