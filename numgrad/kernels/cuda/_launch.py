@@ -67,15 +67,18 @@ class _SimMath:
         return fn if fn is not None else getattr(math, name)
 
 
-def _sim_ready(fn):
-    """Under the simulator, ``fn`` with ``math`` replaced by the NumPy-backed shim."""
-    if not SIM:
+def _rebind(fn, extra=None, name=None, qualname=None):
+    """A copy of function ``fn`` whose globals are its own plus ``extra`` (and, under the
+    simulator, the NumPy-backed ``math``), named ``name`` and ``qualname`` when given: how a
+    template becomes a kernel that sees its bindings. ``fn`` itself when nothing changes."""
+    if not (SIM or extra or name or qualname):
         return fn
     g = dict(fn.__globals__)
-    g["math"] = _SimMath()
-    f = types.FunctionType(fn.__code__, g, fn.__name__, fn.__defaults__, fn.__closure__)
-    f.__qualname__ = fn.__qualname__
-    f.__module__ = fn.__module__
+    g.update(extra or {})
+    if SIM:
+        g["math"] = _SimMath()
+    f = types.FunctionType(fn.__code__, g, name or fn.__name__, fn.__defaults__, fn.__closure__)
+    f.__qualname__ = qualname or fn.__qualname__
     return f
 
 
@@ -114,14 +117,14 @@ CACHE = _disk_cache()
 
 def jit(fn):
     """A kernel defined directly in a module (``@jit`` instead of ``@cuda.jit``)."""
-    k = guard_cache(cuda.jit(_sim_ready(fn), cache=CACHE))
+    k = guard_cache(cuda.jit(_rebind(fn), cache=CACHE))
     _RECIPES[id(k)] = ("attr", fn.__module__, fn.__name__)
     return k
 
 
 def device(fn):
     """A device function defined directly in a module."""
-    d = cuda.jit(device=True)(_sim_ready(fn))
+    d = cuda.jit(device=True)(_rebind(fn))
     _RECIPES[id(d)] = ("attr", fn.__module__, fn.__name__)
     return d
 
@@ -159,12 +162,7 @@ def unravel4(t, d1, d2, d3):
 
 def kernel(template, name, **bindings):
     """A copy of ``template`` with ``bindings`` (device functions, constants) in its globals."""
-    g = dict(template.__globals__)
-    g.update(bindings)
-    if SIM:
-        g["math"] = _SimMath()
-    fn = types.FunctionType(template.__code__, g, template.__name__, template.__defaults__)
-    fn.__qualname__ = f"{template.__name__}__{name}"
+    fn = _rebind(template, bindings, qualname=f"{template.__name__}__{name}")
     k = guard_cache(cuda.jit(fn, cache=CACHE))
     _RECIPES[id(k)] = ("kernel", template.__module__, template.__name__, name,
                        {b: _recipe(v) for b, v in bindings.items()})
@@ -192,10 +190,7 @@ else:
 
 def device_fn(fn, name=None):
     """A CPU scalar formula (plain Python function) as a CUDA device function."""
-    g = dict(fn.__globals__)
-    g.update(_DEVICE_MATH)
-    f = types.FunctionType(fn.__code__, g, name or fn.__name__, fn.__defaults__)
-    d = cuda.jit(device=True)(f)
+    d = cuda.jit(device=True)(_rebind(fn, _DEVICE_MATH, name))
     _RECIPES[id(d)] = ("device_fn", fn.__module__, fn.__qualname__, name)
     return d
 
