@@ -153,9 +153,11 @@ def mlp_step(lib, batch=128, device="cpu", width=(784, 256, 10), forward=None):
         return None
     m = module(lib)
     m.manual_seed(0)
-    n_in, hidden, n_out = width
-    model = m.nn.Sequential(m.nn.Linear(n_in, hidden), m.nn.ReLU(),
-                            m.nn.Linear(hidden, n_out)).to(device)
+    n_in, n_out = width[0], width[-1]
+    layers = []
+    for a, b in zip(width[:-2], width[1:-1]):
+        layers += [m.nn.Linear(a, b), m.nn.ReLU()]
+    model = m.nn.Sequential(*layers, m.nn.Linear(width[-2], n_out)).to(device)
     opt = m.optim.SGD(model.parameters(), lr=0.01)
     loss_fn = m.nn.CrossEntropyLoss()
     x = m.tensor(_rng().random((batch, n_in)).astype(np.float32), device=device)
@@ -168,6 +170,22 @@ def mlp_step(lib, batch=128, device="cpu", width=(784, 256, 10), forward=None):
         loss.backward()
         opt.step()
     return run
+
+
+# 15 -------------------------------------------------------------------------------------
+MLP_WIDE = (784, 1024, 1024, 10)
+MLP_WIDE_SMALL = (784, 64, 64, 10)
+
+
+def mlp_wide(batch):
+    """``mlp_step`` for an MLP 784-1024-1024-10 (ReLU, SGD) at ``batch``: at batch 1 its
+    products are matrix-vector products and outer-product weight gradients, at 1024 large
+    matrix products (hidden width 64 when small)."""
+    def make(lib, forward=None, small=False):
+        return mlp_step(lib, batch=batch, width=MLP_WIDE_SMALL if small else MLP_WIDE,
+                        forward=forward)
+    make.__name__ = f"mlp_wide_b{batch}"
+    return make
 
 
 # 5 --------------------------------------------------------------------------------------
@@ -458,13 +476,18 @@ WORKLOADS = {
     "12_encoder_step": encoder_step,
     "13_gpt2_build_124M": gpt2_build,
     "14_tiny_ops_chain_10k": tiny_ops_chain,
+    "15_mlp_wide_b1": mlp_wide(1),
+    "15_mlp_wide_b16": mlp_wide(16),
+    "15_mlp_wide_b128": mlp_wide(128),
+    "15_mlp_wide_b1024": mlp_wide(1024),
 }
 
 SMALL = ("1_seeds_5x5", "2_seeds_2x2", "3_deep_chain_200x16")
 
 # the model workloads: they take ``small`` (reduced sizes, for CI's smoke run and the tests)
 MODELS = ("8_gpt_step_sdpa", "9_gpt_step_manual", "10_gpt_generate_100", "11_lstm_step",
-          "12_encoder_step", "13_gpt2_build_124M", "14_tiny_ops_chain_10k")
+          "12_encoder_step", "13_gpt2_build_124M", "14_tiny_ops_chain_10k", "15_mlp_wide_b1",
+          "15_mlp_wide_b16", "15_mlp_wide_b128", "15_mlp_wide_b1024")
 
 # workloads with nothing to compile but a model's forward (or nothing at all: a model's
 # construction): no whole-step compiled variant

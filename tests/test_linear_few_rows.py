@@ -25,13 +25,17 @@ def test_gemm_with_transposed_weight_matches_plain_product(m, k, n):
     w = rng.standard_normal((n, k)).astype(np.float32)
     out = np.empty((m, n), np.float32)
     L.gemm(a, w.T, out)
-    # the same dot products in the same order: equal to the plain call (bit for bit here)
-    np.testing.assert_allclose(out, np.matmul(a, w.T), rtol=1e-6, atol=1e-6)
-    np.testing.assert_allclose(out, a.astype(np.float64) @ w.T.astype(np.float64),
-                               rtol=1e-4, atol=1e-4)
+    # the same dot products; OpenBLAS's kernels may sum them in another order when the
+    # roles swap (bit for bit equal with its AVX-512 kernels, not with its Haswell ones):
+    # within float32 rounding of the float64 sum, as the plain call is
+    bound = (np.abs(a).astype(np.float64) @ np.abs(w.T).astype(np.float64)) * k * 2.0 ** -24
+    exact = a.astype(np.float64) @ w.T.astype(np.float64)
+    assert (np.abs(out - exact) <= bound).all()
+    assert (np.abs(np.matmul(a, w.T) - exact) <= bound).all()
 
 
-def test_swap_taken_only_where_it_pays():
+def test_swap_taken_only_where_it_pays(monkeypatch):
+    monkeypatch.setitem(L._HOST, "avx512f", True)  # the thresholds measured with AVX-512
     a = np.zeros((16, 128), np.float32)
     w = np.zeros((384, 128), np.float32)
     out = np.empty((16, 384), np.float32)
@@ -45,6 +49,10 @@ def test_swap_taken_only_where_it_pays():
     assert L._swap_pays(big, w.T, np.empty((48, 384), np.float32))
     assert not L._swap_pays(big, w[:128].T, np.empty((48, 128), np.float32))
     assert not L._swap_pays(np.zeros((64, 128), np.float32), w.T, np.empty((64, 384), np.float32))
+    monkeypatch.setitem(L._HOST, "avx512f", False)  # AVX2: up to 10 rows
+    assert L._swap_pays(a[:10], w.T, out[:10])
+    assert not L._swap_pays(a[:11], w.T, out[:11])
+    assert not L._swap_pays(a, w.T, out)
 
 
 @pytest.mark.parametrize("rows", [1, 5, 16, 40])
@@ -126,8 +134,9 @@ FEW_ROWS = [(2, 128, 384), (5, 128, 65), (7, 3, 5), (16, 512, 128), (64, 128, 51
 
 @pytest.mark.parametrize("m,k,n", FEW_ROWS)
 def test_few_rows_linear_within_rounding_of_float64_and_torch(m, k, n):
-    """x @ W^T (+ bias) for 2-64 float32 rows runs as compiled dot products
-    (``_few_rows_linear``): each output within float32 rounding of the float64 sum (the sum
+    """x @ W^T (+ bias) for few float32 rows runs as compiled dot products
+    (``_few_rows_linear``, both tiles: 4 rows by 4 for AVX-512, 2 by 4 for AVX2, whichever
+    this CPU has): each output within float32 rounding of the float64 sum (the sum
     reassociated: not BLAS's order), infinities and NaN carried, and F.linear's values,
     strides and node next to PyTorch's."""
     rng = np.random.default_rng(m * n + k)
@@ -135,9 +144,13 @@ def test_few_rows_linear_within_rounding_of_float64_and_torch(m, k, n):
     x[m // 2, 0] = np.inf if k > 1 else np.nan
     exact = x.astype(np.float64) @ w.T.astype(np.float64)
     size = np.abs(x).astype(np.float64) @ np.abs(w.T).astype(np.float64)
-    for bias in (b, None):
+    kernels = [lambda x, wt, bias, out: L.linear(x, wt, bias, out)]
+    kernels += [lambda x, wt, bias, out, kernel=kernel: kernel(
+        x, wt.T, L._EMPTY[x.dtype] if bias is None else bias, bias is not None, out)
+        for kernel in L._FEW_ROWS_LINEAR.values()]
+    for bias, run in ((bias, run) for bias in (b, None) for run in kernels):
         out = np.empty((m, n), np.float32)
-        L.linear(x, w.T, bias, out)
+        run(x, w.T, bias, out)
         want = exact if bias is None else exact + b
         bound = (size if bias is None else size + np.abs(b)) * (k + 1) * 2.0 ** -24
         finite = np.isfinite(want)
@@ -155,16 +168,51 @@ def test_few_rows_linear_within_rounding_of_float64_and_torch(m, k, n):
     assert_close(res[0].numpy(), res[1].numpy(), rtol=1e-5, atol=1e-6 * size.max())
 
 
-def test_few_rows_kernel_takes_only_its_range(monkeypatch):
-    """Float64, more than 64 rows and an x past 32,768 elements keep the BLAS kernel."""
+@pytest.mark.parametrize("wide,rows", [(True, 64), (False, 12)])
+def test_few_rows_kernel_takes_only_its_range(wide, rows, monkeypatch):
+    """Float64, more rows than the CPU's limit (64 with AVX-512, 12 with AVX2) and an x past
+    32,768 elements keep the BLAS kernel; the CPU's tile runs the rest."""
     calls = []
-    monkeypatch.setattr(L, "_FEW_ROWS_LINEAR", lambda *a: calls.append(a[0].shape))
-    for m, k, dt in ((64, 512, np.float32), (65, 16, np.float32), (48, 1024, np.float32),
-                     (4, 16, np.float64)):
+    monkeypatch.setitem(L._HOST, "avx512f", wide)
+    monkeypatch.setattr(L, "_FEW_ROWS_LINEAR", {
+        w: (lambda *a, w=w: calls.append((w, a[0].shape))) for w in (True, False)})
+    for m, k, dt in ((rows, 512, np.float32), (rows + 1, 16, np.float32),
+                     (48, 1024, np.float32), (4, 16, np.float64)):
         x, w = np.ones((m, k), dt), np.ones((8, k), dt)
         out = np.empty((m, 8), dt)
         L.linear(x, w.T, None, out)
-    assert calls == [(64, 512)]
+    assert calls == [(wide, (rows, 512))]
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_outer_product_kernel_equals_blas(dt):
+    """An inner dimension of 1 (a weight gradient at batch 1) runs ``_outer``: each element
+    the one rounded product BLAS writes, also for strided operands, infinities and NaN."""
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((7, 3)).astype(dt)[:, 1:2]  # a strided column
+    b = rng.standard_normal((2, 9)).astype(dt)[::2, ::2]  # a strided row
+    a[2, 0], a[4, 0], b[0, 1] = np.inf, np.nan, 0.0
+    out = np.full((7, 5), 7.0, dt)
+    assert L._outer_shaped(a, b, out)
+    L.gemm(a, b, out)
+    with np.errstate(all="ignore"):
+        want = a.astype(dt) * b.astype(dt)
+    np.testing.assert_array_equal(out, want)
+
+
+def test_linear_at_batch_one_gradients_match_torch():
+    """A Linear layer at batch 1: its weight gradient (an outer product) and input gradient
+    equal PyTorch's."""
+    rng = np.random.default_rng(2)
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((1, 33), (17, 33), (17,)))
+    res = []
+    for lib in (ng, torch):
+        xt, wt, bt = (lib.tensor(a, requires_grad=True) for a in (x, w, b))
+        y = lib.nn.functional.linear(xt, wt, bt)
+        (y * y).sum().backward()
+        res.append((y.detach().numpy(), xt.grad.numpy(), wt.grad.numpy(), bt.grad.numpy()))
+    for ours, theirs in zip(*res):
+        assert_close(ours, theirs, rtol=1e-5, atol=1e-5)
 
 
 # (batch, heads, queries, keys, head size, causal, dtype)

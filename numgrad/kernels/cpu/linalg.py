@@ -6,7 +6,7 @@ import numpy as np
 from numgrad import _arrays
 from numgrad._compile import tape as _tape
 from numgrad.kernels import LIN
-from numgrad.kernels._jit import specialize
+from numgrad.kernels._jit import inline, jit, specialize
 from numgrad.kernels.cpu import _blas
 from numgrad.kernels.cpu._blas import NO_TRANS, ROW_MAJOR, TRANS, dgemm, sgemm
 from numgrad.kernels.cpu.rows import _F as _ROWS
@@ -14,10 +14,41 @@ from numgrad.kernels.cpu.rows import _F as _ROWS
 
 def _outer_shaped(a, b, out):
     # an inner dimension of 1 (the weight gradient at batch 1): np.matmul takes its slow
-    # non-BLAS loop for it (about 8x slower than np.dot, which calls BLAS); the one-term sum
-    # is the same product either way
+    # non-BLAS loop for it, and OpenBLAS's sgemm packs both operands for a product with
+    # nothing to sum; ``_outer`` writes the products directly
     return (a.ndim == 2 and b.ndim == 2 and a.shape[1] == 1 and out.flags.c_contiguous
-            and a.dtype == b.dtype == out.dtype)
+            and a.dtype == b.dtype == out.dtype and a.dtype in _EMPTY)
+
+
+def _outer(u, v, out):
+    """out[i, j] = u[i] v[j]: each a single rounded product, what BLAS writes for an inner
+    dimension of 1 (except a -0 product, which BLAS's zeroed accumulator makes +0)."""
+    n = v.shape[0]
+    for i in range(u.shape[0]):
+        ui = u[i]
+        row = out[i]
+        for j in range(n):
+            row[j] = ui * v[j]
+
+
+_OUTER = jit(_outer)
+
+
+def _vector(a):
+    return a if a.flags.c_contiguous else np.ascontiguousarray(a)
+
+
+_HOST = {}
+
+
+def _wide_vectors():
+    """Whether this CPU has 512-bit vectors (AVX-512): the few-rows kernel's 16 accumulators
+    then fit its 32 vector registers, and OpenBLAS's kernels and packing costs differ."""
+    wide = _HOST.get("avx512f")
+    if wide is None:
+        import llvmlite.binding as llvm
+        wide = _HOST["avx512f"] = bool(llvm.get_host_cpu_features().get("avx512f", False))
+    return wide
 
 
 def _swap_pays(a, b, out):
@@ -25,18 +56,22 @@ def _swap_pays(a, b, out):
     # the transposed weight slowly, a fixed cost that dominates up to about 32 rows (40 us
     # against 21 us for 4x128 @ 128x384, 55 us against 40 us at 16 rows, 2026-11-28, one
     # EPYC core). (W @ x.T).T is the same product with the operands' roles swapped (the
-    # same dot products: bit for bit equal on 302 shapes checked here) and packs the weight
+    # same dot products: bit for bit equal on 302 shapes checked with AVX-512; with AVX2 the
+    # Haswell kernels sum them in another order, within float32 rounding) and packs the weight
     # fast; the transpose back took 5 us for 16x384. Below about 1200 outputs (and 10^6
     # multiply-adds) OpenBLAS runs its small-matrix kernel, already fast either way. From 33
     # to 56 rows it still saves 10-18% for weights of 40,000 elements or more (384x128: 64.8
     # against 55.3 us at 33 rows, 68.6 against 59.4 at 48; 128x128 gains under 7%; min of 40
     # interleaved runs, loaded VM, 2026-11-28; bit for bit equal on 168 shapes of 33-56
     # rows); from about 60 rows the transpose costs what the swap saves (up to 96 rows for
-    # big weights).
+    # big weights). That was AVX-512; with AVX2 (Zen 3, OpenBLAS's Haswell kernels,
+    # 2026-11-29, thread CPU time, min of 9) the swap pays up to 10 rows (10x128 @ 128x128:
+    # 10 us against 15, 8x512 @ 512x128: 23 against 29) and costs from 12 (12x128 @ 128x384:
+    # 43 against 31 us, 32x128 @ 128x384: 85 against 64).
     if a.ndim != 2 or b.ndim != 2 or out.dtype != np.float32:
         return False
     (m, k), n = a.shape, b.shape[1]
-    if m < 2 or n < 128 or k < 64 or m > 96:
+    if m < 2 or n < 128 or k < 64 or m > (96 if _wide_vectors() else 10):
         return False
     if m > 32 and n * k < (40_000 if m <= 56 else 200_000):
         return False
@@ -50,7 +85,7 @@ def gemm(a, b, out):
     # inf * 0 inside a product is NaN without a NumPy RuntimeWarning, as in PyTorch
     with np.errstate(all="ignore"):
         if _outer_shaped(a, b, out):
-            np.dot(a, b, out=out)
+            _OUTER(_vector(a[:, 0]), _vector(b[0]), out)
         elif _swap_pays(a, b, out):
             swapped = np.empty((b.shape[1], a.shape[0]), np.float32)
             np.matmul(b.T, a.T, out=swapped)
@@ -110,75 +145,117 @@ _LINEAR = {np.dtype(np.float32): specialize(_linear, "f32", gemm=sgemm),
 
 
 # x @ W^T for few rows (generation: 2-64 rows against weights of 128-512 columns) in
-# compiled dot products, 4 rows by 4 weight rows at a time: the weight is read in place, in
-# its (n, k) layout, where OpenBLAS first packs it (from L3 in a model whose weights exceed
-# L2). The 17 products of a 4-layer 128-wide GPT over a 100-token generation: 114 ms
-# against 151 ms for the BLAS kernel above and 132 ms for PyTorch's (MKL) F.linear, same
-# arrays, interleaved, CPU time, 1 thread, loaded VM, 2026-11-28. Up to 64 rows and x of at
-# most 32,768 elements (128 KiB: it stays in L2 while the weight streams once).
-_FEW_ROWS = 64
+# compiled dot products, a tile of rows of x by 4 weight rows at a time: the weight is read
+# in place, in its (n, k) layout, where OpenBLAS first packs it (from L3 in a model whose
+# weights exceed L2). The tile's sums stay in vector registers: 4 rows by 4 (16
+# accumulators) with AVX-512's 32 registers, 2 rows by 4 with AVX2's 16 (4 by 4 spills
+# there: 20-40% slower). AVX-512 (2026-11-28): the 17 products of a 4-layer 128-wide GPT
+# over a 100-token generation took 114 ms against 151 ms for the BLAS kernel below and 132
+# ms for PyTorch's (MKL) F.linear, same arrays, interleaved, CPU time, 1 thread, loaded VM;
+# up to 64 rows. AVX2 (Zen 3, OpenBLAS Haswell kernels, 2026-11-29, thread CPU time, min of
+# 9): OpenBLAS's packing costs less, and the tile wins up to 12 rows (12x128 @ 128x512:
+# 37 us against 43 us, 2x128 @ 128x384: 4.2 against 13 us) and is even at 16 (55 against
+# 55 us) and behind from 24 (32x128 @ 128x384: 78 against 64 us). x of at most 32,768
+# elements (128 KiB: it stays in L2 while the weight streams once).
+_FEW_ROWS = {True: 64, False: 12}  # by _wide_vectors()
 _FEW_ELEMENTS = 32_768
 
 
+@inline
+def _four_by_four(x, i0, w0, w1, w2, w3, out, j0):
+    x0 = x[i0]
+    x1 = x[i0 + 1]
+    x2 = x[i0 + 2]
+    x3 = x[i0 + 3]
+    zero = out.dtype.type(0)
+    s00 = s01 = s02 = s03 = s10 = s11 = s12 = s13 = zero
+    s20 = s21 = s22 = s23 = s30 = s31 = s32 = s33 = zero
+    for p in range(x.shape[1]):
+        a0, a1, a2, a3 = x0[p], x1[p], x2[p], x3[p]
+        c0, c1, c2, c3 = w0[p], w1[p], w2[p], w3[p]
+        s00 += a0 * c0
+        s01 += a0 * c1
+        s02 += a0 * c2
+        s03 += a0 * c3
+        s10 += a1 * c0
+        s11 += a1 * c1
+        s12 += a1 * c2
+        s13 += a1 * c3
+        s20 += a2 * c0
+        s21 += a2 * c1
+        s22 += a2 * c2
+        s23 += a2 * c3
+        s30 += a3 * c0
+        s31 += a3 * c1
+        s32 += a3 * c2
+        s33 += a3 * c3
+    o = out[i0]
+    o[j0], o[j0 + 1], o[j0 + 2], o[j0 + 3] = s00, s01, s02, s03
+    o = out[i0 + 1]
+    o[j0], o[j0 + 1], o[j0 + 2], o[j0 + 3] = s10, s11, s12, s13
+    o = out[i0 + 2]
+    o[j0], o[j0 + 1], o[j0 + 2], o[j0 + 3] = s20, s21, s22, s23
+    o = out[i0 + 3]
+    o[j0], o[j0 + 1], o[j0 + 2], o[j0 + 3] = s30, s31, s32, s33
+
+
+@inline
+def _two_by_four(x, i0, w0, w1, w2, w3, out, j0):
+    x0 = x[i0]
+    x1 = x[i0 + 1]
+    zero = out.dtype.type(0)
+    s00 = s01 = s02 = s03 = s10 = s11 = s12 = s13 = zero
+    for p in range(x.shape[1]):
+        a0, a1 = x0[p], x1[p]
+        c0, c1, c2, c3 = w0[p], w1[p], w2[p], w3[p]
+        s00 += a0 * c0
+        s01 += a0 * c1
+        s02 += a0 * c2
+        s03 += a0 * c3
+        s10 += a1 * c0
+        s11 += a1 * c1
+        s12 += a1 * c2
+        s13 += a1 * c3
+    o = out[i0]
+    o[j0], o[j0 + 1], o[j0 + 2], o[j0 + 3] = s00, s01, s02, s03
+    o = out[i0 + 1]
+    o[j0], o[j0 + 1], o[j0 + 2], o[j0 + 3] = s10, s11, s12, s13
+
+
+@inline
+def _one_by_four(x, i, w0, w1, w2, w3, out, j0):
+    xi = x[i]
+    zero = out.dtype.type(0)
+    s0 = s1 = s2 = s3 = zero
+    for p in range(x.shape[1]):
+        a = xi[p]
+        s0 += a * w0[p]
+        s1 += a * w1[p]
+        s2 += a * w2[p]
+        s3 += a * w3[p]
+    o = out[i]
+    o[j0], o[j0 + 1], o[j0 + 2], o[j0 + 3] = s0, s1, s2, s3
+
+
 def _few_rows_linear(x, w, bias, has_bias, out):
-    """out = x w^T (+ bias): x (m, k), w (n, k), out (m, n), C-contiguous, any m >= 1. Each
-    output is one dot product summed in a vectorised order (reassociated: within float32
-    rounding of BLAS's, not bit for bit); the bias is added to the rounded product."""
+    """out = x w^T (+ bias): x (m, k), w (n, k), out (m, n), C-contiguous, any m >= 1, in
+    tiles of ``ROWS`` rows of x by 4 weight rows (``tile``). Each output is one dot product
+    summed in a vectorised order (reassociated: within float32 rounding of BLAS's, not bit
+    for bit); the bias is added to the rounded product."""
     m, k = x.shape
     n = w.shape[0]
     zero = out.dtype.type(0)
-    m4 = m - m % 4
+    mt = m - m % ROWS  # noqa: F821
     n4 = n - n % 4
     for j0 in range(0, n4, 4):  # 4 weight rows stay in L1 while the rows of x pass
         w0 = w[j0]
         w1 = w[j0 + 1]
         w2 = w[j0 + 2]
         w3 = w[j0 + 3]
-        for i0 in range(0, m4, 4):
-            x0 = x[i0]
-            x1 = x[i0 + 1]
-            x2 = x[i0 + 2]
-            x3 = x[i0 + 3]
-            s00 = s01 = s02 = s03 = s10 = s11 = s12 = s13 = zero
-            s20 = s21 = s22 = s23 = s30 = s31 = s32 = s33 = zero
-            for p in range(k):
-                a0, a1, a2, a3 = x0[p], x1[p], x2[p], x3[p]
-                c0, c1, c2, c3 = w0[p], w1[p], w2[p], w3[p]
-                s00 += a0 * c0
-                s01 += a0 * c1
-                s02 += a0 * c2
-                s03 += a0 * c3
-                s10 += a1 * c0
-                s11 += a1 * c1
-                s12 += a1 * c2
-                s13 += a1 * c3
-                s20 += a2 * c0
-                s21 += a2 * c1
-                s22 += a2 * c2
-                s23 += a2 * c3
-                s30 += a3 * c0
-                s31 += a3 * c1
-                s32 += a3 * c2
-                s33 += a3 * c3
-            o = out[i0]
-            o[j0], o[j0 + 1], o[j0 + 2], o[j0 + 3] = s00, s01, s02, s03
-            o = out[i0 + 1]
-            o[j0], o[j0 + 1], o[j0 + 2], o[j0 + 3] = s10, s11, s12, s13
-            o = out[i0 + 2]
-            o[j0], o[j0 + 1], o[j0 + 2], o[j0 + 3] = s20, s21, s22, s23
-            o = out[i0 + 3]
-            o[j0], o[j0 + 1], o[j0 + 2], o[j0 + 3] = s30, s31, s32, s33
-        for i in range(m4, m):  # the last m % 4 rows: one row by 4 weight rows
-            xi = x[i]
-            s0 = s1 = s2 = s3 = zero
-            for p in range(k):
-                a = xi[p]
-                s0 += a * w0[p]
-                s1 += a * w1[p]
-                s2 += a * w2[p]
-                s3 += a * w3[p]
-            o = out[i]
-            o[j0], o[j0 + 1], o[j0 + 2], o[j0 + 3] = s0, s1, s2, s3
+        for i0 in range(0, mt, ROWS):  # noqa: F821
+            tile(x, i0, w0, w1, w2, w3, out, j0)  # noqa: F821
+        for i in range(mt, m):  # the last rows: one row by 4 weight rows
+            _one_by_four(x, i, w0, w1, w2, w3, out, j0)
     for j in range(n4, n):  # the last n % 4 weight rows, one at a time
         wj = w[j]
         for i in range(m):
@@ -194,8 +271,12 @@ def _few_rows_linear(x, w, bias, has_bias, out):
                 row[j] += bias[j]
 
 
-_FEW_ROWS_LINEAR = specialize(_few_rows_linear, "f32", {"fastmath": {"reassoc", "nsz",
-                                                                     "contract"}})
+_FEW_FAST = {"fastmath": {"reassoc", "nsz", "contract"}}
+# by _wide_vectors(): 4-row tiles with 512-bit vectors, 2-row tiles with 256-bit ones
+_FEW_ROWS_LINEAR = {True: specialize(_few_rows_linear, "f32", _FEW_FAST, ROWS=4,
+                                     tile=_four_by_four),
+                    False: specialize(_few_rows_linear, "f32_2x4", _FEW_FAST, ROWS=2,
+                                      tile=_two_by_four)}
 
 
 _EMPTY = {np.dtype(np.float32): np.empty(0, np.float32),
@@ -203,13 +284,14 @@ _EMPTY = {np.dtype(np.float32): np.empty(0, np.float32),
 
 
 def linear_fits(x, wt, bias, out):
-    """Whether ``linear`` takes these host arrays: x (m, k) with m >= 2, k, n >= 1 and out
+    """Whether ``linear`` takes these host arrays: x (m, k) with m, k >= 2, n >= 1 and out
     (m, n) C-contiguous, wt (k, n) the transpose of a C-contiguous weight, bias None or (n,)
     contiguous, one real dtype, and BLAS callable from compiled code. (One row stays with
-    NumPy's matrix-vector product.)"""
+    NumPy's matrix-vector product; k = 1, an outer product such as a weight gradient at
+    batch 1, with ``gemm``'s ``_outer``.)"""
     dt = x.dtype
     return (_blas.AVAILABLE and dt in _EMPTY and x.ndim == 2 and wt.ndim == 2
-            and x.shape[0] >= 2 and x.shape[1] > 0 and wt.shape[1] > 0
+            and x.shape[0] >= 2 and x.shape[1] > 1 and wt.shape[1] > 0
             and x.flags.c_contiguous and wt.flags.f_contiguous
             and out.flags.c_contiguous and wt.dtype == dt and out.dtype == dt
             and out.shape == (x.shape[0], wt.shape[1]) and x.shape[1] == wt.shape[0]
@@ -218,9 +300,10 @@ def linear_fits(x, wt, bias, out):
 
 
 def _linear_call(x, wt, bias, out):
-    if x.dtype == np.float32 and x.shape[0] <= _FEW_ROWS and x.size <= _FEW_ELEMENTS:
-        _FEW_ROWS_LINEAR(x, wt.T, _EMPTY[x.dtype] if bias is None else bias, bias is not None,
-                         out)
+    wide = _wide_vectors()
+    if x.dtype == np.float32 and x.shape[0] <= _FEW_ROWS[wide] and x.size <= _FEW_ELEMENTS:
+        _FEW_ROWS_LINEAR[wide](x, wt.T, _EMPTY[x.dtype] if bias is None else bias,
+                               bias is not None, out)
         return
     swap = _swap_pays(x, wt, out)
     tmp = np.empty(out.size if swap else 0, out.dtype)
