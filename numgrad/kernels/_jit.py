@@ -564,6 +564,10 @@ def _is_16_bit(arg):
     return dt is not None and getattr(dt, "itemsize", 0) == 2 and dt.kind in "fV"
 
 
+HALF_ERROR = ("numgrad stores float16 and bfloat16 tensors but does not compute in them yet: "
+              "convert with .float() first (and back with .half() or .bfloat16())")
+
+
 def _refuse_16_bit(dispatcher):
     """``dispatcher`` raising one clear error when it is asked to compile for float16 or
     bfloat16 data (storage-only dtypes: Numba has no CPU half-precision types, and would
@@ -576,10 +580,7 @@ def _refuse_16_bit(dispatcher):
             return compile_for_args(*args, **kwargs)
         except Exception:
             if any(_is_16_bit(a) for a in args):
-                raise RuntimeError(
-                    "numgrad stores float16 and bfloat16 tensors but does not compute in "
-                    "them yet: convert with .float() first (and back with .half() or "
-                    ".bfloat16())") from None
+                raise RuntimeError(HALF_ERROR) from None
             raise
     dispatcher._compile_for_args = compiling
     return dispatcher

@@ -126,6 +126,18 @@ def scatter_add_one(src, sp, v, size, out, oo, os):
     return True
 
 
+def combine(a, s, mode):
+    """Slot value ``a`` with ``s`` reduced in, for scatter_reduce: ``mode`` 1 adds, 2
+    multiplies, 3 keeps the max, 4 the min (a NaN in either wins both)."""
+    if mode == 1:
+        return a + s
+    if mode == 2:
+        return a * s
+    if mode == 3:
+        return s if s > a or s != s else a
+    return s if a == a and s < a or s != s else a
+
+
 def has_nan_run(x, xo, xs, n):
     """Whether any of x[xo + i * xs] (i < n) is nan (no early exit: the CPU loop vectorizes,
     6x faster than stopping at the first)."""
@@ -158,5 +170,5 @@ def put_one(src, sp, v, size, out, oo, os):
 # the functions each device binds (with its ``add_at``)
 GATHER_FUNCTIONS = ("wrapped", "flat_index", "unravel_one", "count_true", "write_true",
                     "range_sum", "prefix_sums", "copy_run", "fill_run", "add_run", "gather_one",
-                    "scatter_add_one", "put_one", "has_nan_run",
+                    "scatter_add_one", "put_one", "combine", "has_nan_run",
                     "first_outside_run")

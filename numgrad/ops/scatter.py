@@ -1,6 +1,7 @@
 """scatter, scatter_reduce and their in-place forms: values written (or reduced) into a copy
 of ``input`` at per-position indices along one dim. The checks run on the host before the
-kernel (``numgrad/kernels/cpu/indexing.py``: ``scatter_reduce_dim``); the derivatives are
+kernel of the data's device (``scatter_reduce_dim`` of ``numgrad/kernels/cpu/indexing.py``
+and ``numgrad/kernels/cuda/indexing.py``); the derivatives are
 numgrad ops (gather, scatter, scatter_add), so they differentiate again."""
 
 import warnings
@@ -14,7 +15,7 @@ from numgrad.autograd.graph import Node
 from numgrad.kernels._guard import index_error
 from numgrad.ops import elementwise as ew
 from numgrad.ops import indexing as ix
-from numgrad.ops._util import EW, Tensor, _wrap, attach, dtype_of, edge, is_scalar, state
+from numgrad.ops._util import EW, IDX, Tensor, _wrap, attach, dtype_of, edge, is_scalar, state
 from numgrad.ops.inplace import apply_
 from numgrad.ops.registry import declare, inplace_of
 
@@ -28,25 +29,15 @@ DEPRECATED = ("The reduce argument of torch.scatter with Tensor src is deprecate
               "removed in a future PyTorch release. Use torch.scatter_reduce instead for more "
               "reduction options.")
 _WARNED = [False]
-_HOST = np.empty(0)  # the kernel's counts live on the host
 _UNSET = type("_Unset", (), {"__repr__": lambda self: "None"})()  # reduce=None is an error
 
 
-def _kernels():
-    from numgrad.kernels.cpu import indexing
-    return indexing
-
-
 def _run(s3, i3, o3, count, mode, mean):
-    """The kernel on host data (a CUDA tensor's arrays are copied to the host and back)."""
-    on_host = o3.__class__ is np.ndarray
-    hs, hi, ho = (s3, i3, o3) if on_host else (_arrays.host(s3), _arrays.host(i3),
-                                               _arrays.host(o3))
-    bad = _kernels().scatter_reduce_dim(hs, hi, ho, count, mode)
+    """The kernel of ``o3``'s device (a mean divides by the counts once all are in)."""
+    kernels = IDX.on(o3)
+    bad = kernels.scatter_reduce_dim(s3, i3, o3, count, mode)
     if bad < 0 and mean:
-        _kernels().divide_by_count(ho, count, ho.dtype.kind not in "fc")
-    if not on_host:
-        EW.unary(EW.copy, _arrays.to_device(ho, _device.of(o3)), o3.dtype, out=o3)
+        kernels.divide_by_count(o3, count, o3.dtype.kind not in "fc")
     return bad
 
 
@@ -59,7 +50,7 @@ def _scattered(x1, d, idx, src_arr, mode, include_self=True, mean=False):
     o3 = xs.reshape(outer, x1.shape[d], inner)
     s = src_arr[tuple(slice(0, n) for n in idx.shape)]
     s3 = _arrays.contiguous(s).reshape(outer, idx.shape[d], inner)
-    count = _arrays.full(_HOST, o3.shape if mode else (1, 1, 1), 1 if include_self else 0,
+    count = _arrays.full(o3, o3.shape if mode else (1, 1, 1), 1 if include_self else 0,
                          np.int64)
     bad = _run(s3, idx.reshape(outer, idx.shape[d], inner), o3, count, mode, mean)
     if bad >= 0:

@@ -3,8 +3,8 @@ are loops, in index order, over the index functions written once for both device
 (``numgrad.kernels.gathers``; ``numgrad.kernels.cuda.indexing`` runs the same functions a
 thread per element); ``index_write_dim`` (index_copy/index_fill/index_add) is a put or a
 scatter-add after its check (a CUDA tensor's calls those of ``cuda.indexing``);
-``scatter_reduce_dim`` and ``divide_by_count`` run on the host for either device (their
-callers copy a CUDA tensor's data here and back)."""
+``scatter_reduce_dim`` reduces each value into its slot with ``combine`` (written once: the
+GPU's runs it in a compare-and-swap loop)."""
 
 import numpy as np
 
@@ -23,6 +23,7 @@ _add_run = F["add_run"]
 _gather_one = F["gather_one"]
 _scatter_add_one = F["scatter_add_one"]
 _put_one = F["put_one"]
+_combine = F["combine"]
 
 
 @jit
@@ -206,18 +207,10 @@ def scatter_reduce_dim(src, idx, out, count, mode):
                 if mode == 0:
                     out[o, v, i] = s
                     continue
-                a = out[o, v, i]
                 if count[o, v, i] == 0:
                     out[o, v, i] = s
-                elif mode == 1:
-                    out[o, v, i] = a + s
-                elif mode == 2:
-                    out[o, v, i] = a * s
-                elif mode == 3:
-                    if s > a or s != s:
-                        out[o, v, i] = s
-                elif a == a and s < a or s != s:
-                    out[o, v, i] = s
+                else:
+                    out[o, v, i] = _combine(out[o, v, i], s, mode)
                 count[o, v, i] += 1
     return -1
 

@@ -23,7 +23,9 @@ import numpy as np
 from numba import cuda, int64
 
 from numgrad.kernels import gathers as G
+from numgrad.kernels._jit import HALF_ERROR
 from numgrad.kernels.cuda import _launch
+from numgrad.kernels.cuda import elementwise as CE
 from numgrad.kernels.cuda.array import CudaArray, from_any
 
 SCAN_T = 32 if _launch.SIM else 256  # threads of the one-block scan (its shared array size)
@@ -41,6 +43,27 @@ def add_at(a, i, v):
 # atomic ``add_at``: before the kernels below (the simulator copies their globals when they
 # are made)
 _launch.bind(G, G.GATHER_FUNCTIONS, {"add_at": add_at}, __name__)
+
+
+
+@_launch.device
+def combine_at(out, bits, k, s, mode):
+    """out[k] = combine(out[k], s, mode) atomically: an atomic add for a sum, else a
+    compare-and-swap loop on the slot's bit pattern (``bits``: ``out``'s buffer as integers
+    of its width) that stops once the slot holds the combined value."""
+    if mode == 1:
+        cuda.atomic.add(out, k, s)
+        return
+    old = bits[k]
+    while True:
+        new = out.dtype.type(combine_dev(old.view(out.dtype), s, mode)).view(bits.dtype)  # noqa: F821
+        if new == old:
+            return
+        seen = cuda.atomic.cas(bits, k, old, new)
+        if seen == old:
+            return
+        old = seen
+
 
 # ----------------------------------------------------------------------------------------
 # kernels (the ``*_dev`` names are bound by ``_launch.bind``)
@@ -177,6 +200,67 @@ def _scatter_add_dim_k(src, so, ss, idx, io, is_, out, oo, os, size, shape, n, b
                                    idx[io + o * is_[0] + j * is_[1] + i * is_[2]], size,
                                    out, oo + o * os[0] + i * os[2], os[1]):
             cuda.atomic.min(bad, 0, t)
+
+
+@_launch.jit
+def _reduce_prepare_k(idx, io, is_, out, oo, os, cnt, size, shape, n, mode, ident, bad):
+    # the first bad position; mode 0: the last j writing each slot (cnt); else each slot
+    # holding no value yet (count 0) starts at the reduction's identity
+    n_j = shape[1]
+    n_i = shape[2]
+    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
+        o, j, i = _launch.unravel3(t, n_j, n_i)
+        v = idx[io + o * is_[0] + j * is_[1] + i * is_[2]]
+        if v < 0 or v >= size:
+            cuda.atomic.min(bad, 0, t)
+            continue
+        c = (o * size + v) * n_i + i
+        if mode == 0:
+            cuda.atomic.max(cnt, c, j)
+        elif cnt[c] == 0:
+            out[oo + o * os[0] + v * os[1] + i * os[2]] = ident
+
+
+@_launch.jit
+def _put_last_k(src, so, ss, idx, io, is_, out, oo, os, last, size, shape, n):
+    # mode 0: only the last j naming a slot writes it
+    n_j = shape[1]
+    n_i = shape[2]
+    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
+        o, j, i = _launch.unravel3(t, n_j, n_i)
+        v = idx[io + o * is_[0] + j * is_[1] + i * is_[2]]
+        if v >= 0 and v < size and last[(o * size + v) * n_i + i] == j:
+            put_one_dev(src, so + o * ss[0] + j * ss[1] + i * ss[2], v, size,  # noqa: F821
+                        out, oo + o * os[0] + i * os[2], os[1])
+
+
+@_launch.jit
+def _reduce_k(src, so, ss, idx, io, is_, out, oo, os, bits, cnt, size, shape, n, mode):
+    # modes 1-4: each value combined into its slot, and counted there
+    n_j = shape[1]
+    n_i = shape[2]
+    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
+        o, j, i = _launch.unravel3(t, n_j, n_i)
+        v = idx[io + o * is_[0] + j * is_[1] + i * is_[2]]
+        if v >= 0 and v < size:
+            combine_at(out, bits, oo + o * os[0] + v * os[1] + i * os[2],
+                       src[so + o * ss[0] + j * ss[1] + i * ss[2]], mode)
+            cuda.atomic.add(cnt, (o * size + v) * n_i + i, 1)
+
+
+@_launch.jit
+def _divide_by_count_k(out, oo, os, cnt, shape, n, floor):
+    n_s = shape[1]
+    n_i = shape[2]
+    for t in range(cuda.grid(1), n, cuda.gridsize(1)):
+        o, j, i = _launch.unravel3(t, n_s, n_i)
+        c = cnt[t]
+        if c > 1:
+            k = oo + o * os[0] + j * os[1] + i * os[2]
+            if floor:
+                out[k] = out[k] // c
+            else:
+                out[k] = out[k] / c
 
 
 # ----------------------------------------------------------------------------------------
@@ -345,3 +429,69 @@ def scatter_add_dim(src, idx, out):
                    tuple(idx.shape), n, bad)
     b = _read(bad)
     return b if b < n else -1
+
+
+# scatter_reduce computes 1- and 2-byte integers (and bools) in int32, which has atomics: sums
+# and products wrap to the same low bits, and max/min are exact
+_WIDE = {np.dtype(t): np.dtype(np.int32) for t in (np.bool_, np.int8, np.uint8, np.int16)}
+_BITS = {4: np.dtype(np.int32), 8: np.dtype(np.int64)}
+
+
+def _identity(dtype, mode):
+    """The value a slot holding no value starts from: combine(identity, s, mode) is s."""
+    if mode == 1:
+        return dtype.type(-0.0 if dtype.kind == "f" else 0)  # -0.0 + s is s, -0.0 included
+    if mode == 2:
+        return dtype.type(1)
+    info = np.finfo(dtype) if dtype.kind == "f" else np.iinfo(dtype)
+    big = np.inf if dtype.kind == "f" else info.max
+    return dtype.type(-big if mode == 3 and dtype.kind == "f" else
+                      info.min if mode == 3 else big)
+
+
+def scatter_reduce_dim(src, idx, out, count, mode):
+    """out[o, idx[o, j, i], i] combined with src[o, j, i] as the CPU's ``scatter_reduce_dim``
+    (``mode`` 0 replaces, the last j winning; 1 adds, 2 multiplies, 3 max, 4 min; ``count``,
+    contiguous and ``out``-shaped unless mode is 0, counts the values of each slot, 0 where
+    the slot's own value is left out); returns the first bad flat position or -1."""
+    if out.dtype.itemsize == 2 and out.dtype.kind != "i":  # float16, bfloat16
+        raise RuntimeError(HALF_ERROR)  # as the CPU's kernel
+    n = idx.size
+    if not n:
+        return -1
+    wide = _WIDE.get(out.dtype) if mode else None
+    if wide is not None:
+        w = out.astype(wide)
+        bad = scatter_reduce_dim(src.astype(wide), idx, w, count, mode)
+        CE.copy_into(w, out)
+        return bad
+    sb, so, ss = _strided(src, 3)
+    ib, io, is_ = _strided(idx, 3)
+    ob, oo, os = _strided(out, 3)
+    if mode == 0:
+        cnt = _launch.alloc(out.size, np.int64)
+        _launch.launch(_fill_k, out.size, cnt, 0, (0, 0, 1), (1, 1, out.size), out.size, -1)
+    else:
+        cnt = from_any(count).buf
+    size = out.shape[1]
+    bad = _flag(n)
+    shape = tuple(idx.shape)
+    _launch.launch(_reduce_prepare_k, n, ib, io, is_, ob, oo, os, cnt, size, shape, n, mode,
+                   _identity(out.dtype, mode or 1), bad)
+    if mode == 0:
+        _launch.launch(_put_last_k, n, sb, so, ss, ib, io, is_, ob, oo, os, cnt, size, shape, n)
+    else:
+        bits = ob if out.dtype.kind in "iu" else ob.view(_BITS[out.dtype.itemsize])
+        _launch.launch(_reduce_k, n, sb, so, ss, ib, io, is_, ob, oo, os, bits, cnt, size,
+                       shape, n, mode)
+    b = _read(bad)
+    return b if b < n else -1
+
+
+def divide_by_count(out, count, floor):
+    """out /= count where count > 1 (``floor``: integer floor division), for a scatter mean;
+    ``count`` contiguous and ``out``-shaped."""
+    ob, oo, os = _strided(out, 3)
+    n = out.size
+    _launch.launch(_divide_by_count_k, n, ob, oo, os, from_any(count).buf, tuple(out.shape), n,
+                   bool(floor))
