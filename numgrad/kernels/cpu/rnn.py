@@ -183,9 +183,12 @@ _step_backward = inline(_backward_step)
 # those weights into its panel layout at each call, and its kernels are tuned for large
 # products. Here the weights are packed once per layer call, into panels NR columns wide and
 # k major, and each tile of MR rows x NR columns of a product is one pass over k with its
-# accumulators in vector registers: a stack buffer (``_tile_intrinsic``) whose slices LLVM
-# keeps in registers once the loops over rows and columns are unrolled and vectorized
-# (MR x NR x itemsize is 16 vector registers' worth). On the 2-core AVX-512 development VM a
+# accumulators in vector registers (the shape per CPU: ``_tile_shape``): on AVX-512 a stack
+# buffer (``_tile_intrinsic``) whose slices LLVM keeps in registers once the loops over rows
+# and columns are unrolled and vectorized (MR x NR x itemsize is 16 vector registers' worth);
+# on AVX2 LLVM vector code written out (``_vector_tile``, 4 x 24 for float32: on a Zen 3 core
+# 60-78 GFLOP/s at the char-LSTM's shapes, against 29-39 for ``_micro``'s 2 x 64 tiles and
+# 45-69 for NumPy's OpenBLAS; ``benchmarks/lstm_tiles.py``). On the 2-core AVX-512 VM a
 # step's (32 x 256) x (256 x 1024) product takes 0.16 ms this way against 0.20-0.26 ms in
 # NumPy's OpenBLAS; the input's gradient (``dgates W_ih``, all T*B rows) uses the same tiles
 # (2.4 ms against 3.0 ms for the first layer of the char-LSTM benchmark, 9.9 against 10.8 for
@@ -195,18 +198,24 @@ _step_backward = inline(_backward_step)
 # than the tiles saved (char-LSTM, dgates^T h of a layer: 10.6 ms in tiles against 11.9 in
 # BLAS, but 3.6 ms to transpose dgates).
 
-NR = 64  # the columns of a tile
 BLOCK_ELEMENTS = 32768  # the rows of ``a`` a product takes at a time (128 KiB of float32)
-PANEL = NR // 4  # the hidden units of the recurrent forward tile (16 of each of the 4 gates)
 
 
-def _vector_bytes():
+def _tile_shape(dtype):
+    """(MR, NR, lanes) for this CPU: tiles of MR rows x NR columns, written as LLVM vector code
+    of ``lanes`` per vector (``_vector_tile``), or by ``_micro`` (lanes 0). AVX-512: 16 of
+    its 64-byte registers hold the tile (``_micro``, which LLVM vectorizes). AVX2 (16 registers
+    of 32 bytes): 4 rows x 3 vectors of accumulators, the panel's 3 vectors and a broadcast
+    (``_micro``'s two-row tiles read 8 vectors of the panel per 16 multiply-adds there, and
+    LLVM leaves its smaller tiles scalar). Else ``_micro`` as for 32-byte vectors."""
     import llvmlite.binding as llvm
-    return 64 if llvm.get_host_cpu_features().get("avx512f", False) else 32
-
-
-def _rows_per_tile(dtype):
-    return max(1, 16 * _vector_bytes() // (NR * np.dtype(dtype).itemsize))
+    features = llvm.get_host_cpu_features()
+    item = np.dtype(dtype).itemsize
+    if features.get("avx512f", False):
+        return max(1, 16 * 64 // (64 * item)), 64, 0
+    if features.get("avx2", False) and features.get("fma", False):
+        return 4, 3 * 32 // item, 32 // item
+    return max(1, 16 * 32 // (64 * item)), 64, 0
 
 
 def _tile_intrinsic(dtype, size):
@@ -224,17 +233,74 @@ def _tile_intrinsic(dtype, size):
     return tile
 
 
+def _vector_tile(dtype, rows, cols, width):
+    """``tile_product(a, ao, lda, bp, bo, c, k_n)``: what ``_micro`` computes (same fused
+    multiply-adds in the same order, so the same numbers bit for bit) for a ``rows`` x
+    ``cols`` tile, written as LLVM vector code: ``rows * cols / width`` accumulators of
+    ``width`` lanes, per k ``cols / width`` loads of the panel's row and one broadcast per
+    row of ``a``. (LLVM's own vectorizer turns ``_micro`` into scalar code when ``cols`` is
+    small, since it unrolls the column loop before vectorizing.)"""
+    nb_type = numba.from_dtype(np.dtype(dtype))
+    item = np.dtype(dtype).itemsize
+    nv = cols // width
+
+    @intrinsic
+    def tile_product(typingctx, a, ao, lda, bp, bo, c, k_n):
+        def codegen(context, builder, signature, args):
+            intp = context.get_value_type(nb_types.intp)
+            ta = signature.args
+            a_, ao_, lda_, bp_, bo_, c_, k_ = (
+                context.make_array(t)(context, builder, v).data
+                if isinstance(t, nb_types.Array) else context.cast(builder, v, t, nb_types.intp)
+                for v, t in zip(args, ta))
+            elt = context.get_value_type(nb_type)
+            vty = ir.VectorType(elt, width)
+            suffix = "f32" if item == 4 else "f64"
+            fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vty, [vty] * 3),
+                                                 f"llvm.fma.v{width}{suffix}")
+            zero = ir.Constant(vty, None)
+            accs = [cgutils.alloca_once_value(builder, zero) for _ in range(rows * nv)]
+            a0 = builder.gep(a_, [ao_])
+            b0 = builder.gep(bp_, [bo_])
+            rows_at = [builder.gep(a0, [builder.mul(ir.Constant(intp, m), lda_)])
+                       for m in range(rows)]
+            mask = ir.Constant(ir.VectorType(ir.IntType(32), width), [0] * width)
+            with cgutils.for_range(builder, k_) as loop:
+                k = loop.index
+                bk = builder.gep(b0, [builder.mul(k, ir.Constant(intp, cols))])
+                bv = [builder.load(builder.bitcast(builder.gep(bk, [ir.Constant(intp, v * width)]),
+                                                   vty.as_pointer()), align=item)
+                      for v in range(nv)]
+                for m in range(rows):
+                    am = builder.load(builder.gep(rows_at[m], [k]))
+                    splat = builder.shuffle_vector(
+                        builder.insert_element(ir.Constant(vty, ir.Undefined), am,
+                                               ir.Constant(ir.IntType(32), 0)),
+                        ir.Constant(vty, ir.Undefined), mask)
+                    for v in range(nv):
+                        acc = accs[m * nv + v]
+                        builder.store(builder.call(fma, [splat, bv[v], builder.load(acc)]), acc)
+            for m in range(rows):
+                for v in range(nv):
+                    dst = builder.gep(c_, [ir.Constant(intp, m * cols + v * width)])
+                    builder.store(builder.load(accs[m * nv + v]),
+                                  builder.bitcast(dst, vty.as_pointer()), align=item)
+            return context.get_dummy_value()
+        return nb_types.void(a, ao, lda, bp, bo, c, k_n), codegen
+    return tile_product
+
+
 def _micro(a, ao, lda, bp, bo, c, k_n):
     """c[m NR + j] = sum_k a[ao + m lda + k] bp[bo + k NR + j] for m < MR, j < NR, summed over
     k in order with fused multiply-adds: one tile of the product of ``a``'s rows (row major)
     and a packed panel."""
     acc = numba.carray(tile(), (MR * NR,))  # noqa: F821
     for k in range(k_n):
-        b = bp[bo + k * NR:bo + (k + 1) * NR]
+        b = bp[bo + k * NR:bo + (k + 1) * NR]  # noqa: F821
         for m in range(MR):  # noqa: F821
             am = a[ao + m * lda + k]
-            row = acc[m * NR:(m + 1) * NR]
-            for j in range(NR):
+            row = acc[m * NR:(m + 1) * NR]  # noqa: F821
+            for j in range(NR):  # noqa: F821
                 row[j] = ffma(am, b[j], row[j])
     for i in range(MR * NR):  # noqa: F821
         c[i] = acc[i]
@@ -247,7 +313,7 @@ def _product(a, ao, lda, m_n, k_n, bp, n_cols, groups, c, co, ldc):
     (BLOCK_ELEMENTS: they stay in cache), panel by panel, tile by tile down the block; a
     last tile of fewer than MR rows reads its rows from a zeroed copy, so that no row past
     ``a``'s is read."""
-    wide = NR // groups
+    wide = NR // groups  # noqa: F821
     per = n_cols // groups
     last = (m_n - 1) // MR * MR  # noqa: F821
     acc = np.empty(MR * NR, c.dtype)  # noqa: F821
@@ -268,27 +334,25 @@ def _product(a, ao, lda, m_n, k_n, bp, n_cols, groups, c, co, ldc):
                     micro(pad, 0, k_n, bp, p * k_n * NR, acc, k_n)  # noqa: F821
                 for m in range(min(MR, m_n - b0)):  # noqa: F821
                     for q in range(groups):
-                        src = acc[m * NR + q * wide:m * NR + q * wide + width]
+                        src = acc[m * NR + q * wide:m * NR + q * wide + width]  # noqa: F821
                         d0 = co + (b0 + m) * ldc + q * per + p * wide
                         d = c[d0:d0 + width]
                         for u in range(width):
                             d[u] = src[u]
 
 
-@inline
 def _pack(w, rows, cols, bp):
     """B = w (rows x cols, row major) into panels: bp[(p rows + k) NR + u] = w[k, p NR + u]
     (zeros past the last column)."""
-    for p in range((cols + NR - 1) // NR):
-        u_n = min(NR, cols - p * NR)
+    for p in range((cols + NR - 1) // NR):  # noqa: F821
+        u_n = min(NR, cols - p * NR)  # noqa: F821
         for k in range(rows):
-            src = w[k * cols + p * NR:k * cols + p * NR + u_n]
-            dst = bp[(p * rows + k) * NR:(p * rows + k) * NR + u_n]
+            src = w[k * cols + p * NR:k * cols + p * NR + u_n]  # noqa: F821
+            dst = bp[(p * rows + k) * NR:(p * rows + k) * NR + u_n]  # noqa: F821
             for u in range(u_n):
                 dst[u] = src[u]
 
 
-@inline
 def _pack_gates_cat(w_ih, n_in, w, n, wp):
     """B = [W_ih W_hh]^T ((n_in + n) x 4n) into panels of PANEL hidden units of each gate:
     wp[(p kk + k) NR + PANEL q + u] = [W_ih W_hh][q n + PANEL p + u, k], kk = n_in + n
@@ -296,18 +360,17 @@ def _pack_gates_cat(w_ih, n_in, w, n, wp):
     kk = n_in + n
     for row in range(4 * n):
         q, j = row // n, row % n
-        dst = (j // PANEL) * kk * NR + PANEL * q + j % PANEL
+        dst = (j // PANEL) * kk * NR + PANEL * q + j % PANEL  # noqa: F821
         src = w_ih[row * n_in:(row + 1) * n_in]
         for k in range(n_in):
-            wp[dst + k * NR] = src[k]
+            wp[dst + k * NR] = src[k]  # noqa: F821
         src = w[row * n:(row + 1) * n]
         for k in range(n):
-            wp[dst + (n_in + k) * NR] = src[k]
+            wp[dst + (n_in + k) * NR] = src[k]  # noqa: F821
 
 
-@inline
 def _panels(cols):
-    return (cols + NR - 1) // NR
+    return (cols + NR - 1) // NR  # noqa: F821
 
 
 # ---- one layer: the loop over the steps ----------------------------------------------------------
@@ -325,8 +388,8 @@ def _layer_forward(x, w_ih, b_ih, b_hh, w, h0, c0, xw, out, zs, cs, tcs, hn, cn,
     n4 = 4 * n
     kk = n_in + n
     dt = xw.dtype
-    wp = np.empty((n + PANEL - 1) // PANEL * kk * NR, dt)
-    if n % PANEL:
+    wp = np.empty((n + PANEL - 1) // PANEL * kk * NR, dt)  # noqa: F821
+    if n % PANEL:  # noqa: F821
         wp[:] = 0
     _pack_gates_cat(w_ih.reshape(w_ih.size), n_in, w.reshape(w.size), n, wp)
     zero = np.zeros(n4, dt)
@@ -367,8 +430,8 @@ def _layer_backward(dout, dhn, dcn, x, w_ih, w, c0, act, cs, tcs, zs, dg, dx, dh
     dt = dout.dtype
     dhr = np.empty(n_b * n, dt)
     sums = np.zeros(n4, np.float64)
-    wq = np.empty(_panels(n) * n4 * NR, dt)
-    if n % NR:  # (``_pack`` leaves the columns past the last as they are)
+    wq = np.empty(_panels(n) * n4 * NR, dt)  # noqa: F821
+    if n % NR:  # (``_pack`` leaves the columns past the last as they are)  # noqa: F821
         wq[:] = 0
     _pack(w.reshape(w.size), n4, n, wq)
     ldo, ldg = sb * n, sb * n4
@@ -410,8 +473,8 @@ def _layer_backward(dout, dhn, dcn, x, w_ih, w, c0, act, cs, tcs, zs, dg, dx, dh
         gemm(ROW_MAJOR, TRANS, NO_TRANS, n4, n_in, rows_all, 1.0, dg.ctypes, n4,  # noqa: F821
              zs.ctypes, kk, 0.0, dw_ih.ctypes, n_in)
     if need_x:
-        wi = np.empty(_panels(n_in) * n4 * NR, dt)
-        if n_in % NR:
+        wi = np.empty(_panels(n_in) * n4 * NR, dt)  # noqa: F821
+        if n_in % NR:  # noqa: F821
             wi[:] = 0
         _pack(w_ih.reshape(w_ih.size), n4, n_in, wi)
         product(dg, 0, n4, rows_all, n4, wi, n_in, 1, dx, 0, n_in)  # noqa: F821
@@ -431,11 +494,15 @@ def _bind(fn, **bindings):
 
 
 def _layer_kernels(dtype, name, gemm):
-    """The forward and backward layer kernels for one real type."""
-    mr = _rows_per_tile(dtype)
-    micro = inline(_bind(_micro, MR=mr, tile=_tile_intrinsic(dtype, mr * NR)))
-    product = inline(_bind(_product, MR=mr, micro=micro))
-    values = {"gemm": gemm, "product": product}
+    """The forward and backward layer kernels for one real type, with this CPU's tiles."""
+    mr, nr, lanes = _tile_shape(dtype)
+    tiles = {"NR": nr, "PANEL": nr // 4}
+    if lanes:
+        micro = _vector_tile(dtype, mr, nr, lanes)
+    else:
+        micro = inline(_bind(_micro, MR=mr, tile=_tile_intrinsic(dtype, mr * nr), **tiles))
+    values = {f.__name__: inline(_bind(f, **tiles)) for f in (_pack, _pack_gates_cat, _panels)}
+    values.update(tiles, gemm=gemm, product=inline(_bind(_product, MR=mr, micro=micro, **tiles)))
     return (specialize(_layer_forward, name, **values),
             specialize(_layer_backward, name, **values))
 
