@@ -213,15 +213,21 @@ def softmax_row(x, xo, xs, out, oo, os, n, log, acc, tm):
     1e20 gave 0)."""
     m = row_max(x, xo, xs, n, tm)
     s = acc
-    for c in range(lane0(tm), n, lanes(tm)):
-        s += fexp(x[xo + c * xs] - m)
-    s = allsum(tm, s)
     if log:
-        shift(x, xo, xs, out, oo, os, n, m, math.log(s), tm)
-    else:
-        inv = 1.0 / s
         for c in range(lane0(tm), n, lanes(tm)):
-            out[oo + c * os] = fexp(x[xo + c * xs] - m) * inv
+            s += fexp(x[xo + c * xs] - m)
+        shift(x, xo, xs, out, oo, os, n, m, math.log(allsum(tm, s)), tm)
+    else:
+        # e^(x - m) is kept in out and scaled there: one exp per element instead of two
+        # (the CPU's e has out's dtype, so the stored value is exact and the result the
+        # same; the GPU's float64 e is rounded to out's dtype before the scaling)
+        for c in range(lane0(tm), n, lanes(tm)):
+            e = fexp(x[xo + c * xs] - m)
+            out[oo + c * os] = e
+            s += e
+        inv = 1.0 / allsum(tm, s)
+        for c in range(lane0(tm), n, lanes(tm)):
+            out[oo + c * os] = out[oo + c * os] * inv
 
 
 # d softmax: gx = y (g - sum g y)
@@ -288,18 +294,21 @@ def layer_norm_row(x, xo, xs, gam, gmo, gms, bet, bo, bs, eps, n, out, oo, os, m
 
 
 # d/dx layer_norm = rstd (g gamma - mean(g gamma) - xhat mean(g gamma xhat)), per row
+# (rstd gg - rstd mean(gg) - (x - mean) rstd^2 mean(gg xhat), with rstd and the means folded
+# into two per-row constants: two float64 steps per element)
 def layer_norm_bwd_row(g, go, gs, x, xo, xs, mu, rv, gam, gmo, gms, n, gx, gxo, gxs, acc, tm):
     s1 = acc
     s2 = acc
     for k in range(lane0(tm), n, lanes(tm)):
         gg = g[go + k * gs] * gam[gmo + k * gms]
         s1 += gg
-        s2 += gg * (x[xo + k * xs] - mu) * rv
-    s1 = allsum(tm, s1) / n
-    s2 = allsum(tm, s2) / n
+        s2 += gg * (x[xo + k * xs] - mu)
+    m1 = allsum(tm, s1) / n  # mean(gg)
+    b = rv * rv * rv * allsum(tm, s2) / n  # rstd^2 mean(gg xhat)
+    c = rv * m1
     for k in range(lane0(tm), n, lanes(tm)):
-        xhat = (x[xo + k * xs] - mu) * rv
-        gx[gxo + k * gxs] = rv * (g[go + k * gs] * gam[gmo + k * gms] - s1 - xhat * s2)
+        gx[gxo + k * gxs] = rv * (g[go + k * gs] * gam[gmo + k * gms]) - (
+            (x[xo + k * xs] - mu) * b + c)
 
 
 # d gamma = sum_rows g xhat, d beta = sum_rows g (per feature: a sum down the columns)

@@ -29,11 +29,10 @@ _bits_f64 = _bitcast(types.int64, types.float64)
 
 
 @inline
-def _exp32(x):
-    # e^x = 2^n e^r, |r| <= ln2/2; 2^n applied in two halves so results can be subnormal.
-    # The reduction and Horner steps are fused multiply-adds (one rounding each): as
-    # accurate as separate steps (max 0.99 ulp over 1M draws) and 1.4x faster vectorized.
-    xc = min(max(x, np.float32(-104.0)), np.float32(89.0))
+def _exp32_parts(xc):
+    # e^x = 2^n e^r, |r| <= ln2/2: (e^r, n). The reduction and Horner steps are fused
+    # multiply-adds (one rounding each): as accurate as separate steps (max 0.99 ulp over
+    # 1M draws) and 1.4x faster vectorized.
     n = np.floor(xc * np.float32(1.44269504088896341) + np.float32(0.5))
     r = ffma(n, np.float32(-0.693359375), xc)
     r = ffma(n, np.float32(2.12194440e-4), r)
@@ -43,14 +42,28 @@ def _exp32(x):
     p = ffma(p, r, np.float32(4.1665795894e-2))
     p = ffma(p, r, np.float32(1.6666665459e-1))
     p = ffma(p, r, np.float32(5.0000001201e-1))
-    p = ffma(p, z, r) + np.float32(1.0)
-    ni = np.int32(n)
+    return ffma(p, z, r) + np.float32(1.0), np.int32(n)
+
+
+@inline
+def _exp32(x):
+    # 2^n applied in two halves so results can be subnormal
+    xc = min(max(x, np.float32(-104.0)), np.float32(89.0))
+    p, ni = _exp32_parts(xc)
     n1 = np.int32(ni >> 1)
     n2 = np.int32(ni - n1)
     s1 = _bits_f32(np.int32((n1 + 127) << 23))
     s2 = _bits_f32(np.int32((n2 + 127) << 23))
     y = p * s1 * s2
     return x if x != x else y
+
+
+@inline
+def _exp32_normal(x):
+    # e^x for x in [-87, 88] (a normal result: 2^n in one factor), not nan: the same value as
+    # _exp32 without its clamp, nan test and split scaling (9 of erf's ~65 vector steps)
+    p, ni = _exp32_parts(x)
+    return p * _bits_f32(np.int32((ni + 127) << 23))
 
 
 @inline
@@ -132,7 +145,7 @@ def _erf32(x):
     p = ffma(p, t, np.float32(-6.3321555e-01))
     p = ffma(p, t, np.float32(-1.1295809e+00))
     p = ffma(p, t, np.float32(1.8861116e-04))
-    big = np.float32(1.0) - _exp32(p)
+    big = np.float32(1.0) - _exp32_normal(p)  # p in [P(4), P(1)], about [-18, -1.8]
     big = big if x >= 0 else -big
     return big if a >= np.float32(1.0) else small
 

@@ -5,7 +5,9 @@ they save.
 
 Rows along the last dim of C-contiguous data have unit stride, written as the literal 1 so
 the loops vectorize (those copies compile with reassociation: the row sums vectorize into
-many partial sums); lines along another dim have stride ``inner`` and keep the plain order.
+many partial sums; layer norm's float64 sums too, which otherwise run as one chain of
+dependent adds, 3x slower); lines along another dim have stride ``inner`` and keep the plain
+order.
 Each launcher hands data that is not a NumPy array to the CUDA module of the same names.
 """
 
@@ -137,8 +139,8 @@ _SOFTMAX_BWD_LINES = specialize(_softmax_bwd_lines, "softmax",
 _LOG_SOFTMAX_BWD_LINES = specialize(_softmax_bwd_lines, "log_softmax",
                                     f=_F["log_softmax_bwd_row"])
 _LOGSUMEXP_LINES = specialize(_logsumexp_lines, "logsumexp_lines", f=_F["logsumexp_row"])
-_LAYER_NORM = _pair(_layer_norm_rows, "layer_norm_row")
-_LAYER_NORM_BWD = _pair(_layer_norm_bwd_rows, "layer_norm_bwd_row")
+_LAYER_NORM = _pair(_layer_norm_rows, "layer_norm_row", _FAST)
+_LAYER_NORM_BWD = _pair(_layer_norm_bwd_rows, "layer_norm_bwd_row", _FAST)
 _NLL = specialize(_nll_rows, "nll", f=_F["nll_row"])
 _NLL_BWD = specialize(_nll_bwd_rows, "nll_bwd", f=_F["nll_bwd_row"])
 
