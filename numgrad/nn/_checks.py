@@ -1,19 +1,16 @@
-"""PyTorch's argument parsing and checks, shared by every ``numgrad.nn.functional`` function,
-before any kernel runs: the argument parser's TypeErrors (a tensor, an int, an int list, a
-bool, a float, a Number where one is required), int-or-tuple arguments as ``n`` ints, the
-reduction string with the legacy ``size_average``/``reduce`` flags, and the dtype and shape
-checks several layers and losses share. Numba kernels do no bounds checking, so every size a
-kernel indexes by is checked by these or by the caller; only Python attribute compares (no
-pass over the data) on the hot paths."""
+"""PyTorch's argument parsing, shared by every ``numgrad.nn.functional`` function before it
+calls an op: the argument parser's TypeErrors (a tensor, an int, an int list, a bool, a float,
+a Number where one is required), int-or-tuple arguments as ``n`` ints, and the reduction
+string with the legacy ``size_average``/``reduce`` flags. The checks the kernels make of
+their arguments are the ops' own (``numgrad.ops.nn_checks`` and the ``nn_*`` op modules)."""
 
 import operator
 import warnings
 
 import numpy as np
 
-from numgrad._shape import Size, broadcast_shapes
-from numgrad.ops import reduction as red
-from numgrad.ops._util import Tensor, dtype_of, state
+from numgrad._shape import Size
+from numgrad.ops._util import Tensor
 
 _NUMBERS = (int, float, np.integer, np.floating)
 
@@ -140,83 +137,6 @@ def optional_number(fn, name, v, kind):
     return v
 
 
-def not_implemented(kernel, t):
-    return NotImplementedError(f"\"{kernel}\" not implemented for '{dtype_of(t)._legacy}'")
-
-
-def require_float(t, kernel):
-    """PyTorch's error for a kernel that has no integer (or bool) version."""
-    if not dtype_of(t).is_floating_point:
-        raise not_implemented(kernel, t)
-
-
-def same_type(t, other):
-    """A kernel's check that ``other`` (if given) has the dtype of ``t``."""
-    if other is not None and other._data.dtype != t._data.dtype:
-        raise RuntimeError(f"expected scalar type {dtype_of(t)._legacy} but found "
-                           f"{dtype_of(other)._legacy}")
-
-
-def type_name(t):
-    """A tensor's legacy type name, as PyTorch's convolution messages print it."""
-    return f"torch.{dtype_of(t)._legacy}Tensor"
-
-
-def ctrunc(a, b):
-    """C++ integer division (truncates toward zero), as in PyTorch's shape formulas."""
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b > 0) else -q
-
-
-def dim_error(dim, ndim):
-    n = max(ndim, 1)
-    return IndexError(
-        f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
-
-
-def nonempty(fn, shape, what="input has sizes", tail=""):
-    """PyTorch's check that every non-batch dim of ``shape`` is non-empty."""
-    for i in range(1, len(shape)):
-        if shape[i] <= 0:
-            raise RuntimeError(f"{fn}(): Expected input to have non-zero size for non-batch "
-                               f"dimensions, but {what} {list(shape)} with dimension {i} being "
-                               f"empty{tail}")
-
-
-def inplace_shape(out_shape, other_shape):
-    """The checks of an in-place broadcasting op ``out.op_(other)``."""
-    b = broadcast_shapes(tuple(out_shape), tuple(other_shape))
-    if tuple(b) != tuple(out_shape):
-        raise RuntimeError(f"output with shape {list(out_shape)} doesn't match the broadcast "
-                           f"shape {list(b)}")
-
-
-def norm_dtypes(x, kernel, params):
-    """A norm's floating input (else ``kernel``'s error); on the CPU the affine parameters and
-    statistics share its dtype."""
-    require_float(x, kernel)
-    dt = x._data.dtype
-    for p in params:
-        if p is not None and p._data.dtype != dt:
-            if dt == np.float32:
-                raise RuntimeError(
-                    "mixed dtype (CPU): expect parameter to have scalar type of Float")
-            raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
-
-
-def not_differentiable(fn, **args):
-    """PyTorch's refusal of a grad-requiring argument its backward has no formula for."""
-    if state.enabled:
-        for name, t in args.items():
-            if t is not None and t._requires_grad:
-                raise RuntimeError(f"The function '{fn}' is not differentiable with respect to "
-                                   f"argument '{name}'. This input cannot have requires_grad "
-                                   "True.")
-
-
-# ---- losses ------------------------------------------------------------------------------
-
-
 def reduction(reduction, size_average=None, reduce=None):
     """The reduction string, from the deprecated size_average/reduce flags if given; an
     invalid string raises PyTorch's ValueError."""
@@ -233,16 +153,6 @@ def reduction(reduction, size_average=None, reduce=None):
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
     return reduction
-
-
-def reduce(loss, reduction):
-    if reduction == "mean":
-        return red.mean(loss)
-    if reduction == "sum":
-        return red.sum(loss)
-    if reduction == "none":
-        return loss
-    raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
 def check_same_size(input, target):

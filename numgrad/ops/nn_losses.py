@@ -1,15 +1,23 @@
-"""nn losses declared as ops: ``mse_loss`` (``MseLossBackward0``). The forward runs the
-``sqdiff`` kernel and a float64-accumulated sum; the derivative is written with numgrad ops,
-so it is differentiable again. Reached through ``numgrad.nn.functional.mse_loss``
-(variant ``"functional"``), which parses and checks the arguments."""
+"""The losses of ``numgrad.nn.functional`` below its argument parsing. Declared ops:
+``mse_loss`` (``MseLossBackward0``: the ``sqdiff`` kernel and a float64-accumulated sum),
+``nll_loss_forward``/``nll_loss2d_forward`` and binary cross entropy (on probabilities and on
+logits), each derivative written with numgrad ops so it is differentiable again. Then
+PyTorch's checks of those losses and of ``numgrad.ops.losses``'s, in its order, before the
+ops (or PyTorch's composites of ops: cross entropy, l1, smooth l1, weighted losses)."""
 
 import numpy as np
 
 from numgrad import _arrays as A
+from numgrad import _dtype
+from numgrad._shape import Size, broadcast_shapes
 from numgrad.ops import elementwise as ew
+from numgrad.ops import indexing as ix
+from numgrad.ops import losses as L
+from numgrad.ops import nn_checks as K
+from numgrad.ops import reduction as red
 from numgrad.ops import shape as sh
 from numgrad.ops import unary as un
-from numgrad.ops._util import EW, RED, LazyKernels, _wrap, meta_for, state
+from numgrad.ops._util import EW, RED, LazyKernels, _wrap, dtype_of, meta_for, state
 from numgrad.ops.registry import op
 
 NN = LazyKernels("nn")
@@ -255,3 +263,411 @@ def binary_cross_entropy_with_logits(self, target, weight, pos_weight, reduction
         el = EW.binary(EW.mul, el, A.astype(weight._data, dt), dt, x.shape)
     return _reduced(el, reduction), {"weight": weight, "pos_weight": pos_weight,
                                      "reduction": reduction, "n": el.size}
+
+
+# ----------------------------------------------------------------------------------------
+# the losses of ``numgrad.nn.functional`` below its argument parsing: PyTorch's checks in its
+# order, then the ops above (or PyTorch's composites of ops)
+# ----------------------------------------------------------------------------------------
+
+
+def _weighted(el, weight, input, reduction):
+    """mse/l1 with ``weight``: PyTorch's manual weighted reduction."""
+    if weight._data.shape != input._data.shape:
+        raise ValueError("Weights and input must have the same size.")
+    el = ew.mul(el, weight)
+    if reduction == "none":
+        return el
+    if reduction == "sum":
+        return red.sum(el)
+    return ew.div(red.sum(el), red.sum(weight))
+
+
+def _nll_checks(input, target, weight):
+    """PyTorch's nll_loss_nd/nll_loss/nll_loss2d checks, in its order."""
+    xs, ts = input._data.shape, target._data.shape
+    xd = len(xs)
+    if xd < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {xd})")
+    if xd != 1 and xs[0] != (ts[0] if ts else 0):
+        raise ValueError(f"Expected input batch_size ({xs[0]}) to match target batch_size "
+                         f"({ts[0] if ts else 0}).")
+    if xd <= 2:
+        if len(ts) > 1:
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+        if xd == 1 and len(ts) == 1 and ts[0] != 1:
+            raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: "
+                             f"{ts[0]}")
+        c = xs[-1]
+        if weight is not None and (weight._data.ndim != 1 or weight._data.size != c):
+            raise RuntimeError(
+                f"weight tensor should be defined either for all {c} classes or no classes but "
+                f"got weight tensor of shape: {list(weight._data.shape)}")
+        kernel = "nll_loss_out_frame"
+    else:
+        if xd != 4 and ts[1:] != xs[2:]:
+            raise RuntimeError(f"Expected target size {[xs[0], *xs[2:]]}, got {list(ts)}")
+        if xd == 4 and len(ts) != 3:
+            raise RuntimeError("only batches of spatial targets supported (3D tensors) but got "
+                               f"targets of dimension: {len(ts)}")
+        if weight is not None and weight._data.size != xs[1]:
+            raise RuntimeError("weight tensor should be defined either for all or no classes")
+        if xd == 4 and (xs[0],) + xs[2:] != ts:
+            raise RuntimeError(f"size mismatch (got input: {list(xs)} , target: {list(ts)}")
+        kernel = "nll_loss2d_forward_out_frame"
+    if target._data.dtype not in (np.int64, np.uint8):
+        raise RuntimeError("expected target dtype to be Long or Byte, but got "
+                           f"{dtype_of(target)._legacy}")
+    K.require_float(input, kernel)
+    if weight is not None and weight._data.dtype != input._data.dtype:
+        raise RuntimeError(f"expected scalar type {dtype_of(input)._legacy} but found "
+                           f"{dtype_of(weight)._legacy}")
+
+
+def _nll_nd(input, target, weight, ignore_index, reduction):
+    """PyTorch's nll_loss_nd: (C,) and (N, C) inputs to nll_loss_forward, (N, C, H, W) ones to
+    nll_loss2d_forward, other ranks viewed as (N, C, 1, -1) for it (the loss viewed back)."""
+    nd = input._data.ndim
+    if nd <= 2:
+        return nll_loss_forward(input, target, weight, reduction, ignore_index)
+    if nd == 4:
+        return nll_loss2d_forward(input, target, weight, reduction, ignore_index)
+    xs = input._data.shape
+    n, c = xs[:2]
+    x4 = sh.reshape(sh.contiguous(input), (n, c, 1, -1) if input._data.size else (n, c, 0, 0))
+    t3 = A.reshape(target._data, (n, 1, -1) if target._data.size else (n, 0, 0))
+    if x4._data.shape[2:] != t3.shape[1:]:  # C == 0 with targets
+        raise RuntimeError(f"size mismatch (got input: {list(x4._data.shape)} , target: "
+                           f"{list(t3.shape)}")
+    out = nll_loss2d_forward(x4, t3, weight, reduction, ignore_index)
+    return sh.reshape(out, (n,) + tuple(xs[2:])) if reduction == "none" else out
+
+
+def _log_softmax(input, class_dim):
+    K.require_float(input, "log_softmax_lastdim_kernel_impl" if class_dim == input._data.ndim - 1
+                   else "log_softmax_kernel_impl")
+    return red.log_softmax(input, class_dim)
+
+
+def _broadcast_shapes_py(*shapes):
+    """``torch.broadcast_shapes`` (a Python function in PyTorch, with its own message)."""
+    common = [1] * max(len(sh_) for sh_ in shapes)
+    for arg, shape in enumerate(shapes):
+        for i in range(-1, -1 - len(shape), -1):
+            if shape[i] == common[i]:
+                continue
+            if common[i] == 1:
+                common[i] = shape[i]
+            if shape[i] != 1 and common[i] != shape[i]:
+                raise RuntimeError(
+                    f"Attempting to broadcast a dimension of length {shape[i]} at {i}! "
+                    f"Mismatching argument at index {arg} had {Size(shape)}; but expected shape "
+                    f"should be broadcastable to {common}")
+    return tuple(common)
+
+
+def _channel_view(t, ndim):
+    return sh.reshape(t, (1, -1) + (1,) * (ndim - 2))
+
+
+
+def mse(input, target, reduction, shape, weight):
+    """mse_loss over the broadcast ``shape`` (``MseLossBackward0``; weighted: composite)."""
+    if weight is not None:
+        return _weighted(ew.pow(ew.sub(input, target), 2), weight, input, reduction)
+    dt = _dtype.result_type(input, target)
+    if not dt.is_floating_point:
+        raise NotImplementedError(f"\"mse_cpu\" not implemented for '{dt._legacy}'")
+    return mse_loss(input, target, reduction, shape, dt)
+
+
+def l1(input, target, reduction, weight):
+    """|input - target|, reduced (a composite, as PyTorch's)."""
+    el = ew.abs(ew.sub(input, target))
+    if weight is not None:
+        return _weighted(el, weight, input, reduction)
+    return L.reduce(el, reduction)
+
+
+def smooth_l1(input, target, reduction, beta):
+    """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (l1 at beta 0)."""
+    if beta == 0.0:
+        return L.reduce(ew.abs(ew.sub(input, target)), reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    dt = _dtype.result_type(input, target)
+    if not dt.is_floating_point:
+        raise NotImplementedError(f"\"smooth_l1_cpu\" not implemented for '{dt._legacy}'")
+    d = ew.abs(ew.sub(input, target))
+    loss = ew.where(ew.lt(d, beta), ew.div(ew.mul(ew.mul(d, d), 0.5), beta), ew.sub(d, 0.5 * beta))
+    return L.reduce(loss, reduction)
+
+
+def nll(input, target, weight, ignore_index, reduction):
+    """nll_loss of parsed arguments: PyTorch's checks, then the op."""
+    _nll_checks(input, target, weight)
+    K.not_differentiable("nll_loss_forward", weight=weight)
+    return _nll_nd(input, target, weight, ignore_index, reduction)
+
+
+def cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing):
+    """log_softmax + nll_loss for class indices, or the composite for class probabilities;
+    ``label_smoothing`` mixes in the uniform distribution."""
+    nd = input._data.ndim
+    class_dim = 0 if nd == 1 else 1
+    smoothing_error = RuntimeError(
+        f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing:g}")
+    if input._data.shape == target._data.shape:  # class probabilities as targets
+        if not dtype_of(target).is_floating_point:
+            raise RuntimeError("Expected floating point type for target with class "
+                               f"probabilities, got {dtype_of(target)._legacy}")
+        if ignore_index >= 0:
+            raise RuntimeError("ignore_index is not supported for floating point target")
+        if nd == 0:
+            raise K.dim_error(1, 0)
+        c = input._data.shape[class_dim]
+        if weight is not None and (weight._data.ndim != 1 or weight._data.size != c):
+            raise RuntimeError(
+                f"cross_entropy: weight tensor should be defined either for all {c} classes or no "
+                f"classes but got weight tensor of shape: {list(weight._data.shape)}")
+        if label_smoothing > 1.0:
+            raise smoothing_error
+        logp = _log_softmax(input, class_dim)
+        tgt = target
+        if label_smoothing > 0:
+            tgt = ew.add(ew.mul(target, 1 - label_smoothing), label_smoothing / c)
+        prod = ew.mul(logp, tgt)
+        if weight is not None:
+            prod = ew.mul(prod, _channel_view(weight, nd) if nd > 1 else weight)
+        loss = ew.neg(red.sum(prod, class_dim))
+        if reduction == "mean":
+            return ew.div(red.sum(loss), loss.numel() if nd > 1 else 1)
+        return K.reduce(loss, reduction)
+    if label_smoothing > 1.0:
+        raise smoothing_error
+    if nd == 0:
+        raise ValueError("Expected 1 or more dimensions (got 0)")
+    logp = _log_softmax(input, class_dim)
+    _nll_checks(logp, target, weight)
+    K.not_differentiable("nll_loss_forward", weight=weight)
+    nll = _nll_nd(logp, target, weight, ignore_index, reduction)
+    if label_smoothing <= 0:
+        return nll
+    c = input._data.shape[class_dim]
+    ignore = ew.eq(target, ignore_index)
+    if weight is not None:
+        wv = _channel_view(weight, nd) if nd > 1 else weight
+        smooth = ew.neg(red.sum(ew.mul(logp, wv), class_dim))
+    else:
+        smooth = ew.neg(red.sum(logp, class_dim))
+    smooth = ew.where(ignore, 0.0, smooth)
+    if reduction == "mean":
+        kept = ew.logical_not(ignore)  # divided by tensors, as PyTorch: nothing read on the host
+        if weight is not None:
+            ret = ew.div(red.sum(smooth), red.sum(ix.getitem(weight, ix.getitem(target, kept))))
+        else:
+            ret = ew.div(red.sum(smooth), red.sum(kept))
+    elif reduction == "sum":
+        ret = red.sum(smooth)
+    else:
+        ret = smooth
+    return ew.add(ew.mul(nll, 1 - label_smoothing), ew.mul(ret, label_smoothing / c))
+
+
+def bce(input, target, weight, reduction):
+    """binary_cross_entropy of parsed arguments: PyTorch's checks, then the op."""
+    if input._data.shape != target._data.shape:
+        raise ValueError(
+            f"Using a target size ({Size(target._data.shape)}) that is different to the input "
+            f"size ({Size(input._data.shape)}) is deprecated. Please ensure they have the same "
+            "size.")
+    w_shape = None
+    if weight is not None:
+        w_shape = _broadcast_shapes_py(target._data.shape, weight._data.shape)
+    if target._data.dtype != input._data.dtype:
+        raise RuntimeError(f"Found dtype {dtype_of(target)._legacy} but expected "
+                           f"{dtype_of(input)._legacy}")
+    K.require_float(input, "binary_cross_entropy")
+    x = input._data
+    if x.size and NN.on(x).first_outside(A.contiguous(x).reshape(-1), 0.0, 1.0) >= 0:
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    if w_shape is not None:
+        K.inplace_shape(x.shape, w_shape)
+    return binary_cross_entropy(input, target, weight, reduction)
+
+
+def bce_with_logits(input, target, weight, pos_weight, reduction):
+    """binary_cross_entropy_with_logits of parsed arguments: PyTorch's checks, then the op."""
+    if input._data.shape != target._data.shape:
+        raise ValueError(f"Target size ({Size(target._data.shape)}) must be the same as input "
+                         f"size ({Size(input._data.shape)})")
+    K.require_float(input, "log_sigmoid_cpu")
+    x = input._data
+    if pos_weight is not None:  # PyTorch: log_sigmoid(x).mul_((pos_weight - 1) * t + 1)
+        K.inplace_shape(x.shape, broadcast_shapes(pos_weight._data.shape, target._data.shape))
+    tdt = dtype_of(target)
+    if tdt.np == np.bool_:
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead.")
+    if not tdt.is_floating_point:
+        raise RuntimeError(f"result type {dtype_of(input)._legacy} can't be cast to the desired "
+                           f"output type {tdt._legacy}")
+    if weight is not None:
+        K.inplace_shape(x.shape, weight._data.shape)
+    return binary_cross_entropy_with_logits(input, target, weight, pos_weight,
+                                                      reduction)
+
+
+# ---- the checks of the losses and distances of ``numgrad.ops.losses`` ---------------------
+
+
+def _legacy(t):
+    return dtype_of(t)._legacy
+
+
+def huber_dtypes(input, target):
+    """PyTorch's huber_loss dtype rules: the loss has the (floating) input's dtype; the target
+    is cast to it."""
+    xd, td = dtype_of(input), dtype_of(target)
+    if xd.is_floating_point:
+        return target if td == xd else target.to(xd)
+    if xd != td:
+        rt = _dtype.result_type(input, target)
+        raise RuntimeError(f"result type {rt._legacy} can't be cast to the desired output type "
+                           f"{xd._legacy}")
+    raise K.not_implemented("huber_cpu", input)
+
+
+def pair_target_dims(input1, input2, target):
+    td = target.dim()
+    if td not in (0, 1):
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if td == 1 and (input1.dim() != 2 or input2.dim() != 2):
+        raise RuntimeError(f"1D target tensor expects 2D input tensors, but found inputs with "
+                           f"sizes {list(input1.shape)} and {list(input2.shape)}.")
+    if td == 0 and (input1.dim() != 1 or input2.dim() != 1):
+        raise RuntimeError(f"0D target tensor expects 1D input tensors, but found inputs with "
+                           f"sizes {list(input1.shape)} and {list(input2.shape)}.")
+    return td
+
+
+def triplet_dims(anchor, positive, negative):
+    a, p, n = anchor.dim(), positive.dim(), negative.dim()
+    if not (a == p == n):
+        raise RuntimeError(
+            "The anchor, positive, and negative tensors are expected to have the same number of "
+            f"dimensions, but got: anchor {a}D, positive {p}D, and negative {n}D inputs")
+
+
+def _vector_or_matrix(input):
+    nd = input.dim()
+    if not ((nd == 2 and input.shape[1] != 0) or (nd == 1 and input.shape[0] != 0) or nd == 0):
+        raise RuntimeError("Expected non-empty vector or matrix with optional 0-dim batch size, "
+                           f"but got: {list(input.shape)}")
+    return nd
+
+
+def _margin_dtypes(input, target, weight, kernel):
+    K.require_float(input, kernel)
+    if target.dtype != _dtype.int64:
+        raise RuntimeError(f"expected scalar type Long but found {_legacy(target)}")
+    K.same_type(input, weight)
+
+
+def soft_margin(input, target, reduction):
+    """soft_margin_loss after PyTorch's checks; the target is cast to the input's dtype."""
+    K.not_differentiable("soft_margin_loss", target=target)
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"result type {_dtype.result_type(input, 1.0)._legacy} can't be cast "
+                           f"to the desired output type {_legacy(input)}")
+    if target.dtype != input.dtype:  # the loss has the input's dtype
+        target = target.to(input.dtype)
+    return L.soft_margin_loss(input, target, reduction)
+
+
+def multi_margin(input, target, p, margin, weight, reduction):
+    """multi_margin_loss after PyTorch's checks (``MultiMarginLossBackward0``)."""
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.dim() != 1:
+        raise ValueError("weight must be one-dimensional")
+    nd = _vector_or_matrix(input)
+    rows = 1 if nd <= 1 else input.shape[0]
+    c = 1 if nd == 0 else input.shape[-1]
+    if target.dim() > 1 or target.numel() != rows:
+        raise RuntimeError(
+            "multi_margin_loss: target tensor should be 1-D with size equal to the number of "
+            f"input samples (batch size). Expected target size [{rows}], but got "
+            f"{list(target.shape)}. Input has shape {list(input.shape)}.")
+    if weight is not None and (weight.dim() > 1 or weight.numel() != c):
+        raise RuntimeError(f"inconsistent weight size, expected {c} but got "
+                           f"{list(weight.shape)}")
+    _margin_dtypes(input, target, weight, "multi_margin_loss_cpu_kernel")
+    K.not_differentiable("multi_margin_loss", weight=weight)
+    return L.multi_margin_loss(input, target, int(p), float(margin), weight, reduction)
+
+
+def multilabel_margin(input, target, reduction):
+    """multilabel_margin_loss after PyTorch's checks (``MultilabelMarginLossBackward0``)."""
+    nd = _vector_or_matrix(input)
+    ts = tuple(target.shape)
+    if (nd <= 1 and (target.dim() > 1 or target.numel() != (1 if nd == 0 else input.shape[0]))) \
+            or (nd == 2 and ts != tuple(input.shape)):
+        raise RuntimeError(f"inconsistent target size: {list(ts)} for input of size: "
+                           f"{list(input.shape)}")
+    _margin_dtypes(input, target, None, "multilabel_margin_loss_forward_out_frame")
+    return L.multilabel_margin_loss(input, target, reduction)
+
+
+def pdist(input, p):
+    """pdist after PyTorch's checks."""
+    if input.dim() != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("pdist only supports floating-point dtypes")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    return L.pdist(input, p)
+
+
+def cosine_similarity(x1, x2, dim, eps):
+    """cosine_similarity of the broadcast inputs after PyTorch's dtype check."""
+    dt = ew.add(x1.detach().flatten()[:0], x2.detach().flatten()[:0]).dtype
+    if not dt.is_floating_point:
+        raise RuntimeError("expected common dtype to be floating point, yet common dtype is "
+                           f"{dt._legacy}")
+    shape = tuple(np.broadcast_shapes(tuple(x1.shape), tuple(x2.shape)))
+    return L.cosine_similarity(x1.expand(shape), x2.expand(shape), dim, eps)
+
+
+def gaussian_nll(input, target, var, full, eps, reduction):
+    """gaussian_nll_loss after PyTorch's checks of ``var`` (a float, or a tensor of the
+    input's shape or one broadcast dim less) and of the reduction."""
+    if isinstance(var, float):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = ew.mul(un.exp(ew.mul(input.detach(), 0.0)), var)
+    elif bool(ew.lt(var, 0).any()):
+        raise ValueError("var has negative entry/entries")
+    if var.shape != input.shape:
+        if input.shape[:-1] == var.shape:
+            var = sh.unsqueeze(var, -1)
+        elif input.dim() == var.dim() and sum(
+                y for x, y in zip(input.shape, var.shape) if x != y) == 1:
+            pass
+        else:
+            raise ValueError("var is of incorrect size")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    return L.reduce(L.gaussian_nll(input, target, var, full, eps), reduction)
+
+
+def weighted_huber(input, target, weight, reduction, delta):
+    """huber_loss with ``weight``: PyTorch's manual weighted reduction, after its checks."""
+    if weight.shape != input.shape:
+        raise ValueError("Weights and input must have the same size.")
+    loss = ew.mul(L.huber_loss(input, target, "none", delta), weight)
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', "
+                         "'sum'.")
+    return L.reduce(loss, reduction)
