@@ -333,3 +333,49 @@ def test_vector_logsumexp_backward_is_its_three_steps(dtype):
         (ty * 0.75).backward()
         assert y.item() == ty.item() or np.isnan(y.item()) and np.isnan(ty.item())
         np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=2e-6, atol=0)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_select_gradients_add_into_the_fan_in_sum(dtype):
+    # x[i] gradients arriving after x's sum was started go into row i of that sum (one
+    # kernel pass): equal to PyTorch's zeros-then-add bit for bit, the zeros' signs included
+    # (x * (w * 0.0) gives -0.0 where w < 0, and -0.0 + 0.0 is +0.0 outside the row)
+    x0 = np.arange(12, dtype=dtype).reshape(4, 3) * 0.5 - 2.0
+    w0 = np.array([[-1, 1, 2], [1, -1, 0], [-2, -3, 1], [1, 1, -1]], dtype=dtype)
+    v0 = np.array([-1, 2, -3, 4, 0.5], dtype=dtype)
+
+    def f(lib, x, w, v):
+        # the selects first: the engine runs the newest nodes first, so the dense gradients
+        # arrive first and the selects' add into their sum
+        rows = x[1].sum() * 2.0 + x[-1][2] * 3.0 + x[1][0] + x[3].sum() * 0.25
+        elems = v[0] * 1.5 + v[-2] + v[0] * 4.0 + sum(v[i] * i for i in range(5))
+        zero = w * 0.0
+        dense = (x * zero).sum() + (x * zero).sum() + (v * v.flip(0) * 0.0).sum() * 2.0
+        return rows + elems + dense
+
+    ours, theirs = _both(f, x0, w0, v0)
+    for a, b in zip(ours, theirs):
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), (a, b)
+
+
+def test_select_gradients_with_hooks_and_retained_graph():
+    # a tensor hook on x sees the whole sum; a hook on a select's node sees its own dense
+    # gradient; a second backward through the retained graph gives the same gradients
+    seen = {}
+    for lib in (numgrad, torch):
+        x = lib.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], requires_grad=True)
+        x.register_hook(lambda g, lib=lib: seen.setdefault(lib, []).append(g.clone()))
+        y = x * 2.0
+        r = y[1]
+        r.grad_fn.register_hook(
+            lambda gi, go, lib=lib: seen.setdefault((lib, "node"), []).append(gi[0].clone()))
+        loss = (y * y).sum() + r.sum() * 3.0 + y[2][1] + y[0].sum()
+        loss.backward(retain_graph=True)
+        loss.backward()
+        seen[lib, "grad"] = x.grad
+    for key in (numgrad, (numgrad, "node")):
+        other = torch if key is numgrad else (torch, "node")
+        assert len(seen[key]) == len(seen[other]) == 2
+        for a, b in zip(seen[key], seen[other]):
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+    np.testing.assert_array_equal(seen[numgrad, "grad"].numpy(), seen[torch, "grad"].numpy())

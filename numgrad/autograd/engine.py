@@ -23,12 +23,14 @@ from numgrad.autograd import anomaly_mode, grad_mode
 from numgrad.autograd.anomaly_mode import STATE as ANOMALY
 from numgrad.autograd.function import BackwardCFunction
 from numgrad.autograd.graph import FREED_MSG, AccumulateGrad
-from numgrad.kernels import EW, RED
+from numgrad.kernels import EW, RED, LazyKernels
 from numgrad.ops._util import is_array
 from numgrad.ops.reduction import sum_to_array
+from numgrad.ops.shape import SelectBackward0
 from numgrad.tensor import Tensor, _wrap
 
 _ND = np.ndarray  # data of any other class is on the GPU
+FAN = LazyKernels("fan_in")
 
 _TYPE_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "int32": "Int",
                "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
@@ -376,6 +378,35 @@ def _sum(old, g, owned):
     return old + g
 
 
+def _into_row(node, g, get, owned):
+    """Run ``x[i]``'s ``SelectBackward0`` by adding its gradient ``g`` straight into row ``i``
+    of the sum already waiting at ``x`` (an engine-made sum, ``owned``): one kernel pass
+    instead of the zeros of ``x``'s shape, the copy into them and the add (bit-identical, see
+    ``kernels.cpu.fan_in``). False, having done nothing, where that does not apply."""
+    nx = node._next
+    if node._next2 is not False or nx.__class__ is tuple:
+        return False
+    buf = get(nx)
+    if buf is None:
+        return False
+    old = buf[0]
+    if old is None or id(old) not in owned:
+        return False
+    shape, key = node._saved
+    k0 = key[0]
+    if len(key) != 1 or k0.__class__ is not int:  # a select along dim 0 (not a view key)
+        return False
+    a = old._data
+    gd = g._data
+    if (a.__class__ is _ND and gd.__class__ is _ND and a.dtype is gd.dtype
+            and a.dtype.kind == "f" and a.itemsize > 2 and a.shape == shape
+            and gd.shape == shape[1:] and a.size < EW.PARALLEL_MIN and a.flags.c_contiguous
+            and gd.flags.c_contiguous):
+        FAN.add_row(a.reshape(-1), gd.reshape(-1), k0 * gd.size)
+        return True
+    return False
+
+
 def _disown(inp, owned):
     """Gradients leaving the buffers are no longer the engine's to add into."""
     for g in inp:
@@ -470,6 +501,10 @@ def execute(roots, grads, keep_graph, create_graph, capture=None, targets=None,
                 if inp is not None and (needed is None or node in needed):
                     if anomaly:
                         outs = _run_checked(node, inp)
+                    elif (node.__class__ is SelectBackward0 and owned is not None
+                          and hooks is None and capture is None and _tape.TAPE is None
+                          and _into_row(node, inp[0], get, owned)):
+                        pass  # delivered: outs stays None
                     elif node._plain:
                         saved = node._saved
                         if saved is None:
