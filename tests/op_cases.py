@@ -98,32 +98,92 @@ def _resize2d(a, size, kind):
 
 
 def _pad_np(a, widths, mode):
-    """PyTorch's pad widths (last dim first) as np.pad's."""
+    """PyTorch's pad widths (last dim first) as np.pad's; a negative width crops."""
     pairs = [(0, 0)] * a.ndim
+    crop = [slice(None)] * a.ndim
     for i in range(len(widths) // 2):
-        pairs[a.ndim - 1 - i] = (widths[2 * i], widths[2 * i + 1])
-    return np.pad(a, pairs, mode=mode)
+        lo, hi = widths[2 * i], widths[2 * i + 1]
+        pairs[a.ndim - 1 - i] = (max(lo, 0), max(hi, 0))
+        crop[a.ndim - 1 - i] = slice(max(-lo, 0), a.shape[a.ndim - 1 - i] + max(lo, 0)
+                                     + max(hi, 0) - max(-hi, 0))
+    return np.pad(a, pairs, mode=mode)[tuple(crop)]
+
+
+def _nearest_idx(n_in, n_out, scale=None):
+    """PyTorch's nearest source index of each output position: floor(j * s) in float32, s
+    the inverse of the given scale factor, else n_in / n_out."""
+    s = np.float32(1.0 / scale) if scale else np.float32(n_in) / np.float32(n_out)
+    return np.minimum(np.floor(np.arange(n_out, dtype=np.float32) * s).astype(int), n_in - 1)
+
+
+def _linear_half(n_in, n_out, scale=None):
+    """The (n_out, n_in) matrix of a 1-D linear resize with align_corners=False: source
+    (j + 0.5) * s - 0.5, clamped at 0 (s as in ``_nearest_idx``)."""
+    s = 1.0 / scale if scale else n_in / n_out
+    m = np.zeros((n_out, n_in))
+    for j in range(n_out):
+        src = max((j + 0.5) * s - 0.5, 0.0)
+        i = min(int(src), n_in - 1)
+        t = src - i
+        m[j, i] += 1 - t
+        m[j, min(i + 1, n_in - 1)] += t
+    return m
+
+
+def _resize_nd(a, mats):
+    """``a`` (N, C, *spatial) resized along each spatial dim by its (n_out, n_in) matrix."""
+    for k, m in enumerate(mats):
+        a = np.moveaxis(np.moveaxis(a, 2 + k, -1) @ m.T, -1, 2 + k)
+    return a
+
+
+def _two(v):
+    return (v, v) if isinstance(v, int) else tuple(v)
 
 
 def _conv_t2d(x, w, b=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """A transposed 2-D convolution by its definition: every input pixel scatters its kernel
-    (weight (Cin, Cout/groups, kh, kw)) into the output at stride, less the padding."""
+    (weight (Cin, Cout/groups, kh, kw)) into the output at stride, less the padding (each
+    parameter a number or a (height, width) pair)."""
+    (sh, sw), (ph, pw), (oh, ow), (dh, dw) = map(_two, (stride, padding, output_padding,
+                                                        dilation))
     n, cin, h, wd = x.shape
     cg, kh, kw = w.shape[1:]
-    ho = (h - 1) * stride - 2 * padding + dilation * (kh - 1) + output_padding + 1
-    wo = (wd - 1) * stride - 2 * padding + dilation * (kw - 1) + output_padding + 1
-    full = np.zeros((n, cg * groups, ho + 2 * padding, wo + 2 * padding))
+    ho = (h - 1) * sh - 2 * ph + dh * (kh - 1) + oh + 1
+    wo = (wd - 1) * sw - 2 * pw + dw * (kw - 1) + ow + 1
+    full = np.zeros((n, cg * groups, ho + 2 * ph, wo + 2 * pw))
     per = cin // groups
     for ci in range(cin):
         g = ci // per
         for i in range(kh):
             for j in range(kw):
-                rows = slice(i * dilation, i * dilation + (h - 1) * stride + 1, stride)
-                cols = slice(j * dilation, j * dilation + (wd - 1) * stride + 1, stride)
+                rows = slice(i * dh, i * dh + (h - 1) * sh + 1, sh)
+                cols = slice(j * dw, j * dw + (wd - 1) * sw + 1, sw)
                 full[:, g * cg:(g + 1) * cg, rows, cols] += (
                     x[:, ci, None] * w[ci, :, i, j][None, :, None, None])
-    out = full[:, :, padding:padding + ho, padding:padding + wo]
+    out = full[:, :, ph:ph + ho, pw:pw + wo]
     return out if b is None else out + b.reshape(1, -1, 1, 1)
+
+
+def _conv_t1d(x, w, b=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """The transposed 1-D convolution as a 2-D one of height 1 (unbatched ``x`` too)."""
+    xb = x[:, :, None] if x.ndim == 3 else x[None, :, None]
+    out = _conv_t2d(xb, w[:, :, None], b, (1, stride), (0, padding), (0, output_padding),
+                    groups, (1, dilation))[:, :, 0]
+    return out if x.ndim == 3 else out[0]
+
+
+def _conv1d_np(x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
+    """A 1-D convolution as a 2-D one of height 1; ``padding`` 'same' pads the left with half
+    of dilation * (k - 1), the right with the rest."""
+    if padding == "same":
+        total = dilation * (w.shape[-1] - 1)
+        x = np.pad(x, [(0, 0)] * (x.ndim - 1) + [(total // 2, total - total // 2)])
+        padding = 0
+    xb = x[:, :, None] if x.ndim == 3 else x[None, :, None]
+    out = _conv2d_np(xb, w[:, :, None], b, groups, s=(1, stride), p=(0, padding),
+                     d=(1, dilation))[:, :, 0]
+    return out if x.ndim == 3 else out[0]
 
 
 def _windows_np(a, k, s=(1, 1), p=(0, 0), d=(1, 1), fill=0.0):
@@ -146,6 +206,24 @@ def _conv2d_np(x, w, b=None, groups=1, **geo):
     out = np.einsum("ngcijyx,gocij->ngoyx", win, w.reshape(groups, -1, *w.shape[1:]))
     out = out.reshape(n, -1, *out.shape[3:])
     return out if b is None else out + b.reshape(1, -1, 1, 1)
+
+
+def _pool1d_np(a, k, s, p=0, d=1, ceil=False, kind="max", include_pad=True):
+    """A 1-D max or average pool by its definition (PyTorch's output size and divisor)."""
+    n_in = a.shape[-1]
+    n = (n_in + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil else 0)) // s + 1
+    if ceil and (n - 1) * s >= n_in + p:  # the last window must start inside
+        n -= 1
+    out = []
+    for j in range(n):
+        start = j * s - p
+        inside = [start + i * d for i in range(k) if 0 <= start + i * d < n_in]
+        if kind == "max":
+            out.append(a[..., inside].max(-1))
+        else:
+            div = min(start + k, n_in + p) - start if include_pad else len(inside)
+            out.append(a[..., inside].sum(-1) / div)
+    return np.stack(out, -1)
 
 
 def _fold_np(cols, size, k):
@@ -709,6 +787,112 @@ CASES = [
                               -1) @ v, [U(1, 2, 3, 4), U(1, 2, 3, 4), U(1, 2, 3, 4)]),
     ("native_group_norm", lambda m, a, w, b: m.nn.functional.group_norm(a, 2, w, b),
      lambda a, w, b: _group_norm(a, 2, w, b), [U(2, 4, 3), U(4), U(4)]),
+    # --- variants of the convolution, norm, pad and resize ops (their errors, modules and
+    # special modes: test_api_conv_norm.py)
+    ("convolution_1d_grouped", lambda m, x, w, b: m.nn.functional.conv1d(
+        x, w, b, stride=2, padding=1, dilation=2, groups=2),
+     lambda x, w, b: _conv1d_np(x, w, b, 2, 1, 2, 2), [U(2, 4, 9), U(6, 2, 3), U(6)]),
+    ("convolution_1d_nobias", lambda m, x, w: m.nn.functional.conv1d(x, w),
+     lambda x, w: _conv1d_np(x, w), [U(2, 3, 7), U(4, 3, 2)]),
+    ("convolution_1d_unbatched", lambda m, x, w, b: m.nn.functional.conv1d(x, w, b, padding=[2]),
+     lambda x, w, b: _conv1d_np(x, w, b, padding=2), [U(3, 7), U(4, 3, 3), U(4)]),
+    ("convolution_1d_same_even", lambda m, x, w: m.nn.functional.conv1d(
+        x, w, padding="same", dilation=1),
+     lambda x, w: _conv1d_np(x, w, padding="same"), [U(2, 3, 7), U(4, 3, 4)]),
+    ("convolution_1d_same", lambda m, x, w, b: m.nn.functional.conv1d(
+        x, w, b, padding="same", dilation=2, groups=3),
+     lambda x, w, b: _conv1d_np(x, w, b, padding="same", dilation=2, groups=3),
+     [U(2, 3, 8), U(3, 1, 3), U(3)]),
+    ("convolution_1d_valid", lambda m, x, w: m.nn.functional.conv1d(x, w, None, 1, "valid"),
+     lambda x, w: _conv1d_np(x, w), [U(2, 3, 7), U(4, 3, 3)]),
+    ("_conv_transpose_2d_dilated", lambda m, x, w, b: m.nn.functional.conv_transpose2d(
+        x, w, b, stride=2, padding=1, output_padding=1, groups=2, dilation=2),
+     lambda x, w, b: _conv_t2d(x, w, b, 2, 1, 1, 2, 2), [U(2, 4, 4, 5), U(4, 3, 3, 2), U(6)]),
+    ("_conv_transpose_2d_plain", lambda m, x, w: m.nn.functional.conv_transpose2d(x, w),
+     lambda x, w: _conv_t2d(x, w), [U(2, 3, 4, 4), U(3, 2, 2, 3)]),
+    ("_conv_transpose_2d_strides", lambda m, x, w: m.nn.functional.conv_transpose2d(
+        x, w, None, (2, 3), (0, 1), (1, 2)),
+     lambda x, w: _conv_t2d(x, w, None, (2, 3), (0, 1), (1, 2)), [U(1, 2, 3, 4), U(2, 3, 3, 3)]),
+    ("_conv_transpose_2d_unbatched", lambda m, x, w, b: m.nn.functional.conv_transpose2d(
+        x, w, b, 2), lambda x, w, b: _conv_t2d(x[None], w, b, 2)[0],
+     [U(2, 3, 3), U(2, 3, 2, 2), U(3)]),
+    ("_conv_transpose_1d_grouped", lambda m, x, w, b: m.nn.functional.conv_transpose1d(
+        x, w, b, stride=2, padding=1, output_padding=1, groups=2),
+     lambda x, w, b: _conv_t1d(x, w, b, 2, 1, 1, 2), [U(2, 4, 6), U(4, 2, 3), U(4)]),
+    ("_conv_transpose_1d_unbatched", lambda m, x, w: m.nn.functional.conv_transpose1d(
+        x, w, dilation=2), lambda x, w: _conv_t1d(x, w, dilation=2), [U(3, 5), U(3, 2, 3)]),
+    ("native_group_norm_4d", lambda m, a, w, b: m.nn.functional.group_norm(a, 2, w, b),
+     lambda a, w, b: _group_norm(a, 2, w, b), [U(2, 4, 3, 3), U(4), U(4)]),
+    ("native_group_norm_plain", lambda m, a: m.nn.functional.group_norm(a, 3, eps=1e-3),
+     lambda a: _group_norm(a, 3, np.ones(6), np.zeros(6), 1e-3), [U(3, 6, 5)]),
+    ("native_group_norm_2d", lambda m, a, w: m.nn.functional.group_norm(a, 1, w),
+     lambda a, w: _group_norm(a, 1, w, np.zeros(5)), [U(4, 5), U(5)]),
+    ("native_batch_norm_instance", lambda m, a, w, b: m.nn.functional.instance_norm(
+        a, weight=w, bias=b), lambda a, w, b: _group_norm(a, 3, w, b),
+     [U(2, 3, 4, 3), U(3), U(3)]),
+    ("native_batch_norm_instance_1d", lambda m, a: m.nn.functional.instance_norm(a),
+     lambda a: _group_norm(a, 3, np.ones(3), np.zeros(3)), [U(2, 3, 5)]),
+    ("reflection_pad2d_crop", lambda m, a: m.nn.functional.pad(a, (2, 1, -1, 3), mode="reflect"),
+     lambda a: _pad_np(a, (2, 1, -1, 3), "reflect"), [U(2, 3, 5, 6)]),
+    ("reflection_pad1d_batched", lambda m, a: m.nn.functional.pad(a, (2, 1), "reflect"),
+     lambda a: _pad_np(a, (2, 1), "reflect"), [U(2, 3, 5)]),
+    ("reflection_pad2d_unbatched", lambda m, a: m.nn.functional.pad(
+        a, [1, 1, 2, 0], mode="reflect"),
+     lambda a: _pad_np(a, (1, 1, 2, 0), "reflect"), [U(3, 4, 4)]),
+    ("reflection_pad3d_batched", lambda m, a: m.nn.functional.pad(
+        a, (1, 0, 1, 2, 1, 1), mode="reflect"),
+     lambda a: _pad_np(a, (1, 0, 1, 2, 1, 1), "reflect"), [U(1, 2, 3, 3, 4)]),
+    ("replication_pad2d_crop", lambda m, a: m.nn.functional.pad(
+        a, (3, 1, 2, -1), mode="replicate"),
+     lambda a: _pad_np(a, (3, 1, 2, -1), "edge"), [U(2, 3, 4, 5)]),
+    ("replication_pad1d_unbatched", lambda m, a: m.nn.functional.pad(a, (0, 4), mode="replicate"),
+     lambda a: _pad_np(a, (0, 4), "edge"), [U(3, 5)]),
+    ("replication_pad3d_unbatched", lambda m, a: m.nn.functional.pad(
+        a, (1, 1, 2, 0, 0, 1), mode="replicate"),
+     lambda a: _pad_np(a, (1, 1, 2, 0, 0, 1), "edge"), [U(2, 2, 3, 3)]),
+    ("upsample_nearest2d_x2", lambda m, a: m.nn.functional.interpolate(a, scale_factor=2),
+     lambda a: a[:, :, _nearest_idx(4, 8, 2)][..., _nearest_idx(5, 10, 2)], [U(2, 3, 4, 5)]),
+    ("upsample_nearest2d_size", lambda m, a: m.nn.functional.interpolate(a, size=(7, 3)),
+     lambda a: a[:, :, _nearest_idx(4, 7)][..., _nearest_idx(5, 3)], [U(2, 3, 4, 5)]),
+    ("upsample_nearest2d_frac", lambda m, a: m.nn.functional.interpolate(
+        a, scale_factor=(1.7, 0.6)),
+     lambda a: a[:, :, _nearest_idx(5, 8, 1.7)][..., _nearest_idx(6, 3, 0.6)], [U(1, 2, 5, 6)]),
+    ("upsample_nearest1d_frac", lambda m, a: m.nn.functional.interpolate(a, scale_factor=1.7),
+     lambda a: a[..., _nearest_idx(6, 10, 1.7)], [U(2, 3, 6)]),
+    ("upsample_nearest2d_recompute", lambda m, a: m.nn.functional.interpolate(
+        a, scale_factor=1.7, recompute_scale_factor=True),
+     lambda a: a[:, :, _nearest_idx(5, 8)][..., _nearest_idx(6, 10)], [U(1, 2, 5, 6)]),
+    ("upsample_bilinear2d_half", lambda m, a: m.nn.functional.interpolate(
+        a, size=(7, 4), mode="bilinear"),
+     lambda a: _resize_nd(a, (_linear_half(4, 7), _linear_half(5, 4))), [U(2, 3, 4, 5)]),
+    ("upsample_bilinear2d_corners", lambda m, a: m.nn.functional.interpolate(
+        a, size=(7, 4), mode="bilinear", align_corners=True),
+     lambda a: _resize2d(a, (7, 4), "linear"), [U(2, 3, 4, 5)]),
+    ("upsample_bilinear2d_scale", lambda m, a: m.nn.functional.interpolate(
+        a, scale_factor=1.3, mode="bilinear"),
+     lambda a: _resize_nd(a, (_linear_half(5, 6, 1.3), _linear_half(6, 7, 1.3))),
+     [U(1, 2, 5, 6)]),
+    ("upsample_bilinear2d_down", lambda m, a: m.nn.functional.interpolate(
+        a, scale_factor=0.5, mode="bilinear", align_corners=False),
+     lambda a: _resize_nd(a, (_linear_half(6, 3, 0.5), _linear_half(7, 3, 0.5))),
+     [U(1, 2, 6, 7)]),
+    ("upsample_bilinear2d_one", lambda m, a: m.nn.functional.interpolate(
+        a, size=1, mode="bilinear", align_corners=True), lambda a: a[:, :, :1, :1],
+     [U(1, 2, 3, 4)]),
+    ("upsample_linear1d_half", lambda m, a: m.nn.functional.interpolate(
+        a, scale_factor=2.5, mode="linear"),
+     lambda a: a @ _linear_half(5, 12, 2.5).T, [U(2, 3, 5)]),
+    ("upsample_linear1d_corners", lambda m, a: m.nn.functional.interpolate(
+        a, size=8, mode="linear", align_corners=True),
+     lambda a: a @ _resize(5, 8, "linear").T, [U(2, 3, 5)]),
+    # 1-D pools: the 2-D ones on a unit height (their errors, indices and modules:
+    # test_api_layers_more.py)
+    ("max_pool2d_with_indices_1d", lambda m, a: m.nn.functional.max_pool1d(
+        a, 3, 2, 1, 2, ceil_mode=True),
+     lambda a: _pool1d_np(a, 3, 2, 1, 2, ceil=True), [DISTINCT(2, 3, 9)]),
+    ("avg_pool2d_1d", lambda m, a: m.nn.functional.avg_pool1d(
+        a, 3, 2, 1, count_include_pad=False),
+     lambda a: _pool1d_np(a, 3, 2, 1, kind="avg", include_pad=False), [U(2, 3, 8)]),
     # --- selection, counting, comparison (numgrad/ops/selection.py)
     ("topk", lambda m, a: m.topk(a, 2, 1).values, lambda a: -np.sort(-a, 1)[:, :2],
      [DISTINCT(3, 5)]),

@@ -2,8 +2,6 @@
 PyTorch: forward values, gradients, node names, errors, module ``repr`` and initial weights;
 float64 finite differences and double backward without PyTorch."""
 
-import warnings
-
 import numpy as np
 import pytest
 from conftest import assert_close, finite_difference, requires_torch, to_numpy, torch
@@ -11,66 +9,16 @@ from conftest import assert_close, finite_difference, requires_torch, to_numpy, 
 import numgrad as ng
 from numgrad.autograd import gradcheck, gradgradcheck
 
-# (id, call over module ``m`` and inputs ``a``, input shapes); ``F`` is m.nn.functional
+# Circular padding against PyTorch (id, call over module ``m`` and inputs ``a``, input
+# shapes; ``F`` is m.nn.functional): a composite of slices, not a declared op. The declared
+# ops' variants (conv1d, conv_transpose, group/instance norm, reflect/replicate pads,
+# interpolate) are rows of the op table (``op_cases.py``): forward, finite differences,
+# PyTorch, node names, gradcheck and gradgradcheck, on both devices.
 CALLS = [
-    ("conv1d", "F.conv1d(a[0], a[1], a[2], stride=2, padding=1, dilation=2, groups=2)",
-     [(2, 4, 9), (6, 2, 3), (6,)]),
-    ("conv1d_nobias", "F.conv1d(a[0], a[1])", [(2, 3, 7), (4, 3, 2)]),
-    ("conv1d_unbatched", "F.conv1d(a[0], a[1], a[2], padding=[2])", [(3, 7), (4, 3, 3), (4,)]),
-    ("conv1d_same_even", "F.conv1d(a[0], a[1], padding='same', dilation=1)",
-     [(2, 3, 7), (4, 3, 4)]),
-    ("conv1d_same", "F.conv1d(a[0], a[1], a[2], padding='same', dilation=2, groups=3)",
-     [(2, 3, 8), (3, 1, 3), (3,)]),
-    ("conv1d_valid", "F.conv1d(a[0], a[1], None, 1, 'valid')", [(2, 3, 7), (4, 3, 3)]),
-    ("conv_transpose2d", "F.conv_transpose2d(a[0], a[1], a[2], stride=2, padding=1, "
-     "output_padding=1, groups=2, dilation=2)", [(2, 4, 4, 5), (4, 3, 3, 2), (6,)]),
-    ("conv_transpose2d_plain", "F.conv_transpose2d(a[0], a[1])", [(2, 3, 4, 4), (3, 2, 2, 3)]),
-    ("conv_transpose2d_strides", "F.conv_transpose2d(a[0], a[1], None, (2, 3), (0, 1), (1, 2))",
-     [(1, 2, 3, 4), (2, 3, 3, 3)]),
-    ("conv_transpose2d_unbatched", "F.conv_transpose2d(a[0], a[1], a[2], 2)",
-     [(2, 3, 3), (2, 3, 2, 2), (3,)]),
-    ("conv_transpose1d", "F.conv_transpose1d(a[0], a[1], a[2], stride=2, padding=1, "
-     "output_padding=1, groups=2)", [(2, 4, 6), (4, 2, 3), (4,)]),
-    ("conv_transpose1d_unbatched", "F.conv_transpose1d(a[0], a[1], dilation=2)",
-     [(3, 5), (3, 2, 3)]),
-    ("group_norm", "F.group_norm(a[0], 2, a[1], a[2])", [(2, 4, 3, 3), (4,), (4,)]),
-    ("group_norm_plain", "F.group_norm(a[0], 3, eps=1e-3)", [(3, 6, 5)]),
-    ("group_norm_2d", "F.group_norm(a[0], 1, a[1])", [(4, 3), (3,)]),
-    ("instance_norm", "F.instance_norm(a[0], weight=a[1], bias=a[2])",
-     [(2, 3, 4, 3), (3,), (3,)]),
-    ("instance_norm_1d", "F.instance_norm(a[0])", [(2, 3, 5)]),
-    ("reflect_2d", "F.pad(a[0], (2, 1, -1, 3), mode='reflect')", [(2, 3, 5, 6)]),
-    ("reflect_1d", "F.pad(a[0], (2, 1), 'reflect')", [(2, 3, 5)]),
-    ("reflect_unbatched", "F.pad(a[0], [1, 1, 2, 0], mode='reflect')", [(3, 4, 4)]),
-    ("reflect_3d", "F.pad(a[0], (1, 0, 1, 2, 1, 1), mode='reflect')", [(1, 2, 3, 3, 4)]),
-    ("replicate_2d", "F.pad(a[0], (3, 1, 2, -1), mode='replicate')", [(2, 3, 4, 5)]),
-    ("replicate_1d", "F.pad(a[0], (0, 4), mode='replicate')", [(3, 5)]),
-    ("replicate_3d", "F.pad(a[0], (1, 1, 2, 0, 0, 1), mode='replicate')", [(2, 2, 3, 3)]),
     ("circular_2d", "F.pad(a[0], (2, 1, 1, 3), mode='circular')", [(2, 2, 4, 5)]),
     ("circular_1d", "F.pad(a[0], (3, -1), mode='circular')", [(2, 3, 5)]),
-    ("nearest_x2", "F.interpolate(a[0], scale_factor=2)", [(2, 3, 4, 5)]),
-    ("nearest_size", "F.interpolate(a[0], size=(7, 3))", [(2, 3, 4, 5)]),
-    ("nearest_frac", "F.interpolate(a[0], scale_factor=(1.7, 0.6))", [(1, 2, 5, 6)]),
-    ("nearest_1d", "F.interpolate(a[0], scale_factor=1.7)", [(2, 3, 6)]),
-    ("nearest_recompute", "F.interpolate(a[0], scale_factor=1.7, recompute_scale_factor=True)",
-     [(1, 2, 5, 6)]),
-    ("bilinear", "F.interpolate(a[0], size=(7, 4), mode='bilinear')", [(2, 3, 4, 5)]),
-    ("bilinear_corners", "F.interpolate(a[0], size=(7, 4), mode='bilinear', align_corners=True)",
-     [(2, 3, 4, 5)]),
-    ("bilinear_scale", "F.interpolate(a[0], scale_factor=1.3, mode='bilinear')",
-     [(1, 2, 5, 6)]),
-    ("bilinear_down", "F.interpolate(a[0], scale_factor=0.5, mode='bilinear', "
-     "align_corners=False)", [(1, 2, 6, 7)]),
-    ("bilinear_one", "F.interpolate(a[0], size=1, mode='bilinear', align_corners=True)",
-     [(1, 2, 3, 4)]),
-    ("linear", "F.interpolate(a[0], scale_factor=2.5, mode='linear')", [(2, 3, 5)]),
-    ("linear_corners", "F.interpolate(a[0], size=8, mode='linear', align_corners=True)",
-     [(2, 3, 5)]),
 ]
 IDS = [c[0] for c in CALLS]
-# PyTorch records a slice of the output where numgrad regenerates a stale view
-# (docs/compatibility.md, the in-place ops row)
-NEXT_DIFFERS = {"circular_2d", "circular_1d"}
 
 
 def _arrays(shapes, seed=3):
@@ -80,14 +28,7 @@ def _arrays(shapes, seed=3):
 
 def _run(m, call, arrays, dtype):
     a = [m.tensor(x.astype(dtype), requires_grad=True) for x in arrays]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # PyTorch's padding='same' performance warning
-        out = eval(call, {"F": m.nn.functional, "a": a, "m": m})
-    return a, out
-
-
-def _names(node):
-    return [type(n).__name__ if n is not None else None for n, _ in node.next_functions]
+    return a, eval(call, {"F": m.nn.functional, "a": a, "m": m})
 
 
 @requires_torch
@@ -102,8 +43,8 @@ def test_functional_matches_pytorch(case, dtype):
     assert_close(ours, theirs, **tol, msg="forward")
     assert str(ours.dtype) == str(theirs.dtype)
     assert type(ours.grad_fn).__name__ == type(theirs.grad_fn).__name__
-    if case[0] not in NEXT_DIFFERS:
-        assert _names(ours.grad_fn) == _names(theirs.grad_fn)
+    # PyTorch records a slice of the output where numgrad regenerates a stale view
+    # (docs/compatibility.md, the in-place ops row): the next nodes' names differ
     weight = np.random.default_rng(7).uniform(0.5, 1.5, size=tuple(theirs.shape))
     (ours * ng.tensor(weight.astype(dtype))).sum().backward()
     (theirs * torch.tensor(weight.astype(dtype))).sum().backward()
@@ -111,10 +52,7 @@ def test_functional_matches_pytorch(case, dtype):
         assert_close(t.grad, tt.grad, **tol, msg=f"grad {i}")
 
 
-FD_CASES = [c for c in CALLS if c[0] in {
-    "conv1d", "conv1d_same_even", "conv_transpose2d", "conv_transpose1d_unbatched", "group_norm",
-    "instance_norm", "reflect_2d", "replicate_3d", "circular_1d", "nearest_frac", "bilinear",
-    "bilinear_corners", "linear"}]
+FD_CASES = [c for c in CALLS if c[0] == "circular_1d"]
 
 
 @pytest.mark.parametrize("case", FD_CASES, ids=[c[0] for c in FD_CASES])
@@ -134,10 +72,7 @@ def test_backward_matches_finite_differences(case):
         assert_close(t.grad, expected, rtol=1e-6, atol=1e-7, msg=f"input {i}")
 
 
-GG_CASES = [c for c in CALLS if c[0] in {
-    "conv1d", "conv1d_unbatched", "conv_transpose2d", "conv_transpose1d", "group_norm",
-    "group_norm_plain", "instance_norm", "reflect_1d", "replicate_2d", "circular_2d",
-    "nearest_size", "bilinear_scale", "linear_corners"}]
+GG_CASES = [c for c in CALLS if c[0] == "circular_2d"]
 
 
 @pytest.mark.parametrize("case", GG_CASES, ids=[c[0] for c in GG_CASES])
