@@ -303,6 +303,17 @@ def _softmax(x, d):
     return e / e.sum(axis=d, keepdims=True)
 
 
+def _sdpa_np(q, k, v, causal=False, scale=None, gqa=False):
+    """softmax(q k^T * scale (+ -inf above the diagonal when causal)) v; with ``gqa`` each
+    key/value head serves its group of query heads."""
+    if gqa:
+        k, v = (np.repeat(t, q.shape[-3] // t.shape[-3], -3) for t in (k, v))
+    s = q @ k.swapaxes(-1, -2) * (1 / np.sqrt(q.shape[-1]) if scale is None else scale)
+    if causal:
+        s = s + np.triu(np.full(s.shape[-2:], -np.inf), 1)
+    return _softmax(s, -1) @ v
+
+
 def _lse(x, d):
     m = x.max(axis=d, keepdims=True)
     return (m + np.log(np.exp(x - m).sum(axis=d, keepdims=True))).squeeze(d)
@@ -893,6 +904,16 @@ CASES = [
     ("avg_pool2d_1d", lambda m, a: m.nn.functional.avg_pool1d(
         a, 3, 2, 1, count_include_pad=False),
      lambda a: _pool1d_np(a, 3, 2, 1, kind="avg", include_pad=False), [U(2, 3, 8)]),
+    # attention variants (masks, math paths, errors: test_api_attention.py)
+    ("_scaled_dot_product_flash_attention_for_cpu_long_q", lambda m, q, k, v:
+     m.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True),
+     lambda q, k, v: _sdpa_np(q, k, v, causal=True), [U(1, 2, 6, 4), U(1, 2, 3, 4), U(1, 2, 3, 4)]),
+    ("_scaled_dot_product_flash_attention_for_cpu_scale", lambda m, q, k, v:
+     m.nn.functional.scaled_dot_product_attention(q, k, v, scale=0.3),
+     lambda q, k, v: _sdpa_np(q, k, v, scale=0.3), [U(2, 3, 4, 8), U(2, 3, 5, 8), U(2, 3, 5, 8)]),
+    ("_scaled_dot_product_flash_attention_for_cpu_gqa", lambda m, q, k, v:
+     m.nn.functional.scaled_dot_product_attention(q, k, v, enable_gqa=True),
+     lambda q, k, v: _sdpa_np(q, k, v, gqa=True), [U(2, 6, 4, 8), U(2, 3, 5, 8), U(2, 3, 5, 8)]),
     # --- selection, counting, comparison (numgrad/ops/selection.py)
     ("topk", lambda m, a: m.topk(a, 2, 1).values, lambda a: -np.sort(-a, 1)[:, :2],
      [DISTINCT(3, 5)]),
