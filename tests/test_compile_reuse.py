@@ -69,3 +69,36 @@ def test_wrong_sharing_fails_verification_and_calls_stay_eager(monkeypatch):
         warnings.simplefilter("ignore")
         _same_as_eager(compiled, model)
     assert compiled._cache and not any(e.verified for e in compiled._cache.values())
+
+
+def _split_step(seed=0):
+    """A step whose backward copies each piece's gradient into zeros of the whole (the
+    gradient of ``split``): constants of the trace that a kernel writes."""
+    numgrad.manual_seed(seed)
+    nn = numgrad.nn
+    model = nn.Sequential(nn.Linear(6, 24), nn.Tanh())
+    opt = numgrad.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(x):
+        opt.zero_grad(set_to_none=True)
+        q, k, v = model(x).split(8, dim=1)
+        loss = (q * k + v.tanh()).sum()
+        loss.backward()
+        opt.step()
+        return loss.detach()
+    return model, step
+
+
+def test_written_constants_share_memory_and_get_their_content_back_when_first_touched():
+    model, step = _split_step()
+    compiled = numgrad.compile(step)
+    eager_model, eager_step = _split_step()
+    rng = np.random.default_rng(5)
+    for _ in range(6):
+        x = numgrad.tensor(rng.standard_normal((5, 6)).astype(np.float32))
+        a, b = eager_step(x), compiled(x)
+        assert a.numpy().tobytes() == b.numpy().tobytes()
+    for p, q in zip(eager_model.parameters(), model.parameters()):
+        assert p.detach().numpy().tobytes() == q.detach().numpy().tobytes()
+    plan = [e for e in compiled._cache.values() if e.verified][-1].plan
+    assert plan.late_keys and all(key[1] in plan.arena for key in plan.late_keys)

@@ -193,6 +193,11 @@ class Plan:
     arena = None  # {rid: byte offset} of the statics that share memory (``reuse.py``)
     _gen = None  # (items, their count, the generated replay of them: ``_generate``)
     births = None  # {item index: [(static key, nbytes)]}: where each of them is first touched
+    # constants a kernel writes that share the arena (``reuse.py``): {item index: [(static
+    # key, content, whether it is all zero bytes)]}, their content put back just before the
+    # item that first touches them instead of at the start of the replay
+    late = None
+    late_keys = frozenset()
 
     def __init__(self, calls, pre, post, result, tape, detach=False, fuse=True, pool=None,
                  reuse=False):
@@ -344,6 +349,8 @@ class Plan:
                     buf.fill(np.nan)  # a verification run must not pass on stale memory
             bases[key] = (buf, 0)
         for key, r, init in self.restore:
+            if key in self.late_keys:
+                continue  # put back where it is first touched (``_steps``)
             base = bases.get(key)
             np.copyto(r if base is None else _view(base, 0, r.shape, r.strides, r.dtype), init)
         return bases
@@ -402,10 +409,13 @@ class Plan:
             gen = self._gen
             if gen is None or gen[0] is not items or gen[1] != len(items):
                 fresh = {key for key, _, _ in self.fresh}
-                gen = self._gen = (items, len(items), _generate(items, fresh))
+                late = {t: [(self.statics[key[1]], init, zero) for key, init, zero in v]
+                        for t, v in (self.late or {}).items()}
+                gen = self._gen = (items, len(items), _generate(items, fresh, late))
             gen[2](bases, addr)
             return
         births = self.births if watch is not None else None
+        late = self.late
         for t, step in enumerate(items):
             if watch is not None and step.__class__ is tuple and (
                     step[5] is not _NO_GUARD or any(r[4] for r in step[4])):
@@ -418,6 +428,12 @@ class Plan:
                 for key, n in births[t]:
                     buf, off = bases[key]
                     buf[off:off + n] = 255
+            if late is not None and t in late:
+                for key, init, zero in late[t]:
+                    r = self.statics[key[1]]
+                    base = bases.get(key)
+                    _put(r if base is None else _view(base, 0, r.shape, r.strides, r.dtype),
+                         init, zero)
             if step.__class__ is Region:
                 step.interpret(step.prog, step.numbers, addr)
                 continue
@@ -427,7 +443,16 @@ class Plan:
 GENERATED = True  # plain replays run generated code (``_generate``); False: the loop
 
 
-def _generate(items, fresh):
+def _put(a, init, zero):
+    """A constant's content ``init`` written back into ``a`` (``zero``: it is all zero bytes,
+    written without reading ``init``)."""
+    if zero:
+        a.fill(0)
+    else:
+        np.copyto(a, init)
+
+
+def _generate(items, fresh, late=None):
     """The replay of ``items`` (a plan's steps, or its fused items) as one generated Python
     function ``replay(bases, addr)``: for each step, the kernel called on its recorded
     arguments, held as globals of the function, with a view rebuilt only for an array whose
@@ -437,11 +462,15 @@ def _generate(items, fresh):
     through ``_one``. The loop of ``_steps`` spent about 1 us per step deciding this again
     at every replay; the generated code decides it once. A host function with a cheaper
     twin (``_faster``) calls the twin; ``np.ascontiguousarray`` that handed back its own
-    input (no array bound) is left out."""
+    input (no array bound) is left out. ``late``: {item index: [(array, content, whether
+    it is all zero bytes)]}, constants put back just before that item (``Plan.late``)."""
     names = {"NDARRAY": np.ndarray, "RETS": _rets, "SAME": _same, "ONE": _one,
-             "GUARDFAILED": GuardFailed}
+             "GUARDFAILED": GuardFailed, "COPYTO": np.copyto}
     lines = ["def replay(B, addr):"]
     for t, step in enumerate(items):
+        for n, (a, init, zero) in enumerate((late or {}).get(t, ())):
+            names[f"L{t}_{n}"], names[f"V{t}_{n}"] = a, init
+            lines.append(f"    L{t}_{n}.fill(0)" if zero else f"    COPYTO(L{t}_{n}, V{t}_{n})")
         if step.__class__ is Region:
             names[f"I{t}"], names[f"P{t}"], names[f"N{t}"] = (step.interpret, step.prog,
                                                                step.numbers)

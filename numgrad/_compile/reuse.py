@@ -11,8 +11,12 @@ one, and intermediates whose lives do not overlap get places in one arena that o
 
 Only intermediates no caller sees and whose content a replay writes before it reads take
 part: statics a kernel wrote during the trace (``plan.written_statics``, which verification
-starts as NaN bytes, so a plan that read one before writing it never passes), not constants
-of the trace, not made fresh per call, laid out contiguously. Verification replays the plan
+starts as NaN bytes, so a plan that read one before writing it never passes), not made fresh
+per call, laid out contiguously; and constants of the trace that a kernel writes (the zeros
+a slice's gradient is copied into, which a replay puts back: ``plan.restore``), whose content
+is put back just before the item that first touches them (``plan.late``) instead of at the
+start of the replay, so that it is written into memory still in cache (a GPT step's twelve
+1.5 MiB zeros of its attention's split gradients). Verification replays the plan
 on a copy of the arena itself, so the sharing is what it checks, and each intermediate's
 bytes are set to NaN again just before the item that first touches it (``births``): reading
 what an earlier intermediate left there fails verification as reading stale memory does.
@@ -38,8 +42,8 @@ def plan_memory(plan):
     eligible = {}
     for rid, r in plan.statics.items():
         key = ("s", rid)
-        if (rid in plan.written_statics and rid not in plan.constants and key not in fresh
-                and key not in restored and (r.flags.c_contiguous or r.flags.f_contiguous)
+        if ((key in restored or rid in plan.written_statics and rid not in plan.constants)
+                and key not in fresh and (r.flags.c_contiguous or r.flags.f_contiguous)
                 and r.nbytes):
             eligible[key] = rid
     if len(eligible) < 2:
@@ -75,6 +79,14 @@ def plan_memory(plan):
     for key in offsets:
         births.setdefault(first[key], []).append((key, plan.statics[eligible[key]].nbytes))
     plan.births = births
+    late = {}
+    for key, _, init in plan.restore:
+        if key in offsets:
+            zero = not np.ascontiguousarray(init).reshape(-1).view(np.uint8).any()
+            late.setdefault(first[key], []).append((key, init, zero))
+    if late:
+        plan.late = late
+        plan.late_keys = frozenset(k for v in late.values() for k, _, _ in v)
 
 
 def _place(sizes, first, last):
