@@ -186,6 +186,15 @@ for dispatcher, sig in compiled:
     name = _jit.kernel_name(dispatcher)
     if text is not None and _jit.find(*name) is dispatcher and list(name) + [text] not in out:
         out.append(list(name) + [text])
+# a kernel picked by the CPU's vector width (the few-rows linear tiles) brings its twins, so
+# that an install on a machine of the other kind prebuilds the one it runs
+from numgrad.kernels.cpu import linalg
+twins = [list(_jit.kernel_name(d)) for d in linalg._FEW_ROWS_LINEAR.values()]
+for entry in list(out):
+    if entry[:2] in twins:
+        for twin in twins:
+            if twin + entry[2:] not in out:
+                out.insert(out.index(entry) + 1, twin + entry[2:])
 print("RECORDED" + json.dumps(out))
 """
 

@@ -7,8 +7,9 @@ TransformerEncoder and a char-LSTM.
 ``numgrad._background`` compiles them in a background process when a program starts on a cold
 kernel cache without those. Written by ``python benchmarks/cold_start.py --record`` (the
 kernels the demo, ``python -m numgrad``, compiles: its tutorial part, then the digits example,
-then the first step of the benchmark GPT, encoder and LSTM, in the order they first call them);
-an entry whose kernel no longer exists is skipped.
+then the first step of the benchmark GPT, encoder and LSTM, in the order they first call them,
+with the twins of a kernel picked by the CPU's vector width); an entry whose kernel no longer
+exists is skipped.
 """
 
 KERNELS = (
@@ -95,6 +96,7 @@ KERNELS = (
     ('numgrad.kernels.cpu.elementwise', 'b_nd__add_par', 'float32[:, :, :, ::1], float32[:, :, :, :], float32[:, :, :, ::1], float64, float64'),
     ('numgrad.kernels.cpu.linalg', '_linear__f32', 'float32[:, ::1], float32[:, ::1], float32[::1], boolean, boolean, float32[:, ::1], float32[::1]'),
     ('numgrad.kernels.cpu.linalg', '_few_rows_linear__f32', 'float32[:, ::1], float32[:, ::1], float32[::1], boolean, float32[:, ::1]'),
+    ('numgrad.kernels.cpu.linalg', '_few_rows_linear__f32_2x4', 'float32[:, ::1], float32[:, ::1], float32[::1], boolean, float32[:, ::1]'),
     ('numgrad.kernels.cpu.linalg', '_attention__f32', 'float32[:, :, :, :], float32[:, :, :, :], float32[:, :, :, :], float64, boolean, float32[:, :, :, ::1], float32[:, :, :, ::1]'),
     ('numgrad.kernels.cpu.linalg', '_attention_bwd__f32', 'float32[:, :, :, :], float32[:, :, :, :], float32[:, :, :, :], float32[:, :, :, :], float32[:, :, :, ::1], float32[:, :, :, ::1], float64, boolean, boolean, boolean, float32[:, :, :, ::1], float32[:, :, :, ::1], float32[:, :, :, ::1], float32[::1]'),
     ('numgrad.kernels.cpu.rnn', '_layer_forward__f32', 'float32[::1], float32[:, ::1], float32[::1], float32[::1], float32[:, ::1], float32[::1], float32[::1], float32[::1], float32[::1], float32[::1], float32[::1], float32[::1], float32[::1], float32[::1], int64, int64, int64, int64, int64, int64, boolean'),
