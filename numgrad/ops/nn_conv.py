@@ -316,7 +316,10 @@ def conv(fn, n, input, weight, bias, stride, padding, dilation, groups):
         y = CV.conv3d(input, weight, bias, stride, padding, dilation, groups, out)
     else:
         kh, kw = unit_height(w_shape)[2:] if n == 1 else w_shape[2:]
-        if _check_empty_input(x_shape) and (kh <= 0 or kw <= 0):
+        # a 1-D convolution is checked as the 2-D one it runs as (PyTorch's messages name
+        # the (N, C, 1, L) shape)
+        if _check_empty_input(unit_height(x_shape) if n == 1 else x_shape) and (
+                kh <= 0 or kw <= 0):
             raise RuntimeError(f"kernel size should be greater than zero, but got kernel_height: "
                                f"{kh} kernel_width: {kw}")
         if n == 2:
