@@ -1,7 +1,8 @@
 """Activation ops of ``numgrad.nn.functional`` (elu, celu, hardtanh, hardswish, ...), each
 declared once with PyTorch's node name; their derivatives are written with existing ops (no
 extra kernels), with PyTorch's value at every kink. Reached through ``numgrad.nn.functional``
-(variant ``"functional"``); the argument checks live in ``numgrad.nn._activations_more``.
+(variant ``"functional"``), which parses the arguments; their value and dtype checks and
+in-place forms are ``numgrad.ops.nn_activation``.
 """
 
 import math

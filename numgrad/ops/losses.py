@@ -2,7 +2,8 @@
 ``huber_loss``, ``soft_margin_loss``, ``multi_margin_loss``, ``multilabel_margin_loss``.
 Each forward is a composite of existing kernels run without recording; each derivative is
 written with recording ops, so double backward works. Reached through ``numgrad.nn.functional``
-(variant ``"functional"``); the argument checks live in ``numgrad.nn._losses_more``."""
+(variant ``"functional"``), which parses the arguments; their value and dtype checks are
+``numgrad.ops.nn_losses``."""
 
 import numpy as np
 
