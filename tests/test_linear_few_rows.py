@@ -36,7 +36,7 @@ def test_gemm_with_transposed_weight_matches_plain_product(m, k, n):
 
 
 def test_swap_taken_only_where_it_pays(monkeypatch):
-    monkeypatch.setitem(L._HOST, "avx512f", True)  # the thresholds measured with AVX-512
+    monkeypatch.setattr(L, "_wide_vectors", lambda: True)  # the thresholds measured with AVX-512
     a = np.zeros((16, 128), np.float32)
     w = np.zeros((384, 128), np.float32)
     out = np.empty((16, 384), np.float32)
@@ -50,7 +50,7 @@ def test_swap_taken_only_where_it_pays(monkeypatch):
     assert L._swap_pays(big, w.T, np.empty((48, 384), np.float32))
     assert not L._swap_pays(big, w[:128].T, np.empty((48, 128), np.float32))
     assert not L._swap_pays(np.zeros((64, 128), np.float32), w.T, np.empty((64, 384), np.float32))
-    monkeypatch.setitem(L._HOST, "avx512f", False)  # AVX2: up to 10 rows
+    monkeypatch.setattr(L, "_wide_vectors", lambda: False)  # AVX2: up to 10 rows
     assert L._swap_pays(a[:10], w.T, out[:10])
     assert not L._swap_pays(a[:11], w.T, out[:11])
     assert not L._swap_pays(a, w.T, out)
@@ -174,7 +174,7 @@ def test_few_rows_kernel_takes_only_its_range(wide, rows, monkeypatch):
     """Float64, more rows than the CPU's limit (64 with AVX-512, 12 with AVX2) and an x past
     32,768 elements keep the BLAS kernel; the CPU's tile runs the rest."""
     calls = []
-    monkeypatch.setitem(L._HOST, "avx512f", wide)
+    monkeypatch.setattr(L, "_wide_vectors", lambda: wide)
     monkeypatch.setattr(L, "_FEW_ROWS_LINEAR", {
         w: (lambda *a, w=w: calls.append((w, a[0].shape))) for w in (True, False)})
     for m, k, dt in ((rows, 512, np.float32), (rows + 1, 16, np.float32),

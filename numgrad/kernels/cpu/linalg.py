@@ -7,7 +7,7 @@ from numgrad import _arrays
 from numgrad._compile import tape as _tape
 from numgrad.kernels import LIN
 from numgrad.kernels._jit import inline, jit, specialize
-from numgrad.kernels.cpu import _blas
+from numgrad.kernels.cpu import _blas, _host
 from numgrad.kernels.cpu._blas import NO_TRANS, ROW_MAJOR, TRANS, dgemm, sgemm
 from numgrad.kernels.cpu.rows import _F as _ROWS
 
@@ -34,21 +34,10 @@ def _outer(u, v, out):
 _OUTER = jit(_outer)
 
 
-def _vector(a):
-    return a if a.flags.c_contiguous else np.ascontiguousarray(a)
-
-
-_HOST = {}
-
-
 def _wide_vectors():
-    """Whether this CPU has 512-bit vectors (AVX-512): the few-rows kernel's 16 accumulators
-    then fit its 32 vector registers, and OpenBLAS's kernels and packing costs differ."""
-    wide = _HOST.get("avx512f")
-    if wide is None:
-        import llvmlite.binding as llvm
-        wide = _HOST["avx512f"] = bool(llvm.get_host_cpu_features().get("avx512f", False))
-    return wide
+    """AVX-512: the few-rows kernel's 16 accumulators then fit its 32 vector registers, and
+    OpenBLAS's kernels and packing costs differ."""
+    return _host.wide_vectors()
 
 
 def _swap_pays(a, b, out):
@@ -85,7 +74,7 @@ def gemm(a, b, out):
     # inf * 0 inside a product is NaN without a NumPy RuntimeWarning, as in PyTorch
     with np.errstate(all="ignore"):
         if _outer_shaped(a, b, out):
-            _OUTER(_vector(a[:, 0]), _vector(b[0]), out)
+            _OUTER(np.ascontiguousarray(a[:, 0]), np.ascontiguousarray(b[0]), out)
         elif _swap_pays(a, b, out):
             swapped = np.empty((b.shape[1], a.shape[0]), np.float32)
             np.matmul(b.T, a.T, out=swapped)

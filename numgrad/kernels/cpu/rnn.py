@@ -44,7 +44,7 @@ from numba.extending import intrinsic
 from numgrad import _arrays as A
 from numgrad.kernels import LIN
 from numgrad.kernels._jit import inline, jit, specialize
-from numgrad.kernels.cpu import _blas
+from numgrad.kernels.cpu import _blas, _host
 from numgrad.kernels.cpu._blas import NO_TRANS, ROW_MAJOR, TRANS, dgemm, sgemm
 from numgrad.kernels.cpu._fastmath import ffma, fsigmoid, ftanh
 from numgrad.kernels.cpu._scalar import like
@@ -208,8 +208,7 @@ def _tile_shape(dtype):
     of 32 bytes): 4 rows x 3 vectors of accumulators, the panel's 3 vectors and a broadcast
     (``_micro``'s two-row tiles read 8 vectors of the panel per 16 multiply-adds there, and
     LLVM leaves its smaller tiles scalar). Else ``_micro`` as for 32-byte vectors."""
-    import llvmlite.binding as llvm
-    features = llvm.get_host_cpu_features()
+    features = _host.features()
     item = np.dtype(dtype).itemsize
     if features.get("avx512f", False):
         return max(1, 16 * 64 // (64 * item)), 64, 0
