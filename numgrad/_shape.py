@@ -56,9 +56,15 @@ def wrap_dim(dim, ndim):
         raise TypeError(f"dim must be an int, got {type(dim).__name__}") from None
     n = ndim if ndim > 0 else 1
     if dim < -n or dim >= n:
-        raise IndexError(
-            f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+        raise dim_error(dim, ndim)
     return dim + n if dim < 0 else dim
+
+
+def dim_error(dim, ndim):
+    """PyTorch's IndexError for ``dim`` outside a tensor of ``ndim`` dims (0-d counts as 1)."""
+    n = max(ndim, 1)
+    return IndexError(
+        f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
 
 
 def wrap_dims(dims, ndim):

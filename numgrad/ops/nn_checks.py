@@ -6,8 +6,7 @@ compares (no pass over the data)."""
 
 import numpy as np
 
-from numgrad._shape import broadcast_shapes
-from numgrad.ops import reduction as red
+from numgrad._shape import broadcast_shapes, dim_error  # noqa: F401  (shared by the nn ops)
 from numgrad.ops._util import dtype_of, state
 
 
@@ -37,12 +36,6 @@ def ctrunc(a, b):
     """C++ integer division (truncates toward zero), as in PyTorch's shape formulas."""
     q = abs(a) // abs(b)
     return q if (a >= 0) == (b > 0) else -q
-
-
-def dim_error(dim, ndim):
-    n = max(ndim, 1)
-    return IndexError(
-        f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
 
 
 def nonempty(fn, shape, what="input has sizes", tail=""):
@@ -83,13 +76,3 @@ def not_differentiable(fn, **args):
                 raise RuntimeError(f"The function '{fn}' is not differentiable with respect to "
                                    f"argument '{name}'. This input cannot have requires_grad "
                                    "True.")
-
-
-def reduce(loss, reduction):
-    if reduction == "mean":
-        return red.mean(loss)
-    if reduction == "sum":
-        return red.sum(loss)
-    if reduction == "none":
-        return loss
-    raise ValueError(f"{reduction} is not a valid value for reduction")

@@ -442,7 +442,7 @@ def cross_entropy(input, target, weight, ignore_index, reduction, label_smoothin
         loss = ew.neg(red.sum(prod, class_dim))
         if reduction == "mean":
             return ew.div(red.sum(loss), loss.numel() if nd > 1 else 1)
-        return K.reduce(loss, reduction)
+        return L.reduce(loss, reduction)
     if label_smoothing > 1.0:
         raise smoothing_error
     if nd == 0:
