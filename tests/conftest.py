@@ -13,6 +13,8 @@ os.environ.setdefault("NUMGRAD_PREBUILT", "0")
 # numgrad.compile's generated guards are checked against the full walk at every hit
 os.environ.setdefault("NUMGRAD_CHECK_GUARDS", "1")
 
+import time  # noqa: E402
+
 import numpy as np  # noqa: E402
 import pytest
 
@@ -110,3 +112,56 @@ def run_on_simulator(script, timeout=600):
     r = subprocess.run([sys.executable, "-c", script], cwd=root, env=env,
                        capture_output=True, text=True, timeout=timeout)
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-3000:]
+
+
+# --- where the suite's time goes: wall and CPU seconds per test file ---------------------------
+# The terminal summary lists the slowest files (CPU time counts the test's own threads and the
+# processes it waited for, so a file that runs a subprocess is charged for it). With
+# NUMGRAD_TEST_TIMES=<path>, every file's line is also appended to <path> as the file finishes,
+# tagged with the pass (main, bounds, cudasim), so several passes can share one record.
+try:
+    import resource
+except ImportError:  # pragma: no cover - Windows
+    resource = None
+
+_FILE_TIMES = {}  # test file -> [wall s, CPU s, tests]
+_SLOWEST_FILES = 20
+
+
+def _cpu_seconds():
+    if resource is None:  # pragma: no cover
+        return time.process_time()
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    waited = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + waited.ru_utime + waited.ru_stime
+
+
+def _pass_name():
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+        return "cudasim"
+    return "bounds" if os.environ.get("NUMBA_BOUNDSCHECK") == "1" else "main"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    wall, cpu = time.perf_counter(), _cpu_seconds()
+    yield
+    path = item.location[0]
+    record = _FILE_TIMES.setdefault(path, [0.0, 0.0, 0])
+    record[0] += time.perf_counter() - wall
+    record[1] += _cpu_seconds() - cpu
+    record[2] += 1
+    out = os.environ.get("NUMGRAD_TEST_TIMES")
+    if out and (nextitem is None or nextitem.location[0] != path):
+        with open(out, "a") as f:
+            f.write(f"{record[0]:9.1f} {record[1]:9.1f} {record[2]:6d}  {_pass_name():7s} {path}\n")
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not _FILE_TIMES:
+        return
+    rows = sorted(_FILE_TIMES.items(), key=lambda kv: -kv[1][0])[:_SLOWEST_FILES]
+    terminalreporter.section(f"slowest {len(rows)} test files ({_pass_name()} pass)")
+    terminalreporter.write_line(f"{'wall s':>9} {'CPU s':>9} {'tests':>6}  file")
+    for path, (wall, cpu, n) in rows:
+        terminalreporter.write_line(f"{wall:9.1f} {cpu:9.1f} {n:6d}  {path}")
