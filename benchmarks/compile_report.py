@@ -2,7 +2,8 @@
 outside), beside numgrad eager, PyTorch eager, jax.jit (when installed) and (with
 --torch-compile) torch.compile in both forms, interleaved in one process (median of rounds;
 ratio = time / PyTorch eager time), and the first-call cost of numgrad.compile (the three calls
-before it replays) in fresh processes with a cold and a warm kernel cache.
+before it replays) in fresh processes with a cold and a warm kernel cache, as wall time and as
+the process's CPU time (which other work on a loaded machine does not stretch).
 
     python benchmarks/compile_report.py [--threads 1] [--torch-compile] [--only NAME ...]
         [--no-first-calls] [--small]
@@ -38,10 +39,10 @@ FIRST_CALLS = """
     from workloads import WORKLOADS
     run = WORKLOADS[{name!r}]("numgrad", **{kw!r})
     compiled = numgrad.compile(run)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for _ in range(3):
         compiled()
-    print(time.perf_counter() - t0)
+    print(time.perf_counter() - t0, time.process_time() - c0)
 """
 
 
@@ -53,7 +54,8 @@ def first_calls(name, cache, small=False):
                        timeout=900)
     if r.returncode:
         raise RuntimeError(r.stderr)
-    return float(r.stdout.strip().splitlines()[-1])
+    wall, cpu = r.stdout.strip().splitlines()[-1].split()
+    return float(wall), float(cpu)
 
 
 class _Notes:
@@ -168,8 +170,8 @@ def main(argv=None):
             continue
         cold = first_calls(name, cache, args.small)
         warm = first_calls(name, cache, args.small)
-        print(f"first three calls of numgrad.compile({name}): cold cache {_fmt(cold)}, "
-              f"warm cache {_fmt(warm)}")
+        print(f"first three calls of numgrad.compile({name}): cold cache {_fmt(cold[0])} "
+              f"({_fmt(cold[1])} CPU), warm cache {_fmt(warm[0])} ({_fmt(warm[1])} CPU)")
 
 
 if __name__ == "__main__":
