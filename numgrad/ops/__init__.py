@@ -3,6 +3,7 @@
 import numpy as np
 
 from numgrad import _dtype
+from numgrad.kernels._parallel import ELEMENTWISE, pick
 from numgrad.ops import (  # noqa: F401  (they declare their ops)
     activation,
     attention,
@@ -55,7 +56,7 @@ def _add_inplace_raw(self, other):
     if (a.__class__ is _ND and b.__class__ is _ND and a.dtype is b.dtype
             and a.shape == b.shape and a.flags.c_contiguous and b.flags.c_contiguous):
         k = EW.add
-        (k.flat if a.size < EW.PARALLEL_MIN else k.flat_par)(a.ravel(), b.ravel(), a.ravel(),
+        pick(k.flat, k.flat_par, a.size, ELEMENTWISE)(a.ravel(), b.ravel(), a.ravel(),
                                                              0.0, 0.0)
     else:
         EW.binary(EW.add, a, b, a.dtype, a.shape, out=a)
