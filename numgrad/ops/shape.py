@@ -11,6 +11,7 @@ from numgrad import _arrays, _device, _dtype, _memory_format
 from numgrad._compile import tape as _tape
 from numgrad._shape import infer_size, parse_shape, wrap_dim, wrap_dims
 from numgrad.autograd.graph import Node
+from numgrad.kernels._parallel import ELEMENTWISE, pick
 from numgrad.ops._util import EW, Tensor, _wrap, as_type, attach, dtype_of, edge, state
 from numgrad.ops.reduction import ExpandBackward0, sum_to_size
 from numgrad.ops.registry import declare, write_out
@@ -445,7 +446,7 @@ def embed(g, shape, key):
         n = gd.size
         if n:
             k = EW.copy
-            (k.flat if n < EW.PARALLEL_MIN else k.flat_par)(
+            pick(k.flat, k.flat_par, n, ELEMENTWISE)(
                 gd.ravel(), out_arr.reshape(-1)[k0 * n:(k0 + 1) * n], 0.0, 0.0)
         return _wrap(out_arr)
     out_arr = _arrays.zeros(g._data, shape, g._data.dtype)
@@ -828,7 +829,7 @@ def _stack0(ts, first):
     if m:
         flat = out_arr.reshape(-1)
         k = EW.copy
-        run = k.flat if m < EW.PARALLEL_MIN else k.flat_par
+        run = pick(k.flat, k.flat_par, m, ELEMENTWISE)
         o = 0
         for p in ts:
             a = p._data
