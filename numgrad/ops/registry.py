@@ -32,6 +32,7 @@ from numgrad import _arrays
 from numgrad._shape import broadcast_shapes
 from numgrad.autograd.grad_mode import no_grad
 from numgrad.autograd.graph import Node
+from numgrad.kernels._parallel import ELEMENTWISE, pick
 from numgrad.ops._util import (
     EW,
     Tensor,
@@ -311,7 +312,7 @@ def flat1(kernel, xd, p=0.0, q=0.0):
     out = _arrays.new(xd.shape, xd.dtype)
     n = out.size
     if n:
-        (kernel.flat if n < EW.PARALLEL_MIN else kernel.flat_par)(xd.ravel(), out.ravel(), p, q)
+        pick(kernel.flat, kernel.flat_par, n, ELEMENTWISE)(xd.ravel(), out.ravel(), p, q)
     return out
 
 
@@ -322,7 +323,7 @@ def flat2(kernel, ad, bd, p=0.0, q=0.0):
     out = _arrays.new(ad.shape, ad.dtype)
     n = out.size
     if n:
-        (kernel.flat if n < EW.PARALLEL_MIN else kernel.flat_par)(
+        pick(kernel.flat, kernel.flat_par, n, ELEMENTWISE)(
             ad.ravel(), bd.ravel(), out.ravel(), p, q)
     return out
 
