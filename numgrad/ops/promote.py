@@ -35,6 +35,7 @@ import numpy as np
 from numgrad import _arrays, _dtype
 from numgrad._compile import tape as _tape
 from numgrad._shape import broadcast_shapes
+from numgrad.kernels._parallel import ELEMENTWISE, pick
 from numgrad.ops._util import (
     EW,
     NO_EDGE,
@@ -254,7 +255,7 @@ def binary(name=None, *, node=None, kernel, scalar_kernel=None, grad=None, resul
                 r = _arrays.new(ad.shape, bool_out or ad.dtype)
                 n = r.size
                 if n:
-                    (k.flat if n < EW.PARALLEL_MIN else k.flat_par)(
+                    pick(k.flat, k.flat_par, n, ELEMENTWISE)(
                         ad.ravel(), bd.ravel(), r.ravel(), p, 0.0)
             elif (exact_scalar and ad.dtype is bd.dtype and al == 1 and ad.dtype.kind == "f"
                   and ad.dtype.itemsize > 2 and ad.__class__ is _ND and bd.__class__ is _ND
@@ -271,7 +272,7 @@ def binary(name=None, *, node=None, kernel, scalar_kernel=None, grad=None, resul
                 n = r.size
                 if n:
                     sk = kernels[2]
-                    (sk.flat if n < EW.PARALLEL_MIN else sk.flat_par)(
+                    pick(sk.flat, sk.flat_par, n, ELEMENTWISE)(
                         x.ravel(), r.ravel(), v.item(), 0.0)
                 if v is bd:
                     if b._requires_grad:
@@ -318,7 +319,7 @@ def binary(name=None, *, node=None, kernel, scalar_kernel=None, grad=None, resul
                 r = _arrays.new(xd.shape, bool_out or xd.dtype)
                 n = r.size
                 if n:
-                    (sk.flat if n < EW.PARALLEL_MIN else sk.flat_par)(
+                    pick(sk.flat, sk.flat_par, n, ELEMENTWISE)(
                         xd.ravel(), r.ravel(), float(s), 0.0)
             else:
                 if sk is None and not wrap:
@@ -518,7 +519,7 @@ def _inplace_form(op, op_name, kernels, resolve, alpha, check, float_only, wrap,
                     and b.flags.c_contiguous):
                 n = a.size
                 if n:
-                    (k.flat if n < EW.PARALLEL_MIN else k.flat_par)(
+                    pick(k.flat, k.flat_par, n, ELEMENTWISE)(
                         a.ravel(), b.ravel(), a.ravel(), p, 0.0)
                 return
         if not isinstance(other, Tensor) and sk is None and not wrap:
@@ -569,7 +570,7 @@ def _inplace_form(op, op_name, kernels, resolve, alpha, check, float_only, wrap,
             k = (kernels or resolve())[0]
             n = a.size
             if n:
-                (k.flat if n < EW.PARALLEL_MIN else k.flat_par)(
+                pick(k.flat, k.flat_par, n, ELEMENTWISE)(
                     a.ravel(), b.ravel(), a.ravel(), 0.0, 0.0)
             if vc is None:
                 t._vc = [1]
