@@ -426,8 +426,8 @@ def _split(run, op_of):
 def _parallel_min():
     """Elements from which eager runs an elementwise loop on all threads (and so does a
     generated loop)."""
-    from numgrad.kernels.cpu import elementwise as ew
-    return ew.PARALLEL_MIN
+    from numgrad.kernels._parallel import ELEMENTWISE
+    return ELEMENTWISE
 
 
 class Region:
