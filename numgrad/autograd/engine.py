@@ -24,6 +24,7 @@ from numgrad.autograd.anomaly_mode import STATE as ANOMALY
 from numgrad.autograd.function import BackwardCFunction
 from numgrad.autograd.graph import FREED_MSG, AccumulateGrad
 from numgrad.kernels import EW, RED, LazyKernels
+from numgrad.kernels._parallel import ELEMENTWISE, pick
 from numgrad.ops._util import is_array
 from numgrad.ops.reduction import sum_to_array
 from numgrad.ops.shape import SelectBackward0
@@ -363,7 +364,7 @@ def _sum(old, g, owned):
             and a.dtype.kind == "f" and a.flags.c_contiguous and b.flags.c_contiguous):
         k = EW.add
         n = a.size
-        run = k.flat if n < EW.PARALLEL_MIN else k.flat_par
+        run = pick(k.flat, k.flat_par, n, ELEMENTWISE)
         if id(old) in owned:
             if n:
                 run(a.ravel(), b.ravel(), a.ravel(), 0.0, 0.0)
@@ -400,7 +401,7 @@ def _into_row(node, g, get, owned):
     gd = g._data
     if (a.__class__ is _ND and gd.__class__ is _ND and a.dtype is gd.dtype
             and a.dtype.kind == "f" and a.itemsize > 2 and a.shape == shape
-            and gd.shape == shape[1:] and a.size < EW.PARALLEL_MIN and a.flags.c_contiguous
+            and gd.shape == shape[1:] and a.size < ELEMENTWISE and a.flags.c_contiguous
             and gd.flags.c_contiguous):
         FAN.add_row(a.reshape(-1), gd.reshape(-1), k0 * gd.size)
         return True
