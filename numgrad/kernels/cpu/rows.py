@@ -1,7 +1,6 @@
 """CPU loops over rows, one row function of ``numgrad.kernels.rows`` each: a team of one lane
-(the combines return their argument), one row per ``prange`` iteration; the multithreaded
-copy runs from ``PARALLEL_MIN`` elements of work, below which the threads cost more than
-they save.
+(the combines return their argument), one row per ``prange`` iteration; the serial or the
+multithreaded copy runs as ``numgrad.kernels._parallel.pick`` says.
 
 Rows along the last dim of C-contiguous data have unit stride, written as the literal 1 so
 the loops vectorize (those copies compile with reassociation: the row sums vectorize into
@@ -18,10 +17,10 @@ from numba.extending import overload
 from numgrad.kernels import LazyKernels
 from numgrad.kernels import rows as R
 from numgrad.kernels._jit import inline, jit, specialize
+from numgrad.kernels._parallel import pick
 from numgrad.kernels.cpu._bind import bind
 from numgrad.kernels.cpu._fastmath import fexp
 
-PARALLEL_MIN = 1 << 16
 _FAST = {"fastmath": {"reassoc", "nsz", "contract"}}
 _ND = np.ndarray
 _CUDA = LazyKernels("rows").cuda()
@@ -145,11 +144,6 @@ _NLL = specialize(_nll_rows, "nll", f=_F["nll_row"])
 _NLL_BWD = specialize(_nll_bwd_rows, "nll_bwd", f=_F["nll_bwd_row"])
 
 
-def _pick(pair, work, parallel):
-    """The serial or the multithreaded copy: by the work, or as ``parallel`` says."""
-    return pair[1] if (work >= PARALLEL_MIN if parallel is None else parallel) else pair[0]
-
-
 def _c(a):
     """``a`` C-contiguous (a copy only when it is not)."""
     return a if a.flags.c_contiguous else np.ascontiguousarray(a)
@@ -175,7 +169,7 @@ def softmax_rows(x, out, log, parallel=None):
     if x.__class__ is not _ND:
         return _CUDA.softmax_rows(x, out, log)
     if x.size:
-        _pick(_SOFTMAX_ROWS, x.size, parallel)(x, out, log)
+        pick(*_SOFTMAX_ROWS, x.size, parallel=parallel)(x, out, log)
 
 
 def softmax_3d(x, out, log):
@@ -192,7 +186,7 @@ def softmax_3d(x, out, log):
 def _bwd_rows(g, y, out, log, parallel=None):
     if y.size:
         pair = _LOG_SOFTMAX_BWD_ROWS if log else _SOFTMAX_BWD_ROWS
-        _pick(pair, y.size, parallel)(g, y, out)
+        pick(*pair, y.size, parallel=parallel)(g, y, out)
 
 
 def _bwd_3d(g, y, out, log):
@@ -254,7 +248,7 @@ def along(x, dim, out_dtype, log):
     if x.size:
         if dim == x.ndim - 1 and x.flags.c_contiguous:
             x2 = x.reshape(-1, x.shape[-1])
-            _pick(_SOFTMAX_ROWS, x.size, None)(x2, out.reshape(x2.shape), log)
+            pick(*_SOFTMAX_ROWS, x.size)(x2, out.reshape(x2.shape), log)
         else:
             softmax_3d(_as3d(x, dim), out, log)
     return out
@@ -270,7 +264,7 @@ def along2(g, y, dim, out_dtype, log):
                 and g.shape == y.shape):
             y2 = y.reshape(-1, y.shape[-1])
             pair = _LOG_SOFTMAX_BWD_ROWS if log else _SOFTMAX_BWD_ROWS
-            _pick(pair, y.size, None)(g.reshape(y2.shape), y2, out.reshape(y2.shape))
+            pick(*pair, y.size)(g.reshape(y2.shape), y2, out.reshape(y2.shape))
         else:
             if g.shape != y.shape:
                 g = np.broadcast_to(g, y.shape)
@@ -291,7 +285,7 @@ def layer_norm_fwd(x, gamma, beta, eps, out, mean, rstd, parallel=None):
     if x.__class__ is not _ND:
         return _CUDA.layer_norm_fwd(x, gamma, beta, eps, out, mean, rstd)
     if x.shape[0]:
-        _pick(_LAYER_NORM, x.size, parallel)(x, gamma, beta, eps, out, mean, rstd)
+        pick(*_LAYER_NORM, x.size, parallel=parallel)(x, gamma, beta, eps, out, mean, rstd)
 
 
 # d/dx layer_norm = rstd (g gamma - mean(g gamma) - xhat mean(g gamma xhat)), per row
@@ -299,7 +293,7 @@ def layer_norm_bwd_input(g, x, mean, rstd, gamma, gx, parallel=None):
     if x.__class__ is not _ND:
         return _CUDA.layer_norm_bwd_input(g, x, mean, rstd, gamma, gx)
     if x.shape[0]:
-        _pick(_LAYER_NORM_BWD, x.size, parallel)(g, x, mean, rstd, gamma, gx)
+        pick(*_LAYER_NORM_BWD, x.size, parallel=parallel)(g, x, mean, rstd, gamma, gx)
 
 
 def nll(logp, target, weight, ignore_index, losses, weights):
