@@ -207,7 +207,7 @@ _BROADCASTS = [  # (shapes of the operands), the output shape is their broadcast
 def test_broadcast_loops_match_numpy(shapes, parallel, monkeypatch):
     from numgrad.kernels.cpu import elementwise as EW
     if parallel:
-        monkeypatch.setattr(EW, "PARALLEL_MIN", 1)
+        monkeypatch.setattr(EW, "ELEMENTWISE", 1)
     rng = np.random.default_rng(0)
     a, b = (rng.standard_normal(s) for s in shapes)
     c = rng.standard_normal(shapes[0][-1:])

@@ -22,6 +22,7 @@ from numgrad import _arrays
 from numgrad.kernels import EW
 from numgrad.kernels._guard import check_operands
 from numgrad.kernels._jit import inline, jit, serial_twin, specialize
+from numgrad.kernels._parallel import ELEMENTWISE, pick
 from numgrad.kernels.cpu import strided_copy
 from numgrad.kernels.cpu._fastmath import ferf, fexp, ffma, fsigmoid, ftanh
 from numgrad.kernels.cpu._scalar import fceil, ffloor, frint, ftrunc, like
@@ -164,7 +165,6 @@ def t_nd(a, b, c, out, p, q):
 
 _TEMPLATES = {1: (u_flat, u_flat_par, u_nd), 2: (b_flat, b_flat_par, b_nd),
               3: (t_flat, t_flat_par, t_nd)}
-PARALLEL_MIN = 1 << 17  # elements; below this the threads cost more than they save
 
 
 class Kernel:
@@ -1021,7 +1021,7 @@ def _nd(k, ins, out, p, q):
     check_operands(ins, out.shape)
     nd = out.ndim
     if nd <= 4:
-        (k.nd if out.size < PARALLEL_MIN else k.nd_par)(*[_as4d(a) for a in ins], _as4d(out), p, q)
+        pick(k.nd, k.nd_par, out.size, ELEMENTWISE)(*[_as4d(a) for a in ins], _as4d(out), p, q)
         return
     # more than 4 dims: one 4-D call per index of the leading dims
     lead = out.shape[: nd - 4]
@@ -1039,7 +1039,7 @@ def unary(k, x, dtype, p=0.0, q=0.0, out=None):
         out = _arrays.new(x.shape, dtype)
     if out.size:
         if x.flags.c_contiguous and out.flags.c_contiguous and x.shape == out.shape:
-            (k.flat if out.size < PARALLEL_MIN else k.flat_par)(x.ravel(), out.ravel(), p, q)
+            pick(k.flat, k.flat_par, out.size, ELEMENTWISE)(x.ravel(), out.ravel(), p, q)
         elif not (k is copy and out.ndim <= 4 and _rows_copy(_as4d(x), _as4d(out))):
             _nd(k, (x,), out, p, q)
     return out
@@ -1050,10 +1050,8 @@ def _rows_copy(x, out):
     (``strided_copy``: 4-6x faster than ``u_nd``); False when they are not."""
     if not strided_copy.fits(x, out):
         return False
-    if out.size >= PARALLEL_MIN and numba.get_num_threads() > 1:
-        strided_copy.copy_rows_par(x, out)
-    else:
-        strided_copy.copy_rows(x, out)
+    threads = out.size >= ELEMENTWISE and numba.get_num_threads() > 1  # (1: no pool start)
+    pick(strided_copy.copy_rows, strided_copy.copy_rows_par, out.size, parallel=threads)(x, out)
     return True
 
 
@@ -1067,7 +1065,7 @@ def binary(k, a, b, dtype, shape, p=0.0, q=0.0, out=None):
     if out.size:
         if (a.shape == shape and b.shape == shape and out.shape == shape
                 and a.flags.c_contiguous and b.flags.c_contiguous and out.flags.c_contiguous):
-            (k.flat if out.size < PARALLEL_MIN else k.flat_par)(
+            pick(k.flat, k.flat_par, out.size, ELEMENTWISE)(
                 a.ravel(), b.ravel(), out.ravel(), p, q)
         else:
             _nd(k, (a, b), out, p, q)
@@ -1085,7 +1083,7 @@ def ternary(k, a, b, c, dtype, shape, p=0.0, q=0.0, out=None):
         if (a.shape == shape and b.shape == shape and c.shape == shape and out.shape == shape
                 and a.flags.c_contiguous and b.flags.c_contiguous and c.flags.c_contiguous
                 and out.flags.c_contiguous):
-            (k.flat if out.size < PARALLEL_MIN else k.flat_par)(
+            pick(k.flat, k.flat_par, out.size, ELEMENTWISE)(
                 a.ravel(), b.ravel(), c.ravel(), out.ravel(), p, q)
         else:
             _nd(k, (a, b, c), out, p, q)

@@ -2,7 +2,8 @@
 max/avg pooling, batch/layer norm, the class-index losses and the fused optimizer updates.
 
 Loops over the batch run in parallel (``prange``) when the work is large enough to pay for
-the threads; the serial twin handles small inputs.
+the threads; the serial twin handles small inputs (``pick``: ``numgrad.kernels._parallel``'s,
+which the ops call as ``NN.on(x).pick``; the CUDA module's picks its one launcher).
 """
 
 
@@ -10,18 +11,12 @@ import numpy as np
 from numba import prange
 
 from numgrad.kernels._jit import inline, jit, serial_and_parallel, specialize
+from numgrad.kernels._parallel import pick  # noqa: F401  (the ops' ``NN.on(x).pick``)
 from numgrad.kernels.cpu import indexing as IDX
 from numgrad.kernels.cpu import rows as ROWS
 from numgrad.kernels.cpu import windows as WIN
 from numgrad.kernels.cpu._scalar import like
 from numgrad.kernels.cpu.optim import _adam_consts, _adam_update, _rmsprop_update, _sgd_update
-
-PARALLEL_MIN = 1 << 16  # elements of work below which the serial variant is faster
-
-
-def pick(serial, parallel, work):
-    """The parallel kernel for large inputs, the serial one otherwise."""
-    return parallel if work >= PARALLEL_MIN else serial
 
 # ========================================================================================
 # convolution: unfold (im2col) and its adjoint fold (col2im)
@@ -112,14 +107,12 @@ def _launchers(par):
 
 
 # the pooling windows are written once for both devices (``numgrad.kernels.windows``,
-# launched by ``numgrad.kernels.cpu.windows``): these names are theirs, for the callers of
-# ``pick`` (one launcher picks the serial or the multithreaded loop itself)
-max_pool2d = max_pool2d_par = WIN.max_pool2d
-max_pool2d_bwd = max_pool2d_bwd_par = WIN.max_pool2d_bwd
-avg_pool2d = avg_pool2d_par = WIN.avg_pool2d
-
-
-avg_pool2d_bwd = avg_pool2d_bwd_par = WIN.avg_pool2d_bwd
+# launched by ``numgrad.kernels.cpu.windows``, each launcher picking its serial or threaded
+# loop): these names are theirs
+max_pool2d = WIN.max_pool2d
+max_pool2d_bwd = WIN.max_pool2d_bwd
+avg_pool2d = WIN.avg_pool2d
+avg_pool2d_bwd = WIN.avg_pool2d_bwd
 
 
 # ========================================================================================

@@ -1,5 +1,5 @@
 """CPU loops over pooling windows, one window function of ``numgrad.kernels.windows`` each
-(``prange`` over the batch; the multithreaded copy runs from ``PARALLEL_MIN`` elements).
+(``prange`` over the batch; serial or threaded as ``numgrad.kernels._parallel.pick`` says).
 
 Max pooling has two CPU-only fast paths for windows that all lie inside the plane (no
 padding, no dilation): 2x2 windows of stride 2 and any other size; they pick what the window
@@ -13,9 +13,9 @@ from numba import prange
 from numgrad.kernels import LazyKernels
 from numgrad.kernels import windows as W
 from numgrad.kernels._jit import inline, serial_and_parallel, specialize
+from numgrad.kernels._parallel import pick
 from numgrad.kernels.cpu._bind import bind
 
-PARALLEL_MIN = 1 << 16
 _ND = np.ndarray
 _CUDA = LazyKernels("windows").cuda()
 
@@ -28,10 +28,6 @@ def _at(i):
 _F = bind(W, ("max_window", "avg_bounds", "avg_window", "avg_rows_grad", "max_unpool_one",
               "span", "im2col_rows", "col2im_pixels"), __name__, {"at": inline(_at)})
 avg_bounds = _F["avg_bounds"]
-
-
-def _pick(pair, work):
-    return pair[1] if work >= PARALLEL_MIN else pair[0]
 
 
 # --- max pooling ---------------------------------------------------------------------------
@@ -119,16 +115,15 @@ def max_pool2d(x, kh, kw, sh, sw, ph, pw, dh, dw, out, idx, parallel=None):
     cases it uses. ``out`` and ``idx`` are C-contiguous (N, C, OH, OW)."""
     if x.__class__ is not _ND:
         return _CUDA.max_pool2d(x, kh, kw, sh, sw, ph, pw, dh, dw, out, idx)
-    par = int(x.size >= PARALLEL_MIN if parallel is None else parallel)
     h, w = x.shape[2], x.shape[3]
     oh, ow = out.shape[2], out.shape[3]
     if ph == 0 and pw == 0 and dh == 1 and dw == 1 and (oh - 1) * sh + kh <= h \
             and (ow - 1) * sw + kw <= w:
         if kh == 2 and kw == 2 and sh == 2 and sw == 2:
-            return _POOL_2X2[par](x, out, idx)
-        return _POOL_INSIDE[par](x, kh, kw, sh, sw, out, idx)
-    return _POOL_ANY[par](np.ascontiguousarray(x).reshape(-1), h, w, kh, kw, sh, sw, ph, pw, dh,
-                          dw, out, idx)
+            return pick(*_POOL_2X2, x.size, parallel=parallel)(x, out, idx)
+        return pick(*_POOL_INSIDE, x.size, parallel=parallel)(x, kh, kw, sh, sw, out, idx)
+    return pick(*_POOL_ANY, x.size, parallel=parallel)(
+        np.ascontiguousarray(x).reshape(-1), h, w, kh, kw, sh, sw, ph, pw, dh, dw, out, idx)
 
 
 def _max_pool2d_bwd(g, idx, gx, n_c, hw):
@@ -155,9 +150,9 @@ def max_pool2d_bwd(g, idx, gx, parallel=None):
     """gx = 0; gx[n, c].flat[idx] += g, into C-contiguous ``gx``."""
     if g.__class__ is not _ND:
         return _CUDA.max_pool2d_bwd(g, idx, gx)
-    par = int(gx.size >= PARALLEL_MIN if parallel is None else parallel)
     flat = gx.reshape(-1) if gx.flags.c_contiguous else np.empty(gx.size, gx.dtype)
-    _POOL_BWD[par](g, idx, flat, gx.shape[1], gx.shape[2] * gx.shape[3])
+    pick(*_POOL_BWD, gx.size, parallel=parallel)(g, idx, flat, gx.shape[1],
+                                                 gx.shape[2] * gx.shape[3])
     if not gx.flags.c_contiguous:
         gx[...] = flat.reshape(gx.shape)
 
@@ -185,9 +180,9 @@ def avg_pool2d(x, kh, kw, sh, sw, ph, pw, count_include_pad, divisor, out, paral
     """Window means with PyTorch's divisor rules (padding counted or not, or an override)."""
     if x.__class__ is not _ND:
         return _CUDA.avg_pool2d(x, kh, kw, sh, sw, ph, pw, count_include_pad, divisor, out)
-    par = int(x.size >= PARALLEL_MIN if parallel is None else parallel)
-    _AVG[par](np.ascontiguousarray(x).reshape(-1), x.shape[2], x.shape[3], kh, kw, sh, sw, ph,
-              pw, count_include_pad, divisor, out)
+    pick(*_AVG, x.size, parallel=parallel)(np.ascontiguousarray(x).reshape(-1), x.shape[2],
+                                           x.shape[3], kh, kw, sh, sw, ph, pw,
+                                           count_include_pad, divisor, out)
 
 
 def _avg_pool2d_bwd(g, n_b, n_c, oh, ow, kh, kw, sh, sw, ph, pw, count_include_pad, divisor, gx,
@@ -211,10 +206,10 @@ def avg_pool2d_bwd(g, kh, kw, sh, sw, ph, pw, count_include_pad, divisor, gx, pa
     g / divisor."""
     if g.__class__ is not _ND:
         return _CUDA.avg_pool2d_bwd(g, kh, kw, sh, sw, ph, pw, count_include_pad, divisor, gx)
-    par = int(gx.size >= PARALLEL_MIN if parallel is None else parallel)
     flat = gx.reshape(-1) if gx.flags.c_contiguous else np.empty(gx.size, gx.dtype)
     n_b, n_c, h, w = gx.shape
-    _AVG_BWD[par](np.ascontiguousarray(g).reshape(-1), n_b, n_c, g.shape[2], g.shape[3], kh, kw,
-                  sh, sw, ph, pw, count_include_pad, divisor, flat, h, w)
+    pick(*_AVG_BWD, gx.size, parallel=parallel)(
+        np.ascontiguousarray(g).reshape(-1), n_b, n_c, g.shape[2], g.shape[3], kh, kw, sh, sw,
+        ph, pw, count_include_pad, divisor, flat, h, w)
     if not gx.flags.c_contiguous:
         gx[...] = flat.reshape(gx.shape)
