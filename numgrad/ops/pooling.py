@@ -4,7 +4,8 @@
 whose derivative is ``avg_pool2d_backward`` (each window's gradient spread over it). Both
 backward ops are linear in the gradient: the derivative of the max scatter is a gather of
 the same indices (numgrad's ``gather``), that of the average spread is ``avg_pool2d`` again.
-The window kernels are ``numgrad.kernels.windows`` (one source for CPU and CUDA);
+The window kernels are ``numgrad.kernels.windows`` (one source for CPU and CUDA, each
+launcher picking its serial or threaded loop);
 ``numgrad.nn.functional`` checks the arguments and computes the geometry, a tuple
 (kh, kw, sh, sw, ph, pw, dh, dw, oh, ow) for max pooling and
 (kh, kw, sh, sw, ph, pw, count_include_pad, divisor, oh, ow) for average pooling, over
@@ -38,8 +39,7 @@ def max_pool2d_with_indices_backward(grad_output, indices, self_sym_sizes):
     """Zeros of the input's shape plus each window's gradient at its argmax."""
     g = grad_output._data
     gx = A.empty(g, self_sym_sizes, g.dtype)
-    K = NN.on(gx)
-    K.pick(K.max_pool2d_bwd, K.max_pool2d_bwd_par, gx.size)(A.contiguous(g), indices, gx)
+    NN.on(gx).max_pool2d_bwd(A.contiguous(g), indices, gx)
     return gx, {"indices": indices}
 
 
@@ -58,8 +58,7 @@ def max_pool2d_with_indices(input, geometry):
     out = A.empty(x, (n, c, oh, ow), x.dtype)
     idx = A.empty(x, (n, c, oh, ow), np.int64)
     if out.size:
-        K = NN.on(x)
-        K.pick(K.max_pool2d, K.max_pool2d_par, x.size)(
+        NN.on(x).max_pool2d(
             A.contiguous(x), kh, kw, sh_, sw, ph, pw, dh, dw, out, idx)
     return (out, idx), {"indices": idx, "self_sym_sizes": x.shape}
 
@@ -76,8 +75,7 @@ def avg_pool2d_backward(grad_output, geometry, self_sym_sizes):
     kh, kw, sh_, sw, ph, pw, include, divisor, _, _ = geometry
     g = grad_output._data
     gx = A.empty(g, self_sym_sizes, g.dtype)
-    K = NN.on(gx)
-    K.pick(K.avg_pool2d_bwd, K.avg_pool2d_bwd_par, gx.size)(
+    NN.on(gx).avg_pool2d_bwd(
         A.contiguous(g), kh, kw, sh_, sw, ph, pw, include, divisor, gx)
     return gx, {"geometry": geometry}
 
@@ -94,8 +92,7 @@ def avg_pool2d(input, geometry):
     kh, kw, sh_, sw, ph, pw, include, divisor, oh, ow = geometry
     n, c = x.shape[:2]
     out = A.empty(x, (n, c, oh, ow), x.dtype)
-    K = NN.on(x)
-    K.pick(K.avg_pool2d, K.avg_pool2d_par, x.size)(
+    NN.on(x).avg_pool2d(
         A.contiguous(x), kh, kw, sh_, sw, ph, pw, include, divisor, out)
     return out, {"geometry": geometry, "self_sym_sizes": x.shape}
 
@@ -213,16 +210,17 @@ def avg_pool3d(input, k, s, p, count_include_pad, divisor_override, out):
     return _record("AvgPool3DBackward0", forward, (input,), (input,), ("self",))
 
 
-def _nn_adaptive():
-    from numgrad.nn import _functional_layers as FL
-    from numgrad.nn import functional as F  # the 2-D adaptive pools (kernel or matrices)
-    return F.adaptive_avg_pool2d, FL.adaptive_max_pool2d
+def _adaptive_2d():
+    """The 2-D adaptive pools (kernel or matrices) of ``numgrad.ops.nn_pool`` (which imports
+    this module): average, and (maxima, indices)."""
+    from numgrad.ops import nn_pool
+    return nn_pool.adaptive_avg_pool2d, nn_pool.adaptive_max_pool2d
 
 
 def adaptive_avg_pool3d(input, size):
     """Means over PyTorch's adaptive windows of checked (N, C, D, H, W) or (C, D, H, W)
     input (``AdaptiveAvgPool3DBackward0``)."""
-    pool2d = _nn_adaptive()[0]
+    pool2d = _adaptive_2d()[0]
 
     def forward(input):
         x, unbatched = _batched(input)
@@ -242,7 +240,7 @@ def adaptive_avg_pool3d(input, size):
 def adaptive_max_pool3d(input, size, return_indices):
     """Maxima (and flat indices) over PyTorch's adaptive windows of checked (N, C, D, H, W)
     or (C, D, H, W) input (``AdaptiveMaxPool3DBackward0``)."""
-    pool2d = _nn_adaptive()[1]
+    pool2d = _adaptive_2d()[1]
 
     def forward(input):
         x, unbatched = _batched(input)
@@ -253,8 +251,8 @@ def adaptive_max_pool3d(input, size, return_indices):
             y = sh.reshape(x[:, :, :0, :0, :0], out_shape)
             idx = _wrap(A.zeros(x._data, out_shape, np.int64))
         else:
-            y1, i1 = pool2d(sh.reshape(x, (n, c * depth, h, w)), (oh, ow), True)
-            y2, i2 = pool2d(sh.reshape(y1, (n, c, depth, oh * ow)), (od, oh * ow), True)
+            y1, i1 = pool2d(sh.reshape(x, (n, c * depth, h, w)), (oh, ow))
+            y2, i2 = pool2d(sh.reshape(y1, (n, c, depth, oh * ow)), (od, oh * ow))
             y = sh.reshape(y2, out_shape)
             idx = sh.reshape(_indices_3d(i1, i2, (n, c, depth, h, w), oh * ow), out_shape) \
                 if return_indices else None
