@@ -140,13 +140,15 @@ _LINEAR = {np.dtype(np.float32): specialize(_linear, "f32", gemm=sgemm),
 # accumulators) with AVX-512's 32 registers, 2 rows by 4 with AVX2's 16 (4 by 4 spills
 # there: 20-40% slower). AVX-512 (2026-11-28): the 17 products of a 4-layer 128-wide GPT
 # over a 100-token generation took 114 ms against 151 ms for the BLAS kernel below and 132
-# ms for PyTorch's (MKL) F.linear, same arrays, interleaved, CPU time, 1 thread, loaded VM;
-# up to 64 rows. AVX2 (Zen 3, OpenBLAS Haswell kernels, 2026-11-29, thread CPU time, min of
-# 9): OpenBLAS's packing costs less, and the tile wins up to 12 rows (12x128 @ 128x512:
-# 37 us against 43 us, 2x128 @ 128x384: 4.2 against 13 us) and is even at 16 (55 against
-# 55 us) and behind from 24 (32x128 @ 128x384: 78 against 64 us). x of at most 32,768
-# elements (128 KiB: it stays in L2 while the weight streams once).
-_FEW_ROWS = {True: 64, False: 12}  # by _wide_vectors()
+# ms for PyTorch's (MKL) F.linear, same arrays, interleaved, CPU time, 1 thread, loaded VM.
+# AVX2 (Zen 3, OpenBLAS Haswell kernels, 2026-11-29, thread CPU time, min of 7): those
+# products with 13-64 rows took 157 ms against 185 ms for the BLAS kernel and 193 ms for
+# PyTorch's F.linear (13-24 rows: 8.8 / 14.6 / 14.5 ms; 64 rows: 84 / 91 / 102 ms), and an
+# MLP's 784-1024-1024-10 forward at 16 rows 1.9 ms against 2.6 (BLAS) and 3.0 (PyTorch),
+# even at 32 rows. With one weight reused hot in L2, BLAS is faster from about 24 rows
+# with AVX2 (32x128 @ 128x384: 64 us against 78), but a model's weights come from L3.
+# x of at most 32,768 elements (128 KiB: it stays in L2 while the weight streams once).
+_FEW_ROWS = 64
 _FEW_ELEMENTS = 32_768
 
 
@@ -289,10 +291,9 @@ def linear_fits(x, wt, bias, out):
 
 
 def _linear_call(x, wt, bias, out):
-    wide = _wide_vectors()
-    if x.dtype == np.float32 and x.shape[0] <= _FEW_ROWS[wide] and x.size <= _FEW_ELEMENTS:
-        _FEW_ROWS_LINEAR[wide](x, wt.T, _EMPTY[x.dtype] if bias is None else bias,
-                               bias is not None, out)
+    if x.dtype == np.float32 and x.shape[0] <= _FEW_ROWS and x.size <= _FEW_ELEMENTS:
+        _FEW_ROWS_LINEAR[_wide_vectors()](x, wt.T, _EMPTY[x.dtype] if bias is None else bias,
+                                           bias is not None, out)
         return
     swap = _swap_pays(x, wt, out)
     tmp = np.empty(out.size if swap else 0, out.dtype)
