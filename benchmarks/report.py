@@ -36,13 +36,17 @@ from workloads import LIBS, SMALL, WORKLOADS, available  # noqa: E402
 # back to back like this, so the pause removes a cost of the interleaving, not of either one.
 SETTLE_S = 0.02
 
+# the clock of each sample: wall time, or with --cpu-time the calling thread's CPU time
+CLOCK = {"now": time.perf_counter}
+
 
 def _time(run, number):
     time.sleep(SETTLE_S)
-    t0 = time.perf_counter()
+    now = CLOCK["now"]
+    t0 = now()
     for _ in range(number):
         run()
-    return (time.perf_counter() - t0) / number
+    return (now() - t0) / number
 
 
 def _calibrate(run, target=0.05):
@@ -142,7 +146,15 @@ def main(argv=None):
     parser.add_argument("--only", nargs="*", default=None, help="workload names to run")
     parser.add_argument("--torch-first", action="store_true",
                         help="import PyTorch before numgrad (users do both)")
+    parser.add_argument("--cpu-time", action="store_true",
+                        help="time by the calling thread's CPU time (--threads 1 only: every "
+                        "kernel of both libraries then runs on that thread), so that other "
+                        "jobs on a loaded machine stay out of the numbers")
     args = parser.parse_args(argv)
+    if args.cpu_time:
+        if args.threads != 1:
+            parser.error("--cpu-time needs --threads 1 (other threads' work is not counted)")
+        CLOCK["now"] = time.thread_time
     rounds = args.rounds or (2 if args.quick else 15)
     libs = [lib for lib in LIBS if available(lib)]
     if args.torch_first and "torch" in libs:
@@ -159,7 +171,8 @@ def main(argv=None):
           f"{platform.machine()}, {os.cpu_count()} cores, {args.threads} threads"
           + (f", torch {torch.__version__}" if "torch" in libs else "")
           + (", PyTorch imported first" if args.torch_first else ", numgrad imported first"))
-    print(f"date: {time.strftime('%Y-%m-%d')}; median of {rounds} interleaved rounds\n")
+    print(f"date: {time.strftime('%Y-%m-%d')}; median of {rounds} interleaved rounds"
+          + ("; thread CPU time" if args.cpu_time else "; wall time") + "\n")
     others = [lib for lib in libs if lib not in ("numgrad", "torch")]
     header = ["workload", "numgrad", "PyTorch", "ratio"] + others + \
         [f"{o}/numgrad" for o in others]
