@@ -151,6 +151,18 @@ def logsigmoid(x, p, q):
     return -math.log1p(math.exp(-x))
 
 
+def _silu_grad(grad, self):
+    # d/dx x sigmoid(x) = sigmoid(x) (1 + x (1 - sigmoid(x)))
+    s = un.sigmoid(self)
+    return ew.mul(ew.mul(grad, s), ew.add(ew.mul(self, ew.rsub(s, 1)), 1))
+
+
+@elementwise(node="SiluBackward0", variants=_F, check=_float_only("silu_cpu"), grad=_silu_grad)
+def silu(x, p, q):
+    """x / (1 + e^-x) (PyTorch's formula: -0.0 far below 0)."""
+    return x / (like(x, 1) + math.exp(-x))
+
+
 def _mish_grad(grad, self):
     # d/dx x tanh(sp(x)) = tanh(sp) + x sigmoid(x) (1 - tanh(sp)^2), sp = softplus
     t = un.tanh(un.softplus(self))

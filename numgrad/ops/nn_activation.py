@@ -5,10 +5,8 @@ PyTorch's in-place kernel records)."""
 
 from numgrad import _dtype
 from numgrad.ops import activation as act
-from numgrad.ops import elementwise as ew
 from numgrad.ops import gelu as gelu_op
 from numgrad.ops import nn_checks as K
-from numgrad.ops import unary as un
 from numgrad.ops.inplace import apply_
 
 SELU_ALPHA = 1.6732632423543772848170429916717
@@ -88,10 +86,8 @@ def gelu(input, approximate):
 
 
 def silu(input, inplace):
-    """x sigmoid(x): PyTorch's pieces (``MulBackward0``), copied in with ``inplace``."""
-    K.require_float(input, "silu_cpu")
-    out = ew.mul(input, un.sigmoid(input))
-    return input.copy_(out) if inplace else out
+    """x sigmoid(x) (``SiluBackward0``)."""
+    return _run(input, inplace, act.silu)
 
 
 def leaky_relu(input, negative_slope, inplace):
