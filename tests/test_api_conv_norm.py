@@ -120,6 +120,27 @@ ERRORS = [
     f"F.conv_transpose2d({X4}, m.ones(4, 3, 3, 3), padding='same')",
     "F.conv_transpose1d(m.ones(2, 4, 5), m.ones(4, 3, 3), output_padding=(1, 1))",
     "F.conv_transpose1d(m.ones(2, 5), m.ones(4, 3, 3))",
+    "F.conv1d(m.ones(2, 4, 5).long(), m.ones(3, 4, 3))",
+    "F.conv1d(m.ones(1, 4, 5), m.ones(3, 4, 3, dtype=m.float64))",
+    "F.conv1d(m.ones(2, 4, 5).long(), m.ones(3, 4, 3).long(), m.ones(3))",
+    "F.conv1d(m.ones(2, 4, 5), m.ones(3, 4, 0))",
+    "F.conv2d(m.ones(2, 4, 5, 5), m.ones(3, 4, 3, 3).long())",
+    "F.conv2d(m.ones(2, 4, 5, 5).bool(), m.ones(3, 4, 3, 3).bool())",
+    "F.conv3d(m.ones(2, 4, 5, 5, 5), m.ones(3, 4, 3, 3, 3), m.ones(3, dtype=m.float64))",
+    "F.conv3d(m.ones(2, 4, 5, 5, 5).bool(), m.ones(3, 4, 3, 3, 3).bool())",
+    "F.conv3d(m.ones(1, 4, 5, 5, 5), m.ones(3, 4, 0, 3, 3))",
+    "F.conv_transpose1d(m.ones(2, 4, 5), m.ones(4, 3, 3), stride=2, output_padding=2)",
+    "F.conv_transpose1d(m.ones(2, 4, 5).long(), m.ones(4, 3, 3))",
+    "F.conv_transpose1d(m.ones(2, 4, 1), m.ones(4, 3, 3), padding=3)",
+    "F.conv_transpose2d(m.ones(1, 4, 5, 5), m.ones(4, 3, 3, 3, dtype=m.float64))",
+    "F.conv_transpose2d(m.ones(2, 4, 5, 5), m.ones(4, 3, 0, 3))",
+    "F.conv_transpose2d(m.ones(2, 4, 5, 5).int(), m.ones(4, 3, 3, 3).int())",
+    "F.conv_transpose2d(m.ones(2, 4, 5, 5).bool(), m.ones(4, 3, 3, 3).bool())",
+    "F.conv_transpose3d(m.ones(2, 4, 3, 3, 3), m.ones(4, 3, 3, 3, 3, dtype=m.float64))",
+    "F.conv_transpose3d(m.ones(1, 4, 3, 3, 3), m.ones(4, 3, 3, 3, 3, dtype=m.float64))",
+    "F.conv_transpose3d(m.ones(2, 4, 3, 3, 3), m.ones(4, 3, 3, 3, 3), m.ones(3).double())",
+    "F.conv_transpose3d(m.ones(1, 4, 3, 3, 3), m.ones(4, 3, 0, 3, 3))",
+    "F.conv_transpose3d(m.ones(2, 4, 1, 1, 1), m.ones(4, 3, 3, 3, 3), padding=3)",
     f"F.group_norm({X4}, 3)", "F.group_norm(m.ones(4, 5, 5), 2)",
     f"F.group_norm({X4}, 2, m.ones(3))", f"F.group_norm({X4}, 2, m.ones(4), m.ones(5))",
     f"F.group_norm({X4}, 2, None, m.ones(5))",
@@ -144,6 +165,11 @@ ERRORS = [
     "F.interpolate(m.ones(5, 5), size=3)",
     f"F.interpolate({X4}, size=3, recompute_scale_factor=True)",
     f"F.interpolate({X4}.long(), size=3)", f"F.interpolate({X4}.long(), size=3, mode='bilinear')",
+    f"F.interpolate({X3}.long(), size=3)", f"F.interpolate({X3}.int(), size=3, mode='linear')",
+    f"F.interpolate({X4}.bool(), size=3, mode='bicubic', antialias=True)",
+    "F.interpolate(m.ones(2, 4, 3, 3, 3).long(), size=2, mode='trilinear')",
+    "F.interpolate(m.ones(2, 4, 3, 3, 3).to(m.int8), size=2, mode='nearest-exact')",
+    "F.interpolate(m.ones(2, 4, 3, 3, 3).long(), size=2, mode='area')",
     "m.nn.GroupNorm(3, 4)", "m.nn.Conv1d(4, 6, 3, stride=2, padding='same')",
     "m.nn.Conv1d(4, 6, 3, groups=3)",
     "m.nn.ConvTranspose2d(4, 6, 3, padding_mode='reflect')",
@@ -285,6 +311,43 @@ def test_integer_padding_and_instance_norm_running_stats_match_pytorch():
     ours = ng.nn.functional.instance_norm(ng.tensor(x), *stats[0], use_input_stats=False)
     theirs = torch.nn.functional.instance_norm(torch.tensor(x), *stats[1], use_input_stats=False)
     assert_close(ours, theirs, rtol=1e-5, atol=1e-6)
+
+
+@requires_torch
+@pytest.mark.parametrize("call", [
+    "F.conv1d(t(x3).int(), t(w3).int(), stride=2, groups=2)",
+    "F.conv_transpose1d(t(x3), t(w3), t(w3[0, :, 0]), stride=2, output_padding=1)",
+    "F.conv3d(t(x5).to(m.int8), t(w5).to(m.int8), padding=1)",
+    "F.conv_transpose3d(t(x5), t(w5), stride=(2, 1, 1))",
+    "F.conv_transpose2d(t(x3[..., :4].reshape(2, 4, 2, 2), f), m.ones(4, 3, 3, 3), padding=(2, 0))",
+    "F.interpolate(t(x5, f), size=(2, 3, 2), mode='area')",
+])
+def test_integer_convolutions_and_empty_or_5d_outputs_match_pytorch(call):
+    """Integer convolutions run (of the transposed ones int64 only), an output size of 0
+    (oneDNN's float32 transposed convolution) gives an empty output, 'area' resizes 5-D
+    input: values, dtypes and the input's gradient as PyTorch's."""
+    rng = np.random.default_rng(0)
+    arrays = {"x3": rng.integers(-3, 4, (2, 4, 7)), "w3": rng.integers(-2, 3, (4, 2, 3)),
+              "x5": rng.integers(-3, 4, (1, 2, 3, 4, 3)),
+              "w5": rng.integers(-2, 3, (2, 2, 2, 2, 2))}
+    res = []
+    for m in (ng, torch):
+        leaves = []
+
+        def t(a, dtype=None, m=m, leaves=leaves):
+            x = m.tensor(a, dtype=dtype, requires_grad=dtype is not None)
+            leaves.append(x)
+            return x
+        out = eval(call, {"F": m.nn.functional, "m": m, "t": t, "f": m.float32, **arrays})
+        grad = None
+        if out.requires_grad:
+            (out * out).sum().backward()
+            grad = to_numpy(leaves[0].grad)
+        res.append((str(out.dtype), tuple(out.shape), to_numpy(out.detach()), grad))
+    assert res[0][:2] == res[1][:2]
+    assert_close(res[0][2], res[1][2], rtol=1e-6, atol=0)
+    if res[1][3] is not None:
+        assert_close(res[0][3], res[1][3], rtol=1e-6, atol=1e-6)
 
 
 def test_resampling_is_linear_and_its_adjoint_matches():

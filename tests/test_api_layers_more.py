@@ -305,6 +305,11 @@ def test_embedding_bag_matches_pytorch(call, idx, offs):
     "F.embedding_bag(m.tensor([1, 2]), m.ones(5, 2), m.tensor([0]), mode='min')",
     "F.embedding_bag(m.tensor([1, 2]), m.ones(5, 2), m.tensor([0]), mode='max', "
     "per_sample_weights=m.ones(2))",
+    "F.embedding_bag(m.tensor([1, 2]), m.ones(5, 2), m.tensor([0]), mode='mean', "
+    "per_sample_weights=m.ones(2))",
+    "F.embedding_bag(m.tensor([1, 2]), m.ones(5, 2), m.tensor([0]), mode='sum', "
+    "per_sample_weights=m.ones(2, dtype=m.float64))",
+    "F.embedding_bag(m.tensor([1, 2]), m.ones(5, 2, dtype=m.long), m.tensor([0]))",
 ])
 def test_embedding_bag_errors_match_pytorch(call):
     caught = []

@@ -95,8 +95,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     (adaptive average pooling, as PyTorch), ``'linear'`` (3-D), ``'bilinear'`` and
     ``'bicubic'`` (4-D, ``UpsampleBicubic2DBackward0``), with or without ``align_corners``; by
     ``size`` or ``scale_factor``; ``antialias=True`` with ``'bilinear'`` or ``'bicubic'``
-    (``Upsample{Bilinear,Bicubic}2DAaBackward0``, PIL's widened filters). Not yet: 5-D input,
-    ``'lanczos'``."""
+    (``Upsample{Bilinear,Bicubic}2DAaBackward0``, PIL's widened filters); ``'area'`` of 5-D
+    input too. Not yet: the other modes of 5-D input, ``'lanczos'``, uint8 input."""
     C.tensor_arg("interpolate", "input", 1, input)
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
@@ -141,7 +141,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             return F.adaptive_avg_pool1d(input, output_size)
         if dim == 2:
             return F.adaptive_avg_pool2d(input, output_size)
-    NP.check_mode(mode, antialias, dim)
+        if dim == 3:
+            return F.adaptive_avg_pool3d(input, output_size)
+    NP.check_mode(input, mode, antialias, dim)
     if output_size is None:
         output_size = [math.floor(float(shape[i + 2]) * scales[i]) for i in range(dim)]
     output_size = [C.int_arg(v, "interpolate", "size", 2) for v in output_size]

@@ -324,8 +324,12 @@ def _im2col_grad(grad, geometry):
 
 @op(node="Im2ColBackward0", variants=_F, grads={"self": _im2col_grad})
 def im2col(input, geometry):
-    """The (N, C*kh*kw, L) columns of a (N, C, H, W) image (F.unfold)."""
-    return im2col_array(input._data, geometry), {"geometry": geometry}
+    """The (N, C*kh*kw, L) columns of a (N, C, H, W) image, or the (C*kh*kw, L) ones of a
+    (C, H, W) one (F.unfold)."""
+    x = input._data
+    if x.ndim == 3:
+        return im2col_array(x[None], geometry)[0], {"geometry": geometry}
+    return im2col_array(x, geometry), {"geometry": geometry}
 
 
 # d/dcols col2im(cols) = im2col(g)
@@ -335,10 +339,12 @@ def _col2im_grad(grad, geometry):
 
 @op(node="Col2ImBackward0", variants=_F, grads={"self": _col2im_grad})
 def col2im(input, geometry):
-    """(N, C*kh*kw, L) columns summed into the (N, C, H, W) image ``geometry.in_shape``
-    (F.fold)."""
-    return col2im_array(A.contiguous(input._data), geometry, geometry.in_shape), {
-        "geometry": geometry}
+    """(N, C*kh*kw, L) columns summed into the (N, C, H, W) image ``geometry.in_shape``, or
+    (C*kh*kw, L) ones into its (C, H, W) plane (N = 1) (F.fold)."""
+    cols = A.contiguous(input._data)
+    if cols.ndim == 2:
+        return col2im_array(cols[None], geometry, geometry.in_shape)[0], {"geometry": geometry}
+    return col2im_array(cols, geometry, geometry.in_shape), {"geometry": geometry}
 
 
 # their nodes save only the geometry: they may run again without retain_graph (PyTorch's)

@@ -1,10 +1,10 @@
 """The convolutions of ``numgrad.nn.functional`` below its argument parsing: PyTorch's
 ``check_shape_forward`` and its kernels' checks in its order, each call's geometry
 (``numgrad.ops.conv.ConvGeom``) built from the checked parameters and output size, 1-D
-convolutions run as 2-D ones of unit height, an empty input or weight given PyTorch's empty
-(or bias-filled) output, and unfold/fold of unbatched input as a batch of one; the math is the
-declared ops of ``numgrad.ops.conv`` and ``numgrad.ops.conv_transpose`` (PyTorch's one
-``ConvolutionBackward0`` node; ``Im2ColBackward0``/``Col2ImBackward0`` for unfold/fold)."""
+convolutions run as 2-D ones of unit height, and an empty input or weight given PyTorch's
+empty (or bias-filled) output; the math is the declared ops of ``numgrad.ops.conv`` and
+``numgrad.ops.conv_transpose`` (PyTorch's one ``ConvolutionBackward0`` node;
+``Im2ColBackward0``/``Col2ImBackward0`` for unfold/fold, batched or not)."""
 
 import numpy as np
 
@@ -52,7 +52,7 @@ def conv_transpose(input, weight, bias, stride, padding, dilation, groups, out):
         stride, padding, dilation = (1,) + stride, (0,) + padding, (1,) + dilation
     n, oc = x[0], w[1] * groups
     geo = CV.make_geom((n, oc) + out, w, w[2:], stride, padding, dilation, groups, x[2:])
-    if input._data.size == 0 or weight._data.size == 0:
+    if input._data.size == 0 or weight._data.size == 0 or 0 in out:
         return CV.convolution(input, weight, bias, geo, unit, (n, oc) + out[unit:])
     return CT._conv_transpose(input, weight, bias, geo, unit, (n, oc) + out)
 
@@ -78,25 +78,30 @@ def _check_empty_input(x_shape):
     return False
 
 
+def _onednn(x_shape, w_shape, groups, float32):
+    """Whether PyTorch runs oneDNN's kernel: for float32 input that is grouped, batched
+    (N > 1), large (N*C*H*W > 20480) or has a kernel over 3 in both last dims (a 1-D
+    convolution's shapes as the 2-D ones of unit height it runs as)."""
+    if len(w_shape) == 3:
+        x_shape, w_shape = unit_height(x_shape), unit_height(w_shape)
+    return float32 and (groups > 1 or (w_shape[-1] > 3 and w_shape[-2] > 3) or x_shape[0] > 1
+                        or x_shape[0] * x_shape[1] * x_shape[2] * x_shape[3] > 20480)
+
+
 def _zero_dilation(x_shape, w_shape, dilation, groups, float32, transposed=False):
     """PyTorch's message for a zero dilation (of a convolution or a ``transposed`` one), from
-    the kernel it picks: oneDNN's for float32 input that is grouped, batched (N > 1), large
-    (N*C*H*W > 20480) or has a kernel over 3 in both last dims (None: oneDNN runs a 1-D
-    or 2-D transposed 1x1 kernel); else its own kernels' (a 1-D convolution runs as a 2-D one on a
-    unit height)."""
-    if len(w_shape) == 3:
-        x_shape, w_shape, dilation = (x_shape[:2] + (1,) + tuple(x_shape[2:]),
-                                      w_shape[:2] + (1,) + tuple(w_shape[2:]), (1,) + dilation)
-    if float32 and (groups > 1 or (w_shape[-1] > 3 and w_shape[-2] > 3) or x_shape[0] > 1
-                    or x_shape[0] * x_shape[1] * x_shape[2] * x_shape[3] > 20480):
+    the kernel it picks: oneDNN's (``_onednn``; None: oneDNN runs a 1-D or 2-D transposed 1x1
+    kernel); else its own kernels' (a 1-D convolution runs as a 2-D one on a unit height)."""
+    if _onednn(x_shape, w_shape, groups, float32):
+        if len(w_shape) == 3:
+            w_shape = unit_height(w_shape)
         if not transposed:
             return "non-positive dilation is not supported"
         if len(w_shape) == 4 and max(w_shape[2:]) == 1:  # oneDNN runs a 1x1 kernel
             return None
-        return "dimensions are invalid" if len(w_shape) == 5 else (
-            "could not create a primitive descriptor for the deconvolution forward propagation "
-            "primitive. Run workload with environment variable ONEDNN_VERBOSE=all to get "
-            "additional diagnostic information.")
+        return "dimensions are invalid" if len(w_shape) == 5 else _DECONV
+    if len(w_shape) == 3:
+        w_shape, dilation = unit_height(w_shape), (1,) + dilation
     if transposed:
         names = ("depth", "height", "width")[5 - len(w_shape):]
         return "dilation should be greater than zero, but got " + ", ".join(
@@ -154,11 +159,13 @@ def _check_conv(x_shape, w_shape, stride, padding, dilation, groups, bias_shape,
         if msg:
             raise RuntimeError(msg)
         for op, s, d in zip(output_padding, stride, dilation):
-            if op >= s and op >= d:
-                names = ("depth", "height", "width")[3 - dim:]
-                parts = [f"output_padding_{n}: {v}" for n, v in zip(names, output_padding)]
-                parts += [f"stride_{n}: {v}" for n, v in zip(names, stride)]
-                parts += [f"dilation_{n}: {v}" for n, v in zip(names, dilation)]
+            if op >= s and op >= d:  # a 1-D one named as the 2-D one of unit height
+                names = ("depth", "height", "width")[3 - max(dim, 2):]
+                unit = ((0,), (1,), (1,)) if dim == 1 else ((), (), ())
+                parts = [f"output_padding_{n}: {v}" for n, v in zip(names, unit[0] +
+                                                                        output_padding)]
+                parts += [f"stride_{n}: {v}" for n, v in zip(names, unit[1] + stride)]
+                parts += [f"dilation_{n}: {v}" for n, v in zip(names, unit[2] + dilation)]
                 raise RuntimeError("output padding must be smaller than either stride or "
                                    f"dilation, but got {' '.join(parts)}")
         out = tuple((n - 1) * s - 2 * p + d * (k - 1) + op + 1 for n, k, s, p, d, op in zip(
@@ -187,13 +194,22 @@ def _check_conv(x_shape, w_shape, stride, padding, dilation, groups, bias_shape,
     return stride, padding, dilation, output_padding, out
 
 
-def _check_types(input, weight, bias):
+def _check_types(input, weight, bias, groups, kernel):
+    """The weight's and bias's dtypes are the input's (oneDNN's message, or the kernel's
+    where PyTorch runs its own: ``_onednn``), and ``kernel`` has the input's dtype: not bool
+    (integer convolutions run; of the transposed ones, int64 only)."""
+    x = input._data
+    onednn = _onednn(x.shape, weight._data.shape, groups, x.dtype == np.float32)
     for name, t in (("weight", weight), ("bias", bias)):
-        if t is not None and t._data.dtype != input._data.dtype:
+        if t is not None and t._data.dtype != x.dtype:
+            if not onednn:
+                K.same_type(input, t)
             raise RuntimeError(
                 f"Input type ({K.type_name(input)}) and {name} type ({K.type_name(t)}) should be "
                 f"the same or input should be a MKLDNN tensor and {name} is a dense tensor")
-    K.require_float(input, "slow_conv2d_cpu")
+    if x.dtype == np.bool_ or ("transpose" in kernel and x.dtype.kind in "iu"
+                               and x.dtype != np.int64):
+        raise K.not_implemented(kernel, input)
 
 
 def _batched(fn, input, n):
@@ -242,11 +258,25 @@ def _bias_shape(bias):
     return bias._data.shape if bias is not None else None
 
 
-def _check_transposed_sizes(x_shape, w_shape, out):
+_DECONV = ("could not create a primitive descriptor for the deconvolution forward propagation "
+           "primitive. Run workload with environment variable ONEDNN_VERBOSE=all to get "
+           "additional diagnostic information.")
+
+
+def _onednn_transposed_sizes(w_shape, out):
+    """oneDNN's errors for the sizes of a transposed convolution it runs: a negative output
+    size, then an empty weight (an output size of 0 gives an empty output)."""
+    if min(out) < 0:
+        raise RuntimeError("could not construct a memory descriptor using a format tag")
+    if 0 in w_shape[1:]:
+        raise RuntimeError(_DECONV)
+
+
+def _check_transposed_sizes(x_shape, w_shape, out, groups, float32):
     """PyTorch's checks of a transposed convolution after its argument checks, on the 4-D
     shapes (1-D ones carry a unit height): an empty input must have an empty batch, whose
     output size must not be negative; a kernel runs only on a nonempty kernel and weight and
-    a positive output size."""
+    a positive output size (oneDNN's messages where it runs: ``_onednn``)."""
     if not _check_empty_input(x_shape):
         shape = (x_shape[0], w_shape[1]) + tuple(out)
         for i, v in enumerate(shape):
@@ -254,6 +284,8 @@ def _check_transposed_sizes(x_shape, w_shape, out):
                 raise RuntimeError(f"invalid shape dimension {v} at index {i} of shape "
                                    f"{list(shape)}")
         return
+    if _onednn(x_shape, w_shape, groups, float32):
+        return _onednn_transposed_sizes(w_shape, out)
     if min(w_shape[2:]) <= 0:
         raise RuntimeError("kernel size should be greater than zero, but got kernel_height: "
                            f"{w_shape[2]} kernel_width: {w_shape[3]}")
@@ -269,11 +301,17 @@ def _check_transposed_sizes(x_shape, w_shape, out):
 def _conv_transpose3d(x, weight, bias, stride, padding, output_padding, groups, dilation, out):
     """The 3-D transposed convolution's own checks (one 2-D transposed convolution of every
     input plane placed along depth, ``numgrad.ops.conv_transpose.conv_transpose3d``)."""
-    for t in (weight, bias):  # the 3-D kernel's own message
-        K.same_type(x, t)
-    _check_types(x, weight, bias)
+    _check_types(x, weight, bias, groups, "slow_conv_transpose3d_out_cpu")
     n, cin, depth, h, w = x._data.shape
-    if min(out) < 1 and n * cin * depth * h * w:
+    onednn = _onednn(x._data.shape, weight._data.shape, groups, x._data.dtype == np.float32)
+    if n * cin * depth * h * w:
+        if onednn:
+            _onednn_transposed_sizes(weight._data.shape, out)
+        elif 0 in weight._data.shape:
+            raise RuntimeError(
+                "non-empty 5D (n_output_plane x n_input_plane x kernel_depth x kernel_height x "
+                f"kernel_width) tensor expected for weight, but got: {list(weight._data.shape)}")
+    if min(out) < 1 and n * cin * depth * h * w and not onednn:
         raise RuntimeError(
             f"Given input size per channel: ({depth} x {h} x {w}). Calculated output size per "
             f"channel: ({' x '.join(map(str, out))}). Output size is too small")
@@ -300,7 +338,7 @@ def conv(fn, n, input, weight, bias, stride, padding, dilation, groups):
     """conv{n}d of parsed arguments (int tuples or a padding string): PyTorch's checks in
     its order, then the op (``ConvolutionBackward0``); unbatched input gets a batch of one."""
     input, unbatched = _batched(fn, input, n)
-    if n == 2 and bias is not None and bias._data.dtype != input._data.dtype:
+    if bias is not None and bias._data.dtype != input._data.dtype:
         raise RuntimeError(f"Input type ({_dtype.cpp_name(input._data.dtype)}) and bias type "
                            f"({_dtype.cpp_name(bias._data.dtype)}) should be the same")
     if isinstance(padding, str):
@@ -310,20 +348,23 @@ def conv(fn, n, input, weight, bias, stride, padding, dilation, groups):
         x_shape, w_shape, stride, padding, dilation, groups, _bias_shape(bias),
         float32=input._data.dtype == np.float32)
     if n != 2:
-        _check_types(input, weight, bias)
-    if n == 3:
-        _check_empty_input(x_shape)
-        y = CV.conv3d(input, weight, bias, stride, padding, dilation, groups, out)
-    else:
-        kh, kw = unit_height(w_shape)[2:] if n == 1 else w_shape[2:]
+        _check_types(input, weight, bias, groups, "compute_columns3d" if n == 3 else
+                     "slow_conv2d_cpu")
+    runs = _check_empty_input(unit_height(x_shape) if n == 1 else x_shape)
+    if runs and 0 in w_shape[2:]:
+        if _onednn(x_shape, w_shape, groups, input._data.dtype == np.float32):
+            raise RuntimeError(_DECONV.replace("deconvolution", "convolution"))
         # a 1-D convolution is checked as the 2-D one it runs as (PyTorch's messages name
         # the (N, C, 1, L) shape)
-        if _check_empty_input(unit_height(x_shape) if n == 1 else x_shape) and (
-                kh <= 0 or kw <= 0):
-            raise RuntimeError(f"kernel size should be greater than zero, but got kernel_height: "
-                               f"{kh} kernel_width: {kw}")
+        k = unit_height(w_shape)[2:] if n == 1 else w_shape[2:]
+        raise RuntimeError("kernel size should be greater than zero, but got" + (
+            f" kernel_height: {k[0]} kernel_width: {k[1]}" if n < 3 else
+            f": {k[0]} x {k[1]} x {k[2]} (TxHxW)"))
+    if n == 3:
+        y = CV.conv3d(input, weight, bias, stride, padding, dilation, groups, out)
+    else:
         if n == 2:
-            K.same_type(input, weight)
+            _check_types(input, weight, bias, groups, "slow_conv2d_cpu")
         y = convolution(input, weight, bias, stride, padding, dilation, groups, out)
     return sh.squeeze(y, 0) if unbatched else y
 
@@ -337,19 +378,20 @@ def conv_transposed(fn, dims, input, weight, bias, stride, padding, output_paddi
     else:
         unbatched = input._data.ndim == 2
         input = sh.unsqueeze(input, 0) if unbatched else input
+    float32 = input._data.dtype == np.float32
     stride, padding, dilation, output_padding, out = _check_conv(
         input._data.shape, weight._data.shape, stride, padding, dilation, groups,
-        _bias_shape(bias), True, output_padding, input._data.dtype == np.float32)
+        _bias_shape(bias), True, output_padding, float32)
     if dims == 3:
         res = _conv_transpose3d(input, weight, bias, stride, padding, output_padding, groups,
                                 dilation, out)
         return sh.squeeze(res, 0) if unbatched else res
-    _check_types(input, weight, bias)
+    _check_types(input, weight, bias, groups, "slow_conv_transpose2d_out_cpu")
     x, w = input._data.shape, weight._data.shape
     if dims == 1:  # checked as a 2-D convolution of unit height
-        _check_transposed_sizes(unit_height(x), unit_height(w), (1,) + out)
+        _check_transposed_sizes(unit_height(x), unit_height(w), (1,) + out, groups, float32)
     else:
-        _check_transposed_sizes(x, w, out)
+        _check_transposed_sizes(x, w, out, groups, float32)
     res = conv_transpose(input, weight, bias, stride, padding, dilation, groups, out)
     return sh.squeeze(res, 0) if unbatched else res
 
@@ -373,11 +415,9 @@ def unfold(input, k, d, p, s):
             f"{d[0]}, {d[1]}), padding=({p[0]}, {p[1]}), calculated shape of the array of sliding "
             f"blocks as ({out[0]}, {out[1]}), but its components must be at least one.")
     K.require_float(input, "im2col_out_cpu")
-    unbatched = nd == 3
-    x = sh.unsqueeze(input, 0) if unbatched else input
-    geo = CV.make_geom(x._data.shape, (1, x._data.shape[1]) + k, k, s, p, d, 1, out)
-    res = CV.im2col(x, geo)
-    return sh.squeeze(res, 0) if unbatched else res
+    shape = shape if nd == 4 else (1,) + shape  # unbatched: one image
+    geo = CV.make_geom(shape, (1, shape[1]) + k, k, s, p, d, 1, out)
+    return CV.im2col(input, geo)
 
 
 def fold(input, output_size, k, d, p, s):
@@ -412,9 +452,6 @@ def fold(input, output_size, k, d, p, s):
         raise RuntimeError(f"Expected output spatial size to be positive, but got: output_size=("
                            f"{oh}, {ow}).")
     K.require_float(input, "col2im_out_cpu")
-    unbatched = nd == 2
-    x = sh.unsqueeze(input, 0) if unbatched else input
-    n, c = x._data.shape[0], x._data.shape[1] // (k[0] * k[1])
+    n, c = (shape[0] if nd == 3 else 1), planes // (k[0] * k[1])  # unbatched: one image
     geo = CV.make_geom((n, c) + tuple(output_size), (1, c) + k, k, s, p, d, 1, nb)
-    res = CV.col2im(x, geo)
-    return sh.squeeze(res, 0) if unbatched else res
+    return CV.col2im(input, geo)

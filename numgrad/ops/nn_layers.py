@@ -567,6 +567,15 @@ def embedding_bag(input, weight, offsets, max_norm, norm_type, mode, per_sample_
         raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is "
                          f"not None, then it must have the same shape as the input "
                          f"({input.shape})")
+    if not dtype_of(weight).is_floating_point:
+        raise RuntimeError("Expected tensor for argument #1 'weight' to have one of the following "
+                           f"scalar types: Half, BFloat16, Float, Double; but got {weight.type()} "
+                           "instead (while checking arguments for embedding_bag)")
+    if per_sample_weights is not None and per_sample_weights._data.dtype != weight._data.dtype:
+        raise RuntimeError(
+            "Expected tensor for argument #1 'weight' to have the same type as tensor for "
+            f"argument #1 'per_sample_weights'; but type {K.type_name(weight)} does not equal "
+            f"{K.type_name(per_sample_weights)} (while checking arguments for embedding_bag)")
     if flat.numel() and (int(flat.min()) < 0 or int(flat.max()) >= rows):
         raise RuntimeError("Expected i < index_size to be true, but got false.  (Could this error "
                            "message be improved?  If so, please report an enhancement request "

@@ -152,7 +152,7 @@ def pad(input, widths, mode, value):
 _MODES = "nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact"
 
 
-def check_mode(mode, antialias, dim):
+def check_mode(input, mode, antialias, dim):
     """PyTorch's errors for an interpolation mode it has no kernel for at this rank (and the
     ones numgrad does not have)."""
     key = (mode + "-aa" if antialias else mode, dim)
@@ -167,8 +167,28 @@ def check_mode(mode, antialias, dim):
             raise NotImplementedError(
                 f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {dim + 2}D) for "
                 f"the modes: {_MODES} (got {mode})")
+        check_dtype(input, mode, antialias, dim)
         raise NotImplementedError(f"interpolate mode '{mode}' on {dim + 2}-D input is not "
                                   "supported by numgrad")
+
+
+def check_dtype(input, mode, antialias, dim):
+    """PyTorch's error for an integer or bool ``input`` of an interpolation mode (the kernel
+    it names differs by rank); uint8 input of the modes PyTorch resizes it by: numgrad's."""
+    if dtype_of(input).is_floating_point:
+        return
+    if input._data.dtype == np.uint8 and (mode in ("nearest", "nearest-exact") or dim == 2):
+        raise NotImplementedError(f"interpolate mode '{mode}'{' with antialias=True' * antialias}"
+                                  " on uint8 input is not supported by numgrad")
+    if antialias:
+        kernel = "compute_index_ranges_weights"
+    elif mode == "bicubic":
+        kernel = "compute_indices_weights_cubic"
+    elif dim == 2:
+        kernel = f"upsample_{'bilinear' if mode == 'bilinear' else 'nearest'}2d_channels_last"
+    else:
+        kernel = f"compute_indices_weights_{'nearest' if 'nearest' in mode else 'linear'}"
+    raise K.not_implemented(kernel, input)
 
 
 def upsample(input, mode, antialias, output_size, scales, align_corners):
@@ -184,17 +204,5 @@ def upsample(input, mode, antialias, output_size, scales, align_corners):
     if 0 in shape[1:]:  # only the batch may be empty
         raise RuntimeError(f"Non-empty {dim + 2}D data tensor expected but got a tensor with "
                            f"sizes {list(shape)}")
-    if antialias and input._data.dtype not in (np.float32, np.float64):
-        if input._data.dtype == np.uint8:
-            raise NotImplementedError("interpolate with antialias=True on uint8 input is not "
-                                      "supported by numgrad")
-        raise K.not_implemented("compute_index_ranges_weights", input)
-    if not dtype_of(input).is_floating_point:
-        if mode == "bicubic":
-            raise K.not_implemented("compute_indices_weights_cubic", input)
-        kernel = {"nearest": f"upsample_nearest{dim}d", "linear": "upsample_linear1d",
-                  "bilinear": "upsample_bilinear2d",
-                  "nearest-exact": ("compute_indices_weights_nearest" if dim == 1
-                                    else "upsample_nearest2d")}[mode]
-        raise K.not_implemented(kernel + ("_channels_last" if dim == 2 else ""), input)
+    check_dtype(input, mode, antialias, dim)
     return R.upsample(input, mode, antialias, output_size, scales, align_corners)
