@@ -8,8 +8,8 @@ background worker.
 
     python benchmarks/cold_start.py [--repeat 3] [--args "--epochs 1" ...] [--numgrad-path DIR]
         [--no-background]
-    python benchmarks/cold_start.py --model gpt   # the GPT's first training step instead
-    python benchmarks/cold_start.py --record   # rewrite numgrad/_common_kernels.py
+    python benchmarks/cold_start.py --model gpt   # or lstm, cnn, generate: a model's first step
+    python benchmarks/cold_start.py --record [--numgrad-path DIR]   # rewrite _common_kernels.py
 
 "numgrad cold" runs with a new, empty NUMGRAD_CACHE_DIR; its background compile worker (see
 numgrad/_background.py) may still be filling the cache when the program exits: the script
@@ -147,34 +147,37 @@ def fmt(times):
 
 # --- recording the common kernels --------------------------------------------------------------
 
-# then the first training step of these models (``workloads.py``)
-MODEL_STEPS = ("8_gpt_step_sdpa", "12_encoder_step", "11_lstm_step")
+# then the first run of these benchmark rows (``workloads.py``)
+MODEL_STEPS = ("8_gpt_step_sdpa", "12_encoder_step", "11_lstm_step", "7_cnn_step_28x28_b64",
+               "9_gpt_step_manual", "10_gpt_generate_100")
 
 RECORD = f"BENCHMARKS, MODEL_STEPS = {HERE!r}, {MODEL_STEPS!r}\n" + """
 import json, sys
-from numba.core import event
+from numba.core.dispatcher import Dispatcher
 
 from numgrad import _background
 from numgrad.kernels import _jit
 
 compiled, depth = [], [0]
+_compile = Dispatcher.compile
 
 
-class Listener(event.Listener):
-    def on_start(self, ev):
-        if depth[0] == 0:
-            compiled.append((ev.data["dispatcher"], tuple(ev.data["args"])))
-        depth[0] += 1
-
-    def on_end(self, ev):
+def compile(self, sig):
+    # every kernel the program compiles or loads (from the disk cache or the install's
+    # prebuilt kernels), not the helpers compiled inside another kernel's compile
+    if depth[0] == 0 and tuple(sig) not in self.overloads:
+        compiled.append((self, tuple(sig)))
+    depth[0] += 1
+    try:
+        return _compile(self, sig)
+    finally:
         depth[0] -= 1
 
 
-event.register("numba:compile", Listener())
+Dispatcher.compile = compile
 from numgrad import __main__ as demo
 demo.main(sys.argv[1:])
-# then the first training step of the benchmark models: a transformer (the GPT, then
-# nn.TransformerEncoder) and the char-LSTM, at their benchmark sizes (the sizes pick serial
+# then the first run of the benchmark models at their benchmark sizes (the sizes pick serial
 # or multithreaded kernels)
 sys.path.insert(0, BENCHMARKS)
 import workloads
@@ -205,22 +208,25 @@ print(json.dumps([e for e in json.loads(sys.argv[1]) if _jit.find(e[0], e[1]) is
 """
 
 
-def record(out):
+def record(out, numgrad_path=ROOT):
     """The kernels the demo (``python -m numgrad``: the tutorial part, then the digits example's
-    MLP and CNN, one epoch each) and then the first training step of the benchmark GPT,
-    TransformerEncoder and char-LSTM (``workloads.py``) compile on a cold cache, in the order
-    they first call them, as numgrad/_common_kernels.py."""
+    MLP and CNN, one epoch each) and then the first run of the benchmark GPT (training step,
+    masked-attention step, generation), TransformerEncoder, char-LSTM and CNN
+    (``workloads.py``) compile or load, in the order they first call them, as
+    numgrad/_common_kernels.py. The run starts on an empty kernel cache; kernels already
+    prebuilt for ``numgrad_path`` load from there, which only makes the recording faster."""
     cache = tempfile.mkdtemp(prefix="numgrad-record-")
     try:
-        env = _env(ROOT, cache, background=False)
+        env = _env(numgrad_path, cache, background=False, prebuilt="1")
         r = subprocess.run([sys.executable, "-c", RECORD, "--epochs", "1", "--out", out],
-                           env=env, capture_output=True, text=True, check=True)
+                           env=env, capture_output=True, text=True, check=True,
+                           cwd=out)  # not a checkout's folder: its numgrad would come first
     finally:
         shutil.rmtree(cache, ignore_errors=True)
     entries = json.loads(r.stdout.split("RECORDED", 1)[1])
     # keep the kernels a fresh process can find by name (not those made at run time)
     r = subprocess.run([sys.executable, "-c", CHECK, json.dumps(entries)], env=env,
-                       capture_output=True, text=True, check=True)
+                       capture_output=True, text=True, check=True, cwd=out)
     entries = json.loads(r.stdout)
     with open(COMMON) as fh:
         head = fh.read().split("KERNELS = ", 1)[0]
@@ -240,13 +246,13 @@ def main():
     parser.add_argument("--numgrad-path", default=ROOT)
     parser.add_argument("--no-background", action="store_true")
     parser.add_argument("--record", action="store_true")
-    parser.add_argument("--model", choices=("gpt", "lstm"),
+    parser.add_argument("--model", choices=("gpt", "lstm", "cnn", "generate"),
                         help="time a benchmark model's first training step instead")
     opts = parser.parse_args()
     out = tempfile.mkdtemp(prefix="numgrad-cold-out-")
     try:
         if opts.record:
-            return record(out)
+            return record(out, opts.numgrad_path)
         print(f"numgrad from {opts.numgrad_path}"
               f"{' (NUMGRAD_BACKGROUND_COMPILE=0)' if opts.no_background else ''}; "
               f"{opts.repeat} rounds, median (min-max)\n")
