@@ -23,15 +23,17 @@ from numgrad.autograd import anomaly_mode, grad_mode
 from numgrad.autograd.anomaly_mode import STATE as ANOMALY
 from numgrad.autograd.function import BackwardCFunction
 from numgrad.autograd.graph import FREED_MSG, AccumulateGrad
-from numgrad.kernels import EW, RED, LazyKernels
+from numgrad.autograd.regions import add_into, embedded
+from numgrad.kernels import EW, RED
 from numgrad.kernels._parallel import ELEMENTWISE, pick
 from numgrad.ops._util import is_array
 from numgrad.ops.reduction import sum_to_array
-from numgrad.ops.shape import SelectBackward0
+from numgrad.ops.shape import SelectBackward0, SliceBackward0
 from numgrad.tensor import Tensor, _wrap
 
 _ND = np.ndarray  # data of any other class is on the GPU
-FAN = LazyKernels("fan_in")
+# nodes whose gradient is zeros of the input's shape with the incoming one in a region
+_REGIONS = frozenset((SelectBackward0, SliceBackward0))
 
 _TYPE_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "int32": "Int",
                "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
@@ -379,33 +381,33 @@ def _sum(old, g, owned):
     return old + g
 
 
-def _into_row(node, g, get, owned):
-    """Run ``x[i]``'s ``SelectBackward0`` by adding its gradient ``g`` straight into row ``i``
-    of the sum already waiting at ``x`` (an engine-made sum, ``owned``): one kernel pass
-    instead of the zeros of ``x``'s shape, the copy into them and the add (bit-identical, see
-    ``kernels.cpu.fan_in``). False, having done nothing, where that does not apply."""
+def _into_region(node, g, buffers, owned):
+    """Run ``x[key]``'s ``SelectBackward0`` or ``SliceBackward0`` into the engine's sum at
+    ``x``: with a sum the engine made already waiting there (``owned``), ``g`` is added into
+    its region in place (``regions.add_into``: one kernel pass instead of the zeros of ``x``'s
+    shape, the copy into them and the add); else the node's dense gradient (``embedded``:
+    written in one pass) becomes a sum the engine owns, the gradient waiting there (which
+    the user may hold) added into it, so the gradients arriving after it add into it too.
+    False, having done nothing, where the kernel does not apply (see ``add_into``)."""
     nx = node._next
-    if node._next2 is not False or nx.__class__ is tuple:
+    nr = 0
+    if nx.__class__ is tuple:
+        nx, nr = nx
+    if nx is None or node._next2 is not False:
         return False
-    buf = get(nx)
-    if buf is None:
-        return False
-    old = buf[0]
-    if old is None or id(old) not in owned:
-        return False
+    buf = buffers.get(nx)
+    old = None if buf is None else buf[nr]
     shape, key = node._saved
-    k0 = key[0]
-    if len(key) != 1 or k0.__class__ is not int:  # a select along dim 0 (not a view key)
-        return False
-    a = old._data
-    gd = g._data
-    if (a.__class__ is _ND and gd.__class__ is _ND and a.dtype is gd.dtype
-            and a.dtype.kind == "f" and a.itemsize > 2 and a.shape == shape
-            and gd.shape == shape[1:] and a.size < ELEMENTWISE and a.flags.c_contiguous
-            and gd.flags.c_contiguous):
-        FAN.add_row(a.reshape(-1), gd.reshape(-1), k0 * gd.size)
-        return True
-    return False
+    if old is not None and id(old) in owned:
+        return add_into(old, g, shape, key)
+    dense = embedded(g, shape, key)
+    if dense is None:
+        dense = node._backward(g)[0]
+    owned.add(id(dense))
+    if buf is None:
+        buf = buffers[nx] = [None] * nx._n_outputs
+    buf[nr] = dense if old is None else _sum(dense, old, owned)
+    return True
 
 
 def _disown(inp, owned):
@@ -502,9 +504,9 @@ def execute(roots, grads, keep_graph, create_graph, capture=None, targets=None,
                 if inp is not None and (needed is None or node in needed):
                     if anomaly:
                         outs = _run_checked(node, inp)
-                    elif (node.__class__ is SelectBackward0 and owned is not None
+                    elif (node.__class__ in _REGIONS and owned is not None
                           and hooks is None and capture is None and _tape.TAPE is None
-                          and _into_row(node, inp[0], get, owned)):
+                          and node._meta is None and _into_region(node, inp[0], buffers, owned)):
                         pass  # delivered: outs stays None
                     elif node._plain:
                         saved = node._saved

@@ -1,23 +1,46 @@
-"""The backward engine's fan-in sum of a select's gradient, without the dense embedding.
+"""The backward engine's fan-in sum of a region's gradient, without the dense embedding.
 
-``x[i]``'s gradient is zeros of ``x``'s shape with ``g`` in row ``i`` (``SelectBackward0``),
-which the engine then adds into the sum of the gradients arriving at ``x``. ``add_row``
+The gradient of ``x[region]`` (``SelectBackward0``, ``SliceBackward0``: a select, slice,
+narrow, split or chunk piece, unbind) is zeros of ``x``'s shape with ``g`` in the region,
+which the engine then adds into the sum of the gradients arriving at ``x``. ``into_region``
 does both in one pass over the sum: every item gets the item of the embedded gradient
-added, ``g``'s in the row and a zero elsewhere. Adding the zero keeps the result
-bit-identical to the two-step form (``-0.0 + 0.0`` is ``+0.0``), so it is not skipped.
+added, ``g``'s in the region and a zero elsewhere. Adding the zero keeps the result
+bit-identical to the two-step form (``-0.0 + 0.0`` is ``+0.0``), so it is not skipped. With
+no sum waiting yet, the same loop writes the embedding into new memory (no zero fill first).
+
+The sum is seen as a 3-D block ``(A, B, C)`` and the region as the box
+``[a0:a1, b0:b1, c0:c1]`` of it (``numgrad.autograd.regions`` folds a region of any rank into
+one), so one compiled loop per dtype serves every region shape.
 """
 
 from numgrad.kernels._jit import jit
 
 
 @jit
-def add_row(buf, g, start):
-    """``buf`` (flat) += zeros with ``g`` (flat) at items ``start .. start + g.size``."""
+def into_region(buf, g, a0, a1, b0, b1, c0, c1, add):
+    """``buf`` (3-D) += zeros with ``g`` (3-D, the box's shape) at ``[a0:a1, b0:b1, c0:c1]``;
+    with ``add`` False, ``buf`` (uninitialised) becomes that embedding itself."""
     zero = buf.dtype.type(0.0)
-    stop = start + g.size
-    for j in range(start):
-        buf[j] = buf[j] + zero
-    for i in range(g.size):
-        buf[start + i] = buf[start + i] + g[i]
-    for j in range(stop, buf.size):
-        buf[j] = buf[j] + zero
+    na, nb, nc = buf.shape
+    for i in range(na):
+        rows = a0 <= i < a1
+        for j in range(nb):
+            row = buf[i, j]
+            if rows and b0 <= j < b1:
+                src = g[i - a0, j - b0]
+                if add:
+                    for k in range(c0):
+                        row[k] = row[k] + zero
+                    for k in range(c1 - c0):
+                        row[c0 + k] = row[c0 + k] + src[k]
+                    for k in range(c1, nc):
+                        row[k] = row[k] + zero
+                else:
+                    row[:c0] = zero
+                    row[c0:c1] = src
+                    row[c1:] = zero
+            elif add:
+                for k in range(nc):
+                    row[k] = row[k] + zero
+            else:
+                row[:] = zero
