@@ -27,10 +27,15 @@ _F = ("functional",)
 
 # d/dg scatter(g, idx) = gather(a, idx): each output reads the element its window chose
 def _max_scatter_grad(grad, indices):
-    n, c = indices.shape[:2]
-    flat = sh.reshape(grad, (n, c, -1))
-    picked = ix.gather(flat, 2, _wrap(indices.reshape(n, c, -1)))
+    lead = indices.shape[:-2]
+    flat = sh.reshape(grad, lead + (-1,))
+    picked = ix.gather(flat, len(lead), _wrap(indices.reshape(lead + (-1,))))
     return sh.reshape(picked, indices.shape)
+
+
+def _four_d(a):
+    """(N, C, H, W) ``a``, or a (C, H, W) one as a batch of one (a view)."""
+    return a.reshape((1,) + a.shape) if a.ndim == 3 else a
 
 
 @op(node="MaxPool2DWithIndicesBackwardBackward0", inputs=("grad_output",), variants=(),
@@ -39,7 +44,7 @@ def max_pool2d_with_indices_backward(grad_output, indices, self_sym_sizes):
     """Zeros of the input's shape plus each window's gradient at its argmax."""
     g = grad_output._data
     gx = A.empty(g, self_sym_sizes, g.dtype)
-    NN.on(gx).max_pool2d_bwd(A.contiguous(g), indices, gx)
+    NN.on(gx).max_pool2d_bwd(_four_d(A.contiguous(g)), _four_d(indices), _four_d(gx))
     return gx, {"indices": indices}
 
 
@@ -51,15 +56,15 @@ def _max_pool_grad(grad, indices, self_sym_sizes):
 @op(node="MaxPool2DWithIndicesBackward0", variants=_F, save=("indices", "self_sym_sizes"),
     grads={"self": _max_pool_grad})
 def max_pool2d_with_indices(input, geometry):
-    """Window maxima of nonempty-plane (N, C, H, W) input and their flat indices per plane."""
+    """Window maxima of nonempty-plane (N, C, H, W) or (C, H, W) input and their flat indices
+    per plane."""
     x = input._data
     kh, kw, sh_, sw, ph, pw, dh, dw, oh, ow = geometry
-    n, c = x.shape[:2]
-    out = A.empty(x, (n, c, oh, ow), x.dtype)
-    idx = A.empty(x, (n, c, oh, ow), np.int64)
+    out = A.empty(x, x.shape[:-2] + (oh, ow), x.dtype)
+    idx = A.empty(x, x.shape[:-2] + (oh, ow), np.int64)
     if out.size:
         NN.on(x).max_pool2d(
-            A.contiguous(x), kh, kw, sh_, sw, ph, pw, dh, dw, out, idx)
+            _four_d(A.contiguous(x)), kh, kw, sh_, sw, ph, pw, dh, dw, _four_d(out), _four_d(idx))
     return (out, idx), {"indices": idx, "self_sym_sizes": x.shape}
 
 
@@ -76,7 +81,7 @@ def avg_pool2d_backward(grad_output, geometry, self_sym_sizes):
     g = grad_output._data
     gx = A.empty(g, self_sym_sizes, g.dtype)
     NN.on(gx).avg_pool2d_bwd(
-        A.contiguous(g), kh, kw, sh_, sw, ph, pw, include, divisor, gx)
+        _four_d(A.contiguous(g)), kh, kw, sh_, sw, ph, pw, include, divisor, _four_d(gx))
     return gx, {"geometry": geometry}
 
 
@@ -87,13 +92,13 @@ def _avg_pool_grad(grad, geometry, self_sym_sizes):
 
 @op(node="AvgPool2DBackward0", variants=_F, grads={"self": _avg_pool_grad})
 def avg_pool2d(input, geometry):
-    """Window means of (N, C, H, W) input (a positive divisor, or 0 for the window's)."""
+    """Window means of (N, C, H, W) or (C, H, W) input (a positive divisor, or 0 for the
+    window's)."""
     x = input._data
     kh, kw, sh_, sw, ph, pw, include, divisor, oh, ow = geometry
-    n, c = x.shape[:2]
-    out = A.empty(x, (n, c, oh, ow), x.dtype)
+    out = A.empty(x, x.shape[:-2] + (oh, ow), x.dtype)
     NN.on(x).avg_pool2d(
-        A.contiguous(x), kh, kw, sh_, sw, ph, pw, include, divisor, out)
+        _four_d(A.contiguous(x)), kh, kw, sh_, sw, ph, pw, include, divisor, _four_d(out))
     return out, {"geometry": geometry, "self_sym_sizes": x.shape}
 
 
