@@ -902,14 +902,18 @@ CASES = [
     ("upsample_linear1d_corners", lambda m, a: m.nn.functional.interpolate(
         a, size=8, mode="linear", align_corners=True),
      lambda a: a @ _resize(5, 8, "linear").T, [U(2, 3, 5)]),
-    # 1-D pools: the 2-D ones on a unit height (their errors, indices and modules:
-    # test_api_layers_more.py)
+    # 1-D pools: the 2-D ones on a unit height, batched or not (their errors, indices and
+    # modules: test_api_layers_more.py)
     ("max_pool2d_with_indices_1d", lambda m, a: m.nn.functional.max_pool1d(
         a, 3, 2, 1, 2, ceil_mode=True),
      lambda a: _pool1d_np(a, 3, 2, 1, 2, ceil=True), [DISTINCT(2, 3, 9)]),
     ("avg_pool2d_1d", lambda m, a: m.nn.functional.avg_pool1d(
         a, 3, 2, 1, count_include_pad=False),
      lambda a: _pool1d_np(a, 3, 2, 1, kind="avg", include_pad=False), [U(2, 3, 8)]),
+    ("max_pool2d_with_indices_1d_unbatched", lambda m, a: m.nn.functional.max_pool1d(a, [2]),
+     lambda a: _pool1d_np(a, 2, 2), [DISTINCT(3, 7)]),
+    ("avg_pool2d_1d_unbatched", lambda m, a: m.nn.functional.avg_pool1d(a, [2], ceil_mode=True),
+     lambda a: _pool1d_np(a, 2, 2, ceil=True, kind="avg"), [U(3, 7)]),
     # attention variants (masks, math paths, errors: test_api_attention.py)
     ("_scaled_dot_product_flash_attention_for_cpu_long_q", lambda m, q, k, v:
      m.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True),

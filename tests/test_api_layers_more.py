@@ -9,12 +9,9 @@ from conftest import assert_close, finite_difference, requires_torch, to_numpy, 
 import numgrad as ng
 
 # (id, call over inputs ``a`` with ``F`` = m.nn.functional, input shapes): composites that
-# are not declared ops, and the unbatched 1-D pools, whose inner node is a squeeze where
-# PyTorch's is the pool (batched max_pool1d and avg_pool1d, the declared 2-D pools on a unit
-# height, are rows of the op table, ``op_cases.py``)
+# are not declared ops (max_pool1d and avg_pool1d, the declared 2-D pools on a unit height,
+# are rows of the op table, ``op_cases.py``)
 CALLS = [
-    ("max_pool1d_unbatched", "F.max_pool1d(a[0], [2])", [(3, 7)]),
-    ("avg_pool1d_ceil", "F.avg_pool1d(a[0], [2], ceil_mode=True)", [(3, 7)]),
     ("adaptive_avg_pool1d", "F.adaptive_avg_pool1d(a[0], 3)", [(2, 3, 7)]),
     ("adaptive_max_pool1d", "F.adaptive_max_pool1d(a[0], 3)", [(2, 3, 7)]),
     ("adaptive_max_pool2d", "F.adaptive_max_pool2d(a[0], (2, 3))", [(2, 3, 5, 7)]),

@@ -1,6 +1,6 @@
 """The pools of ``numgrad.nn.functional`` below its argument parsing: PyTorch's
 pooling_output_shape and pool{2,3}d_shape_check errors in its order, then the declared ops of
-``numgrad.ops.pooling`` (each one node, as PyTorch's): unbatched input run as a batch of one,
+``numgrad.ops.pooling`` (each one node, as PyTorch's, on batched or unbatched input),
 1-d max pooling as 2-d pooling on a unit height, and the adaptive pools (equal windows: one
 max or average pool; unequal ones: per-window maxima, or two averaging matrix products)."""
 
@@ -26,16 +26,12 @@ def batched(input, nd):
 def max_pool2d(input, k, s, p, d, out):
     """(maxima, flat indices per plane) of (N, C, H, W) or (C, H, W) input
     (``MaxPool2DWithIndicesBackward0``)."""
-    x, unbatched = batched(input, 4)
-    y, idx = PO._max2d(x, k, s, p, d, out)
-    return (sh.squeeze(y, 0), _wrap(idx._data[0])) if unbatched else (y, idx)
+    return PO._max2d(input, k, s, p, d, out)
 
 
 def avg_pool2d(input, k, s, p, count_include_pad, divisor_override, out):
     """Window means of (N, C, H, W) or (C, H, W) input (``AvgPool2DBackward0``)."""
-    x, unbatched = batched(input, 4)
-    y = PO._avg2d(x, k, s, p, count_include_pad, divisor_override, out)
-    return sh.squeeze(y, 0) if unbatched else y
+    return PO._avg2d(input, k, s, p, count_include_pad, divisor_override, out)
 
 
 def _windows(size, out):
