@@ -36,7 +36,7 @@ def _none_or_wrap(a):
 
 
 # the chain rule through the steps, last first: the cell's rule per step
-# (numgrad.kernels.cpu.rnn.lstm_cell_backward) gives d gates_t; d h_(t-1) = d gates_t W_hh;
+# (numgrad.kernels.lstm.lstm_cell_backward) gives d gates_t; d h_(t-1) = d gates_t W_hh;
 # d W_hh = sum_t d gates_t^T h_(t-1), d W_ih = sum_t d gates_t^T x_t, d x_t = d gates_t W_ih,
 # d b_ih = d b_hh = sum_t d gates_t
 def _lstm_layer_backward(grad, input, hx, cx, weight_ih, weight_hh, bias_ih, bias_hh,

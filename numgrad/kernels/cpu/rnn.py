@@ -14,9 +14,9 @@ gradient reaching ``h_(t-1)``; then both weight gradients are one product over a
 and the input's gradient are numgrad's own tiled products (see "products by tiles" below),
 the weight gradients a BLAS call.
 
-The cell formulas are ``lstm_cell`` and ``lstm_cell_backward`` (``numgrad.kernels.cuda.rnn``
-compiles them as CUDA device functions); the CPU step passes apply them a quantity at a time,
-in the same operations and order (see ``_forward_step``).
+The cell formulas are written once for both devices (``numgrad.kernels.lstm``): the CPU step
+passes apply them a quantity at a time (see ``_forward_step``), ``numgrad.kernels.cuda.rnn``
+runs ``lstm_cell`` and ``lstm_cell_backward`` a thread per unit.
 
 Arrays are flat C-contiguous buffers addressed by row: the rows of step ``t`` of a sequence
 array in the caller's layout (input, projections and their gradients, output, the saved
@@ -43,36 +43,20 @@ from numba.extending import intrinsic
 
 from numgrad import _arrays as A
 from numgrad.kernels import LIN
+from numgrad.kernels import lstm as L
 from numgrad.kernels._jit import inline, jit, specialize
-from numgrad.kernels.cpu import _blas, _host
+from numgrad.kernels.cpu import _blas, _host, _scalar  # noqa: F401  (_scalar: ``like``)
+from numgrad.kernels.cpu._bind import bind
 from numgrad.kernels.cpu._blas import NO_TRANS, ROW_MAJOR, TRANS, dgemm, sgemm
 from numgrad.kernels.cpu._fastmath import ffma, fsigmoid, ftanh
-from numgrad.kernels.cpu._scalar import like
 
-# ---- one cell (one batch row, one hidden unit) ----------------------------------------------
+# ---- one cell (one batch row, one hidden unit): ``numgrad.kernels.lstm``'s formulas --------
 
-
-def lstm_cell(pi, pf, pg, po, c_prev):
-    """(i, f, g, o, c, tanh(c), h) from the gates' pre-activations and the previous cell:
-    i, f, o = sigmoid, g = tanh, c = f c_prev + i g, h = o tanh(c)."""
-    i = fsigmoid(pi)
-    f = fsigmoid(pf)
-    g = ftanh(pg)
-    o = fsigmoid(po)
-    c = f * c_prev + i * g
-    tc = ftanh(c)
-    return i, f, g, o, c, tc, o * tc
-
-
-# h = o tanh(c), c = f c_prev + i g: dc_total = dc + dh o (1 - tanh(c)^2), do = dh tanh(c),
-# di = dc_total g, df = dc_total c_prev, dg = dc_total i, dc_prev = dc_total f; then through
-# the activations: sigmoid'(x) = s (1 - s), tanh'(x) = 1 - t^2 (over the saved results)
-def lstm_cell_backward(dh, dc, i, f, g, o, c_prev, tc):
-    """(d pre_i, d pre_f, d pre_g, d pre_o, dc_prev) from the gradients reaching h and c."""
-    one = like(tc, 1.0)
-    dct = dc + dh * o * ffma(-tc, tc, one)
-    return (dct * g * (one - i) * i, dct * c_prev * (one - f) * f, dct * i * ffma(-g, g, one),
-            dh * tc * (one - o) * o, dct * f)
+_L = bind(L, L.CELL_FUNCTIONS, __name__, {"fsigmoid": fsigmoid, "ftanh": ftanh, "ffma": ffma})
+_gate, _cell, _hidden = _L["gate"], _L["cell"], _L["hidden"]
+_d_out_gate, _d_cell, _d_forget_gate = _L["d_out_gate"], _L["d_cell"], _L["d_forget_gate"]
+_d_cell_gate, _d_prev_cell, _d_input_gate = (_L["d_cell_gate"], _L["d_prev_cell"],
+                                             _L["d_input_gate"])
 
 
 # ---- one step: every row of the batch -------------------------------------------------------
@@ -108,23 +92,23 @@ def _forward_step(xw, xo, ldx, b_ih, b_hh, r, ro, ldr, gs, hp, hpo, ldhp, cp, cp
         hdst = hprev[oo + b * ldo + j0:oo + b * ldo + e]
         for j in range(nj):
             hdst[j] = hsrc[j]
-        # ``lstm_cell`` a quantity at a time: each loop reads and writes few arrays, so LLVM
+        # the cell a quantity at a time: each loop reads and writes few arrays, so LLVM
         # vectorizes it behind few run-time overlap tests (one loop over all twenty views
         # took 10-20% longer; the numbers are the same bit for bit)
         for j in range(nj):
-            xi[j] = fsigmoid(xi[j] + (bii[j] + bhi[j]) + ri[j])
+            xi[j] = fsigmoid(_gate(xi[j], bii[j], bhi[j], ri[j]))
         for j in range(nj):
-            xf[j] = fsigmoid(xf[j] + (bif[j] + bhf[j]) + rf[j])
+            xf[j] = fsigmoid(_gate(xf[j], bif[j], bhf[j], rf[j]))
         for j in range(nj):
-            xg[j] = ftanh(xg[j] + (big[j] + bhg[j]) + rg[j])
+            xg[j] = ftanh(_gate(xg[j], big[j], bhg[j], rg[j]))
         for j in range(nj):
-            xo4[j] = fsigmoid(xo4[j] + (bio[j] + bho[j]) + rq[j])
+            xo4[j] = fsigmoid(_gate(xo4[j], bio[j], bho[j], rq[j]))
         for j in range(nj):
-            c[j] = xf[j] * c0[j] + xi[j] * xg[j]
+            c[j] = _cell(xi[j], xf[j], xg[j], c0[j])
         for j in range(nj):
             tc[j] = ftanh(c[j])
         for j in range(nj):
-            h[j] = xo4[j] * tc[j]
+            h[j] = _hidden(xo4[j], tc[j])
         if last:
             hl = hn[hno + b * n + j0:hno + b * n + e]
             cl = cn[hno + b * n + j0:hno + b * n + e]
@@ -152,21 +136,21 @@ def _backward_step(dout, doo, ldo, dh_in, dc_in, dc, act, go, ldg, tcs, co, cp, 
         gr = dg[go + b * ldg:go + b * ldg + 4 * n]
         ai, af, ag, ao4 = a[:n], a[n:2 * n], a[2 * n:3 * n], a[3 * n:]
         gi, gf, gg, go4 = gr[:n], gr[n:2 * n], gr[2 * n:3 * n], gr[3 * n:]
-        # ``lstm_cell_backward`` a quantity at a time (as in ``_forward_step``; the running
+        # the cell's backward a quantity at a time (as in ``_forward_step``; the running
         # cell gradient ``dc`` may be ``dc_in`` itself, which no loop both reads and writes):
         # do, then dc_total (kept in gi), df, dg, dc_prev from it, di last
         for j in range(n):
-            go4[j] = (d[j] + dhi[j]) * tc[j] * (like(tc[j], 1.0) - ao4[j]) * ao4[j]
+            go4[j] = _d_out_gate(d[j] + dhi[j], ao4[j], tc[j])
         for j in range(n):
-            gi[j] = dci[j] + (d[j] + dhi[j]) * ao4[j] * ffma(-tc[j], tc[j], like(tc[j], 1.0))
+            gi[j] = _d_cell(dci[j], d[j] + dhi[j], ao4[j], tc[j])
         for j in range(n):
-            gf[j] = gi[j] * c0[j] * (like(af[j], 1.0) - af[j]) * af[j]
+            gf[j] = _d_forget_gate(gi[j], c0[j], af[j])
         for j in range(n):
-            gg[j] = gi[j] * ai[j] * ffma(-ag[j], ag[j], like(ag[j], 1.0))
+            gg[j] = _d_cell_gate(gi[j], ai[j], ag[j])
         for j in range(n):
-            dco[j] = gi[j] * af[j]
+            dco[j] = _d_prev_cell(gi[j], af[j])
         for j in range(n):
-            gi[j] = gi[j] * ag[j] * (like(ai[j], 1.0) - ai[j]) * ai[j]
+            gi[j] = _d_input_gate(gi[j], ag[j], ai[j])
         if sum_b:
             for j in range(4 * n):
                 db[j] += gr[j]

@@ -1,8 +1,9 @@
 """LSTM layers on the GPU: the twin of ``numgrad.kernels.cpu.rnn`` (same launchers, same
 arguments).
 
-The cell formulas are the CPU's (``lstm_cell``, ``lstm_cell_backward``), compiled as device
-functions; one step of the gate math is one kernel with a thread per (batch row, hidden unit).
+The cell formulas are written once for both devices (``numgrad.kernels.lstm``: the gates'
+pre-activations, ``lstm_cell``, ``lstm_cell_backward``), bound here as device functions; one
+step of the gate math is one kernel with a thread per (batch row, hidden unit).
 The loop over the steps is the CPU's Python loop (``forward_loop``/``backward_loop``), with
 numgrad's GPU matrix products: a kernel cannot launch the tiled matmul from inside, so unlike
 on the CPU the steps are not one compiled loop. Arrays are flat buffers addressed as on the
@@ -11,9 +12,23 @@ CPU; each one's own offset in its device buffer is added here.
 
 from numba import cuda
 
+from numgrad.kernels import lstm as L
+from numgrad.kernels.cpu import _fastmath
 from numgrad.kernels.cpu import rnn as R
 from numgrad.kernels.cuda import _launch
 from numgrad.kernels.cuda.array import CudaArray
+
+
+def _helpers():
+    """The cell's GPU helpers: libdevice math and the GPU's fused multiply-add (the
+    simulator's: the CPU formula)."""
+    h = dict(_launch._DEVICE_MATH)
+    h.setdefault("ffma", _fastmath.ffma)
+    return h
+
+
+# the cell formulas as device functions (module attributes ``<name>_dev``)
+_D = _launch.bind(L, L.CELL_FUNCTIONS, _helpers(), __name__)
 
 
 def _forward_cells(xw, xo, ldx, b_ih, bio, b_hh, bho, r, ro, ldr, gs, hp, hpo, ldhp, cp, cpo, cs,
@@ -25,10 +40,12 @@ def _forward_cells(xw, xo, ldx, b_ih, bio, b_hh, bho, r, ro, ldr, gs, hp, hpo, l
         x = xo + b * ldx + j
         q = ro + b * ldr + j - j0
         vi, vf, vg, vo, vc, vt, vh = f(  # noqa: F821
-            xw[x] + (b_ih[bio + j] + b_hh[bho + j]) + r[q],
-            xw[x + n] + (b_ih[bio + n + j] + b_hh[bho + n + j]) + r[q + gs],
-            xw[x + 2 * n] + (b_ih[bio + 2 * n + j] + b_hh[bho + 2 * n + j]) + r[q + 2 * gs],
-            xw[x + 3 * n] + (b_ih[bio + 3 * n + j] + b_hh[bho + 3 * n + j]) + r[q + 3 * gs],
+            gate(xw[x], b_ih[bio + j], b_hh[bho + j], r[q]),  # noqa: F821
+            gate(xw[x + n], b_ih[bio + n + j], b_hh[bho + n + j], r[q + gs]),  # noqa: F821
+            gate(xw[x + 2 * n], b_ih[bio + 2 * n + j], b_hh[bho + 2 * n + j],  # noqa: F821
+                 r[q + 2 * gs]),
+            gate(xw[x + 3 * n], b_ih[bio + 3 * n + j], b_hh[bho + 3 * n + j],  # noqa: F821
+                 r[q + 3 * gs]),
             cp[cpo + b * n + j])
         xw[x] = vi
         xw[x + n] = vf
@@ -66,10 +83,9 @@ _K = {}
 def _kernel(name):
     k = _K.get(name)
     if k is None:
-        template, cell = {"forward": (_forward_cells, R.lstm_cell),
-                          "backward": (_backward_cells, R.lstm_cell_backward)}[name]
-        k = _K[name] = _launch.kernel(template, "lstm_" + name,
-                                      f=_launch.device_fn(cell, "lstm_" + name + "_cell"))
+        template, cell = {"forward": (_forward_cells, "lstm_cell"),
+                          "backward": (_backward_cells, "lstm_cell_backward")}[name]
+        k = _K[name] = _launch.kernel(template, "lstm_" + name, f=_D[cell], gate=_D["gate"])
     return k
 
 
