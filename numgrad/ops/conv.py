@@ -257,11 +257,11 @@ def _zeros_like(t):
 
 
 # conv(x, W) + b: dx = B_x(g, W), dW = B_w(g, x), db = sum of g over batch and space; an
-# empty input or weight gives the bias alone: dx = 0, dW = 0
+# empty input, weight or output gives the bias alone: dx = 0, dW = 0
 def _convolution_grads(grad, input, weight, geometry, cols, unit, bias_sym_sizes_opt,
                        output_mask):
     need_x, need_w, need_b = output_mask
-    if input._data.size == 0 or weight._data.size == 0:
+    if input._data.size == 0 or weight._data.size == 0 or grad._data.size == 0:
         gb = None
         if need_b:  # (an input of no channels has no output channel: zeros)
             gb = red.sum(grad, (0,) + tuple(range(2, grad._data.ndim))) \
@@ -291,8 +291,8 @@ def _convolution_grads(grad, input, weight, geometry, cols, unit, bias_sym_sizes
 def convolution(input, weight, bias, geometry, unit=False, empty_shape=None):
     """The convolution of (N, C, H, W) ``input`` (``unit``: (N, C, L), as height 1) with
     weight (OC, C/groups, kh, kw), plus ``bias``, for the geometry the caller checked. An
-    empty input or weight (of any convolution, transposed ones too) gives the bias over
-    ``empty_shape``, which the caller computes."""
+    empty input, weight or output (of any convolution, transposed ones too) gives the bias
+    over ``empty_shape``, which the caller computes."""
     x, w = input._data, weight._data
     b = None if bias is None else bias._data
     values = {"geometry": geometry, "cols": None, "unit": unit,
