@@ -73,7 +73,7 @@ def _generate(m, workloads, models):
                 context = out if out.size(1) <= cfg["block_size"] else out[:, -cfg["block_size"]:]
                 probs = m.nn.functional.softmax(model(context)[:, -1, :], dim=-1)
                 out = m.cat((out, m.multinomial(probs, 1, generator=g)), dim=1)
-        return float(out.sum().item())
+        return float(out.numpy().sum())  # a checksum that compiles no kernel of its own
     return run
 
 
