@@ -28,7 +28,9 @@ import time
 
 KEEP = (".nbi", ".nbc", ".done")  # what a prebuilt folder holds
 VERSION_FOLDER = re.compile(r"^[0-9][\w.+]*-[0-9a-f]{16}(-boundscheck)?$")
-TIMEOUT_S = 900
+# seconds a compile process may take: a share of the list took over 900 s on a 2-core VM at
+# load 19; setup.py gives the whole prebuild 1800 s
+TIMEOUT_S = 1500
 
 
 def _env(cache_root):
