@@ -174,8 +174,10 @@ def check_mode(input, mode, antialias, dim):
 
 def check_dtype(input, mode, antialias, dim):
     """PyTorch's error for an integer or bool ``input`` of an interpolation mode (the kernel
-    it names differs by rank); uint8 input of the modes PyTorch resizes it by: numgrad's."""
-    if dtype_of(input).is_floating_point:
+    it names differs by rank, and its antialiased kernels take only float32 and float64);
+    uint8 input of the modes PyTorch resizes it by: numgrad's."""
+    floating = dtype_of(input).is_floating_point
+    if floating and not (antialias and input._data.dtype not in (np.float32, np.float64)):
         return
     if input._data.dtype == np.uint8 and (mode in ("nearest", "nearest-exact") or dim == 2):
         raise NotImplementedError(f"interpolate mode '{mode}'{' with antialias=True' * antialias}"
