@@ -18,77 +18,33 @@ T0 = time.perf_counter()
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def _gpt_step(m, workloads, models):
-    F = m.nn.functional
-    cfg = workloads.GPT_FULL
-    model = models.gpt(m, vocab=workloads.VOCAB, attention="sdpa", **cfg)
-    opt = models.gpt_optimizer(m, model)
-    xs, ys = workloads._tokens(16, cfg["block_size"])
-    x, y = m.tensor(xs), m.tensor(ys)
+def _step(name):
+    """Row ``name`` of ``workloads.py`` (its model, sizes and step), as a function returning a
+    number: the loss, or for generation a checksum of the tokens NumPy sums (no kernel of its
+    own)."""
+    def make(m, workloads):
+        run = getattr(workloads, name)(m.__name__)
 
-    def run():
-        opt.zero_grad(set_to_none=True)
-        logits = model(x)
-        loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), y.reshape(-1))
-        loss.backward()
-        m.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        return loss.item()
-    return run
+        def step():
+            out = run()
+            if out is None:  # the CNN step returns nothing
+                return 0.0
+            return float(out.numpy().sum()) if out.ndim else out.item()
+        return step
+    return make
 
 
-def _lstm_step(m, workloads, models):
-    F = m.nn.functional
-    model = models.char_lstm(m, vocab=workloads.VOCAB, embed=64, hidden=256)
-    opt = m.optim.Adam(model.parameters(), lr=2e-3)
-    xs, ys = workloads._tokens(32, 64)
-    x, y = m.tensor(xs), m.tensor(ys)
-
-    def run():
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x).reshape(-1, workloads.VOCAB), y.reshape(-1))
-        loss.backward()
-        opt.step()
-        return loss.item()
-    return run
-
-
-def _cnn_step(m, workloads, models):
-    step = workloads.cnn_step("numgrad" if m.__name__ == "numgrad" else "torch")
-    return lambda: step() or 0.0
-
-
-def _generate(m, workloads, models):
-    cfg = workloads.GPT_FULL
-    model = models.gpt(m, vocab=workloads.VOCAB, attention="sdpa", **cfg)
-    model.eval()
-    idx = m.zeros((1, 1), dtype=m.long)
-    g = m.Generator()
-
-    def run():
-        g.manual_seed(1337)
-        out = idx
-        with m.no_grad():
-            for _ in range(100):
-                context = out if out.size(1) <= cfg["block_size"] else out[:, -cfg["block_size"]:]
-                probs = m.nn.functional.softmax(model(context)[:, -1, :], dim=-1)
-                out = m.cat((out, m.multinomial(probs, 1, generator=g)), dim=1)
-        return float(out.numpy().sum())  # a checksum that compiles no kernel of its own
-    return run
-
-
-MODELS = {"gpt": _gpt_step, "lstm": _lstm_step, "cnn": _cnn_step, "generate": _generate}
+MODELS = {"gpt": _step("gpt_step_sdpa"), "lstm": _step("lstm_step"), "cnn": _step("cnn_step"),
+          "generate": _step("gpt_generate")}
 
 
 def main(lib, which):
     if which not in MODELS:
         raise SystemExit(f"model: one of {', '.join(MODELS)}, not {which!r}")
     sys.path.insert(0, HERE)
-    import models
     import workloads
     m = workloads.module(lib)
-    m.manual_seed(0)
-    run = MODELS[which](m, workloads, models)
+    run = MODELS[which](m, workloads)
     built = time.perf_counter()
     value = run()
     print(f"result {value:.6f}; import and build {built - T0:.2f} s, "

@@ -7,6 +7,7 @@ and "mygrad" when they are installed.
 """
 
 import importlib.util
+import sys
 
 import numpy as np
 
@@ -260,11 +261,12 @@ def _model(m, make):
     (float32 ``normal_`` bit for bit on x86 PyTorch builds, a few ulp apart on others), and
     the two libraries should start from the same weights. The
     global generator is left where the build left it (both libraries draw the same numbers
-    there: dropout's masks)."""
+    there: dropout's masks). A process that has not loaded numgrad (``first_step.py``'s
+    PyTorch run) keeps PyTorch's own weights for the seed."""
     m.manual_seed(0)
     model = make(m)
-    if m.__name__ == "torch":
-        import numgrad
+    numgrad = sys.modules.get("numgrad")
+    if m.__name__ == "torch" and numgrad is not None:
         state = numgrad.get_rng_state()
         numgrad.manual_seed(0)
         ours = make(numgrad).state_dict()
