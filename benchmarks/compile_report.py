@@ -6,7 +6,7 @@ before it replays) in fresh processes with a cold and a warm kernel cache, as wa
 the process's CPU time (which other work on a loaded machine does not stretch).
 
     python benchmarks/compile_report.py [--threads 1] [--torch-compile] [--only NAME ...]
-        [--no-first-calls] [--small]
+        [--no-first-calls] [--small] [--torch-first] [--cpu-time]
 
 A numgrad.compile variant that runs eagerly (its "numgrad.compile: ... runs eagerly (...)"
 warning, on any call) is timed as it runs and its reason is printed in the row's last column
@@ -23,13 +23,14 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 import traceback
 import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from report import _calibrate, _fmt, _time  # noqa: E402
+from report import CLOCK, _calibrate, _fmt, _time  # noqa: E402
 from workloads import FORWARD_ONLY, MODELS, WORKLOADS, available, build  # noqa: E402
 
 FIRST_CALLS = """
@@ -117,7 +118,13 @@ def main(argv=None):
                         help="the model workloads (rows 8-13) at their reduced sizes")
     parser.add_argument("--torch-first", action="store_true",
                         help="import PyTorch before numgrad (users do both)")
+    parser.add_argument("--cpu-time", action="store_true",
+                        help="time samples by the calling thread's CPU time (with --threads 1)")
     args = parser.parse_args(argv)
+    if args.cpu_time:
+        if args.threads != 1:
+            parser.error("--cpu-time needs --threads 1 (other threads' work is not counted)")
+        CLOCK["now"] = time.thread_time
     if args.torch_first and available("torch"):
         import torch  # noqa: F401  (its OpenMP runtime loads first)
     if args.threads == 1:
@@ -134,7 +141,8 @@ def main(argv=None):
     if available("jax.jit"):
         libs.append("jax.jit")
     order = "PyTorch first" if args.torch_first else "numgrad first"
-    print(f"{args.threads} threads, median of {args.rounds} interleaved rounds, {order}")
+    clock = "thread CPU time" if args.cpu_time else "wall time"
+    print(f"{args.threads} threads, median of {args.rounds} interleaved rounds, {order}; {clock}")
     header = ["workload"] + libs + [f"{lib} / torch" for lib in libs if lib != "torch"]
     header.append("notes")
     print("| " + " | ".join(header) + " |")
