@@ -136,6 +136,8 @@ ERRORS = [
     "F.conv_transpose2d(m.ones(2, 4, 5, 5), m.ones(4, 3, 0, 3))",
     "F.conv_transpose2d(m.ones(2, 4, 5, 5).int(), m.ones(4, 3, 3, 3).int())",
     "F.conv_transpose2d(m.ones(2, 4, 5, 5).bool(), m.ones(4, 3, 3, 3).bool())",
+    "F.conv_transpose2d(m.ones(2, 4, 5, 5).long(), m.ones(4, 3, 3, 3).long(), m.ones(3))",
+    "F.conv_transpose2d(m.ones(2, 4, 5, 5).int(), m.ones(4, 3, 3, 3).int(), m.ones(3).long())",
     "F.conv_transpose3d(m.ones(2, 4, 3, 3, 3), m.ones(4, 3, 3, 3, 3, dtype=m.float64))",
     "F.conv_transpose3d(m.ones(1, 4, 3, 3, 3), m.ones(4, 3, 3, 3, 3, dtype=m.float64))",
     "F.conv_transpose3d(m.ones(2, 4, 3, 3, 3), m.ones(4, 3, 3, 3, 3), m.ones(3).double())",
@@ -317,13 +319,16 @@ def test_integer_padding_and_instance_norm_running_stats_match_pytorch():
 @pytest.mark.parametrize("call", [
     "F.conv1d(t(x3), t(w3), stride=2, groups=2)",
     "F.conv_transpose1d(t(x3), t(w3), t(w3[0, :, 0]), stride=2, output_padding=1)",
+    "F.conv_transpose1d(t(x3), t(w3), t(w3[0, :, 0]).int(), stride=2)",
+    "F.conv_transpose1d(t(x3, d), t(w3).double(), t(w3[0, :, 0], f))",
     "F.conv3d(t(x5), t(w5), padding=1)",
     "F.conv_transpose3d(t(x5), t(w5), stride=(2, 1, 1))",
     "F.conv_transpose2d(t(x3[..., :4].reshape(2, 4, 2, 2), f), m.ones(4, 3, 3, 3), padding=(2, 0))",
     "F.interpolate(t(x5, f), size=(2, 3, 2), mode='area')",
 ])
 def test_integer_convolutions_and_empty_or_5d_outputs_match_pytorch(call):
-    """Integer convolutions run (of the transposed ones int64 only), an output size of 0
+    """Integer convolutions run (of the transposed ones int64 only, with any bias the result
+    casts back to, as a double one takes a float bias), an output size of 0
     (oneDNN's float32 transposed convolution) gives an empty output, 'area' resizes 5-D
     input: values, dtypes and the input's gradient as PyTorch's."""
     rng = np.random.default_rng(0)
@@ -338,7 +343,8 @@ def test_integer_convolutions_and_empty_or_5d_outputs_match_pytorch(call):
             x = m.tensor(a, dtype=dtype, requires_grad=dtype is not None)
             leaves.append(x)
             return x
-        out = eval(call, {"F": m.nn.functional, "m": m, "t": t, "f": m.float32, **arrays})
+        out = eval(call, {"F": m.nn.functional, "m": m, "t": t, "f": m.float32,
+                        "d": m.float64, **arrays})
         grad = None
         if out.requires_grad:
             (out * out).sum().backward()

@@ -14,6 +14,7 @@ from numgrad.ops import conv_transpose as CT
 from numgrad.ops import nn_checks as K
 from numgrad.ops import pad as PAD
 from numgrad.ops import shape as sh
+from numgrad.ops.promote import _check_cast
 
 
 def unit_height(shape):
@@ -200,8 +201,16 @@ def _check_types(input, weight, bias, groups, kernel):
     (integer convolutions run; of the transposed ones, int64 only)."""
     x = input._data
     onednn = _onednn(x.shape, weight._data.shape, groups, x.dtype == np.float32)
+    # PyTorch's own 2-D transposed kernel adds the bias into its output: any bias dtype the
+    # result can be cast back to is taken (the kernel's dtype is checked first)
+    added = kernel == "slow_conv_transpose2d_out_cpu" and not onednn
+    if added and (x.dtype == np.bool_ or (x.dtype.kind in "iu" and x.dtype != np.int64)):
+        raise K.not_implemented(kernel, input)
     for name, t in (("weight", weight), ("bias", bias)):
         if t is not None and t._data.dtype != x.dtype:
+            if added and name == "bias":
+                _check_cast(input, t)
+                continue
             if not onednn:
                 K.same_type(input, t)
             raise RuntimeError(
