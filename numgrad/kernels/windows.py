@@ -57,7 +57,7 @@ def avg_bounds(oy, ox, kh, kw, sh, sw, ph, pw, h, w, count_include_pad, divisor)
     ws2 = max(ws, 0)
     he2 = min(he, h)
     we2 = min(we, w)
-    if divisor > 0:
+    if divisor != 0:  # an override, of either sign
         d = divisor
     elif count_include_pad:
         d = pool
