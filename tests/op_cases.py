@@ -476,6 +476,9 @@ CASES = [
          np.ones_like(a), (2, 2), p=(1, 1)).sum((2, 3)), [U(1, 2, 3, 3)]),
     ("avg_pool2d_squared", lambda m, a: m.nn.functional.avg_pool2d(a, 2) ** 2,
      lambda a: _windows_np(a, (2, 2), (2, 2)).mean((2, 3)) ** 2, [U(1, 1, 4, 2)]),
+    ("avg_pool2d_negative_divisor",
+     lambda m, a: m.nn.functional.avg_pool2d(a, 2, 1, 1, divisor_override=-3),
+     lambda a: _windows_np(a, (2, 2), p=(1, 1)).sum((2, 3)) / -3, [U(1, 2, 3, 3)]),
     # --- activations (numgrad.ops.activation)
     ("elu", lambda m, a: m.nn.functional.elu(a, 1.3),
      lambda a: np.where(a > 0, a, 1.3 * np.expm1(a)), [AWAY(3, 4)]),

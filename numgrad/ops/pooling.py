@@ -92,7 +92,7 @@ def _avg_pool_grad(grad, geometry, self_sym_sizes):
 
 @op(node="AvgPool2DBackward0", variants=_F, grads={"self": _avg_pool_grad})
 def avg_pool2d(input, geometry):
-    """Window means of (N, C, H, W) or (C, H, W) input (a positive divisor, or 0 for the
+    """Window means of (N, C, H, W) or (C, H, W) input (a nonzero divisor, or 0 for the
     window's)."""
     x = input._data
     kh, kw, sh_, sw, ph, pw, include, divisor, oh, ow = geometry
@@ -133,12 +133,7 @@ def _max2d(x, k, s, p, d, out):
 
 
 def _avg2d(x, k, s, p, include, divisor, out):
-    divisor = divisor or 0
-    y = avg_pool2d(x, (k[0], k[1], s[0], s[1], p[0], p[1], include, abs(divisor)) + out)
-    if divisor < 0:  # the kernels take a positive divisor
-        from numgrad.ops import elementwise as ew
-        y = ew.neg(y)
-    return y
+    return avg_pool2d(x, (k[0], k[1], s[0], s[1], p[0], p[1], include, divisor or 0) + out)
 
 
 def _indices_3d(i1, i2, shape5, ohw):
