@@ -1,6 +1,7 @@
 """Kernel loading: nothing compiles (or imports Numba) at import, the disk cache is
 versioned and optional, and every elementwise kernel keeps float32 math in float32."""
 
+import functools
 import os
 import subprocess
 import sys
@@ -239,7 +240,8 @@ def test_im2col_and_col2im_agree_across_column_layouts(geo, parallel):
     oh = (9 + 2 * ph - dh * (kh - 1) - 1) // sh + 1
     ow = (10 + 2 * pw - dw * (kw - 1) - 1) // sw + 1
     args = (kh, kw, sh, sw, ph, pw, dh, dw, oh, ow)
-    im2col, col2im = (NN.im2col_par, NN.col2im_par) if parallel else (NN.im2col, NN.col2im)
+    im2col = functools.partial(NN.im2col, parallel=parallel)
+    col2im = functools.partial(NN.col2im, parallel=parallel)
     k, n_l = 2 * kh * kw, oh * ow
     # reference: the definition, pixel by pixel
     ref = np.zeros((3, k, n_l), np.float32)

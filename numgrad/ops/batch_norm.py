@@ -126,9 +126,7 @@ def batch_norm_input_backward(grad_out, input, weight, mean, invstd, training, e
     sum_g, sum_gxhat = sums if sums is not None else _sums(grad_out, input, mean, invstd)
     gam = weight._data if weight is not None else A.ones(x3, c, x3.dtype)
     gx = A.empty(x3, x3.shape, x3.dtype)
-    K = NN.on(x3)
-    K.pick(K.batch_norm_bwd_input, K.batch_norm_bwd_input_par, x3.size)(
-        g3, x3, mean, invstd, gam, sum_g, sum_gxhat, training, gx)
+    NN.on(x3).batch_norm_bwd_input(g3, x3, mean, invstd, gam, sum_g, sum_gxhat, training, gx)
     return gx.reshape(x.shape), {"mean": mean, "invstd": invstd, "training": training,
                                  "eps": eps}
 
@@ -218,7 +216,7 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
     gam = weight._data.reshape(-1) if weight is not None else A.ones(x, c, x.dtype)
     bet = bias._data.reshape(-1) if bias is not None else A.zeros(x, c, x.dtype)
     out = A.empty(x, x3.shape, x.dtype)
-    K.pick(K.batch_norm_apply, K.batch_norm_apply_par, x3.size)(
+    K.batch_norm_apply(
         x3, mean, invstd, A.astype(gam, x.dtype), A.astype(bet, x.dtype), out)
     # the running statistics are not saved: the backward does not read them, and a later
     # training call updates them in place (PyTorch's node does not check their versions)

@@ -98,9 +98,7 @@ def layer_norm_input_backward(grad_out, input, weight, result1, result2, normali
     g2 = A.contiguous(grad_out._data).reshape(-1, k)
     gam = weight._data.reshape(-1) if weight is not None else A.ones(x2, k, x2.dtype)
     gx = A.empty(x2, x2.shape, x2.dtype)
-    K = NN.on(x2)
-    K.pick(K.layer_norm_bwd_input, K.layer_norm_bwd_input_par, x2.size)(
-        g2, x2, result1, result2, gam, gx)
+    NN.on(x2).layer_norm_bwd_input(g2, x2, result1, result2, gam, gx)
     return gx.reshape(input._data.shape), {
         "result1": result1, "result2": result2, "normalized_shape": normalized_shape,
         "eps": eps}
@@ -169,8 +167,7 @@ def native_layer_norm(input, weight, bias, normalized_shape, eps):
     out = A.empty(x, x2.shape, x.dtype)
     mean = A.empty(x, x2.shape[0], np.float64)
     rstd = A.empty(x, x2.shape[0], np.float64)
-    K = NN.on(x)
-    K.pick(K.layer_norm_fwd, K.layer_norm_fwd_par, x2.size)(
+    NN.on(x).layer_norm_fwd(
         x2, gam.astype(x.dtype, copy=False), bet.astype(x.dtype, copy=False), float(eps),
         out, mean, rstd)
     return out.reshape(x.shape), {"result1": mean, "result2": rstd,

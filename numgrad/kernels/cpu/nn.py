@@ -2,8 +2,9 @@
 max/avg pooling, batch/layer norm, the class-index losses and the fused optimizer updates.
 
 Loops over the batch run in parallel (``prange``) when the work is large enough to pay for
-the threads; the serial twin handles small inputs (``pick``: ``numgrad.kernels._parallel``'s,
-which the ops call as ``NN.on(x).pick``; the CUDA module's picks its one launcher).
+the threads; the serial twin handles small inputs: each launcher picks (``pick`` of
+``numgrad.kernels._parallel``; ``parallel`` overrides it), so the ops call one name on either
+device (``NN.on(x).im2col``: the CUDA module's has one launcher per name).
 """
 
 
@@ -11,7 +12,7 @@ import numpy as np
 from numba import prange
 
 from numgrad.kernels._jit import inline, jit, serial_and_parallel, specialize
-from numgrad.kernels._parallel import pick  # noqa: F401  (the ops' ``NN.on(x).pick``)
+from numgrad.kernels._parallel import pick
 from numgrad.kernels.cpu import indexing as IDX
 from numgrad.kernels.cpu import rows as ROWS
 from numgrad.kernels.cpu import windows as WIN
@@ -99,7 +100,22 @@ def _launchers(par):
     return im2col, col2im
 
 
-(im2col, col2im), (im2col_par, col2im_par) = _launchers(False), _launchers(True)
+_IM2COL, _COL2IM = zip(_launchers(False), _launchers(True))  # (serial, threaded) each
+
+
+def im2col(x, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, cols, parallel=None):
+    """cols[n, (c*kh + i)*kw + j, y*ow + x] = x[n, c, y*sh - ph + i*dh, x*sw - pw + j*dw] (0 out
+    of bounds), threaded by the columns' size; ``cols``: (N, K, L), any strides."""
+    pick(*_IM2COL, cols.size, parallel=parallel)(x, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow,
+                                                 cols)
+
+
+# d/dcols <x, col2im(cols)> = im2col: each pixel sums the column entries that copied it
+def col2im(cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, x, parallel=None):
+    """x = the adjoint of im2col of ``cols`` (N, K, L), threaded by the columns' size."""
+    pick(*_COL2IM, cols.size, parallel=parallel)(cols, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow,
+                                                 x)
+
 
 # ========================================================================================
 # pooling
@@ -169,7 +185,12 @@ def _batch_norm_apply(x, mean, invstd, gamma, beta, out):
                       out[n, c], 0, 0, 1, 0)
 
 
-batch_norm_apply, batch_norm_apply_par = serial_and_parallel(_batch_norm_apply)
+_BN_APPLY_LOOPS = serial_and_parallel(_batch_norm_apply)
+
+
+def batch_norm_apply(x, mean, invstd, gamma, beta, out, parallel=None):
+    """out = (x - mean) * invstd * gamma + beta per channel of x (N, C, L)."""
+    pick(*_BN_APPLY_LOOPS, x.size, parallel=parallel)(x, mean, invstd, gamma, beta, out)
 
 
 @jit
@@ -193,14 +214,20 @@ def _batch_norm_bwd_input(g, x, mean, invstd, gamma, sum_g, sum_gxhat, training,
                     sum_g[c], sum_gxhat[c], m, training, gx[n, c], 0, 0, 1, 0)
 
 
-batch_norm_bwd_input, batch_norm_bwd_input_par = serial_and_parallel(_batch_norm_bwd_input)
+_BN_BWD_LOOPS = serial_and_parallel(_batch_norm_bwd_input)
+
+
+def batch_norm_bwd_input(g, x, mean, invstd, gamma, sum_g, sum_gxhat, training, gx,
+                         parallel=None):
+    """gx: the input gradient of batch norm (``_batch_norm_bwd_input``), per channel."""
+    pick(*_BN_BWD_LOOPS, x.size, parallel=parallel)(g, x, mean, invstd, gamma, sum_g,
+                                                    sum_gxhat, training, gx)
 
 
 # layer norm's rows (forward, input gradient) are row kernels written once for both devices
-# (``numgrad.kernels.rows``): these names are their serial and multithreaded loops, for the
-# callers of ``pick`` (``ROWS.layer_norm_fwd`` picks by itself)
-layer_norm_fwd, layer_norm_fwd_par = ROWS._LAYER_NORM
-layer_norm_bwd_input, layer_norm_bwd_input_par = ROWS._LAYER_NORM_BWD
+# (``numgrad.kernels.rows``): these launchers are theirs
+layer_norm_fwd = ROWS.layer_norm_fwd
+layer_norm_bwd_input = ROWS.layer_norm_bwd_input
 
 
 _LN_PARAMS_TILE = ROWS._F["layer_norm_params_tile"]
