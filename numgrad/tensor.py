@@ -14,6 +14,7 @@ from numgrad import _device, _dtype
 from numgrad._compile import tape as _tape
 from numgrad._shape import Size, wrap_dim
 from numgrad.autograd import grad_mode
+from numgrad.autograd.creation_meta import rebase_error
 from numgrad.autograd.graph import AccumulateGrad, RemovableHandle
 
 _NP2DT = {d.np: d for d in _dtype.ALL}
@@ -98,12 +99,18 @@ _stale_view_node = [None]
 
 def _view_grad_fn(t):
     """grad_fn of view ``t``, regenerated (``AsStridedBackward0`` of the base) when its base
-    was modified in place after the view was made, as PyTorch regenerates stale views."""
+    was modified in place after the view was made, as PyTorch regenerates stale views (in any
+    grad mode); a view whose creation forbids that (``t._cmeta``, see
+    ``numgrad.autograd.creation_meta``) raises PyTorch's error instead."""
     vc = t._vc
     if vc[0] != t._view_ver:
-        t._view_ver = vc[0]
         base = t._base
-        if base._requires_grad and grad_mode.state.enabled and vc is not INFERENCE:
+        if t._grad_fn is None and not base._requires_grad:
+            return None
+        if t._cmeta:
+            raise rebase_error(t, True)
+        t._view_ver = vc[0]
+        if base._requires_grad and vc is not INFERENCE:
             t._grad_fn = _stale_view_node[0](base, t)
             t._output_nr = 0
             t._requires_grad = True
@@ -127,7 +134,7 @@ class _TensorMeta(type):
 class Tensor(metaclass=_TensorMeta):
     __slots__ = ("_data", "_requires_grad", "_grad", "_grad_fn", "_output_nr", "_accum",
                  "_hooks", "_post_acc_hooks", "_retains_grad", "_base", "_vc", "_view_ver",
-                 "__weakref__")
+                 "_cmeta", "__weakref__")
     __array_priority__ = 1000  # NumPy defers binary operators to numgrad
 
     def __init__(self, *args, dtype=None, device=None):
@@ -201,7 +208,7 @@ class Tensor(metaclass=_TensorMeta):
 
     @property
     def is_leaf(self):
-        return self._grad_fn is None
+        return (self._grad_fn if self._base is None else _view_grad_fn(self)) is None
 
     @property
     def grad_fn(self):

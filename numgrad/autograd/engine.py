@@ -23,17 +23,25 @@ from numgrad.autograd import anomaly_mode, grad_mode
 from numgrad.autograd.anomaly_mode import STATE as ANOMALY
 from numgrad.autograd.function import BackwardCFunction
 from numgrad.autograd.graph import FREED_MSG, AccumulateGrad
-from numgrad.autograd.regions import add_into, embedded
+from numgrad.autograd.regions import add_into, embedded, pieces_into
 from numgrad.kernels import EW, RED
 from numgrad.kernels._parallel import ELEMENTWISE, pick
 from numgrad.ops._util import is_array
 from numgrad.ops.reduction import sum_to_array
-from numgrad.ops.shape import SelectBackward0, SliceBackward0
+from numgrad.ops.shape import (
+    SelectBackward0,
+    SliceBackward0,
+    SplitBackward0,
+    SplitWithSizesBackward0,
+    UnbindBackward0,
+)
 from numgrad.tensor import Tensor, _wrap
 
 _ND = np.ndarray  # data of any other class is on the GPU
 # nodes whose gradient is zeros of the input's shape with the incoming one in a region
 _REGIONS = frozenset((SelectBackward0, SliceBackward0))
+# nodes whose gradient is the pieces' gradients, each in its region (one node, many outputs)
+_PIECES = frozenset((SplitBackward0, SplitWithSizesBackward0, UnbindBackward0))
 
 _TYPE_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "int32": "Int",
                "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
@@ -410,6 +418,33 @@ def _into_region(node, g, buffers, owned):
     return True
 
 
+def _into_pieces(node, grads, buffers, owned):
+    """Run a split/unbind node (all its pieces' gradients ``grads``) into the engine's sum at
+    ``x``: with a sum the engine made already waiting there (``owned``), each piece's gradient
+    is added into its region in place (``regions.pieces_into``); else the node's gradient
+    (``pieces_dense``: each item written once) becomes a sum the engine owns, the gradient
+    waiting there added into it. False, having done nothing, where the kernel does not apply
+    and a sum is waiting."""
+    nx = node._next
+    nr = 0
+    if nx.__class__ is tuple:
+        nx, nr = nx
+    if nx is None:
+        return False
+    buf = buffers.get(nx)
+    old = None if buf is None else buf[nr]
+    if old is not None and id(old) in owned:
+        if node._saved is None:
+            raise RuntimeError(FREED_MSG)
+        return pieces_into(old, node, grads)
+    dense = node._run(grads)[0]
+    owned.add(id(dense))
+    if buf is None:
+        buf = buffers[nx] = [None] * nx._n_outputs
+    buf[nr] = dense if old is None else _sum(dense, old, owned)
+    return True
+
+
 def _disown(inp, owned):
     """Gradients leaving the buffers are no longer the engine's to add into."""
     for g in inp:
@@ -507,6 +542,10 @@ def execute(roots, grads, keep_graph, create_graph, capture=None, targets=None,
                     elif (node.__class__ in _REGIONS and owned is not None
                           and hooks is None and capture is None and _tape.TAPE is None
                           and node._meta is None and _into_region(node, inp[0], buffers, owned)):
+                        pass  # delivered: outs stays None
+                    elif (node.__class__ in _PIECES and owned is not None and hooks is None
+                          and capture is None and _tape.TAPE is None
+                          and _into_pieces(node, inp, buffers, owned)):
                         pass  # delivered: outs stays None
                     elif node._plain:
                         saved = node._saved

@@ -8,6 +8,7 @@ import numpy as np
 
 from numgrad import _device
 from numgrad.autograd import grad_mode
+from numgrad.autograd.creation_meta import IN_CUSTOM_FUNCTION, for_new_view
 from numgrad.autograd.graph import FREED_MSG, Node
 from numgrad.tensor import NO_EDGE, Tensor, _wrap, edge
 
@@ -253,6 +254,8 @@ def _wrap_outputs(ctx, args, is_tensor, outputs, record):
             o._grad_fn = ctx
             o._output_nr = nr
             o._requires_grad = True
+            if o._base is not None and not (id(o) in dirty and id(o) in inputs):
+                o._cmeta = IN_CUSTOM_FUNCTION  # its view history is the Function's node
         out_meta.append((o._data.shape, o._data.dtype, o.device))
         result.append(o)
     if record:
@@ -265,6 +268,7 @@ def _alias(t):
     a = _wrap(t._data)
     vc = a._vc = t._shared_vc()
     a._view_ver = vc[0]
+    a._cmeta = for_new_view(t, grad_mode.state.enabled, grad_mode.state.inference)
     a._base = t if t._base is None else t._base
     return a
 

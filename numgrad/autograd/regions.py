@@ -103,3 +103,59 @@ def embedded(g, shape, key):
         return None
     out = _arrays.new(shape, gd.dtype)
     return _wrap(out) if _run(out, gd, shape, key, False) else None
+
+
+def _piece_boxes(node):
+    """The boxes of a split/unbind node's pieces (``box``), or None where one does not fold
+    into three dims; computed once per node."""
+    boxes = node._boxes
+    if boxes is None:
+        shape, keys = node._saved[1], node._saved[3]
+        boxes = [box(shape, k) for k in keys]
+        boxes = node._boxes = False if None in boxes else tuple(boxes)
+    return boxes or None
+
+
+def _pieces_run(out, grads, boxes, add):
+    """Each piece's gradient (zeros where it is None) written, or added, into its box of
+    ``out``'s array: the pieces tile it, so every item is written once."""
+    for g, (full, (a0, a1, b0, b1, c0, c1)) in zip(grads, boxes):
+        o = out.reshape(full)
+        if g is None:
+            FAN.into_box(o, o, a0, a1, b0, b1, c0, c1, add, False)
+        else:
+            gd = g._data.reshape(a1 - a0, b1 - b0, c1 - c0)
+            FAN.into_box(o, gd, a0, a1, b0, b1, c0, c1, add, True)
+
+
+def _pieces_fit(grads, dtype):
+    return all(g is None or _fits(g._data, dtype) for g in grads)
+
+
+def pieces_dense(node, grads):
+    """The gradient of ``x`` for a split/unbind node from its pieces' gradients (zeros for
+    the absent ones), written in one pass into new memory; None where the kernel does not
+    apply (other devices or dtypes, strided data, a region that does not fold)."""
+    like = next(g for g in grads if g is not None)._data
+    boxes = _piece_boxes(node)
+    if boxes is None or not _fits(like, like.dtype) or not _pieces_fit(grads, like.dtype):
+        return None
+    out = _arrays.new(node._saved[1], like.dtype)
+    if out.size:
+        _pieces_run(out, grads, boxes, False)
+    return _wrap(out)
+
+
+def pieces_into(old, node, grads):
+    """Add a split/unbind node's gradient of ``x`` (its pieces' gradients in their regions)
+    into ``old`` (a float sum of ``x``'s shape that only the engine holds), region by region;
+    False, having done nothing, where the kernel does not apply."""
+    a = old._data
+    boxes = _piece_boxes(node)
+    if (boxes is None or a.__class__ is not _ND or a.shape != node._saved[1]
+            or not a.flags.c_contiguous or not _pieces_fit(grads, a.dtype)
+            or a.dtype.kind != "f" or a.dtype.itemsize <= 2):
+        return False
+    if a.size:
+        _pieces_run(a, grads, boxes, True)
+    return True

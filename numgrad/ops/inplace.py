@@ -16,6 +16,7 @@ import numpy as np
 from numgrad import _arrays, _dtype
 from numgrad import tensor as _tensor_module
 from numgrad._compile import tape as _tape
+from numgrad.autograd.creation_meta import rebase_error
 from numgrad.autograd.grad_mode import no_grad
 from numgrad.autograd.graph import Node
 from numgrad.kernels._guard import OVERLAP, check_writable, internal_overlap
@@ -41,17 +42,25 @@ VIEW_OF_LEAF = ("a view of a leaf Variable that requires grad is being used in a
                 "operation.")
 
 
-def check_inplace(t, overlap=False):
+def check_inplace(t, overlap=False, args=(), view_op=None):
     """``t`` may be written in place (``overlap``: even where two of its elements share
-    memory, as PyTorch's fill_ and zero_ allow)."""
+    memory, as PyTorch's fill_ and zero_ allow). A view whose creation forbids in-place
+    changes (``_cmeta``: a split piece, a view made under no_grad) raises PyTorch's error when
+    the write would be recorded (``t``, its base or a tensor in ``args`` requires grad);
+    ``view_op``: ``(name, output_nr)`` of the view of ``t`` actually written (``x[i] = v``)."""
     if not overlap:
         check_writable(t._data)
     if t._vc is INFERENCE and not state.inference:
         t._bump_version()  # raises PyTorch's inference-tensor error
     if state.enabled:
         base = t._base
-        if base is not None and base._requires_grad and base._grad_fn is None:
-            raise RuntimeError(VIEW_OF_LEAF)
+        if base is not None:
+            if t._cmeta and t._data.dtype.kind in "fV" and (
+                    t._requires_grad or base._requires_grad
+                    or any(isinstance(a, Tensor) and a._requires_grad for a in args)):
+                raise rebase_error(t, False, *(view_op or ()))
+            if base._requires_grad and base._grad_fn is None:
+                raise RuntimeError(VIEW_OF_LEAF)
         if t._requires_grad and t._grad_fn is None and base is None:
             raise RuntimeError(LEAF)
 
@@ -103,7 +112,7 @@ def _rebase(t, node):
 def apply_(t, op, *args, raw=None, overlap=False):
     """t <- op(t, *args) in place. ``raw(t_data, *args)`` writes directly when no graph is
     recorded (no temporary)."""
-    check_inplace(t, overlap)
+    check_inplace(t, overlap, args)
     if not _needs_record(t, args):
         if raw is not None:
             raw(t, *args)
@@ -312,7 +321,9 @@ def setitem(t, key, value):
     makes_view = ix.check_key(t._data.shape, key)  # PyTorch indexes first: its errors first
     if state.enabled and t._requires_grad and t._grad_fn is None and t._base is None:
         raise RuntimeError(VIEW_OF_LEAF if makes_view else LEAF)
-    check_inplace(t, overlap=True)  # the written region is checked (ix.assign), not all of t
+    view_op = _written_view(t, key) if t._base is not None and t._cmeta else None
+    # the written region is checked (ix.assign), not all of t
+    check_inplace(t, True, (value,), view_op)
     vt = isinstance(value, Tensor)
     if not vt and not is_scalar(value):
         from numgrad._factories import tensor
@@ -329,8 +340,9 @@ def setitem(t, key, value):
     region_arr = t._data[ix._basic_numpy_key(parsed, t._data.ndim)]
     region = region_of(base._data, region_arr)
     base_edge = edge(base)
+    value_edge = edge(value) if vt else NO_EDGE  # before the write (value may view base)
     ix.assign(t, key, value.detach() if vt else value)
-    node = CopySlices((base_edge, edge(value) if vt else NO_EDGE), (region, None))
+    node = CopySlices((base_edge, value_edge), (region, None))
     if vt:
         shape = region_arr.shape
         if value._data.shape != shape or value._data.dtype != t._data.dtype:
@@ -340,6 +352,34 @@ def setitem(t, key, value):
         _rebase(t, AsStridedBackward0(((node, 0),), (base._data.shape,
                                                      region_of(base._data, t._data))))
         t._view_ver = t._vc[0]
+
+
+def _written_view(t, key):
+    """``(name, 0)`` of the view PyTorch makes of ``t`` and writes for ``t[key] = v`` (the
+    last select, slice or unsqueeze of a basic key; None: ``t`` itself), for its errors."""
+    if t._grad_fn is None:
+        return None
+    nd = t._data.ndim
+    parsed, _ = ix._parse(key, nd)
+    if any(kind in ("adv", "bool") for kind, _ in parsed):
+        return None
+    shape = t._data.shape
+    used = sum(kind in ("int", "slice") for kind, _ in parsed)
+    d = 0
+    name = None
+    for kind, v in parsed:
+        if kind == "int":
+            name, d = "Select", d + 1
+        elif kind == "slice":
+            lo, hi, step = v.indices(shape[d])
+            if not (lo == 0 and hi == shape[d] and step == 1):
+                name = "Slice"
+            d += 1
+        elif kind == "none":
+            name = "Unsqueeze"
+        elif kind == "ellipsis":
+            d += nd - used
+    return None if name is None else (name, 0)
 
 
 def _index_put(t, key, value, vt):

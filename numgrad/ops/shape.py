@@ -10,7 +10,8 @@ import numpy as np
 from numgrad import _arrays, _device, _dtype, _memory_format
 from numgrad._compile import tape as _tape
 from numgrad._shape import infer_size, parse_shape, wrap_dim, wrap_dims
-from numgrad.autograd.graph import Node
+from numgrad.autograd import creation_meta as _cm
+from numgrad.autograd.graph import FREED_MSG, Node
 from numgrad.kernels._parallel import ELEMENTWISE, pick
 from numgrad.ops._util import EW, Tensor, _wrap, as_type, attach, dtype_of, edge, state
 from numgrad.ops.reduction import ExpandBackward0, sum_to_size
@@ -22,6 +23,10 @@ def view_of(base, arr):
     t = _wrap(arr)
     vc = t._vc = base._shared_vc()
     t._view_ver = vc[0]
+    if state.enabled:  # DEFAULT, or what a view of a view inherits
+        t._cmeta = 0 if base._base is None else base._cmeta
+    else:
+        t._cmeta = _cm.for_new_view(base, False, state.inference)
     t._base = base if base._base is None else base._base
     return t
 
@@ -864,7 +869,106 @@ def vstack(tensors):
                 reshape(t_, (1, 1)) for t_ in ts], 0)
 
 
-@declare(nodes=("SliceBackward0",))  # PyTorch: SplitBackward0, SplitWithSizesBackward0
+class _PiecesBackward(Node):
+    """The one node of all the pieces of ``split``/``chunk``/``unbind`` (piece ``i`` is output
+    ``i``): ``_saved = (dim as PyTorch shows it, x's shape, the split size(s), the pieces'
+    keys, dim)``; ``_boxes`` caches the pieces' regions (``autograd.regions.pieces_into``)."""
+
+    __slots__ = ("_n_outputs", "_boxes")
+    _meta_only = True
+    _plain = False
+
+    def _run(self, grads):
+        if self._saved is None:
+            raise RuntimeError(FREED_MSG)
+        return (self._dense(grads),)
+
+    def _dense(self, grads):
+        _, shape, _, keys, d = self._saved
+        like = next((g for g in grads if g is not None), None)
+        if like is None:
+            return None
+        if _tape.TAPE is None and not (
+                state.enabled and any(g is not None and g._requires_grad for g in grads)):
+            from numgrad.autograd.regions import pieces_dense
+            out = pieces_dense(self, grads)
+            if out is not None:
+                return out
+        parts = [g if g is not None else
+                 _wrap(_arrays.zeros(like._data, shape_of(shape, k), like._data.dtype))
+                 for g, k in zip(grads, keys)]
+        return self._join(parts, d)
+
+
+def shape_of(shape, key):
+    """The shape of ``x[key]`` for an ``x`` of ``shape`` (ints and step-1 slices)."""
+    out = list(shape[len(key):])
+    for n, k in zip(reversed(shape[:len(key)]), reversed(key)):
+        if k.__class__ is not int:
+            lo, hi, _ = k.indices(n)
+            out.insert(0, max(hi - lo, 0))
+    return tuple(out)
+
+
+class SplitBackward0(_PiecesBackward):
+    """d/dx split(x) = the pieces' gradients joined along dim (zeros for absent ones)."""
+
+    __slots__ = ()
+    _names_of_saved = ("dim", "self_sym_sizes", "split_size")
+
+    def _join(self, parts, d):
+        return cat(parts, d)
+
+
+class SplitWithSizesBackward0(SplitBackward0):
+    __slots__ = ()
+    _names_of_saved = ("dim", "self_sym_sizes", "split_sizes")
+
+
+class UnbindBackward0(_PiecesBackward):
+    """d/dx unbind(x) = the slices' gradients stacked along dim (zeros for absent ones)."""
+
+    __slots__ = ()
+    _names_of_saved = ("dim",)
+
+    def _join(self, parts, d):
+        return stack(parts, d)
+
+
+def _pieces(input, d, keys, node_cls, size_arg, dim):
+    """Views of ``input`` at ``keys`` sharing one ``node_cls`` node (piece ``i`` is its output
+    ``i``), created as PyTorch's multi-output views (``creation_meta``)."""
+    data = input._data
+    st = state
+    cm = _cm.for_new_view(input, st.enabled, st.inference, multi=True)
+    out = []
+    for k in keys:
+        p = view_of(input, data[k + (Ellipsis,)])  # (an array even where k picks one item)
+        p._cmeta = cm
+        out.append(p)
+    if st.enabled and input._requires_grad:
+        shown = operator.index(dim) & (2**64 - 1)  # PyTorch shows a negative dim as unsigned
+        node = node_cls((edge(input),), (shown, data.shape, size_arg, keys, d))
+        node._n_outputs = len(keys)
+        node._boxes = None
+        for nr, p in enumerate(out):
+            p._grad_fn = node
+            p._output_nr = nr
+            p._requires_grad = True
+    return tuple(out)
+
+
+def _split_keys(d, sizes):
+    lead = (slice(None),) * d
+    keys = []
+    off = 0
+    for n in sizes:
+        keys.append(lead + (slice(off, off + n),))
+        off += n
+    return tuple(keys)
+
+
+@declare(nodes=("SplitBackward0", "SplitWithSizesBackward0"))
 def split(input, split_size_or_sections, dim=0):
     if input._data.ndim == 0:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
@@ -879,26 +983,21 @@ def split(input, split_size_or_sections, dim=0):
             raise RuntimeError("split_size can only be 0 if dimension size is 0, but got "
                                f"dimension size of {size}")
         sizes = [0] if size == 0 else [n] * (size // n) + ([size % n] if size % n else [])
-    else:
-        d = wrap_dim(dim, input._data.ndim)
-        size = input._data.shape[d]
-        sizes = [operator.index(n) for n in split_size_or_sections]
-        if any(n < 0 for n in sizes):
-            raise RuntimeError("split_with_sizes expects split_sizes have only non-negative "
-                               f"entries, but got split_sizes={sizes}")
-        if sum(sizes) != size:
-            raise RuntimeError(
-                f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's "
-                f"size at dimension {d}), but got split_sizes={sizes}")
-    out = []
-    off = 0
-    for n in sizes:
-        out.append(slice_dim(input, d, off, off + n, 1))
-        off += n
-    return tuple(out)
+        return _pieces(input, d, _split_keys(d, sizes), SplitBackward0, n, dim)
+    d = wrap_dim(dim, input._data.ndim)
+    size = input._data.shape[d]
+    sizes = [operator.index(n) for n in split_size_or_sections]
+    if any(n < 0 for n in sizes):
+        raise RuntimeError("split_with_sizes expects split_sizes have only non-negative "
+                           f"entries, but got split_sizes={sizes}")
+    if sum(sizes) != size:
+        raise RuntimeError(
+            f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's "
+            f"size at dimension {d}), but got split_sizes={sizes}")
+    return _pieces(input, d, _split_keys(d, sizes), SplitWithSizesBackward0, tuple(sizes), dim)
 
 
-@declare(nodes=("SliceBackward0",))  # PyTorch: SplitBackward0
+@declare(nodes=("SplitBackward0", "SplitWithSizesBackward0"))
 def chunk(input, chunks, dim=0):
     if input._data.ndim == 0:
         raise RuntimeError("chunk expects at least a 1-dimensional tensor")
@@ -907,13 +1006,15 @@ def chunk(input, chunks, dim=0):
     d = wrap_dim(dim, input._data.ndim)
     size = input._data.shape[d]
     # an empty dim gives ``chunks`` empty pieces, as PyTorch's split_with_sizes does
-    return split(input, -(-size // chunks) if size else [0] * chunks, d)
+    return split(input, -(-size // chunks) if size else [0] * chunks, dim)
 
 
-@declare(nodes=("SelectBackward0",))  # PyTorch: UnbindBackward0
+@declare(nodes=("UnbindBackward0",))
 def unbind(input, dim=0):
     d = wrap_dim(dim, input._data.ndim)
-    return tuple(select(input, d, i) for i in range(input._data.shape[d]))
+    lead = (slice(None),) * d
+    keys = tuple(lead + (i,) for i in range(input._data.shape[d]))
+    return _pieces(input, d, keys, UnbindBackward0, None, dim)
 
 
 __all__ = ["view", "reshape", "flatten", "unflatten", "view_as", "reshape_as", "permute",

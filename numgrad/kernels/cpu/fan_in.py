@@ -44,3 +44,26 @@ def into_region(buf, g, a0, a1, b0, b1, c0, c1, add):
                     row[k] = row[k] + zero
             else:
                 row[:] = zero
+
+
+@jit
+def into_box(buf, g, a0, a1, b0, b1, c0, c1, add, has_g):
+    """``buf[a0:a1, b0:b1, c0:c1]`` (+)= ``g`` (the box's shape), or zeros without ``has_g``
+    (``g`` is then not read); ``buf`` outside the box is not touched. A multi-output node's
+    pieces (split, unbind) tile ``buf``: one call per piece writes (or adds) each item once."""
+    zero = buf.dtype.type(0.0)
+    for i in range(a1 - a0):
+        for j in range(b1 - b0):
+            row = buf[a0 + i, b0 + j]
+            if has_g:
+                src = g[i, j]
+                if add:
+                    for k in range(c1 - c0):
+                        row[c0 + k] = row[c0 + k] + src[k]
+                else:
+                    row[c0:c1] = src
+            elif add:
+                for k in range(c0, c1):
+                    row[k] = row[k] + zero
+            else:
+                row[c0:c1] = zero
