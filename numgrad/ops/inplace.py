@@ -59,8 +59,8 @@ def check_inplace(t, overlap=False, args=(), view_op=None):
                     t._requires_grad or base._requires_grad
                     or any(isinstance(a, Tensor) and a._requires_grad for a in args)):
                 raise rebase_error(t, False, *(view_op or ()))
-            if base._requires_grad and base._grad_fn is None:
-                raise RuntimeError(VIEW_OF_LEAF)
+            if (base._requires_grad or t._requires_grad) and base._grad_fn is None:
+                raise RuntimeError(VIEW_OF_LEAF)  # (t: a view made a leaf by requires_grad_)
         if t._requires_grad and t._grad_fn is None and base is None:
             raise RuntimeError(LEAF)
 
