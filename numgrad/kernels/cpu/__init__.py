@@ -2,11 +2,12 @@
 
 import importlib
 
-from numgrad._startup import numpy_came_first
+from numgrad._startup import numpy_came_first, openblas_timeout
 from numgrad.kernels.cpu import _malloc, _openblas, _threads
 
 # process-wide settings that only affect speed (each module says what and why)
-_openblas.settle(numpy_came_first)
+with openblas_timeout():  # OpenBLAS reads its environment again; removed afterwards
+    _openblas.settle(numpy_came_first)
 _malloc.settle()
 _threads.settle()
 
