@@ -709,3 +709,27 @@ def test_a_plan_missing_a_step_fails_verification(monkeypatch):
     want = step()
     assert np.array_equal(got[0].numpy(), want[0].numpy())
     assert np.array_equal(got[1].numpy(), want[1].numpy())
+
+
+def test_compile_steps_times_every_step_of_the_replay(monkeypatch, capsys):
+    """``benchmarks/compile_steps.py`` times each step of the plan a compiled function replays
+    (each call once per call, summed by kernel) and leaves the plan replaying as before."""
+    import os
+    bench = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                         "benchmarks")
+    monkeypatch.syspath_prepend(bench)
+    import compile_steps
+    x = numgrad.tensor(np.arange(6.0, dtype=np.float32))
+    f = numgrad.compile(lambda: (x * 2 + 1).exp().sum())
+    for _ in range(3):
+        f()
+    plan = f._last[1].plan
+    items = plan.fused.items if plan.fused is not None else plan.steps
+    monkeypatch.setattr(compile_steps, "build", lambda name, lib: f)
+    compile_steps.profile("fake", False, 3, 50)
+    rows = [line.split("|") for line in capsys.readouterr().out.splitlines()
+            if line.startswith("| ") and "W " in line]
+    assert sum(int(r[3]) for r in rows) == len(items)
+    assert "_steps" not in vars(plan)
+    x.data.copy_(numgrad.tensor(np.arange(6.0, 12.0, dtype=np.float32)))
+    np.testing.assert_array_equal(f().numpy(), (x * 2 + 1).exp().sum().numpy())
