@@ -339,17 +339,21 @@ def _pack(w, rows, cols, bp):
 def _pack_gates_cat(w_ih, n_in, w, n, wp):
     """B = [W_ih W_hh]^T ((n_in + n) x 4n) into panels of PANEL hidden units of each gate:
     wp[(p kk + k) NR + PANEL q + u] = [W_ih W_hh][q n + PANEL p + u, k], kk = n_in + n
-    (columns past n are left as they are)."""
+    (columns past n are left as they are). Panel by panel, k by k: the writes run in order
+    and the reads stay within the panel's 4 PANEL rows of the weights (in cache)."""
     kk = n_in + n
-    for row in range(4 * n):
-        q, j = row // n, row % n
-        dst = (j // PANEL) * kk * NR + PANEL * q + j % PANEL  # noqa: F821
-        src = w_ih[row * n_in:(row + 1) * n_in]
-        for k in range(n_in):
-            wp[dst + k * NR] = src[k]  # noqa: F821
-        src = w[row * n:(row + 1) * n]
-        for k in range(n):
-            wp[dst + (n_in + k) * NR] = src[k]  # noqa: F821
+    for p in range((n + PANEL - 1) // PANEL):  # noqa: F821
+        j0 = PANEL * p  # noqa: F821
+        u_n = min(PANEL, n - j0)  # noqa: F821
+        for k in range(kk):
+            dst = wp[(p * kk + k) * NR:(p * kk + k + 1) * NR]  # noqa: F821
+            for q in range(4):
+                for u in range(u_n):
+                    row = q * n + j0 + u
+                    if k < n_in:
+                        dst[PANEL * q + u] = w_ih[row * n_in + k]  # noqa: F821
+                    else:
+                        dst[PANEL * q + u] = w[row * n + k - n_in]  # noqa: F821
 
 
 def _panels(cols):
