@@ -153,7 +153,7 @@ def _flash_backward(grad, query, key, value, output, attn_mask, is_causal, scale
         if LIN.attention_fits(qd, kd, vd) and LIN.attention_grad_fits(gd, output) and \
                 probs.flags.c_contiguous:  # one kernel: the formulas below per head
             return tuple(None if a is None else _wrap(a) for a in LIN.attention_backward(
-                gd, qd, kd, vd, output, probs, scale_used, output_mask))
+                gd, qd, kd, vd, output, probs, scale_used, is_causal, output_mask))
     k2, v2 = expanded_heads(query, key, value, enable_gqa)
     if state.enabled:  # create_graph: P and O as the recorded functions of Q, K, V they are
         out, p = attend(query, k2, v2, attn_mask, is_causal, scale_used)
