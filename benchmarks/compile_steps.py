@@ -69,15 +69,17 @@ def _timed(plan, tag, totals, counts, on):
 
 
 def _plans():
-    """[(tag, plan)] of the compiled functions of this process that replay."""
+    """[(tag, plan)] of every signature of the compiled functions of this process."""
     import gc
 
     from numgrad._compile.api import CompiledFunction
     gc.collect()  # the previous workloads' functions
     found = []
     for obj in gc.get_objects():
-        if type(obj) is CompiledFunction and obj._last is not None:
-            plan = obj._last[1].plan
+        if type(obj) is not CompiledFunction:
+            continue
+        for entry in obj._cache.values():  # every signature's (generation: every length's)
+            plan = entry.plan
             if plan is None:
                 continue
             if hasattr(plan, "fwd"):
