@@ -105,14 +105,23 @@ def embedded(g, shape, key):
     return _wrap(out) if _run(out, gd, shape, key, False) else None
 
 
+# (node class, x's shape, split size(s), dim) -> the pieces' boxes, or False: a graph of
+# tiny splits folds each place once
+_BOXES = {}
+
+
 def _piece_boxes(node):
     """The boxes of a split/unbind node's pieces (``box``), or None where one does not fold
-    into three dims; computed once per node."""
-    boxes = node._boxes
+    into three dims."""
+    _, shape, size, keys, d = node._saved
+    place = (node.__class__, shape, size, d)
+    boxes = _BOXES.get(place)
     if boxes is None:
-        shape, keys = node._saved[1], node._saved[3]
         boxes = [box(shape, k) for k in keys]
-        boxes = node._boxes = False if None in boxes else tuple(boxes)
+        boxes = False if None in boxes else tuple(boxes)
+        if len(_BOXES) >= 4096:
+            _BOXES.clear()
+        _BOXES[place] = boxes
     return boxes or None
 
 

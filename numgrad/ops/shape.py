@@ -872,9 +872,9 @@ def vstack(tensors):
 class _PiecesBackward(Node):
     """The one node of all the pieces of ``split``/``chunk``/``unbind`` (piece ``i`` is output
     ``i``): ``_saved = (dim as PyTorch shows it, x's shape, the split size(s), the pieces'
-    keys, dim)``; ``_boxes`` caches the pieces' regions (``autograd.regions.pieces_into``)."""
+    keys, dim)``."""
 
-    __slots__ = ("_n_outputs", "_boxes")
+    __slots__ = ("_n_outputs",)
     _meta_only = True
     _plain = False
 
@@ -950,7 +950,6 @@ def _pieces(input, d, keys, node_cls, size_arg, dim):
         shown = operator.index(dim) & (2**64 - 1)  # PyTorch shows a negative dim as unsigned
         node = node_cls((edge(input),), (shown, data.shape, size_arg, keys, d))
         node._n_outputs = len(keys)
-        node._boxes = None
         for nr, p in enumerate(out):
             p._grad_fn = node
             p._output_nr = nr
