@@ -200,6 +200,9 @@ MODULES = [
     "nn.Conv1d(4, 6, 3)", "nn.Conv1d(4, 6, 3, padding='same', bias=False)",
     "nn.Conv1d(4, 6, 3, stride=2, padding=1, dilation=2, groups=2, padding_mode='reflect')",
     "nn.Conv1d(4, 4, 4, padding='same', padding_mode='circular')",
+    "nn.Conv2d(4, 6, 3, padding=1, padding_mode='circular')",
+    "nn.Conv2d(4, 4, (2, 3), padding='same', dilation=(2, 1), padding_mode='reflect')",
+    "nn.Conv2d(4, 6, 3, stride=2, padding=(1, 2), groups=2, padding_mode='replicate')",
     "nn.Conv1d(4, 2, 3, padding=2, padding_mode='replicate')",
     "nn.ConvTranspose2d(4, 6, 3)",
     "nn.ConvTranspose2d(4, 6, 3, stride=2, output_padding=1, groups=2, dilation=2, padding=1, "
@@ -254,6 +257,33 @@ def test_modules_match_pytorch(spec):
     assert_close(ours(xs), theirs(txs), rtol=1e-5, atol=1e-5)
 
 
+def _graph_names(t):
+    """Every node name under ``t``, depth first."""
+    names, stack = [], [t.grad_fn]
+    while stack:
+        fn = stack.pop()
+        if fn is not None:
+            names.append(fn.name())
+            stack.extend(n for n, _ in fn.next_functions)
+    return names
+
+
+@requires_torch
+def test_circular_padding_records_pytorch_graph():
+    """F.pad(mode='circular') and a circular Conv2d record PyTorch's whole graph: the border
+    copies read SliceBackward0 views of the output being built (not AsStridedBackward0)."""
+    x = np.arange(32, dtype=np.float32).reshape(1, 2, 4, 4)
+    graphs = []
+    for m in (ng, torch):
+        m.manual_seed(0)
+        t = m.tensor(x, requires_grad=True)
+        conv = m.nn.Conv2d(2, 2, 3, padding=1, padding_mode="circular")
+        graphs.append([_graph_names(m.nn.functional.pad(t, (1, 2, 0, 1), mode="circular")),
+                       _graph_names(m.nn.functional.pad(t[0], (1, 2), mode="circular")),
+                       _graph_names(conv(t))])
+    assert graphs[0] == graphs[1]
+
+
 @requires_torch
 def test_conv_transpose_output_size_matches_pytorch():
     ng.manual_seed(0)
@@ -271,6 +301,8 @@ def test_conv_transpose_output_size_matches_pytorch():
     ("nn.LazyLinear(3)", (2, 5)), ("nn.LazyLinear(4, bias=False)", (3, 2, 6)),
     ("nn.LazyConv2d(4, 3, groups=2)", (1, 2, 5, 5)),
     ("nn.LazyConv2d(4, 3, padding=1, bias=False)", (3, 5, 5)),
+    ("nn.LazyInstanceNorm1d()", (2, 3, 5)), ("nn.LazyInstanceNorm2d(bias=False)", (2, 3, 4, 2)),
+    ("nn.LazyInstanceNorm3d(momentum=0.3)", (2, 2, 2, 3, 2)),
 ])
 def test_lazy_modules_match_pytorch(spec, shape):
     """Uninitialized until the first call; then PyTorch's initial weights for one seed, and
@@ -325,10 +357,14 @@ def test_integer_padding_and_instance_norm_running_stats_match_pytorch():
     "F.conv_transpose3d(t(x5), t(w5), stride=(2, 1, 1))",
     "F.conv_transpose2d(t(x3[..., :4].reshape(2, 4, 2, 2), f), m.ones(4, 3, 3, 3), padding=(2, 0))",
     "F.interpolate(t(x5, f), size=(2, 3, 2), mode='area')",
+    "F.interpolate(t(x5).to(m.uint8), size=(4, 5, 2))",
+    "F.interpolate(t(x3[..., :4].reshape(2, 4, 2, 2)).to(m.uint8), scale_factor=1.5, "
+    "mode='nearest-exact')",
 ])
 def test_integer_convolutions_and_empty_or_5d_outputs_match_pytorch(call):
     """Integer convolutions run (of the transposed ones int64 only, with any bias the result
-    casts back to, as a double one takes a float bias), an output size of 0
+    casts back to, as a double one takes a float bias), uint8 nearest resizes, an output
+    size of 0
     (oneDNN's float32 transposed convolution) gives an empty output, 'area' resizes 5-D
     input: values, dtypes and the input's gradient as PyTorch's."""
     rng = np.random.default_rng(0)

@@ -12,6 +12,7 @@ from numgrad.nn.modules.layers import (
     Conv2d,
     Linear,
     _param,
+    mode_widths,
     reset_conv,
 )
 from numgrad.nn.modules.module import Module
@@ -109,12 +110,7 @@ class Conv1d(_ConvNd):
 
     def forward(self, input):
         if self.padding_mode != "zeros":
-            if isinstance(self.padding, str):  # 'same' / 'valid' with a padding mode
-                total = self.dilation[0] * (self.kernel_size[0] - 1)
-                left = total // 2 if self.padding == "same" else 0
-                widths = (left, total - left) if self.padding == "same" else (0, 0)
-            else:
-                widths = (self.padding[0], self.padding[0])
+            widths = mode_widths(self.padding, self.kernel_size, self.dilation)
             return F.conv1d(F.pad(input, widths, mode=self.padding_mode), self.weight,
                             self.bias, self.stride, 0, self.dilation, self.groups)
         return F.conv1d(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
@@ -136,14 +132,7 @@ class Conv3d(_ConvNd):
         if self.padding_mode == "zeros":
             return F.conv3d(input, self.weight, self.bias, self.stride, self.padding,
                             self.dilation, self.groups)
-        widths = []
-        for d in reversed(range(3)):  # F.pad lists the last dim first
-            if isinstance(self.padding, str):
-                total = self.dilation[d] * (self.kernel_size[d] - 1)
-                left = total // 2 if self.padding == "same" else 0
-                widths += [left, total - left] if self.padding == "same" else [0, 0]
-            else:
-                widths += [self.padding[d], self.padding[d]]
+        widths = mode_widths(self.padding, self.kernel_size, self.dilation)
         return F.conv3d(F.pad(input, widths, mode=self.padding_mode), self.weight, self.bias,
                         self.stride, 0, self.dilation, self.groups)
 
@@ -406,7 +395,7 @@ class _LazyBatchNorm(_LazyMixin):
 
     def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
                  device=None, dtype=None, *, bias=True):
-        super().__init__(0, eps, momentum, False, False, dtype=dtype, bias=False)
+        super().__init__(0, eps, momentum, False, False, dtype=dtype)
         self.affine = affine
         self.track_running_stats = track_running_stats
         if affine:
@@ -456,3 +445,4 @@ class LazyBatchNorm3d(_LazyBatchNorm, BatchNorm3d):
     """``BatchNorm3d`` whose ``num_features`` is read off the first input."""
 
     cls_to_become = BatchNorm3d
+

@@ -76,6 +76,22 @@ class Linear(Module):
                 f"bias={self.bias is not None}")
 
 
+def mode_widths(padding, kernel_size, dilation):
+    """``F.pad``'s widths (last dim first) for a convolution with a padding mode other than
+    zeros: each dim's padding on both sides, or 'same' (the odd unit on the far side) /
+    'valid' (none)."""
+    widths = []
+    for d in reversed(range(len(kernel_size))):
+        if padding == "same":
+            total = dilation[d] * (kernel_size[d] - 1)
+            widths += [total // 2, total - total // 2]
+        elif padding == "valid":
+            widths += [0, 0]
+        else:
+            widths += [padding[d], padding[d]]
+    return widths
+
+
 class Conv2d(Module):
     """2-D convolution (stride, padding, dilation, groups) with PyTorch's initialization."""
 
@@ -113,14 +129,16 @@ class Conv2d(Module):
             self.bias = _param(out_channels, dtype=dtype)
         else:
             self.register_parameter("bias", None)
-        if padding_mode != "zeros":
-            raise NotImplementedError("only padding_mode='zeros' is supported by numgrad")
         self.reset_parameters()
 
     def reset_parameters(self):
         reset_conv(self.weight, self.bias)
 
     def forward(self, input):
+        if self.padding_mode != "zeros":
+            widths = mode_widths(self.padding, self.kernel_size, self.dilation)
+            return F.conv2d(F.pad(input, widths, mode=self.padding_mode), self.weight,
+                            self.bias, self.stride, 0, self.dilation, self.groups)
         return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
                         self.groups)
 
@@ -135,6 +153,8 @@ class Conv2d(Module):
             s += f", groups={self.groups}"
         if self.bias is None:
             s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += f", padding_mode={self.padding_mode}"
         return s
 
 

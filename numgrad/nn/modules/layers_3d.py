@@ -1,12 +1,12 @@
-"""3-D pooling modules, InstanceNorm3d, LPPool1d/2d/3d, MaxUnpool1d/2d/3d and
-(Lazy)ConvTranspose3d (thin wrappers over numgrad.nn.functional)."""
+"""3-D pooling modules, InstanceNorm3d, LazyInstanceNorm1d/2d/3d, LPPool1d/2d/3d,
+MaxUnpool1d/2d/3d and (Lazy)ConvTranspose3d (thin wrappers over numgrad.nn.functional)."""
 
 from numgrad.nn import functional as F
-from numgrad.nn.modules.conv_extra import _ConvTransposeNd, _LazyConvTranspose
+from numgrad.nn.modules.conv_extra import _ConvTransposeNd, _LazyBatchNorm, _LazyConvTranspose
 from numgrad.nn.modules.layers import AvgPool2d, _MaxPoolNd
 from numgrad.nn.modules.layers_more import _Adaptive
 from numgrad.nn.modules.module import Module
-from numgrad.nn.modules.norm_extra import _InstanceNorm
+from numgrad.nn.modules.norm_extra import InstanceNorm1d, InstanceNorm2d, _InstanceNorm
 
 
 class MaxPool3d(_MaxPoolNd):
@@ -34,6 +34,24 @@ class AdaptiveMaxPool3d(_Adaptive):
 
 class InstanceNorm3d(_InstanceNorm):
     _dims = 4
+
+
+class LazyInstanceNorm1d(_LazyBatchNorm, InstanceNorm1d):
+    """``InstanceNorm1d`` whose ``num_features`` is read off the first input's dim 1."""
+
+    cls_to_become = InstanceNorm1d
+
+
+class LazyInstanceNorm2d(_LazyBatchNorm, InstanceNorm2d):
+    """``InstanceNorm2d`` whose ``num_features`` is read off the first input's dim 1."""
+
+    cls_to_become = InstanceNorm2d
+
+
+class LazyInstanceNorm3d(_LazyBatchNorm, InstanceNorm3d):
+    """``InstanceNorm3d`` whose ``num_features`` is read off the first input's dim 1."""
+
+    cls_to_become = InstanceNorm3d
 
 
 class _LPPoolNd(Module):
