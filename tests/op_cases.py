@@ -748,6 +748,15 @@ CASES = [
      lambda a: np.repeat(a, 2, -1), [U(1, 2, 3)]),
     ("upsample_nearest2d", lambda m, a: m.nn.functional.interpolate(a, size=(3, 2)),
      lambda a: a[:, :, [0, 0, 1]][..., [0, 1]], [U(1, 1, 2, 3)]),
+    ("upsample_nearest3d", lambda m, a: m.nn.functional.interpolate(a, size=(3, 2, 4)),
+     lambda a: a[:, :, [0, 0, 1]][:, :, :, [0, 1]][..., [0, 0, 1, 1]], [U(1, 1, 2, 2, 2)]),
+    ("upsample_trilinear3d", lambda m, a: m.nn.functional.interpolate(
+        a, size=(3, 2, 4), mode="trilinear", align_corners=True),
+     lambda a: _resize_nd(a, [_resize(2, 3, "linear"), _resize(3, 2, "linear"),
+                              _resize(2, 4, "linear")]), [U(1, 2, 2, 3, 2)]),
+    ("_upsample_nearest_exact3d", lambda m, a: m.nn.functional.interpolate(
+        a, size=(3, 2, 1), mode="nearest-exact"),
+     lambda a: a[:, :, [0, 2, 3]][:, :, :, [0, 1]][..., [1]], [U(1, 1, 4, 2, 3)]),
     ("upsample_linear1d", lambda m, a: m.nn.functional.interpolate(
         a, size=5, mode="linear", align_corners=True),
      lambda a: a @ _resize(3, 5, "linear").T, [U(1, 2, 3)]),
@@ -785,6 +794,14 @@ CASES = [
     ("replication_pad3d", lambda m, a: m.nn.functional.pad(
         a, (0, 1, 1, 0, 1, 0), mode="replicate"),
      lambda a: _pad_np(a, (0, 1, 1, 0, 1, 0), "edge"), [U(1, 1, 2, 2, 2)]),
+    # circular padding: PyTorch's copies (CopySlices over SliceBackward0), no op of its own
+    ("pad_circular_1d", lambda m, a: m.nn.functional.pad(a, (2, 1), mode="circular"),
+     lambda a: _pad_np(a, (2, 1), "wrap"), [U(1, 2, 3)]),
+    ("pad_circular_2d", lambda m, a: m.nn.functional.pad(a, (1, 2, 0, 1), mode="circular"),
+     lambda a: _pad_np(a, (1, 2, 0, 1), "wrap"), [U(1, 1, 2, 3)]),
+    ("pad_circular_3d", lambda m, a: m.nn.functional.pad(
+        a, (1, 0, 0, 1, 1, 1), mode="circular"),
+     lambda a: _pad_np(a, (1, 0, 0, 1, 1, 1), "wrap"), [U(1, 1, 2, 2, 3)]),
     ("_conv_transpose_2d", lambda m, x, w, b: m.nn.functional.conv_transpose2d(
         x, w, b, stride=2, padding=1, output_padding=1, groups=2),
      lambda x, w, b: _conv_t2d(x, w, b, 2, 1, 1, 2), [U(1, 2, 3, 3), U(2, 2, 2, 2), U(4)]),

@@ -175,11 +175,14 @@ def check_mode(input, mode, antialias, dim):
 def check_dtype(input, mode, antialias, dim):
     """PyTorch's error for an integer or bool ``input`` of an interpolation mode (the kernel
     it names differs by rank, and its antialiased kernels take only float32 and float64);
-    uint8 input of the modes PyTorch resizes it by: numgrad's."""
+    uint8 input is gathered by the nearest modes; of the other modes PyTorch resizes it by:
+    numgrad's."""
     floating = dtype_of(input).is_floating_point
     if floating and not (antialias and input._data.dtype not in (np.float32, np.float64)):
         return
-    if input._data.dtype == np.uint8 and (mode in ("nearest", "nearest-exact") or dim == 2):
+    if input._data.dtype == np.uint8 and mode in ("nearest", "nearest-exact") and not antialias:
+        return  # a gather
+    if input._data.dtype == np.uint8 and dim == 2:
         raise NotImplementedError(f"interpolate mode '{mode}'{' with antialias=True' * antialias}"
                                   " on uint8 input is not supported by numgrad")
     if antialias:
@@ -195,9 +198,9 @@ def check_dtype(input, mode, antialias, dim):
 
 def upsample(input, mode, antialias, output_size, scales, align_corners):
     """``input`` resized to the parsed ``output_size`` after PyTorch's size and dtype checks
-    (``UpsampleNearest{1,2}DBackward0``, ``UpsampleBilinear2DBackward0``, ...)."""
+    (``UpsampleNearest{1,2,3}DBackward0``, ``UpsampleTrilinear3DBackward0``, ...)."""
     shape, dim = input._data.shape, input._data.ndim - 2
-    names = ("H", "W") if dim == 2 else ("W",)
+    names = ("D", "H", "W")[3 - dim:]
     if min(shape[2:]) <= 0 or min(output_size) <= 0:
         ins = ", ".join(f"{a}: {b}" for a, b in zip(names, shape[2:]))
         outs = ", ".join(f"{a}: {b}" for a, b in zip(names, output_size))

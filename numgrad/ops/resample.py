@@ -156,11 +156,14 @@ def _declare(name, node):
 UPSAMPLE = {key: _declare(name, node) for key, name, node in (
     (("nearest", 1), "upsample_nearest1d", "UpsampleNearest1DBackward0"),
     (("nearest", 2), "upsample_nearest2d", "UpsampleNearest2DBackward0"),
+    (("nearest", 3), "upsample_nearest3d", "UpsampleNearest3DBackward0"),
     (("linear", 1), "upsample_linear1d", "UpsampleLinear1DBackward0"),
     (("bilinear", 2), "upsample_bilinear2d", "UpsampleBilinear2DBackward0"),
+    (("trilinear", 3), "upsample_trilinear3d", "UpsampleTrilinear3DBackward0"),
     (("bicubic", 2), "upsample_bicubic2d", "UpsampleBicubic2DBackward0"),
     (("nearest-exact", 1), "_upsample_nearest_exact1d", "UpsampleNearestExact1DBackward0"),
     (("nearest-exact", 2), "_upsample_nearest_exact2d", "UpsampleNearestExact2DBackward0"),
+    (("nearest-exact", 3), "_upsample_nearest_exact3d", "UpsampleNearestExact3DBackward0"),
     (("bilinear-aa", 2), "_upsample_bilinear2d_aa", "UpsampleBilinear2DAaBackward0"),
     (("bicubic-aa", 2), "_upsample_bicubic2d_aa", "UpsampleBicubic2DAaBackward0"))}
 PAD = {(mode, k): _declare(f"{name}_pad{k}d", f"{label}Pad{k}DBackward0")
