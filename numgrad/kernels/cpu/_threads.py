@@ -1,43 +1,59 @@
-"""Start Numba's thread pool with a short spin before its idle threads sleep.
+"""Load Numba's threading layer so that numgrad's OpenMP settings never reach another library.
 
-With the OpenMP threading layer, the workers of a parallel kernel spin for a while after it
-ends (libgomp's default spin count); the next BLAS call then shares the cores with them.
-On the 2-core test machine the 8 GEMMs of the CNN step took 4-5 ms per step with a short
-spin instead of 7-10 ms. libgomp reads ``GOMP_SPINCOUNT`` once, when it loads, so ``settle()``
-sets the variable only while Numba starts its threads (when the first CPU kernel loads)
-and removes it afterwards (a PyTorch imported later finds this libgomp loaded, by its
-soname, and shares it). A user's own ``GOMP_SPINCOUNT`` or ``OMP_WAIT_POLICY`` is left alone.
+Numba's OpenMP layer (``omppool``) links the system's libgomp, whose soname is
+``libgomp.so.1``, as is that of the libgomp PyTorch's wheel brings. The loader finds an
+already loaded library by its soname, so the two import orders differ:
 
-Import order: PyTorch imported first puts its own libgomp in the global symbol scope. A Numba
-threading layer loaded after that would bind its OpenMP calls to PyTorch's runtime (global
-symbols come first) and run on its long-spinning threads: the 2-thread MLP step took
-1.07-1.16 ms instead of 0.74-0.98 ms. So the layer is loaded with ``RTLD_DEEPBIND``: its own
-dependencies come first, and Numba gets a libgomp of its own (the system's file, a separate
-copy from PyTorch's), with the short spin, as when numgrad comes first. Only the loading of
-the layer is affected.
+- numgrad's layer loads first: PyTorch (or any library linked to ``libgomp.so.1``) imported
+  later runs on that same runtime, with whatever settings it was started with. libgomp reads
+  ``GOMP_SPINCOUNT`` once, when it loads; numgrad therefore starts it with the user's
+  environment unchanged, and the libraries that share it run as they would alone.
+- another ``libgomp.so.1`` (PyTorch's) loaded first: PyTorch puts it in the global symbol
+  scope, where Numba's layer would bind its OpenMP calls to it and run on PyTorch's threads.
+  The layer is loaded with ``RTLD_DEEPBIND`` (its own dependencies first), so it gets its own
+  copy of the system's libgomp, which nothing else can reach (a later ``libgomp.so.1`` request
+  finds the runtime loaded first). That private runtime starts with a short spin
+  (``GOMP_SPINCOUNT=SPIN_COUNT``, in the environment only while it loads): its idle workers
+  sleep soon after a kernel instead of holding a core the next BLAS call needs.
+
+A user's own ``GOMP_SPINCOUNT`` or ``OMP_WAIT_POLICY`` is left alone in both cases.
 """
 
 import os
 import sys
 
+from numgrad._startup import environment
+
 SPIN_COUNT = "3000"
 
-_state = {"settled": False}
+# short_spin: whether Numba's runtime was started with SPIN_COUNT (a private runtime)
+_state = {"settled": False, "short_spin": False}
 
 
 def settle():
-    """Start Numba's threading layer with ``GOMP_SPINCOUNT=SPIN_COUNT`` (once)."""
+    """Load Numba's threading layer now (once; see the module docstring)."""
     if _state["settled"]:
         return
     _state["settled"] = True
-    spin = "GOMP_SPINCOUNT" not in os.environ and "OMP_WAIT_POLICY" not in os.environ
-    if spin:
-        os.environ["GOMP_SPINCOUNT"] = SPIN_COUNT
-    try:
+    user = "GOMP_SPINCOUNT" in os.environ or "OMP_WAIT_POLICY" in os.environ
+    _state["short_spin"] = not user and bool(loaded_runtimes())
+    if not _state["short_spin"]:
         _load_layer()
-    finally:
-        if spin:
-            del os.environ["GOMP_SPINCOUNT"]
+        return
+    with environment("GOMP_SPINCOUNT", SPIN_COUNT):
+        _load_layer()
+
+
+def loaded_runtimes():
+    """Paths of the libraries loaded in this process that a request for ``libgomp.so.1``
+    would find (by file name; an auditwheel-renamed copy, ``libgomp-<hash>.so.1``, has a
+    soname of its own). Empty where ``/proc/self/maps`` cannot be read."""
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.rsplit(" ", 1)[-1].strip() for line in maps}
+    except OSError:
+        return []
+    return sorted(p for p in paths if os.path.basename(p).startswith("libgomp.so"))
 
 
 def _load_layer():
