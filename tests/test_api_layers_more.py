@@ -138,6 +138,9 @@ ERRORS = [
     "F.channel_shuffle(m.ones(2, 4), 2)",
     "F.dropout1d(m.ones(2, 3, 4, 5))",
     "F.dropout2d(m.ones(2, 3, 4, 5), 1.5)",
+    "F.dropout3d(m.ones(2, 3, 4, 5), -0.5)",
+    "F.huber_loss(m.ones(2), m.ones(2), delta=0.0)",
+    "F.huber_loss(m.ones(2), m.ones(2), delta=-1.0, weight=m.ones(2))",
     "m.nn.Dropout1d(-0.1)",
     "F.bilinear(m.ones(2, 3), m.ones(2, 2, 4), m.ones(5, 3, 4))",
     "F.bilinear(m.ones(2, 3), m.ones(3, 4), m.ones(5, 3, 4))",
@@ -227,6 +230,11 @@ def test_bilinear_module_matches_pytorch(bias):
     ("F.alpha_dropout(x, 1.0, True)", (2, 3)),
     ("F.alpha_dropout(x, 0.5)", (2, 3)),
     ("m.nn.AlphaDropout(0.2)(x)", (3, 6)),
+    ("F.dropout3d(x, 0.4)", (2, 3, 2, 2, 2)),
+    ("F.dropout3d(x, 0.5)", (3, 2, 2, 2)),
+    ("F.feature_alpha_dropout(x, 0.3, True)", (2, 4, 3)),
+    ("F.max_pool2d_with_indices(x, 2)[0]", (1, 2, 4, 4)),
+    ("F.max_pool1d_with_indices(x, 2, return_indices=False)[0]", (2, 3, 4)),
 ])
 def test_channel_dropout_masks_match_pytorch(call, shape):
     arr = np.random.default_rng(9).uniform(0.5, 1.5, size=shape)

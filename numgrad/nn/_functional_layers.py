@@ -98,6 +98,27 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
     return NL.feature_dropout(input, p, training, inplace)
 
 
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    """Channel dropout of (N, C, D, H, W) or (C, D, H, W) input (other ranks as PyTorch:
+    with its warning, a rank-4 one taken as unbatched)."""
+    NL.check_p(p)
+    nd = input.dim()
+    if nd not in (4, 5):
+        warnings.warn(
+            f"dropout3d: Received a {nd}-D input to dropout3d, which is deprecated and will "
+            "result in an error in a future release. To retain the behavior and silence this "
+            "warning, please use dropout instead. Note that dropout3d exists to provide "
+            "channel-wise dropout on inputs with 3 spatial dimensions, a channel dimension, and "
+            "an optional batch dimension (i.e. 4D or 5D inputs).", stacklevel=2)
+    return NL.feature_dropout(input, p, training, inplace, nd != 5)
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Alpha dropout of whole channels of (N, C, *) input."""
+    NL.check_p(p)
+    return NL.alpha_dropout(input, p, training, inplace, feature=True)
+
+
 def bilinear(input1, input2, weight, bias=None):
     """y[..., o] = sum_ij x1[..., i] W[o, i, j] x2[..., j] + b[o] (two matrix products)."""
     for i, t in enumerate((input1, input2, weight), 1):

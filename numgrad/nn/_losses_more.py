@@ -43,6 +43,8 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     C.tensors("huber_loss", "input target", input, target)
     C.check_same_size(input, target)
     target = NLo.huber_dtypes(input, target)
+    if not delta > 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
     if weight is None:
         return L.huber_loss(input, target, C.reduction(reduction), float(delta))
     return NLo.weighted_huber(input, target, weight, reduction, float(delta))

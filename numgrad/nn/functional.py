@@ -247,8 +247,10 @@ from numgrad.nn._functional_extra import (  # noqa: E402,F401,I001  (norm, pad, 
     group_norm, instance_norm, interpolate, pad, upsample, upsample_bilinear, upsample_nearest)
 from numgrad.nn._pooling import (  # noqa: E402,F401,I001  (every pool)
     adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d, adaptive_max_pool1d,
-    adaptive_max_pool2d, adaptive_max_pool3d, avg_pool1d, avg_pool2d, avg_pool3d, lp_pool1d,
-    lp_pool2d, lp_pool3d, max_pool1d, max_pool2d, max_pool3d, max_unpool1d, max_unpool2d,
+    adaptive_max_pool1d_with_indices, adaptive_max_pool2d, adaptive_max_pool2d_with_indices,
+    adaptive_max_pool3d, adaptive_max_pool3d_with_indices, avg_pool1d, avg_pool2d, avg_pool3d,
+    lp_pool1d, lp_pool2d, lp_pool3d, max_pool1d, max_pool1d_with_indices, max_pool2d,
+    max_pool2d_with_indices, max_pool3d, max_pool3d_with_indices, max_unpool1d, max_unpool2d,
     max_unpool3d)
 from numgrad.nn._losses_more import (  # noqa: E402,F401,I001  (more losses and distances)
     cosine_embedding_loss, cosine_similarity, gaussian_nll_loss, hinge_embedding_loss,
@@ -256,8 +258,9 @@ from numgrad.nn._losses_more import (  # noqa: E402,F401,I001  (more losses and 
     multilabel_soft_margin_loss, pairwise_distance, pdist, poisson_nll_loss, soft_margin_loss,
     triplet_margin_loss, triplet_margin_with_distance_loss)
 from numgrad.nn._functional_layers import (  # noqa: E402,F401,I001  (more norm/other layers)
-    bilinear, channel_shuffle, dropout1d, dropout2d, embedding_bag, local_response_norm,
-    pixel_shuffle, pixel_unshuffle, rms_norm, alpha_dropout)
+    bilinear, channel_shuffle, dropout1d, dropout2d, dropout3d, embedding_bag,
+    feature_alpha_dropout, local_response_norm, pixel_shuffle, pixel_unshuffle, rms_norm,
+    alpha_dropout)
 from numgrad.nn._activations_more import (  # noqa: E402,F401,I001  (more activations)
     celu, celu_, elu, elu_, glu, hardshrink, hardsigmoid, hardswish, hardtanh, hardtanh_,
     leaky_relu_, logsigmoid, mish, prelu, relu6, relu_, rrelu, rrelu_, selu, selu_, softmin,

@@ -191,15 +191,19 @@ def feature_dropout(input, p, training, inplace, unbatched=False):
     return input.mul_(mask) if inplace else input * mask
 
 
-def alpha_dropout(input, p, training, inplace):
+def alpha_dropout(input, p, training, inplace, feature=False):
     """Dropout that keeps SELU's zero mean and unit variance: dropped elements go to SELU's
-    negative saturation -alpha', then an affine map a x + b restores the statistics."""
+    negative saturation -alpha', then an affine map a x + b restores the statistics
+    (``feature``: whole channels of (N, C, *) input, one draw per channel)."""
     if not training or p == 0 or input.numel() == 0:
         return input
     if p == 1:
         zero = zeros((), input)
         return input.mul_(zero) if inplace else input * zero
-    keep = _mask(tuple(input._data.shape), 1.0 - p, input)
+    shape = tuple(input._data.shape)
+    if feature:
+        shape = shape[:2] + (1,) * (len(shape) - 2)
+    keep = _mask(shape, 1.0 - p, input)
     sat = 1.7580993408473766  # SELU's scale * alpha: the value of a saturated unit (negated)
     a = 1.0 / np.sqrt((sat * sat * p + 1) * (1 - p))
     b = (keep - 1) * (sat * a) + sat * a * p
