@@ -138,6 +138,16 @@ def combine(a, s, mode):
     return s if a == a and s < a or s != s else a
 
 
+def mean_slot(out, k, c, floor):
+    """out[k] /= c where c > 1 (``floor``: integer floor division): a slot of a scatter mean
+    that summed ``c`` values."""
+    if c > 1:
+        if floor:
+            out[k] = out[k] // c
+        else:
+            out[k] = out[k] / c
+
+
 def has_nan_run(x, xo, xs, n):
     """Whether any of x[xo + i * xs] (i < n) is nan (no early exit: the CPU loop vectorizes,
     6x faster than stopping at the first)."""
@@ -170,5 +180,5 @@ def put_one(src, sp, v, size, out, oo, os):
 # the functions each device binds (with its ``add_at``)
 GATHER_FUNCTIONS = ("wrapped", "flat_index", "unravel_one", "count_true", "write_true",
                     "range_sum", "prefix_sums", "copy_run", "fill_run", "add_run", "gather_one",
-                    "scatter_add_one", "put_one", "combine", "has_nan_run",
+                    "scatter_add_one", "put_one", "combine", "mean_slot", "has_nan_run",
                     "first_outside_run")

@@ -24,6 +24,7 @@ _gather_one = F["gather_one"]
 _scatter_add_one = F["scatter_add_one"]
 _put_one = F["put_one"]
 _combine = F["combine"]
+_mean_slot = F["mean_slot"]
 
 
 @jit
@@ -221,14 +222,17 @@ def divide_by_count(out, count, floor):
     both (outer, size, inner)."""
     n_o, n_s, n_i = out.shape
     for o in range(n_o):
+        if n_i == 1:
+            ol = out[o, :, 0]
+            cl = count[o, :, 0]
+            for j in range(n_s):
+                _mean_slot(ol, j, cl[j], floor)
+            continue
         for j in range(n_s):
+            oj = out[o, j]
+            cj = count[o, j]
             for i in range(n_i):
-                c = count[o, j, i]
-                if c > 1:
-                    if floor:
-                        out[o, j, i] = out[o, j, i] // c
-                    else:
-                        out[o, j, i] = out[o, j, i] / c
+                _mean_slot(oj, i, cj[i], floor)
 
 
 @jit

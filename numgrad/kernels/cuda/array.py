@@ -316,6 +316,12 @@ def from_any(a):
     raise RuntimeError(MIXED)
 
 
+def vec(a):
+    """Kernel arguments of 1-D data ``a``: its buffer, offset and element stride."""
+    a = from_any(a)
+    return a.buf, a.offset, a.strides_el[0] if a.strides_el else 1
+
+
 def _register_numba_type():
     """A CudaArray reaching a CPU kernel means a CPU and a CUDA tensor met in one op."""
     from numba.core.typing.typeof import typeof_impl

@@ -254,13 +254,7 @@ def _divide_by_count_k(out, oo, os, cnt, shape, n, floor):
     n_i = shape[2]
     for t in range(cuda.grid(1), n, cuda.gridsize(1)):
         o, j, i = _launch.unravel3(t, n_s, n_i)
-        c = cnt[t]
-        if c > 1:
-            k = oo + o * os[0] + j * os[1] + i * os[2]
-            if floor:
-                out[k] = out[k] // c
-            else:
-                out[k] = out[k] / c
+        mean_slot_dev(out, oo + o * os[0] + j * os[1] + i * os[2], cnt[t], floor)  # noqa: F821
 
 
 # ----------------------------------------------------------------------------------------
@@ -284,11 +278,6 @@ def _ints(v):
     return tuple(int(s) for s in np.asarray(v).reshape(-1))
 
 
-def _flag(sentinel):
-    """A one-element int64 device buffer holding ``sentinel`` (atomic-min target)."""
-    return CudaArray.from_host(np.full(1, sentinel, np.int64)).buf
-
-
 def _read(buf, i=0):
     # through ``to_host``, where a compiled trace records host reads (as checks to replay)
     return int(CudaArray(buf, i, (1,), (1,)).to_host()[0])
@@ -301,6 +290,21 @@ def fill_3d(out, v):
     _launch.launch(_fill_k, n, ob, oo, os, tuple(out.shape), n, out.dtype.type(v))
 
 
+def device_int(v):
+    """A one-element int64 CudaArray holding ``v`` (an atomic-min target, a flag), filled by a
+    kernel: a compiled plan records the fill (a copy from the host would make it run
+    eagerly)."""
+    res = CudaArray.empty((1,), np.int64)
+    fill_3d(res.reshape(1, 1, 1), v)
+    return res
+
+
+def first_found(res, n):
+    """The lowest position an atomic min left in ``res`` (``device_int(n)``), or -1."""
+    r = _read(res.buf)
+    return r if r < n else -1
+
+
 def wrap_indices(idx, size, out):
     """out = idx with negatives wrapped; returns the position of the first bad index or -1."""
     ib, io, is_ = _strided(idx, 1)
@@ -308,10 +312,9 @@ def wrap_indices(idx, size, out):
     n = idx.size
     if not n:
         return -1
-    bad = _flag(n)
-    _launch.launch(_wrap_k, n, ib, io, is_, int(size), ob, oo, os, n, bad)
-    b = _read(bad)
-    return b if b < n else -1
+    bad = device_int(n)
+    _launch.launch(_wrap_k, n, ib, io, is_, int(size), ob, oo, os, n, bad.buf)
+    return first_found(bad, n)
 
 
 def linearize(idx, sizes, out, wrap):
@@ -327,9 +330,9 @@ def linearize(idx, sizes, out, wrap):
     if not m:
         return -1, -1
     sentinel = k * m
-    bad = _flag(sentinel)
-    _launch.launch(_linearize_k, m, ib, io, ist, sz, k, ob, oo, os, m, bool(wrap), bad)
-    b = _read(bad)
+    bad = device_int(sentinel)
+    _launch.launch(_linearize_k, m, ib, io, ist, sz, k, ob, oo, os, m, bool(wrap), bad.buf)
+    b = _read(bad.buf)
     if b >= sentinel:
         return -1, -1
     return b % k, b // k
@@ -409,11 +412,10 @@ def gather_dim(x, idx, out):
     n = idx.size
     if not n:
         return -1
-    bad = _flag(n)
+    bad = device_int(n)
     _launch.launch(_gather_dim_k, n, xb, xo, xs, x.shape[1], ib, io, is_, ob, oo, os,
-                   tuple(idx.shape), n, bad)
-    b = _read(bad)
-    return b if b < n else -1
+                   tuple(idx.shape), n, bad.buf)
+    return first_found(bad, n)
 
 
 def scatter_add_dim(src, idx, out):
@@ -424,11 +426,10 @@ def scatter_add_dim(src, idx, out):
     n = idx.size
     if not n:
         return -1
-    bad = _flag(n)
+    bad = device_int(n)
     _launch.launch(_scatter_add_dim_k, n, sb, so, ss, ib, io, is_, ob, oo, os, out.shape[1],
-                   tuple(idx.shape), n, bad)
-    b = _read(bad)
-    return b if b < n else -1
+                   tuple(idx.shape), n, bad.buf)
+    return first_found(bad, n)
 
 
 # scatter_reduce computes 1- and 2-byte integers (and bools) in int32, which has atomics: sums
@@ -474,18 +475,17 @@ def scatter_reduce_dim(src, idx, out, count, mode):
     else:
         cnt = from_any(count).buf
     size = out.shape[1]
-    bad = _flag(n)
+    bad = device_int(n)
     shape = tuple(idx.shape)
     _launch.launch(_reduce_prepare_k, n, ib, io, is_, ob, oo, os, cnt, size, shape, n, mode,
-                   _identity(out.dtype, mode or 1), bad)
+                   _identity(out.dtype, mode or 1), bad.buf)
     if mode == 0:
         _launch.launch(_put_last_k, n, sb, so, ss, ib, io, is_, ob, oo, os, cnt, size, shape, n)
     else:
         bits = ob if out.dtype.kind in "iu" else ob.view(_BITS[out.dtype.itemsize])
         _launch.launch(_reduce_k, n, sb, so, ss, ib, io, is_, ob, oo, os, bits, cnt, size,
                        shape, n, mode)
-    b = _read(bad)
-    return b if b < n else -1
+    return first_found(bad, n)
 
 
 def divide_by_count(out, count, floor):

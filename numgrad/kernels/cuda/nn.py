@@ -12,8 +12,7 @@ over ``CudaArray`` data, each launching functions written once for both devices:
 * the SGD, Adam and RMSprop steps are those of ``numgrad.kernels.cuda.optim`` (written once
   for both devices in ``numgrad.kernels.optim_steps``), named here for ``NN.on(p)``.
 
-Where the CPU picks a serial or a multithreaded loop (``pick``), the GPU has one launcher:
-each ``*_par`` name is an alias of it.
+Where the CPU's launchers pick a serial or a multithreaded loop, the GPU has one launcher.
 """
 
 
@@ -23,21 +22,9 @@ from numba import cuda
 from numgrad.kernels.cuda import _launch
 from numgrad.kernels.cuda import rows as ROWS
 from numgrad.kernels.cuda import windows as WIN
-from numgrad.kernels.cuda.array import from_any
-from numgrad.kernels.cuda.indexing import first_outside_run_dev
+from numgrad.kernels.cuda.array import from_any, vec
+from numgrad.kernels.cuda.indexing import device_int, first_found, first_outside_run_dev
 from numgrad.kernels.cuda.optim import adam_step, rmsprop_step, sgd_step  # noqa: F401
-
-
-def pick(serial, parallel, work):
-    """One GPU variant: the first argument (each ``*_par`` name is an alias of it)."""
-    return serial
-
-
-def _v(a):
-    """(buffer, offset, element stride) of a 1-D CudaArray."""
-    a = from_any(a)
-    return a.buf, a.offset, a.strides_el[0] if a.strides_el else 1
-
 
 # ========================================================================================
 # convolution: unfold (im2col) and its adjoint fold (col2im)
@@ -46,8 +33,9 @@ def _v(a):
 
 # the column rows and pixels are window functions written once for both devices
 # (``numgrad.kernels.windows``, launched by ``numgrad.kernels.cuda.windows``)
-im2col = im2col_par = WIN.im2col
-col2im = col2im_par = WIN.col2im
+im2col = WIN.im2col
+col2im = WIN.col2im
+
 
 # ========================================================================================
 # pooling
@@ -55,12 +43,11 @@ col2im = col2im_par = WIN.col2im
 
 
 # the pooling windows are written once for both devices (``numgrad.kernels.windows``)
-max_pool2d = max_pool2d_par = WIN.max_pool2d
-max_pool2d_bwd = max_pool2d_bwd_par = WIN.max_pool2d_bwd
-avg_pool2d = avg_pool2d_par = WIN.avg_pool2d
+max_pool2d = WIN.max_pool2d
+max_pool2d_bwd = WIN.max_pool2d_bwd
+avg_pool2d = WIN.avg_pool2d
+avg_pool2d_bwd = WIN.avg_pool2d_bwd
 
-
-avg_pool2d_bwd = avg_pool2d_bwd_par = WIN.avg_pool2d_bwd
 
 # ========================================================================================
 # normalization: statistics over (N, L) per channel (batch norm) or per row (layer norm)
@@ -71,9 +58,9 @@ avg_pool2d_bwd = avg_pool2d_bwd_par = WIN.avg_pool2d_bwd
 channel_stats = ROWS.channel_stats
 inv_std = ROWS.inv_std
 running_update = ROWS.running_update
-batch_norm_apply = batch_norm_apply_par = ROWS.batch_norm_apply
+batch_norm_apply = ROWS.batch_norm_apply
 batch_norm_bwd_sums = ROWS.batch_norm_bwd_sums
-batch_norm_bwd_input = batch_norm_bwd_input_par = ROWS.batch_norm_bwd_input
+batch_norm_bwd_input = ROWS.batch_norm_bwd_input
 
 
 @_launch.jit
@@ -93,17 +80,15 @@ def first_outside(x, lo, hi):
     n = x.size
     if n == 0:
         return -1
-    res = ROWS.first_buffer(n)
-    _launch.launch(_first_outside_k, n, *_v(x.reshape(-1)), _py(lo), _py(hi), res.buf, n)
-    return ROWS.first_result(res, n)
+    res = device_int(n)
+    _launch.launch(_first_outside_k, n, *vec(x.reshape(-1)), _py(lo), _py(hi), res.buf, n)
+    return first_found(res, n)
 
 
 # layer norm's rows and parameter gradients: written once for both devices
 # (``numgrad.kernels.rows``)
-layer_norm_fwd = layer_norm_fwd_par = ROWS.layer_norm_fwd
-layer_norm_bwd_input = layer_norm_bwd_input_par = ROWS.layer_norm_bwd_input
-
-
+layer_norm_fwd = ROWS.layer_norm_fwd
+layer_norm_bwd_input = ROWS.layer_norm_bwd_input
 layer_norm_bwd_params = ROWS.layer_norm_bwd_params
 
 

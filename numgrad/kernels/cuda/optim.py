@@ -16,7 +16,7 @@ from numgrad._compile import tape as _tape
 from numgrad.kernels import optim_steps as S
 from numgrad.kernels.cpu import _fastmath
 from numgrad.kernels.cuda import _launch
-from numgrad.kernels.cuda.array import from_any
+from numgrad.kernels.cuda.array import from_any, vec
 
 
 def count_step(step):
@@ -27,12 +27,6 @@ def count_step(step):
         _tape.host_read("an optimizer step of CUDA parameters (its step count)")
     step[0] += 1
     return float(step[0])
-
-
-def _v(a):
-    """(buffer, offset, element stride) of a 1-D CudaArray."""
-    a = from_any(a)
-    return a.buf, a.offset, a.strides_el[0] if a.strides_el else 1
 
 
 def _sim_ffma(a, b, c):
@@ -110,9 +104,9 @@ def _launch_update(name, p, g, state, keep, consts):
     """Launch the update ``name`` over ``p`` and the ``state`` arrays (those whose ``keep``
     is false are stand-ins, not written)."""
     p = from_any(p)
-    arrays = (*_v(p), *_v(g))
+    arrays = (*vec(p), *vec(g))
     for a in state:
-        arrays += _v(a)
+        arrays += vec(a)
     template = (_two, _three, _four)[len(state) - 1]
     _launch.launch(_kernel(name, template), p.size, *arrays, p.size, *keep, consts)
 

@@ -24,13 +24,13 @@ gathers along r, their gradient and the nan check are index functions written on
 devices (``numgrad.kernels.gathers``), a thread per element here.
 """
 
-import numpy as np
-from numba import cuda, float64, int64
+from numba import cuda
 
 from numgrad.kernels.cpu.reduction import as3d, runs  # pure shape helpers: work on CudaArray
 from numgrad.kernels.cuda import _launch
 from numgrad.kernels.cuda.array import CudaArray, from_any
 from numgrad.kernels.cuda.indexing import (  # bound there from ``numgrad.kernels.gathers``
+    device_int,
     fill_3d,
     gather_one_dev,
     has_nan_run_dev,
@@ -142,34 +142,19 @@ def _seg_output(base, t, ls, tr):
 # ----------------------------------------------------------------------------------------
 # sum_all's first pass: ``sum_row`` (the row function of every sum) over the chunks of a
 # large array, a block per chunk, its threads the row's team (``f``: the ``sum_row`` device
-# function of ``numgrad.kernels.cuda.rows``, bound by ``_part_kernel``)
+# function of ``numgrad.kernels.cuda.rows``, bound by its ``_kernel``)
 # ----------------------------------------------------------------------------------------
 
 
-def _part_f_k(x, xo, xs, n, chunk, nparts, part):
-    """part[b] = the sum of x[b * chunk:(b + 1) * chunk] (float64)."""
-    sh = cuda.shared.array(NT, float64)
+def _part_k(x, xo, xs, n, chunk, nparts, part, acc):
+    """part[b] = the sum of x[b * chunk:(b + 1) * chunk] (in ``acc``'s type)."""
+    sh = cuda.shared.array(NT, ACC)  # noqa: F821  (``acc``'s type, bound)
     t = cuda.threadIdx.x
     nt = cuda.blockDim.x
     for b in range(cuda.blockIdx.x, nparts, cuda.gridDim.x):
         lo = b * chunk
-        f(x, xo + lo * xs, xs, min(chunk, n - lo), part, b, float64(1), float64(0),  # noqa: F821
+        f(x, xo + lo * xs, xs, min(chunk, n - lo), part, b, acc + 1, acc,  # noqa: F821
           (t, nt, t == 0, t, 1, sh))
-
-
-def _part_i_k(x, xo, xs, n, chunk, nparts, part):
-    """part[b] = the sum of x[b * chunk:(b + 1) * chunk] (int64)."""
-    sh = cuda.shared.array(NT, int64)
-    t = cuda.threadIdx.x
-    nt = cuda.blockDim.x
-    for b in range(cuda.blockIdx.x, nparts, cuda.gridDim.x):
-        lo = b * chunk
-        f(x, xo + lo * xs, xs, min(chunk, n - lo), part, b, int64(1), int64(0),  # noqa: F821
-          (t, nt, t == 0, t, 1, sh))
-
-
-def _part_kernel(isf):
-    return _rows_module()._kernel(_part_f_k if isf else _part_i_k, "sum_row")
 
 
 # ----------------------------------------------------------------------------------------
@@ -271,7 +256,7 @@ def has_nan(x):
     if not _is_float(x) or not x.size:
         return False
     flat = x.reshape(-1)
-    flag = CudaArray.from_host(np.zeros(1, np.int32))
+    flag = device_int(0)
     _launch.launch(has_nan_kernel, flat.size, *_geom(flat), flat.size, flag.buf)
     return bool(flag.item())
 
@@ -286,7 +271,7 @@ def take_along_3d(x, idx, out):
 
 
 # ----------------------------------------------------------------------------------------
-# launchers (same signatures as the CPU ones; CPU kernel objects map to twins by name)
+# launchers (same signatures as the CPU ones)
 # ----------------------------------------------------------------------------------------
 
 
@@ -308,17 +293,10 @@ def __getattr__(name):
 
 
 def _twin_of(kernel):
-    """This module's twin of a CPU kernel (a Numba dispatcher) or of one of ours; a row
-    kernel written once (``numgrad.kernels.cpu.rows``) launches on either device itself."""
-    if getattr(kernel, "__module__", None) == "numgrad.kernels.cpu.rows":
-        return kernel
-    name = getattr(kernel, "py_func", kernel).__name__
-    if name in _ROW_REDUCTIONS:
-        return getattr(_rows_module(), name)
-    k = _TWINS.get(name)
-    if k is None:
-        raise NotImplementedError(f"no CUDA twin of reduction kernel {name!r}")
-    return k
+    """The CUDA launcher of a CPU row reduction (a Numba dispatcher or a launcher of
+    ``numgrad.kernels.cpu.rows``) or of one of ours: ``numgrad.kernels.cuda.rows``' function
+    of its name (the kernel modules of both devices share their names)."""
+    return getattr(_rows_module(), getattr(kernel, "py_func", kernel).__name__)
 
 
 def _keep_shape(shape, start, stop):
@@ -356,10 +334,11 @@ def sum_all(x, dtype, scale):
         nparts = min((n + 4 * threads - 1) // (4 * threads), PART_BLOCKS)
         chunk = -(-n // nparts)
         nparts = -(-n // chunk)
-        isf = _is_float(x)
-        part = CudaArray.empty((nparts,), np.float64 if isf else np.int64)
-        _launch.launch_blocks(_part_kernel(isf), nparts, threads, *_geom(flat), n, chunk,
-                              nparts, part.buf)
+        rows = _rows_module()
+        acc = rows.acc_zero(x)
+        part = CudaArray.empty((nparts,), acc.dtype)
+        _launch.launch_blocks(rows._kernel(_part_k, "sum_row", acc.dtype.name), nparts,
+                              threads, *_geom(flat), n, chunk, nparts, part.buf, acc)
         flat = part
     _rows_module().sum_3d(flat.reshape(1, flat.size, 1), out, scale)
     return out.reshape(())
@@ -368,6 +347,3 @@ def sum_all(x, dtype, scale):
 def sum_dims(x, dims, dtype, scale):
     """sum over ``dims`` (non-empty) times ``scale`` (mean: 1/n); reduced dims kept as 1."""
     return reduce_dims(_rows_module().sum_3d, x, dims, dtype, scale)
-
-
-_TWINS = {f.__name__: f for f in (put_along_3d, take_along_3d)}

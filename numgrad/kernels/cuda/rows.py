@@ -17,8 +17,8 @@ from numba import cuda, float64, int64
 from numgrad.kernels import rows as R
 from numgrad.kernels.cpu.reduction import as3d
 from numgrad.kernels.cuda import _launch
-from numgrad.kernels.cuda.array import CudaArray, from_any
-from numgrad.kernels.cuda.indexing import fill_3d
+from numgrad.kernels.cuda.array import CudaArray, from_any, vec
+from numgrad.kernels.cuda.indexing import device_int, first_found
 from numgrad.kernels.cuda.reduction import (
     MAX,
     MIN,
@@ -92,8 +92,8 @@ _launch.bind(R, R.ROW_FUNCTIONS, _TEAM, __name__)  # the row functions: ``<name>
 # --- kernel templates (``f``: the row function) ---------------------------------------------
 
 
-def _sum_f_k(x, xo, xs0, xs1, xs2, out, oo, os0, os1, n_o, n_r, n_i, tr, ls, scale):
-    sh = cuda.shared.array(NT, float64)
+def _sum_k(x, xo, xs0, xs1, xs2, out, oo, os0, os1, n_o, n_r, n_i, tr, ls, scale, acc):
+    sh = cuda.shared.array(NT, ACC)  # noqa: F821  (``acc``'s type: float64 or int64, bound)
     t = cuda.threadIdx.x
     lane = (t // ls) % tr
     per = cuda.blockDim.x // tr
@@ -105,23 +105,7 @@ def _sum_f_k(x, xo, xs0, xs1, xs2, out, oo, os0, os1, n_o, n_r, n_i, tr, ls, sca
         i = k - o * n_i
         tm = (lane, tr, live and lane == 0, t, ls, sh)
         f(x, xo + o * xs0 + i * xs2, xs1, n_r if live else 0, out, oo + o * os0 + i * os1,  # noqa: F821
-          scale, float64(0), tm)
-
-
-def _sum_i_k(x, xo, xs0, xs1, xs2, out, oo, os0, os1, n_o, n_r, n_i, tr, ls, scale):
-    sh = cuda.shared.array(NT, int64)
-    t = cuda.threadIdx.x
-    lane = (t // ls) % tr
-    per = cuda.blockDim.x // tr
-    n_out = n_o * n_i
-    for base in range(cuda.blockIdx.x * per, n_out, cuda.gridDim.x * per):
-        k = _seg_output(base, t, ls, tr)
-        live = k < n_out
-        o = k // n_i
-        i = k - o * n_i
-        tm = (lane, tr, live and lane == 0, t, ls, sh)
-        f(x, xo + o * xs0 + i * xs2, xs1, n_r if live else 0, out, oo + o * os0 + i * os1,  # noqa: F821
-          scale, int64(0), tm)
+          scale, acc, tm)
 
 
 def _extreme_k(x, xo, xs0, xs1, xs2, vals, vo, vs0, vs1, idx, io, is0, is1, n_o, n_r, n_i, tr,
@@ -350,11 +334,22 @@ def _inv_std_k(a, ao, as_, s0, b, bo, bs, n):
 _K = {}
 
 
-def _kernel(template, row):
-    k = _K.get((template, row))
+def _kernel(template, row, acc=None):
+    """``template`` with row function ``row`` bound (and, for the sums, ``ACC``: the name of
+    the accumulator's type, that of the team's shared array)."""
+    k = _K.get((template, row, acc))
     if k is None:
-        k = _K[(template, row)] = _launch.kernel(template, row, f=globals()[row + "_dev"])
+        bind = {"f": globals()[row + "_dev"]}
+        if acc is not None:
+            bind["ACC"] = acc
+        k = _K[(template, row, acc)] = _launch.kernel(
+            template, row if acc is None else f"{row}_{acc}", **bind)
     return k
+
+
+def acc_zero(x):
+    """The zero of the accumulator of a sum of ``x`` (float64 for floats, else int64)."""
+    return np.float64(0) if x.dtype.kind == "f" else np.int64(0)
 
 
 # --- launchers (the CPU module's names and arguments) ---------------------------------------
@@ -371,13 +366,12 @@ def sum_3d(x, out, scale):
     x, out = from_any(x), from_any(out)
     if not out.size:
         return
-    if x.dtype.kind == "f":
-        template, scale = _sum_f_k, np.float64(scale)
+    acc = acc_zero(x)
+    if acc.dtype.kind == "f" or isinstance(scale, (float, np.floating)):
+        scale = np.float64(scale)
     else:
-        template = _sum_i_k
-        scale = np.float64(scale) if isinstance(scale, (float, np.floating)) else \
-            np.int64(scale)
-    _rows(_kernel(template, "sum_row"), x, _geom(x) + _geom(out), (scale,))
+        scale = np.int64(scale)
+    _rows(_kernel(_sum_k, "sum_row", acc.dtype.name), x, _geom(x) + _geom(out), (scale, acc))
 
 
 def extreme_3d(x, out, largest):
@@ -477,18 +471,12 @@ def along2(g, y, dim, out_dtype, log):
     return out
 
 
-def _v(a):
-    """(buffer, offset, element stride) of a 1-D CudaArray."""
-    a = from_any(a)
-    return a.buf, a.offset, a.strides_el[0] if a.strides_el else 1
-
-
 def layer_norm_fwd(x, gamma, beta, eps, out, mean, rstd):
     """Per row of x (M, K): mean, 1/sqrt(var + eps), and the normalized, affine output."""
     x3 = _3d(x)
     if x3.shape[0]:
         _rows(_kernel(_layer_norm_k, "layer_norm_row"), x3,
-              _geom(x3) + _v(gamma) + _v(beta) + _geom(_3d(out)) + _v(mean) + _v(rstd),
+              _geom(x3) + vec(gamma) + vec(beta) + _geom(_3d(out)) + vec(mean) + vec(rstd),
               (np.float64(eps),))
 
 
@@ -497,7 +485,7 @@ def layer_norm_bwd_input(g, x, mean, rstd, gamma, gx):
     x3 = _3d(x)
     if x3.shape[0]:
         _rows(_kernel(_layer_norm_bwd_k, "layer_norm_bwd_row"), x3,
-              _geom(_3d(g)) + _geom(x3) + _v(mean) + _v(rstd) + _v(gamma) + _geom(_3d(gx)))
+              _geom(_3d(g)) + _geom(x3) + vec(mean) + vec(rstd) + vec(gamma) + _geom(_3d(gx)))
 
 
 # d gamma = sum_rows g xhat, d beta = sum_rows g (per feature)
@@ -508,21 +496,8 @@ def layer_norm_bwd_params(g, x, mean, rstd, ggamma, gbeta):
     tiles = (n_k + _TILE - 1) // _TILE
     _launch.launch_blocks(_kernel(_layer_norm_params_k, "layer_norm_params_tile"),
                           min(tiles, _launch.MAX_BLOCKS), _launch.THREADS,
-                          *_geom(g), *_geom(x), *_v(mean), *_v(rstd), n_m, n_k,
-                          *_v(ggamma), *_v(gbeta))
-
-
-def first_buffer(n):
-    """A one-element int64 device buffer holding ``n`` (the 'none found' value), filled by a
-    kernel (a compiled plan records it)."""
-    res = CudaArray.empty((1,), np.int64)
-    fill_3d(res.reshape(1, 1, 1), n)
-    return res
-
-
-def first_result(res, n):
-    r = res.item()
-    return r if r < n else -1
+                          *_geom(g), *_geom(x), *vec(mean), *vec(rstd), n_m, n_k,
+                          *vec(ggamma), *vec(gbeta))
 
 
 def nll(logp, target, weight, ignore_index, losses, weights):
@@ -532,10 +507,10 @@ def nll(logp, target, weight, ignore_index, losses, weights):
     n_b, n_c = logp.shape
     if n_b == 0:
         return -1
-    bad = first_buffer(n_b)  # filled by a kernel: a compiled plan records it
-    _launch.launch(_kernel(_nll_k, "nll_row"), n_b, *_geom(logp), *_v(target), *_v(weight),
-                   int(ignore_index), n_c, *_v(losses), *_v(weights), bad.buf, n_b)
-    return first_result(bad, n_b)
+    bad = device_int(n_b)
+    _launch.launch(_kernel(_nll_k, "nll_row"), n_b, *_geom(logp), *vec(target), *vec(weight),
+                   int(ignore_index), n_c, *vec(losses), *vec(weights), bad.buf, n_b)
+    return first_found(bad, n_b)
 
 
 # d/dlogp nll = -w_n gl_n scale at [n, t_n], 0 elsewhere
@@ -544,7 +519,7 @@ def nll_bwd(gl, target, weights, scale, out):
     gl, out3 = from_any(gl).reshape(-1), _3d(out)
     if out3.size:
         _rows(_kernel(_nll_bwd_k, "nll_bwd_row"), out3,
-              _v(gl) + (gl.size > 1,) + _v(target) + _v(weights) + (np.float64(scale),)
+              vec(gl) + (gl.size > 1,) + vec(target) + vec(weights) + (np.float64(scale),)
               + _geom(out3))
 
 
@@ -562,14 +537,14 @@ def channel_stats(x, eps, mean, var, invstd):
     if n_c:
         _launch.launch_blocks(_kernel(_bn_stats_k, "batch_norm_stats_row"), _bn_blocks(n_c),
                               _launch.THREADS, *_geom(x), n_b, n_c, n_l, np.float64(eps),
-                              *_v(mean), *_v(var), *_v(invstd))
+                              *vec(mean), *vec(var), *vec(invstd))
 
 
 def inv_std(var, eps, out):
     var = from_any(var)
     if var.size:
-        _launch.launch(_kernel(_inv_std_k, "inv_std_row"), var.size, *_v(var),
-                       np.float64(eps), *_v(out), var.size)
+        _launch.launch(_kernel(_inv_std_k, "inv_std_row"), var.size, *vec(var),
+                       np.float64(eps), *vec(out), var.size)
 
 
 def running_update(running, stat, momentum, scale):
@@ -577,7 +552,7 @@ def running_update(running, stat, momentum, scale):
     running = from_any(running)
     if running.size:
         _launch.launch(_kernel(_running_k, "running_update_row"), running.size,
-                       *_v(running.reshape(-1, copy=False)), *_v(stat), np.float64(momentum),
+                       *vec(running.reshape(-1, copy=False)), *vec(stat), np.float64(momentum),
                        np.float64(scale), running.size)
 
 
@@ -587,8 +562,8 @@ def batch_norm_apply(x, mean, invstd, gamma, beta, out):
     n_b, n_c, n_l = x.shape
     if x.size:
         _launch.launch_blocks(_kernel(_bn_apply_k, "batch_norm_apply_row"), _bn_blocks(n_c),
-                              _launch.THREADS, *_geom(x), *_v(mean), *_v(invstd), *_v(gamma),
-                              *_v(beta), *_geom(out), n_b, n_c, n_l)
+                              _launch.THREADS, *_geom(x), *vec(mean), *vec(invstd), *vec(gamma),
+                              *vec(beta), *_geom(out), n_b, n_c, n_l)
 
 
 # d beta = sum g, d gamma = sum g xhat (per channel, over batch and space)
@@ -598,8 +573,8 @@ def batch_norm_bwd_sums(g, x, mean, invstd, sum_g, sum_gxhat):
     n_b, n_c, n_l = x.shape
     if n_c:
         _launch.launch_blocks(_kernel(_bn_sums_k, "batch_norm_sums_row"), _bn_blocks(n_c),
-                              _launch.THREADS, *_geom(g), *_geom(x), *_v(mean), *_v(invstd),
-                              *_v(sum_g), *_v(sum_gxhat), n_b, n_c, n_l)
+                              _launch.THREADS, *_geom(g), *_geom(x), *vec(mean), *vec(invstd),
+                              *vec(sum_g), *vec(sum_gxhat), n_b, n_c, n_l)
 
 
 # d/dx batch_norm (train) = gamma invstd / M (M g - sum g - xhat sum(g xhat))
@@ -608,6 +583,6 @@ def batch_norm_bwd_input(g, x, mean, invstd, gamma, sum_g, sum_gxhat, training, 
     n_b, n_c, n_l = x.shape
     if x.size:
         _launch.launch_blocks(_kernel(_bn_bwd_k, "batch_norm_bwd_row"), _bn_blocks(n_c),
-                              _launch.THREADS, *_geom(g), *_geom(x), *_v(mean), *_v(invstd),
-                              *_v(gamma), *_v(sum_g), *_v(sum_gxhat), *_geom(gx), n_b, n_c,
+                              _launch.THREADS, *_geom(g), *_geom(x), *vec(mean), *vec(invstd),
+                              *vec(gamma), *vec(sum_g), *vec(sum_gxhat), *_geom(gx), n_b, n_c,
                               n_l, bool(training))
