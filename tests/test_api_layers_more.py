@@ -140,6 +140,7 @@ ERRORS = [
     "F.dropout2d(m.ones(2, 3, 4, 5), 1.5)",
     "F.dropout3d(m.ones(2, 3, 4, 5), -0.5)",
     "F.huber_loss(m.ones(2), m.ones(2), delta=0.0)",
+    "m.nn.Parameter(m.tensor([1, 2]))",
     "F.huber_loss(m.ones(2), m.ones(2), delta=-1.0, weight=m.ones(2))",
     "m.nn.Dropout1d(-0.1)",
     "F.bilinear(m.ones(2, 3), m.ones(2, 2, 4), m.ones(5, 3, 4))",

@@ -16,6 +16,9 @@ class Parameter(Tensor):
         _init_like_wrap(p, data._data)
         p._vc = data._shared_vc()  # a parameter made from a tensor shares its versions
         if requires_grad:
+            if not (data.dtype.is_floating_point or data.dtype.is_complex):
+                raise RuntimeError("Only Tensors of floating point and complex dtype can require "
+                                   "gradients")  # PyTorch's _make_subclass spelling
             p.requires_grad_(True)
         return p
 
