@@ -119,7 +119,7 @@ def profile(name, fwd, calls, top):
         on[0] = False
     finally:
         for _, plan in plans:
-            del plan._steps  # the class's again
+            vars(plan).pop("_steps", None)  # the class's again (a plan may be listed twice)
     in_steps = sum(totals.values()) / calls
     print(f"{name} ({'forward form' if fwd else 'whole step'}): {total / 1e6:.2f} ms per call "
           f"(thread CPU time, {calls} calls), {in_steps / 1e6:.2f} ms in plan steps "
