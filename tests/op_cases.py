@@ -794,6 +794,12 @@ CASES = [
     ("replication_pad3d", lambda m, a: m.nn.functional.pad(
         a, (0, 1, 1, 0, 1, 0), mode="replicate"),
      lambda a: _pad_np(a, (0, 1, 1, 0, 1, 0), "edge"), [U(1, 1, 2, 2, 2)]),
+    ("pixel_shuffle", lambda m, a: m.nn.functional.pixel_shuffle(a, 2),
+     lambda a: a.reshape(1, 2, 2, 2, 2, 3).transpose(0, 1, 4, 2, 5, 3).reshape(1, 2, 4, 6),
+     [U(1, 8, 2, 3)]),
+    ("pixel_unshuffle", lambda m, a: m.nn.functional.pixel_unshuffle(a, 2),
+     lambda a: a.reshape(2, 1, 2, 2, 2, 2).transpose(0, 1, 3, 5, 2, 4).reshape(2, 4, 2, 2),
+     [U(2, 1, 4, 4)]),
     # circular padding: PyTorch's copies (CopySlices over SliceBackward0), no op of its own
     ("pad_circular_1d", lambda m, a: m.nn.functional.pad(a, (2, 1), mode="circular"),
      lambda a: _pad_np(a, (2, 1), "wrap"), [U(1, 2, 3)]),

@@ -30,7 +30,7 @@ CALLS = [
 IDS = [c[0] for c in CALLS]
 # composed from reshapes/stacks where PyTorch has one fused node
 NAME_DIFFERS = {"adaptive_max_pool2d", "adaptive_max_pool2d_none", "adaptive_max_pool2d_even",
-                "pixel_shuffle", "pixel_unshuffle", "channel_shuffle"}
+                "channel_shuffle"}
 
 
 def _arrays(shapes, seed=3):

@@ -24,6 +24,7 @@ from numgrad.ops import group_norm as GN
 from numgrad.ops import indexing as ix
 from numgrad.ops import linalg as la
 from numgrad.ops import nn_checks as K
+from numgrad.ops import nn_shuffle as shuffle
 from numgrad.ops import norms
 from numgrad.ops import reduction as red
 from numgrad.ops import shape as sh
@@ -133,31 +134,25 @@ def _shuffle_checks(fn, input, factor, name):
 def pixel_shuffle(input, r):
     """(*, C r^2, H, W) -> (*, C, H r, W r)."""
     _shuffle_checks("pixel_shuffle", input, r, "upscale_factor")
-    *b, c, h, w = input._data.shape
+    c = input._data.shape[-3]
     if c % (r * r):
         raise RuntimeError("pixel_shuffle expects its input's 'channel' dimension to be divisible "
                            f"by the square of upscale_factor, but input.size(-3)={c} is not "
                            f"divisible by {r * r}")
-    n = len(b)
-    x = sh.reshape(input, (*b, c // (r * r), r, r, h, w))
-    x = sh.permute(x, (*range(n), n, n + 3, n + 1, n + 4, n + 2))
-    return sh.reshape(x, (*b, c // (r * r), h * r, w * r))
+    return shuffle.pixel_shuffle(input, r)
 
 
 def pixel_unshuffle(input, r):
     """(*, C, H r, W r) -> (*, C r^2, H, W)."""
     _shuffle_checks("pixel_unshuffle", input, r, "downscale_factor")
-    *b, c, h, w = input._data.shape
+    h, w = input._data.shape[-2:]
     if h % r:
         raise RuntimeError("pixel_unshuffle expects height to be divisible by downscale_factor, "
                            f"but input.size(-2)={h} is not divisible by {r}")
     if w % r:
         raise RuntimeError("pixel_unshuffle expects width to be divisible by downscale_factor, "
                            f"but input.size(-1)={w} is not divisible by {r}")
-    n = len(b)
-    x = sh.reshape(input, (*b, c, h // r, r, w // r, r))
-    x = sh.permute(x, (*range(n), n, n + 2, n + 4, n + 1, n + 3))
-    return sh.reshape(x, (*b, c * r * r, h // r, w // r))
+    return shuffle.pixel_unshuffle(input, r)
 
 
 def channel_shuffle(input, groups):
