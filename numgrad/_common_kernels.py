@@ -85,6 +85,7 @@ KERNELS = (
     ('numgrad.kernels.cpu.linalg', '_attention_bwd__f32', 'float32[:, :, :, :], float32[:, :, :, :], float32[:, :, :, :], float32[:, :, :, :], float32[:, :, :, ::1], float32[:, :, :, ::1], float64, boolean, boolean, boolean, float32[:, :, :, ::1], float32[:, :, :, ::1], float32[:, :, :, ::1], float32[::1]'),
     ('numgrad.kernels.cpu.strided_copy', 'copy_rows__parallel', 'float32[:, :, :, ::1], float32[:, :, :, :]'),
     ('numgrad.kernels.cpu.fan_in', 'into_region', 'float32[:, :, ::1], float32[:, :, ::1], int64, int64, int64, int64, int64, int64, boolean'),
+    ('numgrad.kernels.cpu.fan_in', 'into_box', 'float32[:, :, ::1], float32[:, :, ::1], int64, int64, int64, int64, int64, int64, boolean, boolean'),
     ('numgrad.kernels.cpu.indexing', 'scatter_add_axis', 'float32[:, :, ::1], int64[::1], float32[:, :, ::1]'),
     ('numgrad.kernels.cpu.reduction', 'norm_3d', 'float32[:, :, ::1], float32[:, ::1], float64'),
     ('numgrad.kernels.cpu.optim', 'clip_coef', 'float32[::1], float64, float32[::1]'),
