@@ -95,10 +95,13 @@ def _one_int(fn, name, v, pos, allow_empty=False):
     return vals
 
 
-def _adaptive_size(fn, input, output_size, n, sized=False):
+def _adaptive_size(fn, input, output_size, n):
     """An adaptive pool's output size as ``n`` ints: ``None`` entries keep the input's size,
-    one int stands for all ``n`` (``sized``: PyTorch's len() of anything else first)."""
-    if sized and not isinstance(output_size, (list, tuple)) and (
+    one int stands for all ``n`` (PyTorch's len() of anything else first, so a string is a
+    sequence of its characters)."""
+    if isinstance(output_size, str):
+        output_size = list(output_size)
+    if not isinstance(output_size, (list, tuple)) and (
             output_size is None or not C.is_int(output_size)):
         raise TypeError(f"object of type '{type(output_size).__name__}' has no len()")
     shape = input._data.shape
@@ -183,14 +186,14 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
 def adaptive_avg_pool2d(input, output_size):
     """Means over PyTorch's adaptive windows of (N, C, H, W) or (C, H, W) input."""
     C.tensor_arg("adaptive_avg_pool2d", "input", 1, input)
-    size = _adaptive_size("adaptive_avg_pool2d", input, output_size, 2, True)
+    size = _adaptive_size("adaptive_avg_pool2d", input, output_size, 2)
     return NP.adaptive_avg_pool(input, size, 2)
 
 
 def adaptive_avg_pool3d(input, output_size):
     """Means over PyTorch's adaptive windows of (N, C, D, H, W) or (C, D, H, W) input."""
     C.tensor_arg("adaptive_avg_pool3d", "input", 1, input)
-    size = _adaptive_size("adaptive_avg_pool3d", input, output_size, 3, True)
+    size = _adaptive_size("adaptive_avg_pool3d", input, output_size, 3)
     return NP.adaptive_avg_pool(input, size, 3)
 
 
