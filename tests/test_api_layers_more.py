@@ -142,6 +142,8 @@ ERRORS = [
     "F.huber_loss(m.ones(2), m.ones(2), delta=0.0)",
     "m.nn.Parameter(m.tensor([1, 2]))",
     "F.adaptive_avg_pool2d(m.ones(1, 1, 4, 4), 'a')",
+    "F.softmax(m.ones(2, 3), True)", "F.log_softmax(m.ones(2, 3), dim='a')",
+    "F.softmin(m.ones(2, 3), 1.0)", "F.glu(m.ones(2, 4), dim='a')",
     "F.adaptive_max_pool2d(m.ones(1, 1, 4, 4), 2.5)",
     "F.adaptive_max_pool3d(m.ones(1, 1, 4, 4, 4), 'ab')",
     "F.huber_loss(m.ones(2), m.ones(2), delta=-1.0, weight=m.ones(2))",

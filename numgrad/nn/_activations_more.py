@@ -128,7 +128,7 @@ def threshold_(input, threshold, value):
 def glu(input, dim=-1):
     """a sigmoid(b) over the halves of ``dim`` (``GluBackward0``)."""
     C.tensor_arg("glu", "input", 1, input)
-    return NA.glu(input, dim)
+    return NA.glu(input, C.int_arg(dim, "glu", "dim", 2))
 
 
 def prelu(input, weight):
@@ -154,4 +154,4 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
     C.tensor_arg("softmin", "input", 1, input)
     if dim is None:
         dim = _softmax_dim("softmin", input.dim(), _stacklevel)
-    return act.softmin(input, dim, dtype)
+    return act.softmin(input, C.int_arg(dim, "softmax", "dim", 1), dtype)

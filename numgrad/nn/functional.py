@@ -36,7 +36,7 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
         C.tensor_arg("softmax", "input", 1, input)
         dim = _softmax_dim("softmax", input._data.ndim, _stacklevel)
-    return red.softmax(input, dim, dtype)
+    return red.softmax(input, C.int_arg(dim, "softmax", "dim", 1), dtype)
 
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
@@ -44,7 +44,7 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
         C.tensor_arg("log_softmax", "input", 1, input)
         dim = _softmax_dim("log_softmax", input._data.ndim, _stacklevel)
-    return red.log_softmax(input, dim, dtype)
+    return red.log_softmax(input, C.int_arg(dim, "log_softmax", "dim", 1), dtype)
 
 
 # ========================================================================================
