@@ -82,7 +82,7 @@ KERNELS = (
     ('numgrad.kernels.cpu.rows', '_layer_norm_bwd_rows__layer_norm_bwd_rows_par', 'float32[:, ::1], float32[:, ::1], float64[::1], float64[::1], float32[::1], float32[:, ::1]'),
     ('numgrad.kernels.cpu.nn', 'layer_norm_bwd_params', 'float32[:, ::1], float32[:, ::1], float64[::1], float64[::1], float32[::1], float32[::1]'),
     ('numgrad.kernels.cpu.elementwise', 'b_flat_par__gelu_bwd', 'float32[::1], float32[::1], float32[::1], float64, float64'),
-    ('numgrad.kernels.cpu.linalg', '_attention_bwd__f32', 'float32[:, :, :, :], float32[:, :, :, :], float32[:, :, :, :], float32[:, :, :, :], float32[:, :, :, ::1], float32[:, :, :, ::1], float64, boolean, boolean, boolean, float32[:, :, :, ::1], float32[:, :, :, ::1], float32[:, :, :, ::1], float32[::1]'),
+    ('numgrad.kernels.cpu.linalg', '_attention_bwd__f32', 'float32[:, :, :, :], float32[:, :, :, :], float32[:, :, :, :], float32[:, :, :, :], float32[:, :, :, ::1], float32[:, :, :, ::1], float64, boolean, boolean, boolean, boolean, float32[:, :, :, ::1], float32[:, :, :, ::1], float32[:, :, :, ::1], float32[::1]'),
     ('numgrad.kernels.cpu.strided_copy', 'copy_rows__parallel', 'float32[:, :, :, ::1], float32[:, :, :, :]'),
     ('numgrad.kernels.cpu.fan_in', 'into_region', 'float32[:, :, ::1], float32[:, :, ::1], int64, int64, int64, int64, int64, int64, boolean'),
     ('numgrad.kernels.cpu.fan_in', 'into_box', 'float32[:, :, ::1], float32[:, :, ::1], int64, int64, int64, int64, int64, int64, boolean, boolean'),
