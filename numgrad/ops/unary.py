@@ -11,9 +11,13 @@ kernel of ``numgrad.kernels.cpu.elementwise`` (vectorizable exp/tanh/sigmoid).
 import math
 
 from numgrad import _dtype
+from numgrad.autograd.grad_mode import no_grad
+from numgrad.autograd.graph import Node
 from numgrad.kernels.scalar import like
 from numgrad.ops import elementwise as ew
-from numgrad.ops.registry import elementwise
+from numgrad.ops._util import dtype_of, edge
+from numgrad.ops.inplace import apply_
+from numgrad.ops.registry import elementwise, inplace_of
 
 _2_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _LN10 = math.log(10.0)
@@ -299,3 +303,111 @@ def rsqrt(x, p, q):
 def softplus(x, p, q):
     """log(1 + e^(beta x)) / beta, and x where beta x > threshold
     (``numgrad.nn.functional.softplus``)."""
+
+
+# ----------------------------------------------------------------------------------------
+# inverse and hyperbolic trigonometry
+# ----------------------------------------------------------------------------------------
+
+
+# d/dx asin(x) = 1 / sqrt(1 - x^2)
+@elementwise(node="AsinBackward0", dtype="float", aliases=("arcsin",),
+             grad=lambda grad, self: ew.div(grad, sqrt(ew.rsub(ew.mul(self, self), 1))))
+def asin(x, p, q):
+    """Inverse sine (nan outside [-1, 1])."""
+    return math.asin(x) if -1.0 <= x <= 1.0 else like(x, math.nan)
+
+
+# d/dx acos(x) = -1 / sqrt(1 - x^2)
+@elementwise(node="AcosBackward0", dtype="float", aliases=("arccos",),
+             grad=lambda grad, self: ew.neg(ew.div(grad, sqrt(ew.rsub(ew.mul(self, self), 1)))))
+def acos(x, p, q):
+    """Inverse cosine (nan outside [-1, 1])."""
+    return math.acos(x) if -1.0 <= x <= 1.0 else like(x, math.nan)
+
+
+# d/dx atan(x) = 1 / (1 + x^2)
+@elementwise(node="AtanBackward0", dtype="float", aliases=("arctan",),
+             grad=lambda grad, self: ew.div(grad, ew.add(ew.mul(self, self), 1)))
+def atan(x, p, q):
+    """Inverse tangent."""
+    return math.atan(x)
+
+
+# d/dx sinh(x) = cosh(x)
+@elementwise(node="SinhBackward0", dtype="float",
+             grad=lambda grad, self: ew.mul(grad, cosh(self)))
+def sinh(x, p, q):
+    """Hyperbolic sine."""
+    return math.sinh(x)
+
+
+# d/dx cosh(x) = sinh(x)
+@elementwise(node="CoshBackward0", dtype="float",
+             grad=lambda grad, self: ew.mul(grad, sinh(self)))
+def cosh(x, p, q):
+    """Hyperbolic cosine."""
+    return math.cosh(x)
+
+
+# d/dx asinh(x) = 1 / sqrt(x^2 + 1)
+@elementwise(node="AsinhBackward0", dtype="float", aliases=("arcsinh",),
+             grad=lambda grad, self: ew.div(grad, sqrt(ew.add(ew.mul(self, self), 1))))
+def asinh(x, p, q):
+    """Inverse hyperbolic sine."""
+    return math.asinh(x)
+
+
+# d/dx acosh(x) = 1 / sqrt(x^2 - 1)
+@elementwise(node="AcoshBackward0", dtype="float", aliases=("arccosh",),
+             grad=lambda grad, self: ew.div(grad, sqrt(ew.sub(ew.mul(self, self), 1))))
+def acosh(x, p, q):
+    """Inverse hyperbolic cosine (nan below 1)."""
+    return math.acosh(x) if x >= 1.0 else like(x, math.nan)
+
+
+# d/dx atanh(x) = 1 / (1 - x^2)
+@elementwise(node="AtanhBackward0", dtype="float", aliases=("arctanh",),
+             grad=lambda grad, self: ew.div(grad, ew.rsub(ew.mul(self, self), 1)))
+def atanh(x, p, q):
+    """Inverse hyperbolic tangent (nan outside [-1, 1], +-inf at +-1)."""
+    if x == 1.0 or x == -1.0:
+        return like(x, math.copysign(math.inf, float(x)))
+    return math.atanh(x) if -1.0 < x < 1.0 else like(x, math.nan)
+
+
+class _InplaceNoDerivative(Node):
+    """The node PyTorch records for ``asinh_``, ``acosh_`` and ``atanh_``
+    (``AsinhBackward1``, ...): it has no derivative, and backward raises PyTorch's error."""
+
+    __slots__ = ()
+    _meta_only = True
+    _op = ""
+
+    def _backward(self, g):
+        raise NotImplementedError(
+            f"the derivative for 'inplace version of {self._op}' is not implemented.")
+
+
+def _inplace_without_derivative(op):
+    """Register ``op_`` (method and function): ``op`` written in place, recording
+    ``<Op>Backward1``, whose backward raises, where a graph is recorded."""
+    node_cls = type(op.__name__.capitalize() + "Backward1", (_InplaceNoDerivative,),
+                    {"__slots__": (), "_op": op.__name__})
+
+    def forward(src):
+        with no_grad():
+            out = op(src)
+        return ew._record(out, node_cls((edge(src),)), (src,), out._data.shape, dtype_of(out))
+
+    @inplace_of(op.__name__, nodes=(node_cls,))
+    def inplace(self):
+        return apply_(self, forward)
+    inplace.__name__ = op.__name__ + "_"
+    inplace.__doc__ = f"In-place {op.__name__} (``{node_cls.__name__}``, no derivative)."
+    return node_cls
+
+
+AsinhBackward1 = _inplace_without_derivative(asinh)
+AcoshBackward1 = _inplace_without_derivative(acosh)
+AtanhBackward1 = _inplace_without_derivative(atanh)
