@@ -172,10 +172,17 @@ def test_unary_variants_match_pytorch(od):
     for t in (leaf, tleaf):
         y = t * 1.0
         getattr(y[1:], od.name + "_")()
-        y.sum().backward()
-        outs.append((y, t.grad, type(y.grad_fn).__name__))
+        try:
+            y.sum().backward()
+        except NotImplementedError as e:  # asinh_, acosh_, atanh_: no derivative in PyTorch
+            outs.append((y, str(e), type(y.grad_fn).__name__))
+        else:
+            outs.append((y, t.grad, type(y.grad_fn).__name__))
     assert_close(outs[0][0], outs[1][0])
-    assert_close(outs[0][1], outs[1][1])
+    if isinstance(outs[1][1], str):
+        assert outs[0][1] == outs[1][1]
+    else:
+        assert_close(outs[0][1], outs[1][1])
     assert outs[0][2] == outs[1][2]
     if "out" not in od.variants:
         with pytest.raises(TypeError, match="unexpected keyword argument 'out'"):
