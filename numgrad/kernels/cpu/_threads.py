@@ -5,16 +5,20 @@ Numba's OpenMP layer (``omppool``) links the system's libgomp, whose soname is
 already loaded library by its soname, so the two import orders differ:
 
 - numgrad's layer loads first: PyTorch (or any library linked to ``libgomp.so.1``) imported
-  later runs on that same runtime, with whatever settings it was started with. libgomp reads
-  ``GOMP_SPINCOUNT`` once, when it loads; numgrad therefore starts it with the user's
-  environment unchanged, and the libraries that share it run as they would alone.
+  later runs on that same runtime (the system's libgomp build, not the one in PyTorch's
+  wheel), with the short spin below. On the 2-core VM PyTorch's 2-thread GPT step runs
+  4-8x slower on the system's libgomp than on its own, with or without the short spin
+  (``LD_PRELOAD`` of the system's libgomp into PyTorch alone shows the same), so what
+  changes PyTorch's speed is which runtime it shares, not the spin. Known, not yet fixed.
 - another ``libgomp.so.1`` (PyTorch's) loaded first: PyTorch puts it in the global symbol
   scope, where Numba's layer would bind its OpenMP calls to it and run on PyTorch's threads.
   The layer is loaded with ``RTLD_DEEPBIND`` (its own dependencies first), so it gets its own
   copy of the system's libgomp, which nothing else can reach (a later ``libgomp.so.1`` request
-  finds the runtime loaded first). That private runtime starts with a short spin
-  (``GOMP_SPINCOUNT=SPIN_COUNT``, in the environment only while it loads): its idle workers
-  sleep soon after a kernel instead of holding a core the next BLAS call needs.
+  finds the runtime loaded first).
+
+In both orders Numba's runtime starts with a short spin (``GOMP_SPINCOUNT=SPIN_COUNT``, in
+the environment only while it loads): its idle workers sleep soon after a kernel instead of
+holding a core the next BLAS call needs.
 
 A user's own ``GOMP_SPINCOUNT`` or ``OMP_WAIT_POLICY`` is left alone in both cases.
 """
@@ -26,7 +30,7 @@ from numgrad._startup import environment
 
 SPIN_COUNT = "3000"
 
-# short_spin: whether Numba's runtime was started with SPIN_COUNT (a private runtime)
+# short_spin: whether Numba's runtime was started with SPIN_COUNT
 _state = {"settled": False, "short_spin": False}
 
 
@@ -36,24 +40,12 @@ def settle():
         return
     _state["settled"] = True
     user = "GOMP_SPINCOUNT" in os.environ or "OMP_WAIT_POLICY" in os.environ
-    _state["short_spin"] = not user and bool(loaded_runtimes())
+    _state["short_spin"] = not user
     if not _state["short_spin"]:
         _load_layer()
         return
     with environment("GOMP_SPINCOUNT", SPIN_COUNT):
         _load_layer()
-
-
-def loaded_runtimes():
-    """Paths of the libraries loaded in this process that a request for ``libgomp.so.1``
-    would find (by file name; an auditwheel-renamed copy, ``libgomp-<hash>.so.1``, has a
-    soname of its own). Empty where ``/proc/self/maps`` cannot be read."""
-    try:
-        with open("/proc/self/maps") as maps:
-            paths = {line.rsplit(" ", 1)[-1].strip() for line in maps}
-    except OSError:
-        return []
-    return sorted(p for p in paths if os.path.basename(p).startswith("libgomp.so"))
 
 
 def _load_layer():
