@@ -4,12 +4,12 @@ Numba's OpenMP layer (``omppool``) links the system's libgomp, whose soname is
 ``libgomp.so.1``, as is that of the libgomp PyTorch's wheel brings. The loader finds an
 already loaded library by its soname, so the two import orders differ:
 
-- numgrad's layer loads first: PyTorch (or any library linked to ``libgomp.so.1``) imported
-  later runs on that same runtime (the system's libgomp build, not the one in PyTorch's
-  wheel), with the short spin below. On the 2-core VM PyTorch's 2-thread GPT step runs
-  4-8x slower on the system's libgomp than on its own, with or without the short spin
-  (``LD_PRELOAD`` of the system's libgomp into PyTorch alone shows the same), so what
-  changes PyTorch's speed is which runtime it shares, not the spin. Known, not yet fixed.
+- numgrad's layer loads first: a PyTorch imported later would find Numba's runtime by its
+  soname and run on the system's libgomp build instead of its own, which made PyTorch's
+  2-thread GPT step 4-8x slower on the 2-core VM, with or without a short spin (as
+  ``LD_PRELOAD`` of the system's libgomp into PyTorch alone does). So when PyTorch is
+  installed and not yet imported, its own ``libgomp.so.1`` is loaded first (with the user's
+  environment), and the case below applies.
 - another ``libgomp.so.1`` (PyTorch's) loaded first: PyTorch puts it in the global symbol
   scope, where Numba's layer would bind its OpenMP calls to it and run on PyTorch's threads.
   The layer is loaded with ``RTLD_DEEPBIND`` (its own dependencies first), so it gets its own
@@ -41,11 +41,30 @@ def settle():
     _state["settled"] = True
     user = "GOMP_SPINCOUNT" in os.environ or "OMP_WAIT_POLICY" in os.environ
     _state["short_spin"] = not user
+    _preload_pytorch_runtime()
     if not _state["short_spin"]:
         _load_layer()
         return
     with environment("GOMP_SPINCOUNT", SPIN_COUNT):
         _load_layer()
+
+
+def _preload_pytorch_runtime():
+    """Load the libgomp of an installed but not yet imported PyTorch wheel, with the user's
+    environment, so that it is the process's ``libgomp.so.1`` and Numba's copy stays private
+    (PyTorch imported later then runs on its own runtime, as when it comes first)."""
+    import importlib.util
+
+    try:
+        if "torch" in sys.modules or importlib.util.find_spec("torch") is None:
+            return
+        home = importlib.util.find_spec("torch").submodule_search_locations[0]
+        path = os.path.join(home, "lib", "libgomp.so.1")
+        if os.path.exists(path):
+            import ctypes
+            ctypes.CDLL(path)
+    except (ImportError, ValueError, OSError, TypeError, IndexError):
+        return
 
 
 def _load_layer():
