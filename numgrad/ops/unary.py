@@ -10,14 +10,16 @@ kernel of ``numgrad.kernels.cpu.elementwise`` (vectorizable exp/tanh/sigmoid).
 
 import math
 
+import numpy as np
+
 from numgrad import _dtype
 from numgrad.autograd.grad_mode import no_grad
 from numgrad.autograd.graph import Node
 from numgrad.kernels.scalar import like
 from numgrad.ops import elementwise as ew
-from numgrad.ops._util import dtype_of, edge
+from numgrad.ops._util import EW, _wrap, dtype_of, edge
 from numgrad.ops.inplace import apply_
-from numgrad.ops.registry import elementwise, inplace_of
+from numgrad.ops.registry import declare, elementwise, inplace_of
 
 _2_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _LN10 = math.log(10.0)
@@ -411,3 +413,26 @@ def _inplace_without_derivative(op):
 AsinhBackward1 = _inplace_without_derivative(asinh)
 AcoshBackward1 = _inplace_without_derivative(acosh)
 AtanhBackward1 = _inplace_without_derivative(atanh)
+
+
+# ----------------------------------------------------------------------------------------
+# infinity tests: bool results, no gradient
+# ----------------------------------------------------------------------------------------
+
+
+@declare()
+def isinf(input):
+    """+-inf elements (a bool tensor; integers are never infinite)."""
+    return _wrap(EW.unary(EW.isinf, input._data, np.bool_))
+
+
+@declare()
+def isposinf(input):
+    """+inf elements (a bool tensor)."""
+    return _wrap(EW.unary(EW.isposinf, input._data, np.bool_))
+
+
+@declare()
+def isneginf(input):
+    """-inf elements (a bool tensor)."""
+    return _wrap(EW.unary(EW.isneginf, input._data, np.bool_))

@@ -456,6 +456,21 @@ def isnan(x, p, q):
     return x != x
 
 
+@unary_kernel
+def isinf(x, p, q):
+    return x == x and x - x != 0  # inf - inf is nan; integers are never infinite
+
+
+@unary_kernel
+def isposinf(x, p, q):
+    return x > 0 and x - x != 0
+
+
+@unary_kernel
+def isneginf(x, p, q):
+    return x < 0 and x - x != 0
+
+
 # ----------------------------------------------------------------------------------------
 # binary formulas f(a, b, p, q)
 # ----------------------------------------------------------------------------------------
