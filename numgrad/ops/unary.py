@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from numgrad import _dtype
+from numgrad._shape import wrap_dim
 from numgrad.autograd.grad_mode import no_grad
 from numgrad.autograd.graph import Node
 from numgrad.kernels.scalar import like
@@ -436,3 +437,33 @@ def isposinf(input):
 def isneginf(input):
     """-inf elements (a bool tensor)."""
     return _wrap(EW.unary(EW.isneginf, input._data, np.bool_))
+
+
+# ----------------------------------------------------------------------------------------
+# diff: a composite of slices and sub, as PyTorch's (its nodes are SubBackward0 over two
+# SliceBackward0)
+# ----------------------------------------------------------------------------------------
+
+
+@declare()
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    """The n-th forward difference along ``dim``, after joining ``prepend`` and ``append``
+    (bool input: exclusive or of neighbours)."""
+    from numgrad.ops.shape import cat
+    if input.dim() == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    d = wrap_dim(dim, input.dim())
+    if prepend is not None or append is not None:
+        input = cat([t for t in (prepend, input, append) if t is not None], d)
+    if n == 0:
+        from numgrad._factories import empty_like
+        return empty_like(input).copy_(input)  # PyTorch's copy: a CopyBackwards node
+    head, tail = (slice(None),) * d + (slice(1, None),), (slice(None),) * d + (slice(None, -1),)
+    for _ in range(n):
+        if input.shape[d] == 0:
+            break
+        a, b = input[head], input[tail]
+        input = ew.logical_xor(a, b) if input.dtype is _dtype.bool_ else ew.sub(a, b)
+    return input
