@@ -75,18 +75,23 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
     return NL.feature_dropout(input, p, training, inplace, nd == 2)
 
 
+def _odd_rank(k, nd):
+    """PyTorch's deprecation warning of dropout{k}d for a rank-``nd`` input."""
+    warnings.warn(
+        f"dropout{k}d: Received a {nd}-D input to dropout{k}d, which is deprecated and will "
+        "result in an error in a future release. To retain the behavior and silence this "
+        f"warning, please use dropout instead. Note that dropout{k}d exists to provide "
+        f"channel-wise dropout on inputs with {k} spatial dimensions, a channel dimension, and "
+        f"an optional batch dimension (i.e. {k + 1}D or {k + 2}D inputs).", stacklevel=3)
+
+
 def dropout2d(input, p=0.5, training=True, inplace=False):
     """Channel dropout of (N, C, H, W) input (3-D input is taken as (N, C, L), as PyTorch
     does, with its warning)."""
     NL.check_p(p)
     nd = input.dim()
     if nd not in (3, 4):
-        warnings.warn(
-            f"dropout2d: Received a {nd}-D input to dropout2d, which is deprecated and will "
-            "result in an error in a future release. To retain the behavior and silence this "
-            "warning, please use dropout instead. Note that dropout2d exists to provide "
-            "channel-wise dropout on inputs with 2 spatial dimensions, a channel dimension, and "
-            "an optional batch dimension (i.e. 3D or 4D inputs).", stacklevel=2)
+        _odd_rank(2, nd)
     if nd == 3:
         warnings.warn(
             "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D "
@@ -104,12 +109,7 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
     NL.check_p(p)
     nd = input.dim()
     if nd not in (4, 5):
-        warnings.warn(
-            f"dropout3d: Received a {nd}-D input to dropout3d, which is deprecated and will "
-            "result in an error in a future release. To retain the behavior and silence this "
-            "warning, please use dropout instead. Note that dropout3d exists to provide "
-            "channel-wise dropout on inputs with 3 spatial dimensions, a channel dimension, and "
-            "an optional batch dimension (i.e. 4D or 5D inputs).", stacklevel=2)
+        _odd_rank(3, nd)
     return NL.feature_dropout(input, p, training, inplace, nd != 5)
 
 

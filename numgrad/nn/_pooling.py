@@ -138,24 +138,6 @@ def _unpool_args(fn, input, kernel_size, stride, padding, output_size, nd):
     return list(C.int_list(list(size), fn, "output_size", 3)), s, p
 
 
-def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
-                            ceil_mode=False, return_indices=False):
-    """``max_pool1d``'s maxima and their indices, whatever ``return_indices`` says."""
-    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
-
-
-def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
-                            ceil_mode=False, return_indices=False):
-    """``max_pool2d``'s maxima and their indices, whatever ``return_indices`` says."""
-    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
-
-
-def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
-                            ceil_mode=False, return_indices=False):
-    """``max_pool3d``'s maxima and their indices, whatever ``return_indices`` says."""
-    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
-
-
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     """Window maxima over (N, C, L) or (C, L): max_pool2d on a unit height."""
@@ -253,16 +235,18 @@ def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_siz
     return _max_unpool(3, input, indices, kernel_size, stride, padding, output_size)
 
 
-def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
-    """``adaptive_max_pool1d``'s maxima and their indices, whatever ``return_indices`` says."""
-    return adaptive_max_pool1d(input, output_size, True)
+def _with_indices(pool, n):
+    """PyTorch's ``<pool>_with_indices``: ``pool`` (``n`` arguments before ``return_indices``)
+    giving its maxima and their indices, whatever ``return_indices`` says."""
+    def with_indices(*args, return_indices=False, **kwargs):
+        return pool(*args[:n], **kwargs, return_indices=True)
+    with_indices.__name__ = with_indices.__qualname__ = pool.__name__ + "_with_indices"
+    return with_indices
 
 
-def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
-    """``adaptive_max_pool2d``'s maxima and their indices, whatever ``return_indices`` says."""
-    return adaptive_max_pool2d(input, output_size, True)
-
-
-def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
-    """``adaptive_max_pool3d``'s maxima and their indices, whatever ``return_indices`` says."""
-    return adaptive_max_pool3d(input, output_size, True)
+max_pool1d_with_indices = _with_indices(max_pool1d, 6)
+max_pool2d_with_indices = _with_indices(max_pool2d, 6)
+max_pool3d_with_indices = _with_indices(max_pool3d, 6)
+adaptive_max_pool1d_with_indices = _with_indices(adaptive_max_pool1d, 2)
+adaptive_max_pool2d_with_indices = _with_indices(adaptive_max_pool2d, 2)
+adaptive_max_pool3d_with_indices = _with_indices(adaptive_max_pool3d, 2)
