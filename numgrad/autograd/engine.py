@@ -389,6 +389,15 @@ def _sum(old, g, owned):
     return old + g
 
 
+def _hold(dense, old, buffers, buf, nx, nr, owned):
+    """Make ``dense`` (a fresh gradient) the engine's sum for input ``nr`` of ``nx``, the
+    gradient ``old`` waiting there (which the user may hold) added into it."""
+    owned.add(id(dense))
+    if buf is None:
+        buf = buffers[nx] = [None] * nx._n_outputs
+    buf[nr] = dense if old is None else _sum(dense, old, owned)
+
+
 def _into_region(node, g, buffers, owned):
     """Run ``x[key]``'s ``SelectBackward0`` or ``SliceBackward0`` into the engine's sum at
     ``x``: with a sum the engine made already waiting there (``owned``), ``g`` is added into
@@ -411,10 +420,7 @@ def _into_region(node, g, buffers, owned):
     dense = embedded(g, shape, key)
     if dense is None:
         dense = node._backward(g)[0]
-    owned.add(id(dense))
-    if buf is None:
-        buf = buffers[nx] = [None] * nx._n_outputs
-    buf[nr] = dense if old is None else _sum(dense, old, owned)
+    _hold(dense, old, buffers, buf, nx, nr, owned)
     return True
 
 
@@ -438,10 +444,7 @@ def _into_pieces(node, grads, buffers, owned):
             raise RuntimeError(FREED_MSG)
         return pieces_into(old, node, grads)
     dense = node._run(grads)[0]
-    owned.add(id(dense))
-    if buf is None:
-        buf = buffers[nx] = [None] * nx._n_outputs
-    buf[nr] = dense if old is None else _sum(dense, old, owned)
+    _hold(dense, old, buffers, buf, nx, nr, owned)
     return True
 
 
