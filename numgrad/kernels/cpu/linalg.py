@@ -352,11 +352,8 @@ def _attention(q, k, v, scale, causal, probs, out):
             if half:  # rows [0, half) see keys [0, half); rows [half, T) all of them
                 gemm(ROW_MAJOR, NO_TRANS, TRANS, half, half, n_d, 1.0, qb.ctypes,  # noqa: F821
                      ldq, kb.ctypes, ldk, 0.0, p.ctypes, n_s)
-                gemm(ROW_MAJOR, NO_TRANS, TRANS, n_t - half, n_s, n_d, 1.0,  # noqa: F821
-                     qb[half:].ctypes, ldq, kb.ctypes, ldk, 0.0, p[half:].ctypes, n_s)
-            else:
-                gemm(ROW_MAJOR, NO_TRANS, TRANS, n_t, n_s, n_d, 1.0, qb.ctypes,  # noqa: F821
-                     ldq, kb.ctypes, ldk, 0.0, p.ctypes, n_s)
+            gemm(ROW_MAJOR, NO_TRANS, TRANS, n_t - half, n_s, n_d, 1.0,  # noqa: F821
+                 qb[half:].ctypes, ldq, kb.ctypes, ldk, 0.0, p[half:].ctypes, n_s)
             for i in range(n_t):
                 row = p[i]
                 n = min(i + 1, n_s) if causal else n_s
@@ -368,11 +365,8 @@ def _attention(q, k, v, scale, causal, probs, out):
             if half:
                 gemm(ROW_MAJOR, NO_TRANS, NO_TRANS, half, n_e, half, 1.0, p.ctypes,  # noqa: F821
                      n_s, vb.ctypes, ldv, 0.0, ob.ctypes, n_e)
-                gemm(ROW_MAJOR, NO_TRANS, NO_TRANS, n_t - half, n_e, n_s, 1.0,  # noqa: F821
-                     p[half:].ctypes, n_s, vb.ctypes, ldv, 0.0, ob[half:].ctypes, n_e)
-            else:
-                gemm(ROW_MAJOR, NO_TRANS, NO_TRANS, n_t, n_e, n_s, 1.0, p.ctypes,  # noqa: F821
-                     n_s, vb.ctypes, ldv, 0.0, ob.ctypes, n_e)
+            gemm(ROW_MAJOR, NO_TRANS, NO_TRANS, n_t - half, n_e, n_s, 1.0,  # noqa: F821
+                 p[half:].ctypes, n_s, vb.ctypes, ldv, 0.0, ob[half:].ctypes, n_e)
 
 
 # causal self-attention of at least this many rows runs its products in two row blocks
@@ -453,12 +447,8 @@ def _attention_bwd(g, q, k, v, o, probs, scale, causal, need_q, need_k, need_v, 
             if half:
                 gemm(ROW_MAJOR, NO_TRANS, TRANS, half, half, n_e, 1.0, gbh.ctypes,  # noqa: F821
                      ldg, vb.ctypes, ldv, 0.0, ds.ctypes, n_s)
-                gemm(ROW_MAJOR, NO_TRANS, TRANS, rest, n_s, n_e, 1.0,  # noqa: F821
-                     gbh[half:].ctypes, ldg, vb.ctypes, ldv, 0.0, ds[half * n_s:].ctypes,
-                     n_s)
-            else:
-                gemm(ROW_MAJOR, NO_TRANS, TRANS, n_t, n_s, n_e, 1.0, gbh.ctypes,  # noqa: F821
-                     ldg, vb.ctypes, ldv, 0.0, ds.ctypes, n_s)
+            gemm(ROW_MAJOR, NO_TRANS, TRANS, rest, n_s, n_e, 1.0,  # noqa: F821
+                 gbh[half:].ctypes, ldg, vb.ctypes, ldv, 0.0, ds[half * n_s:].ctypes, n_s)
             obh = o[b, h]
             for i in range(n_t):
                 r = zero
