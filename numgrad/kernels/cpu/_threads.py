@@ -56,9 +56,10 @@ def _preload_pytorch_runtime():
     import importlib.util
 
     try:
-        if "torch" in sys.modules or importlib.util.find_spec("torch") is None:
+        spec = None if "torch" in sys.modules else importlib.util.find_spec("torch")
+        if spec is None:
             return
-        home = importlib.util.find_spec("torch").submodule_search_locations[0]
+        home = spec.submodule_search_locations[0]
         path = os.path.join(home, "lib", "libgomp.so.1")
         if os.path.exists(path):
             import ctypes
