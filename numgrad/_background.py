@@ -19,7 +19,9 @@ without a worker. It runs at a lower priority (nice 10); when the program exits 
 the jobs it was given, then exits (after a minute without work if the program is still
 running); only one worker at a time compiles into a cache folder (a lock file there).
 ``NUMGRAD_BACKGROUND_COMPILE=0`` turns it off; it is also off when the disk cache is, and in
-processes forked from the one that started it.
+processes forked from the one that started it. ``NUMGRAD_COMMON_KERNELS=<file>`` (a JSON list
+of ``[module, qualname, signature]`` entries) stands in for the common list, here and in
+``numgrad._prebuild``: the tests check the mechanism on a few kernels instead of the whole list.
 """
 
 import atexit
@@ -33,6 +35,7 @@ import sys
 import threading
 
 ENV = "NUMGRAD_BACKGROUND_COMPILE"
+COMMON_ENV = "NUMGRAD_COMMON_KERNELS"
 IDLE_EXIT_S = 60.0  # the worker exits after this long without a job
 _HEADER = struct.Struct(">I")
 
@@ -115,10 +118,20 @@ def defer(dispatcher, sig):
     return True
 
 
-def common_digest():
-    from numgrad._common_kernels import KERNELS
+def common_kernels():
+    """The common kernels' (module, qualname, signature) entries: ``numgrad._common_kernels``,
+    or the list in the JSON file named by ``NUMGRAD_COMMON_KERNELS``."""
+    path = os.environ.get(COMMON_ENV)
+    if not path:
+        from numgrad._common_kernels import KERNELS
+        return KERNELS
+    import json
+    with open(path) as fh:
+        return tuple(tuple(entry) for entry in json.load(fh))
 
-    return hashlib.sha256(repr(KERNELS).encode()).hexdigest()[:16]
+
+def common_digest():
+    return hashlib.sha256(repr(common_kernels()).encode()).hexdigest()[:16]
 
 
 def _marker(cache_dir):
@@ -128,10 +141,11 @@ def _marker(cache_dir):
 def precompile_common():
     """Start compiling the common kernels in the background, unless the disk cache already
     has them (a marker file in the cache folder says so)."""
-    from numgrad._common_kernels import KERNELS
     from numgrad.kernels import _jit
 
-    if not (enabled() and KERNELS and _jit.CACHE_DIR) or os.path.exists(_marker(_jit.CACHE_DIR)):
+    if not (enabled() and common_kernels() and _jit.CACHE_DIR):
+        return False
+    if os.path.exists(_marker(_jit.CACHE_DIR)):
         return False
     if prebuilt_has_common():
         return False
@@ -280,11 +294,10 @@ class _Jobs:
 def _common_jobs(cache_dir):
     """The common kernels as jobs: the serial ones from the last used back to the first, then
     the multithreaded ones; the marker file is written after the last."""
-    from numgrad._common_kernels import KERNELS
     from numgrad.kernels import _jit
 
     serial, parallel = [], []
-    for module, qualname, text in KERNELS:
+    for module, qualname, text in common_kernels():
         dispatcher = _jit.find(module, qualname)
         if dispatcher is None:
             continue

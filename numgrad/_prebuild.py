@@ -89,11 +89,12 @@ def _finish(folder, common):
 
 
 def build(dest, jobs=None, kernels=None):
-    """Compile ``kernels`` (default: the common kernels) in ``jobs`` processes and put them in
-    ``dest/<version>-<hash>``, replacing what ``dest`` held; a summary dict."""
-    from numgrad._common_kernels import KERNELS
+    """Compile ``kernels`` (default: the common kernels, marked as such) in ``jobs`` processes
+    and put them in ``dest/<version>-<hash>``, replacing what ``dest`` held; a summary dict."""
+    from numgrad._background import common_kernels
 
-    kernels = KERNELS if kernels is None else kernels
+    common = kernels is None
+    kernels = common_kernels() if common else kernels
     jobs = jobs or min(os.cpu_count() or 1, 4)
     t0 = time.perf_counter()
     cache_root = tempfile.mkdtemp(prefix="numgrad-prebuild-")
@@ -118,7 +119,7 @@ def build(dest, jobs=None, kernels=None):
         saved = dict(os.environ)
         os.environ.update(_env(cache_root))  # a numgrad loaded here uses the same cache root
         try:
-            _finish(folder, kernels is KERNELS)
+            _finish(folder, common)
         finally:
             os.environ.clear()
             os.environ.update(saved)
