@@ -152,6 +152,46 @@ CASES = [
      lambda t: F(t).conv1d(o(t, 1, 2, 5), o(t, 3, 2, 3, 3, 3, 3), padding="same", stride=2)),
     ("conv2d float groups",
      lambda t: F(t).conv2d(o(t, 1, 3, 5, 5), o(t, 4, 3, 3, 3), None, 1, 0, 1, 1.5)),
+    # ---- the argument parser's words for an argument given by keyword (no position) in the
+    # functions PyTorch binds in C, and for one given by position
+    ("conv2d stride='a' by keyword",
+     lambda t: F(t).conv2d(o(t, 1, 3, 5, 5), o(t, 4, 3, 3, 3), stride="a")),
+    ("conv2d two keywords", lambda t: F(t).conv2d(o(t, 1, 3, 5, 5), o(t, 4, 3, 3, 3), padding=1,
+                                                  groups=1.5)),
+    ("conv2d all by keyword", lambda t: F(t).conv2d(input="a", weight=o(t, 4, 3, 3, 3))),
+    ("conv2d a default given", lambda t: F(t).conv2d(o(t, 1, 3, 5, 5), o(t, 4, 3, 3, 3), None,
+                                                     "a", 0)),
+    ("conv_transpose2d groups=1.5 by keyword",
+     lambda t: F(t).conv_transpose2d(o(t, 1, 3, 5, 5), o(t, 3, 4, 3, 3), groups=1.5)),
+    ("conv_transpose2d padding 'same'",
+     lambda t: F(t).conv_transpose2d(o(t, 1, 3, 5, 5), o(t, 3, 4, 3, 3), None, 1, "same")),
+    ("conv_transpose2d padding 'same' by keyword",
+     lambda t: F(t).conv_transpose2d(o(t, 1, 3, 5, 5), o(t, 3, 4, 3, 3), padding="same")),
+    ("avg_pool2d kernel_size 'a'", lambda t: F(t).avg_pool2d(o(t, 1, 1, 4, 4), "a")),
+    ("avg_pool2d kernel_size 'a' by keyword",
+     lambda t: F(t).avg_pool2d(o(t, 1, 1, 4, 4), kernel_size="a")),
+    ("avg_pool2d kernel_size ['a'] by keyword",
+     lambda t: F(t).avg_pool2d(o(t, 1, 1, 4, 4), kernel_size=["a"])),
+    ("avg_pool1d ceil_mode by keyword", lambda t: F(t).avg_pool1d(o(t, 1, 4), 2, ceil_mode="a")),
+    ("lp_pool2d ceil_mode by keyword",
+     lambda t: F(t).lp_pool2d(o(t, 1, 1, 4, 4), 2, 2, ceil_mode="a")),
+    ("max_pool2d kernel_size by keyword (a Python function: by position)",
+     lambda t: F(t).max_pool2d(o(t, 1, 1, 4, 4), kernel_size="a")),
+    ("pixel_shuffle 2.0", lambda t: F(t).pixel_shuffle(o(t, 1, 4, 2, 2), 2.0)),
+    ("pixel_shuffle 2.0 by keyword",
+     lambda t: F(t).pixel_shuffle(o(t, 1, 4, 2, 2), upscale_factor=2.0)),
+    ("pixel_shuffle of a number", lambda t: F(t).pixel_shuffle(1, 2)),
+    ("pixel_unshuffle 2.0 by keyword",
+     lambda t: F(t).pixel_unshuffle(o(t, 1, 1, 4, 4), downscale_factor=2.0)),
+    ("channel_shuffle 2.0", lambda t: F(t).channel_shuffle(o(t, 1, 4, 2, 2), 2.0)),
+    ("channel_shuffle 2.0 by keyword",
+     lambda t: F(t).channel_shuffle(o(t, 1, 4, 2, 2), groups=2.0)),
+    ("one_hot 1.5", lambda t: F(t).one_hot(t.tensor([1]), 1.5)),
+    ("one_hot 1.5 by keyword", lambda t: F(t).one_hot(t.tensor([1]), num_classes=1.5)),
+    ("linear weight=1 by keyword", lambda t: F(t).linear(o(t, 2, 3), weight=1)),
+    ("gelu input=1 by keyword", lambda t: F(t).gelu(input=1)),
+    ("softplus beta='a' by keyword", lambda t: F(t).softplus(o(t, 2), beta="a")),
+    ("cosine_similarity x2=1 by keyword", lambda t: F(t).cosine_similarity(o(t, 2, 3), x2=1)),
     ("Conv2d(stride=0) forward", lambda t: t.nn.Conv2d(3, 4, 3, stride=0)(o(t, 1, 3, 5, 5))),
     ("Conv2d(padding='valid2')", lambda t: t.nn.Conv2d(3, 4, 3, padding="valid2")),
     ("Conv2d(padding='same', stride=2)", lambda t: t.nn.Conv2d(3, 4, 3, stride=2, padding="same")),
@@ -555,18 +595,15 @@ CASES = [
     ("ConcatDataset([])", lambda t: t.utils.data.ConcatDataset([])),
 ]
 
-# parts of a message that differ between equal errors: whether an argument came by position
-# (PyTorch's parser words it only then), the order of a Python set, and how conv2d's
-# overload resolution lists the arguments it got
-_POSITION = re.compile(r" \(position \d+\)")
+# parts of a message that differ between equal errors: the order of a Python set, and the
+# lines on why each overload did not match that PyTorch adds when every argument is given
 _SET = re.compile(r"\{('[^{}]*')\}")
-_OVERLOADS = re.compile(r"^(conv2d\(\) received an invalid combination of arguments) - .*", re.S)
+_WHY = re.compile(r"\n      didn't match because [^\n]*")
 
 
 def _normalize(msg):
-    msg = _POSITION.sub("", msg)
     msg = _SET.sub(lambda m: "{" + ", ".join(sorted(m.group(1).split(", "))) + "}", msg)
-    return _OVERLOADS.sub(r"\1", msg)
+    return _WHY.sub("", msg)
 
 
 def _outcome(lib, fn):

@@ -4,6 +4,7 @@ a Number where one is required), int-or-tuple arguments as ``n`` ints, and the r
 string with the legacy ``size_average``/``reduce`` flags. The checks the kernels make of
 their arguments are the ops' own (``numgrad.ops.nn_checks`` and the ``nn_*`` op modules)."""
 
+import functools
 import operator
 import warnings
 
@@ -15,15 +16,46 @@ from numgrad.ops._util import Tensor
 _NUMBERS = (int, float, np.integer, np.floating)
 
 
-def _must_be(fn, name, pos, kind, v):
-    return TypeError(f"{fn}(): argument '{name}' (position {pos}) must be {kind}, not "
-                     f"{type(v).__name__}")
+def parse_error(msg, restate):
+    """A TypeError of PyTorch's argument parser; ``restate(args, kwargs)``: its words for a
+    call with those arguments, where they differ (else None)."""
+    e = TypeError(msg)
+    e.restate = restate
+    return e
+
+
+def arg_error(msg, name, pos, keyword=None):
+    """The parser's TypeError about argument ``name``, worded for one given at position
+    ``pos``; PyTorch words it ``keyword`` (by default: without the position) for one given by
+    keyword."""
+    keyword = keyword or msg.replace(f" (position {pos})", "", 1)
+    return parse_error(msg, lambda args, kwargs: keyword if name in kwargs else None)
+
+
+def keywords(fn):
+    """``fn`` (one PyTorch binds in C, whose parser sees how each argument came) with its
+    parser errors restated for the call's arguments."""
+    @functools.wraps(fn)
+    def parsed(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except TypeError as e:
+            msg = e.restate(args, kwargs) if hasattr(e, "restate") else None
+            if msg is None:
+                raise
+            raise TypeError(msg) from None
+    return parsed
+
+
+def must_be(fn, name, pos, kind, v):
+    return arg_error(f"{fn}(): argument '{name}' (position {pos}) must be {kind}, not "
+                     f"{type(v).__name__}", name, pos)
 
 
 def tensor_arg(fn, name, pos, t):
     """The argument parser's TypeError for a non-tensor where a tensor is required."""
     if not isinstance(t, Tensor):
-        raise _must_be(fn, name, pos, "Tensor", t)
+        raise must_be(fn, name, pos, "Tensor", t)
 
 
 def tensors(fn, names, *ts):
@@ -57,14 +89,16 @@ def int_list(v, fn, name, pos):
         for i, e in enumerate(v):
             if (i == 0 and isinstance(e, bool)) or not is_int(e):
                 if i == 0:
-                    raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be tuple of "
-                                    f"ints, but found element of type {type(e).__name__} at pos 0")
+                    raise arg_error(f"{fn}(): argument '{name}' (position {pos}) must be tuple "
+                                    f"of ints, but found element of type {type(e).__name__} at "
+                                    "pos 0", name, pos, f"{fn}(): argument '{name}' must be "
+                                    f"tuple of ints, not {type(v).__name__}")
                 raise TypeError(f"{fn}(): argument '{name}' failed to unpack the object at pos "
                                 f"{i + 1} with error \"type must be tuple of ints,but got "
                                 f"{type(e).__name__}\"")
         return tuple(int(e) for e in v)
     if isinstance(v, bool) or not is_int(v):
-        raise _must_be(fn, name, pos, "tuple of ints", v)
+        raise must_be(fn, name, pos, "tuple of ints", v)
     return (int(v),)
 
 
@@ -99,26 +133,26 @@ def pool_args(fn, n, kernel_size, stride, padding, dilation, what):
 
 def int_arg(v, fn, name, pos, kind="int"):
     if isinstance(v, bool) or not is_int(v):
-        raise _must_be(fn, name, pos, kind, v)
+        raise must_be(fn, name, pos, kind, v)
     return int(v)
 
 
 def float_arg(v, fn, name, pos):
     if not isinstance(v, _NUMBERS) or isinstance(v, bool):
-        raise _must_be(fn, name, pos, "float", v)
+        raise must_be(fn, name, pos, "float", v)
     return float(v)
 
 
 def bool_arg(v, fn, name, pos):
     if not isinstance(v, (bool, np.bool_)):
-        raise _must_be(fn, name, pos, "bool", v)
+        raise must_be(fn, name, pos, "bool", v)
     return bool(v)
 
 
 def number_arg(fn, name, pos, v):
     """A Number argument (int or float, not bool)."""
     if isinstance(v, bool) or not isinstance(v, _NUMBERS):
-        raise _must_be(fn, name, pos, "Number", v)
+        raise must_be(fn, name, pos, "Number", v)
     return v
 
 

@@ -22,10 +22,26 @@ def _is_default(v, default):
     return v is None if default is None else type(v) is int and v == default
 
 
+def _type(v):
+    return "Tensor" if isinstance(v, Tensor) else type(v).__name__
+
+
+def _no_overload(fn, got):
+    """conv{n}d's TypeError when no overload fits: it names the types of the arguments given
+    (here, up to the last one that is not its default), restated from the call's arguments:
+    positional ones, then keyword ones as ``name=type`` (PyTorch lists two in reverse order,
+    more in its hash map's)."""
+    def restate(args, kwargs):
+        kws = [f"{k}={_type(v)}" for k, v in reversed(kwargs.items())]
+        got = ", ".join([_type(a) for a in args] + kws) + ", " * (not args)
+        return _no_overload(fn, got).args[0]
+    return C.parse_error(f"{fn}() received an invalid combination of arguments - got ({got}), "
+                         f"but expected one of:{_SIGNATURES}", restate)
+
+
 def _conv_args(fn, n, args):
     """conv{n}d's overload resolution: int lists (an int stands for ``n``; a padding string)
-    and an int groups, else its TypeError naming the arguments' types (as given, up to the
-    last one that is not its default: keyword arguments look positional here)."""
+    and an int groups, else its TypeError naming the arguments' types."""
     given, args = args, list(args)
     if n == 2:  # the common case first: ints or int pairs
         fast = [(v, v) if type(v) is int else v for v in args[3:6]]
@@ -55,9 +71,7 @@ def _conv_args(fn, n, args):
         shown = list(given)
         while len(shown) > 2 and _is_default(shown[-1], _DEFAULTS[len(shown) - 3]):
             shown.pop()  # PyTorch names the arguments given (here: up to the last non-default)
-        got = ", ".join("Tensor" if isinstance(a, Tensor) else type(a).__name__ for a in shown)
-        raise TypeError(f"{fn}() received an invalid combination of arguments - got ({got}), "
-                        f"but expected one of:{_SIGNATURES}") from None
+        raise _no_overload(fn, ", ".join(_type(a) for a in shown)) from None
     if unpack is not None:
         raise unpack
     return args[3:]
@@ -88,7 +102,7 @@ def _conv_transpose(fn, dims, input, weight, bias, stride, padding, output_paddi
                     dilation):
     C.tensors(fn, "input weight bias", input, weight, bias)
     if isinstance(padding, str):
-        raise TypeError(f"{fn}(): argument 'padding' must be tuple of ints, not str")
+        raise C.must_be(fn, "padding", 5, "tuple of ints", padding)
     # the argument parser repeats a single int over the op's own dims
     stride, padding, output_padding, dilation = (
         C.int_tuple(fn, name, pos, v, dims)

@@ -4,8 +4,6 @@
 ``numgrad.ops.nn_pad``'s (paddings and resampling: gathers along one dim at a time).
 ``numgrad/nn/functional.py`` re-exports the public names."""
 
-import math
-
 from numgrad.nn import _checks as C
 from numgrad.nn import functional as F
 from numgrad.ops import nn_layers as NL
@@ -44,26 +42,15 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
 # ========================================================================================
 
 
-def _check_widths(widths):
-    """The argument parser's limits on an ``int[]``: every width fits in int64."""
-    for i, w in enumerate(widths):
-        if not -(1 << 63) <= w < (1 << 63):
-            raise TypeError(f"pad(): argument 'pad' failed to unpack the object at pos {i + 1} "
-                            "with error \"Overflow when unpacking long long\"")
-        if w == -(1 << 63):  # PyTorch's symbolic-int sentinel
-            raise RuntimeError("SymIntArrayRef expected to contain only concrete integers")
-
-
 def pad(input, pad, mode="constant", value=None):
     """Pad the last len(pad)/2 dims: ``'constant'`` (``ConstantPadNdBackward0``), ``'reflect'``
     (``ReflectionPad{1,2,3}DBackward0``), ``'replicate'`` (``ReplicationPad{1,2,3}DBackward0``)
     or ``'circular'``; negative widths crop. Every size is checked before a kernel runs."""
     C.tensor_arg("pad", "input", 1, input)
     if not isinstance(pad, (list, tuple)):
-        raise TypeError(f"pad(): argument 'pad' (position 2) must be tuple of ints, not "
-                        f"{type(pad).__name__}")
+        raise C.must_be("pad", "pad", 2, "tuple of ints", pad)
     widths = C.int_list(pad, "pad", "pad", 2)
-    _check_widths(widths)
+    NP.check_widths(widths)
     if value is not None:
         value = C.float_arg(value, "pad", "value", 4)
     return NP.pad(input, widths, mode, value)
@@ -72,20 +59,6 @@ def pad(input, pad, mode="constant", value=None):
 # ========================================================================================
 # interpolate
 # ========================================================================================
-
-
-
-
-def _spatial(v, dim, shape, what, shown, fmt):
-    """Whether ``v`` is a list, which must hold one value per spatial dim."""
-    if not isinstance(v, (list, tuple)):
-        return False
-    if len(v) != dim:
-        raise ValueError(
-            f"Input and {what} must have the same number of spatial dimensions, but got input "
-            f"with spatial dimensions of {list(shape[2:])} and {shown} {v}. Please provide input "
-            f"tensor in (N, C, d1, d2, ...,dK) format and {fmt} format.")
-    return True
 
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
@@ -98,54 +71,15 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     (``Upsample{Bilinear,Bicubic}2DAaBackward0``, PIL's widened filters); ``'area'`` of 5-D
     input too. Not yet: the other modes of 5-D input, ``'lanczos'``, uint8 input."""
     C.tensor_arg("interpolate", "input", 1, input)
-    if mode in ("nearest", "area", "nearest-exact"):
-        if align_corners is not None:
-            raise ValueError("align_corners option can only be set with the interpolating "
-                             "modes: linear | bilinear | bicubic | trilinear")
-    elif align_corners is None:
-        align_corners = False
-    shape = input._data.shape
-    dim = len(shape) - 2
-    if size is not None and scale_factor is not None:
-        raise ValueError("only one of size or scale_factor should be defined")
-    if size is not None:
-        listed = _spatial(size, dim, shape, "output", "output size of",
-                          "output size in (o1, o2, ...,oK)")
-        output_size, scales = list(size) if listed else [size] * dim, None
-    elif scale_factor is not None:
-        listed = _spatial(scale_factor, dim, shape, "scale_factor", "scale_factor of shape",
-                          "scale_factor in (s1, s2, ...,sK)")
-        scales = [float(s) for s in scale_factor] if listed else [float(scale_factor)] * dim
-        output_size = None
-    else:
-        raise ValueError("either size or scale_factor should be defined")
-    if recompute_scale_factor is not None and recompute_scale_factor and size is not None:
-        raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
-    if recompute_scale_factor and scales is not None:
-        output_size = [math.floor(float(shape[i + 2]) * scales[i]) for i in range(dim)]
-        scales = None
-    if antialias:
-        if not (mode in ("bilinear", "bicubic", "lanczos") and dim == 2):
-            raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos "
-                             "modes and requires a 4-D tensor as input")
-    if mode == "lanczos" and dim == 2:
-        if align_corners:
-            raise ValueError("Lanczos mode does not support align_corners=True")
-        if not antialias:
-            raise ValueError("Lanczos mode requires antialias=True")
-        raise NotImplementedError("interpolate mode 'lanczos' is not supported by numgrad")
-    if mode == "area":  # PyTorch's area mode is adaptive average pooling to the output size
-        if output_size is None:
-            output_size = [math.floor(float(shape[i + 2]) * scales[i]) for i in range(dim)]
-        if dim == 1:
-            return F.adaptive_avg_pool1d(input, output_size)
-        if dim == 2:
-            return F.adaptive_avg_pool2d(input, output_size)
-        if dim == 3:
-            return F.adaptive_avg_pool3d(input, output_size)
+    output_size, scales, align_corners = NP.resize_args(
+        input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias)
+    dim = input._data.ndim - 2
+    if mode == "area" and 1 <= dim <= 3:  # PyTorch's area mode: adaptive average pooling
+        pool = (F.adaptive_avg_pool1d, F.adaptive_avg_pool2d, F.adaptive_avg_pool3d)[dim - 1]
+        return pool(input, NP.scaled_size(input, scales) if output_size is None else output_size)
     NP.check_mode(input, mode, antialias, dim)
     if output_size is None:
-        output_size = [math.floor(float(shape[i + 2]) * scales[i]) for i in range(dim)]
+        output_size = NP.scaled_size(input, scales)
     output_size = [C.int_arg(v, "interpolate", "size", 2) for v in output_size]
     return NP.upsample(input, mode, antialias, output_size, scales, align_corners)
 

@@ -2,8 +2,6 @@
 with PyTorch's argument parsing; the checks and the math are ``numgrad.ops.nn_layers``'s
 (composites of ops, as PyTorch writes them, and the ``_embedding_bag`` op)."""
 
-import warnings
-
 from numgrad.nn import _checks as C
 from numgrad.nn import functional as F
 from numgrad.nn._pooling import adaptive_max_pool2d  # noqa: F401  (numgrad.ops.pooling's)
@@ -33,9 +31,8 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
 
 
 def _shuffle_checks(fn, input, factor, name):
-    C.tensor_arg(fn, "self", 1, input)
-    factor = C.int_arg(factor, fn, name, 2)
-    return factor
+    C.tensor_arg(fn, "input", 1, input)
+    return C.int_arg(factor, fn, name, 2)
 
 
 def pixel_shuffle(input, upscale_factor):
@@ -52,9 +49,7 @@ def pixel_unshuffle(input, downscale_factor):
 
 def channel_shuffle(input, groups):
     """(N, g*k, *) -> channels regrouped as (k, g) (a reshape/transpose)."""
-    C.tensor_arg("channel_shuffle", "self", 1, input)
-    groups = C.int_arg(groups, "channel_shuffle", "groups", 2)
-    return NL.channel_shuffle(input, groups)
+    return NL.channel_shuffle(input, _shuffle_checks("channel_shuffle", input, groups, "groups"))
 
 
 # ========================================================================================
@@ -64,53 +59,19 @@ def channel_shuffle(input, groups):
 
 def dropout1d(input, p=0.5, training=True, inplace=False):
     """Channel dropout of (N, C, L) or (C, L) input."""
-    NL.check_p(p)
-    nd = input.dim()
-    if nd not in (2, 3):
-        raise RuntimeError(
-            f"dropout1d: Expected 2D or 3D input, but received a {nd}D input. Note that "
-            "dropout1d exists to provide channel-wise dropout on inputs with 1 spatial "
-            "dimension, a channel dimension, and an optional batch dimension (i.e. 2D or 3D "
-            "inputs).")
-    return NL.feature_dropout(input, p, training, inplace, nd == 2)
-
-
-def _odd_rank(k, nd):
-    """PyTorch's deprecation warning of dropout{k}d for a rank-``nd`` input."""
-    warnings.warn(
-        f"dropout{k}d: Received a {nd}-D input to dropout{k}d, which is deprecated and will "
-        "result in an error in a future release. To retain the behavior and silence this "
-        f"warning, please use dropout instead. Note that dropout{k}d exists to provide "
-        f"channel-wise dropout on inputs with {k} spatial dimensions, a channel dimension, and "
-        f"an optional batch dimension (i.e. {k + 1}D or {k + 2}D inputs).", stacklevel=3)
+    return NL.channel_dropout(1, input, p, training, inplace)
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False):
     """Channel dropout of (N, C, H, W) input (3-D input is taken as (N, C, L), as PyTorch
     does, with its warning)."""
-    NL.check_p(p)
-    nd = input.dim()
-    if nd not in (3, 4):
-        _odd_rank(2, nd)
-    if nd == 3:
-        warnings.warn(
-            "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D "
-            "dropout behavior is desired - input is interpreted as shape (N, C, L), where C is "
-            "the channel dim. This behavior will change in a future release to interpret the "
-            "input as one without a batch dimension, i.e. shape (C, H, W). To maintain the 1D "
-            "channel-wise dropout behavior, please switch to using dropout1d instead.",
-            stacklevel=2)
-    return NL.feature_dropout(input, p, training, inplace)
+    return NL.channel_dropout(2, input, p, training, inplace)
 
 
 def dropout3d(input, p=0.5, training=True, inplace=False):
     """Channel dropout of (N, C, D, H, W) or (C, D, H, W) input (other ranks as PyTorch:
     with its warning, a rank-4 one taken as unbatched)."""
-    NL.check_p(p)
-    nd = input.dim()
-    if nd not in (4, 5):
-        _odd_rank(3, nd)
-    return NL.feature_dropout(input, p, training, inplace, nd != 5)
+    return NL.channel_dropout(3, input, p, training, inplace)
 
 
 def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):

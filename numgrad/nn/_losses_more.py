@@ -3,10 +3,7 @@ the kernels' checks are ``numgrad.ops.nn_losses``'s, the math ``numgrad.ops.loss
 composites of numgrad ops where PyTorch writes composites (the same nodes appear), declared
 ops for huber, soft margin, multi margin and multilabel margin."""
 
-import warnings
-
 from numgrad.nn import _checks as C
-from numgrad.ops import elementwise as ew
 from numgrad.ops import losses as L
 from numgrad.ops import nn_losses as NLo
 
@@ -21,20 +18,10 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     """KL(target || exp(input)) pointwise: xlogy(t, t) - t x, or e^t (t - x) for log targets;
     'batchmean' sums and divides by the batch size."""
     C.tensors("kl_div", "input target", input, target)
-    if size_average is None and reduce is None:
-        if reduction == "mean":
-            warnings.warn(
-                "reduction: 'mean' divides the total loss by both the batch size and the support "
-                "size.'batchmean' divides only by the batch size, and aligns with the KL div math "
-                "definition.'mean' will be changed to behave the same as 'batchmean' in the next "
-                "major release.", stacklevel=2)
-        r = C.reduction("sum" if reduction == "batchmean" else reduction)
-    else:
-        r = C.reduction(reduction, size_average, reduce)
-    out = L.reduce(L.kl_div(input, target, log_target), r)
-    if reduction == "batchmean" and size_average is None and reduce is None and input.dim():
-        out = ew.div(out, input.shape[0])
-    return out
+    if size_average is not None or reduce is not None:
+        return NLo.kl_div(input, target, C.reduction(reduction, size_average, reduce), log_target)
+    r = C.reduction("sum" if reduction == "batchmean" else reduction)
+    return NLo.kl_div(input, target, r, log_target, reduction)
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
@@ -102,10 +89,7 @@ def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, red
                         reduction="mean"):
     """max(0, -y (x1 - x2) + margin)."""
     reduction = C.reduction(reduction, size_average, reduce)
-    if input1.dim() != input2.dim() or input1.dim() != target.dim():
-        raise RuntimeError(
-            f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
-            f"input1: {input1.shape}, input2: {input2.shape}, target: {target.shape} ")
+    NLo.ranking_dims(input1, input2, target)
     return L.reduce(L.margin_ranking(input1, input2, target, margin), reduction)
 
 
@@ -120,9 +104,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
                         size_average=None, reduce=None, reduction="mean"):
     """max(0, d(a, p) - d(a, n) + margin) with pairwise_distance (d(p, n) too with swap)."""
     reduction = C.reduction(reduction, size_average, reduce)
-    if margin <= 0:
-        raise ValueError(f"margin must be greater than 0, got {margin}")
-    NLo.triplet_dims(anchor, positive, negative)
+    NLo.triplet_dims(anchor, positive, negative, margin)
     dp = pairwise_distance(anchor, positive, p, eps)
     dn = pairwise_distance(anchor, negative, p, eps)
     ds = pairwise_distance(positive, negative, p, eps) if swap else None
@@ -134,9 +116,7 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     """The triplet loss with any distance (pairwise_distance by default)."""
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
-    if margin <= 0:
-        raise ValueError(f"margin must be greater than 0, got {margin}")
-    NLo.triplet_dims(anchor, positive, negative)
+    NLo.triplet_dims(anchor, positive, negative, margin)
     dist = distance_function if distance_function is not None else pairwise_distance
     ds = dist(positive, negative) if swap else None
     return L.reduce(L.triplet(dist(anchor, positive), dist(anchor, negative), ds, margin),

@@ -16,11 +16,6 @@ __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d",
            "lp_pool2d", "lp_pool3d", "max_unpool1d", "max_unpool2d", "max_unpool3d"]
 
 
-_WHAT2 = tuple(f"{w}, or a tuple of two ints" for w in (
-    "kernel_size must either be a single int", "stride must either be omitted, a single int",
-    "padding must either be a single int", "dilation must be either a single int"))
-
-
 def _what(n, words):
     """pool_args's messages for a wrong length: ``words`` with "or a tuple of {n} ints"."""
     return tuple(w and f"{w}, or a tuple of {('two', 'three')[n - 2]} ints" for w in words)
@@ -160,6 +155,8 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     s = _one_int("avg_pool1d", "stride", () if stride is None else stride, 3, True)
     p = _one_int("avg_pool1d", "padding", padding, 4)[0]
     s = s[0] if s else k
+    ceil_mode = C.bool_arg(ceil_mode, "avg_pool1d", "ceil_mode", 5)
+    count_include_pad = C.bool_arg(count_include_pad, "avg_pool1d", "count_include_pad", 6)
     out = avg_pool2d(sh.unsqueeze(input, -2), (1, k), (1, s), (0, p), ceil_mode,
                      count_include_pad)
     return sh.squeeze(out, -2)

@@ -31,20 +31,22 @@ def _softmax_dim(name, ndim, stacklevel):
     return 0 if ndim in (0, 1, 3) else 1
 
 
+def _dim(name, input, dim, stacklevel):
+    """softmax's and log_softmax's ``dim``: an int, or the implicit one when None."""
+    if dim is None:
+        C.tensor_arg(name, "input", 1, input)
+        dim = _softmax_dim(name, input._data.ndim, stacklevel + 1)
+    return C.int_arg(dim, name, "dim", 1)
+
+
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
     """exp(x) / sum exp(x) along ``dim`` (``SoftmaxBackward0``)."""
-    if dim is None:
-        C.tensor_arg("softmax", "input", 1, input)
-        dim = _softmax_dim("softmax", input._data.ndim, _stacklevel)
-    return red.softmax(input, C.int_arg(dim, "softmax", "dim", 1), dtype)
+    return red.softmax(input, _dim("softmax", input, dim, _stacklevel), dtype)
 
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     """x - logsumexp(x) along ``dim`` (``LogSoftmaxBackward0``)."""
-    if dim is None:
-        C.tensor_arg("log_softmax", "input", 1, input)
-        dim = _softmax_dim("log_softmax", input._data.ndim, _stacklevel)
-    return red.log_softmax(input, C.int_arg(dim, "log_softmax", "dim", 1), dtype)
+    return red.log_softmax(input, _dim("log_softmax", input, dim, _stacklevel), dtype)
 
 
 # ========================================================================================
@@ -108,13 +110,10 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     gives the same gradient values as a dense tensor."""
     C.tensors("embedding", "input weight", input, weight)
     if padding_idx is not None:
-        n_rows = weight.size(0)
-        if (padding_idx > 0 and padding_idx >= n_rows) or (
-                padding_idx < 0 and padding_idx < -n_rows):
-            raise AssertionError("Padding_idx must be within num_embeddings")
+        NL.check_padding_idx(padding_idx, weight.size(0))
         padding_idx = C.int_arg(padding_idx, "embedding", "padding_idx", 3)
         if padding_idx < 0:
-            padding_idx += n_rows
+            padding_idx += weight.size(0)
     return NL.embedding(input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq)
 
 
@@ -229,7 +228,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 
 def one_hot(tensor, num_classes=-1):
     """Integer class indices as one-hot rows (int64)."""
-    C.tensor_arg("one_hot", "self", 1, tensor)
+    C.tensor_arg("one_hot", "input", 1, tensor)
     num_classes = C.int_arg(num_classes, "one_hot", "num_classes", 2)
     return NL.one_hot(tensor, num_classes)
 
@@ -268,3 +267,12 @@ from numgrad.nn._activations_more import (  # noqa: E402,F401,I001  (more activa
 from numgrad.nn import _activations_more  # noqa: E402,I001
 
 threshold = _activations_more.threshold  # (a name softplus's argument also has)
+
+# PyTorch binds these in C, where its parser words "(position N)" only for an argument given
+# by position (its Python functions pass theirs on by position)
+for _name in ("adaptive_avg_pool1d", "avg_pool1d", "avg_pool2d", "avg_pool3d", "bilinear",
+              "channel_shuffle", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
+              "conv_transpose2d", "conv_transpose3d", "cosine_similarity", "gelu", "hardshrink",
+              "linear", "logsigmoid", "one_hot", "pairwise_distance", "pdist", "pixel_shuffle",
+              "pixel_unshuffle", "prelu", "softplus", "softshrink"):
+    globals()[_name] = C.keywords(globals()[_name])

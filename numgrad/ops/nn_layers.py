@@ -8,6 +8,7 @@ gives PyTorch's masks on every device), and the embedding bags of weights the
 ``_embedding_bag`` op does not take (per-bag reductions of looked-up rows)."""
 
 import math
+import warnings
 
 import numpy as np
 
@@ -170,6 +171,37 @@ def channel_shuffle(input, groups):
     n, c, *rest = input._data.shape
     x = sh.reshape(input, (n, groups, c // groups, *rest))
     return sh.reshape(sh.transpose(x, 1, 2), (n, c, *rest))
+
+
+def channel_dropout(k, input, p, training, inplace):
+    """dropout{k}d after PyTorch's checks of its rank: (N, C, L) or (C, L) input for k = 1;
+    for k = 2 and 3 other ranks warn (3-D input to dropout2d is taken as (N, C, L), 4-D input
+    to dropout3d as unbatched), as PyTorch does."""
+    check_p(p)
+    nd = input.dim()
+    if k == 1 and nd not in (2, 3):
+        raise RuntimeError(
+            f"dropout1d: Expected 2D or 3D input, but received a {nd}D input. Note that "
+            "dropout1d exists to provide channel-wise dropout on inputs with 1 spatial "
+            "dimension, a channel dimension, and an optional batch dimension (i.e. 2D or 3D "
+            "inputs).")
+    if k > 1 and nd not in (k + 1, k + 2):
+        warnings.warn(
+            f"dropout{k}d: Received a {nd}-D input to dropout{k}d, which is deprecated and will "
+            "result in an error in a future release. To retain the behavior and silence this "
+            f"warning, please use dropout instead. Note that dropout{k}d exists to provide "
+            f"channel-wise dropout on inputs with {k} spatial dimensions, a channel dimension, "
+            f"and an optional batch dimension (i.e. {k + 1}D or {k + 2}D inputs).", stacklevel=3)
+    if k == 2 and nd == 3:
+        warnings.warn(
+            "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D "
+            "dropout behavior is desired - input is interpreted as shape (N, C, L), where C is "
+            "the channel dim. This behavior will change in a future release to interpret the "
+            "input as one without a batch dimension, i.e. shape (C, H, W). To maintain the 1D "
+            "channel-wise dropout behavior, please switch to using dropout1d instead.",
+            stacklevel=3)
+    unbatched = nd == 2 if k == 1 else (k == 3 and nd != 5)
+    return feature_dropout(input, p, training, inplace, unbatched)
 
 
 def feature_dropout(input, p, training, inplace, unbatched=False):
@@ -358,6 +390,12 @@ def embedding_renorm(weight, flat, max_norm, norm_type):
         scale = ew.where(ew.gt(norms, float(max_norm)),
                          ew.mul(un.reciprocal(ew.add(norms, 1e-7)), float(max_norm)), 1.0)
         weight[rows] = ew.mul(sel, scale)
+
+
+def check_padding_idx(padding_idx, n_rows):
+    if (padding_idx > 0 and padding_idx >= n_rows) or (
+            padding_idx < 0 and padding_idx < -n_rows):
+        raise AssertionError("Padding_idx must be within num_embeddings")
 
 
 def embedding(input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq):

@@ -5,6 +5,8 @@ logits), each derivative written with numgrad ops so it is differentiable again.
 PyTorch's checks of those losses and of ``numgrad.ops.losses``'s, in its order, before the
 ops (or PyTorch's composites of ops: cross entropy, l1, smooth l1, weighted losses)."""
 
+import warnings
+
 import numpy as np
 
 from numgrad import _arrays as A
@@ -551,7 +553,30 @@ def pair_target_dims(input1, input2, target):
     return td
 
 
-def triplet_dims(anchor, positive, negative):
+def ranking_dims(input1, input2, target):
+    if input1.dim() != input2.dim() or input1.dim() != target.dim():
+        raise RuntimeError(
+            f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
+            f"input1: {input1.shape}, input2: {input2.shape}, target: {target.shape} ")
+
+
+def kl_div(input, target, reduction, log_target, given=None):
+    """KL(target || exp(input)) pointwise, reduced by the parsed ``reduction``; ``given``: the
+    reduction as given when no legacy flag was (PyTorch warns of its 'mean'; 'batchmean' is
+    the sum divided by the batch size)."""
+    if given == "mean":
+        warnings.warn(
+            "reduction: 'mean' divides the total loss by both the batch size and the support "
+            "size.'batchmean' divides only by the batch size, and aligns with the KL div math "
+            "definition.'mean' will be changed to behave the same as 'batchmean' in the next "
+            "major release.", stacklevel=3)
+    out = L.reduce(L.kl_div(input, target, log_target), reduction)
+    return ew.div(out, input.shape[0]) if given == "batchmean" and input.dim() else out
+
+
+def triplet_dims(anchor, positive, negative, margin):
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
     a, p, n = anchor.dim(), positive.dim(), negative.dim()
     if not (a == p == n):
         raise RuntimeError(

@@ -3,6 +3,8 @@ size and dtype checks in its order and with its messages, then the ops of ``numg
 and ``numgrad.ops.resample`` (gathers along one dim at a time, whose adjoints are
 scatter-adds)."""
 
+import math
+
 import numpy as np
 
 from numgrad.ops import nn_checks as K
@@ -125,6 +127,16 @@ def _kernel_name(mode, widths):
     return f"{_KERNEL[mode]}{len(widths) // 2}d"
 
 
+def check_widths(widths):
+    """The argument parser's limits on an ``int[]``: every width fits in int64."""
+    for i, w in enumerate(widths):
+        if not -(1 << 63) <= w < (1 << 63):
+            raise TypeError(f"pad(): argument 'pad' failed to unpack the object at pos {i + 1} "
+                            "with error \"Overflow when unpacking long long\"")
+        if w == -(1 << 63):  # PyTorch's symbolic-int sentinel
+            raise RuntimeError("SymIntArrayRef expected to contain only concrete integers")
+
+
 def pad(input, widths, mode, value):
     """``input`` padded by parsed int ``widths`` (``value``: a float or None) in ``mode``
     after PyTorch's checks: ``ConstantPadNdBackward0``, ``ReflectionPad{1,2,3}DBackward0``,
@@ -211,3 +223,63 @@ def upsample(input, mode, antialias, output_size, scales, align_corners):
                            f"sizes {list(shape)}")
     check_dtype(input, mode, antialias, dim)
     return R.upsample(input, mode, antialias, output_size, scales, align_corners)
+
+
+def _spatial(v, dim, shape, what, shown, fmt):
+    """Whether ``v`` is a list, which must hold one value per spatial dim."""
+    if not isinstance(v, (list, tuple)):
+        return False
+    if len(v) != dim:
+        raise ValueError(
+            f"Input and {what} must have the same number of spatial dimensions, but got input "
+            f"with spatial dimensions of {list(shape[2:])} and {shown} {v}. Please provide input "
+            f"tensor in (N, C, d1, d2, ...,dK) format and {fmt} format.")
+    return True
+
+
+def scaled_size(input, scales):
+    """The output size ``scales`` give ``input``'s spatial dims (floored, as PyTorch)."""
+    shape = input._data.shape
+    return [math.floor(float(shape[i + 2]) * s) for i, s in enumerate(scales)]
+
+
+def resize_args(input, size, scale_factor, mode, align_corners, recompute_scale_factor,
+                antialias):
+    """``interpolate``'s checks of its arguments, in PyTorch's order and with its messages:
+    the output size (a list, or None when given by scale), the scales (or None) and
+    align_corners (False for the interpolating modes when omitted)."""
+    if mode in ("nearest", "area", "nearest-exact"):
+        if align_corners is not None:
+            raise ValueError("align_corners option can only be set with the interpolating "
+                             "modes: linear | bilinear | bicubic | trilinear")
+    elif align_corners is None:
+        align_corners = False
+    shape = input._data.shape
+    dim = len(shape) - 2
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        listed = _spatial(size, dim, shape, "output", "output size of",
+                          "output size in (o1, o2, ...,oK)")
+        output_size, scales = list(size) if listed else [size] * dim, None
+    elif scale_factor is not None:
+        listed = _spatial(scale_factor, dim, shape, "scale_factor", "scale_factor of shape",
+                          "scale_factor in (s1, s2, ...,sK)")
+        scales = [float(s) for s in scale_factor] if listed else [float(scale_factor)] * dim
+        output_size = None
+    else:
+        raise ValueError("either size or scale_factor should be defined")
+    if recompute_scale_factor is not None and recompute_scale_factor and size is not None:
+        raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+    if recompute_scale_factor and scales is not None:
+        output_size, scales = scaled_size(input, scales), None
+    if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and dim == 2):
+        raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos "
+                         "modes and requires a 4-D tensor as input")
+    if mode == "lanczos" and dim == 2:
+        if align_corners:
+            raise ValueError("Lanczos mode does not support align_corners=True")
+        if not antialias:
+            raise ValueError("Lanczos mode requires antialias=True")
+        raise NotImplementedError("interpolate mode 'lanczos' is not supported by numgrad")
+    return output_size, scales, align_corners

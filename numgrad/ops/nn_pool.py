@@ -396,7 +396,10 @@ def lp_pool(n, input, norm_type, kernel_size, stride, ceil_mode, nnf):
         if norm_type > 0:
             return max_pool(ew.abs(input), kernel_size, stride, 0, 1, ceil_mode)
         return ew.neg(max_pool(ew.neg(ew.abs(input)), kernel_size, stride, 0, 1, ceil_mode))
-    out = avg_pool(ew.pow(input, norm_type), kernel_size, stride, 0, ceil_mode)
+    if stride is not None:
+        out = avg_pool(ew.pow(input, norm_type), kernel_size, stride, 0, ceil_mode)
+    else:  # (by keyword, as PyTorch: its parser's messages then name no position)
+        out = avg_pool(ew.pow(input, norm_type), kernel_size, padding=0, ceil_mode=ceil_mode)
     if n == 1 and isinstance(kernel_size, (list, tuple)):  # PyTorch scales by it as given
         raise TypeError(f"mul(): argument 'other' (position 1) must be Tensor, not "
                         f"{type(kernel_size).__name__}")
