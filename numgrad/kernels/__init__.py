@@ -5,35 +5,55 @@ so ``import numgrad`` stays cheap and compiles nothing.
 
 Kernel handles (``EW``, ``RED``, ...) are the way every other package reaches the kernels: a
 ``LazyKernels`` imports its module (and Numba) on first attribute access.
+
+Device choice has one path: an op calls a kernel by name on its handle with its data first,
+``IDX.gather_axis(x3, flat, out)``, whatever the data's device, and the CPU kernel of that
+name hands data that is not a NumPy array to the CUDA module's kernel of the same name
+(``numgrad.kernels.cuda.<module>``: same names, same arguments). A CPU module does that for a
+kernel in one of two ways: a hot Python launcher by its first line
+(``if x.__class__ is not _ND: return _CUDA.name(...)``, as ``EW.binary`` does), any other
+kernel by its name in the module's ``EITHER_DEVICE`` tuple (its handle then returns a
+launcher that checks the first argument). ``K.on(a)`` (the module for ``a``'s device) is kept
+for the callers not yet converted.
 """
 
 import importlib
 
 import numpy as np
 
+_ND = np.ndarray
+
 
 class LazyKernels:
     """Attribute access to a kernel module that imports it (and Numba) on first use and then
-    caches every attribute on the instance, so later lookups cost one dict hit.
+    caches every attribute on the instance, so later lookups cost one dict hit. A name in the
+    CPU module's ``EITHER_DEVICE`` is cached as ``either_device``'s launcher of it (``plain``:
+    as it is, the handle ``on`` returns for NumPy data)."""
 
-    ``K.on(a)`` is the module for data ``a``: ``K`` itself for a NumPy array, the CUDA twin
-    (same names, same arguments) for a ``CudaArray``. This is the one way numgrad picks a
-    device: callers use ``K.on(a)``, and the CPU launchers (``EW.unary``, ``RED.sum_dims``,
-    ...) hand data that is not a NumPy array to ``K.cuda()``."""
-
-    def __init__(self, module, backend="cpu"):
+    def __init__(self, module, backend="cpu", plain=False):
         self._module_name = module
         self._backend = backend
         self._twin = None
+        self._host = self if plain else None
 
     def __getattr__(self, name):
         mod = importlib.import_module(f"numgrad.kernels.{self._backend}.{self._module_name}")
         value = getattr(mod, name)
+        if self._host is None and name in getattr(mod, "EITHER_DEVICE", ()):
+            value = either_device(value, self, name)
         setattr(self, name, value)
         return value
 
-    def on(self, a):
-        return self if a.__class__ is np.ndarray else self.cuda()
+    def on(self, a, _nd=_ND):
+        """The module for data ``a``: for a NumPy array its CPU kernels as they are (no
+        device check), the CUDA twin otherwise; for the callers not yet converted to calling
+        the kernel on this handle directly."""
+        if a.__class__ is _nd:
+            host = self._host
+            if host is None:
+                host = self._host = LazyKernels(self._module_name, self._backend, plain=True)
+            return host
+        return self.cuda()
 
     def cuda(self):
         """The CUDA twin of this kernel module (the CPU launchers hand CUDA data to it)."""
@@ -41,6 +61,20 @@ class LazyKernels:
         if twin is None:
             twin = self._twin = LazyKernels(self._module_name, "cuda")
         return twin
+
+
+def either_device(kernel, handle, name):
+    """``kernel`` (``name`` of ``handle``'s CPU module) as a launcher for data of either
+    device: a NumPy first argument runs ``kernel``, any other goes to the CUDA module's
+    ``name``."""
+    def launcher(a, *args):
+        if a.__class__ is _ND:
+            return kernel(a, *args)
+        return getattr(handle.cuda(), name)(a, *args)
+    launcher.__name__ = launcher.__qualname__ = name
+    launcher.__doc__ = kernel.__doc__
+    launcher.kernel = kernel
+    return launcher
 
 
 EW = LazyKernels("elementwise")

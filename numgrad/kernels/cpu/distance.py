@@ -5,6 +5,10 @@ from numba import prange
 from numgrad.kernels import distance as D
 from numgrad.kernels._jit import inline, specialize
 
+# the kernels an op calls with data of either device: the handle (DIST.<name>) hands CUDA
+# data to ``numgrad.kernels.cuda.distance``'s kernel of the same name
+EITHER_DEVICE = ("cdist_3d", "cdist_backward_3d")
+
 
 def _rows(x1, x2, out, rows, p1, r, m, p, mode):
     for row in prange(rows):

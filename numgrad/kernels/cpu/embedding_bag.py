@@ -6,6 +6,10 @@ from numba import prange
 from numgrad.kernels import embedding_bag as E
 from numgrad.kernels._jit import inline, specialize
 
+# the kernels an op calls with data of either device: the handle (EB.<name>) hands CUDA
+# data to ``numgrad.kernels.cuda.embedding_bag``'s kernel of the same name
+EITHER_DEVICE = ("bag_forward", "bag_weight_grad", "bag_psw_grad")
+
 
 def _bags(w, idx, psw, starts, ends, out, arg, cnt, bags, dim, pad, mode, has_psw):
     for b in prange(bags):

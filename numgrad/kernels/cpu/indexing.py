@@ -13,6 +13,11 @@ from numgrad.kernels._jit import jit
 from numgrad.kernels.cpu._bind import bind
 
 F = bind(G, G.GATHER_FUNCTIONS, __name__)  # this device's copies of the index functions
+
+# the kernels an op calls with data of either device: the handle (IDX.<name>) hands CUDA
+# data to ``numgrad.kernels.cuda.indexing``'s kernel of the same name
+EITHER_DEVICE = ("gather_axis", "scatter_add_axis", "put_axis", "gather_dim", "scatter_add_dim",
+                 "scatter_reduce_dim", "divide_by_count")
 _wrapped = F["wrapped"]
 _flat_index = F["flat_index"]
 _unravel_one = F["unravel_one"]

@@ -7,6 +7,10 @@ from numba import prange
 from numgrad.kernels import lines as L
 from numgrad.kernels._jit import inline, specialize
 
+# the kernels an op calls with data of either device: the handle (LINES.<name>) hands CUDA
+# data to ``numgrad.kernels.cuda.lines``'s kernel of the same name
+EITHER_DEVICE = ("cumsum_3d", "cumprod_3d", "cumprod_backward_3d", "sort_3d", "unfold_backward_4d")
+
 
 def _cumsum_lines(x, out, lines, n, inner, acc):
     for line in prange(lines):

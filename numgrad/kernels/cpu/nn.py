@@ -3,8 +3,10 @@ max/avg pooling, batch/layer norm, the class-index losses and the fused optimize
 
 Loops over the batch run in parallel (``prange``) when the work is large enough to pay for
 the threads; the serial twin handles small inputs: each launcher picks (``pick`` of
-``numgrad.kernels._parallel``; ``parallel`` overrides it), so the ops call one name on either
-device (``NN.on(x).im2col``: the CUDA module's has one launcher per name).
+``numgrad.kernels._parallel``; ``parallel`` overrides it). The ops call one name on either
+device (``NN.im2col(x, ...)``): the handle hands CUDA data of the names in ``EITHER_DEVICE``
+to ``numgrad.kernels.cuda.nn`` (one launcher per name), and the launchers bound from
+``rows`` and ``windows`` hand it over themselves.
 """
 
 
@@ -18,6 +20,13 @@ from numgrad.kernels.cpu import rows as ROWS
 from numgrad.kernels.cpu import windows as WIN
 from numgrad.kernels.cpu._scalar import like
 from numgrad.kernels.cpu.optim import _adam_consts, _adam_update, _rmsprop_update, _sgd_update
+
+# the kernels an op calls with data of either device: ``NN.<name>`` hands CUDA data to
+# ``numgrad.kernels.cuda.nn``'s kernel of the same name (``numgrad.kernels.either_device``)
+EITHER_DEVICE = ("im2col", "col2im", "channel_stats", "inv_std", "running_update",
+                 "batch_norm_apply", "batch_norm_bwd_sums", "batch_norm_bwd_input",
+                 "layer_norm_bwd_params", "first_outside", "nll", "nll_bwd", "sgd_step",
+                 "adam_step", "rmsprop_step")
 
 # ========================================================================================
 # convolution: unfold (im2col) and its adjoint fold (col2im)

@@ -24,6 +24,10 @@ from numgrad.kernels.cpu._bind import bind
 from numgrad.kernels.cpu._fastmath import ffma
 from numgrad.kernels.cpu._scalar import like
 
+# the kernels an op calls with data of either device: the handle (OPT.<name>) hands CUDA
+# data to ``numgrad.kernels.cuda.optim``'s kernel of the same name
+EITHER_DEVICE = ("adagrad_step", "adamax_step", "nadam_step", "radam_step", "adadelta_step")
+
 # the shared formulas as functions inlined into the loops below, their helpers bound to the
 # inlined forms and ``ffma`` to the CPU's fused multiply-add
 _B = bind(S, ("lerp2", "maximum", "root", "moments", "sgd_update", "adam_consts",

@@ -60,6 +60,10 @@ def _row_of(x, o, i):
 _FAST = {"fastmath": {"reassoc", "nsz", "contract"}}
 _ND = np.ndarray  # launchers hand data of any other class (CUDA) to the twin module
 
+# the kernels an op calls with data of either device: the handle (RED.<name>) hands CUDA
+# data to ``numgrad.kernels.cuda.reduction``'s kernel of the same name
+EITHER_DEVICE = ("has_nan", "extreme_index_3d", "take_along_3d", "put_along_3d")
+
 
 _SUM_ROW = ROWS._F["sum_row"]
 _EXTREME_ROW = ROWS._F["extreme_row"]

@@ -50,6 +50,10 @@ from numgrad.kernels.cpu._bind import bind
 from numgrad.kernels.cpu._blas import NO_TRANS, ROW_MAJOR, TRANS, dgemm, sgemm
 from numgrad.kernels.cpu._fastmath import ffma, fsigmoid, ftanh
 
+# the kernels an op calls with data of either device: the handle (RNN_KERNELS.<name>) hands CUDA
+# data to ``numgrad.kernels.cuda.rnn``'s kernel of the same name
+EITHER_DEVICE = ("lstm_forward", "lstm_backward")
+
 # ---- one cell (one batch row, one hidden unit): ``numgrad.kernels.lstm``'s formulas --------
 
 _L = bind(L, L.CELL_FUNCTIONS, __name__, {"fsigmoid": fsigmoid, "ftanh": ftanh, "ffma": ffma})
