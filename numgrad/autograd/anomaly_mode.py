@@ -89,6 +89,6 @@ def check_nan(node, outs):
     for i, g in enumerate(outs):
         if g is None or g._data.dtype.kind != "f":
             continue
-        if RED.on(g._data).has_nan(g._data.reshape(-1)):
+        if RED.has_nan(g._data.reshape(-1)):
             raise RuntimeError(
                 f"Function '{type(node).__name__}' returned nan values in its {i}th output.")

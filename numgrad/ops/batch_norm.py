@@ -72,7 +72,7 @@ def _sums(grad_out, input, mean, invstd):
     g3 = A.contiguous(grad_out._data).reshape(n, c, -1)
     sum_g = A.empty(x3, c, np.float64)
     sum_gxhat = A.empty(x3, c, np.float64)
-    NN.on(x3).batch_norm_bwd_sums(g3, x3, mean, invstd, sum_g, sum_gxhat)
+    NN.batch_norm_bwd_sums(g3, x3, mean, invstd, sum_g, sum_gxhat)
     return sum_g, sum_gxhat
 
 
@@ -126,7 +126,7 @@ def batch_norm_input_backward(grad_out, input, weight, mean, invstd, training, e
     sum_g, sum_gxhat = sums if sums is not None else _sums(grad_out, input, mean, invstd)
     gam = weight._data if weight is not None else A.ones(x3, c, x3.dtype)
     gx = A.empty(x3, x3.shape, x3.dtype)
-    NN.on(x3).batch_norm_bwd_input(g3, x3, mean, invstd, gam, sum_g, sum_gxhat, training, gx)
+    NN.batch_norm_bwd_input(g3, x3, mean, invstd, gam, sum_g, sum_gxhat, training, gx)
     return gx.reshape(x.shape), {"mean": mean, "invstd": invstd, "training": training,
                                  "eps": eps}
 
@@ -197,26 +197,25 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
     x = input._data
     n, c = x.shape[:2]
     x3 = A.contiguous(x).reshape(n, c, -1)
-    K = NN.on(x)
     if training:
         mean = A.empty(x, c, np.float64)
         var = A.empty(x, c, np.float64)
         invstd = A.empty(x, c, np.float64)
-        K.channel_stats(x3, float(eps), mean, var, invstd)
+        NN.channel_stats(x3, float(eps), mean, var, invstd)
         if running_mean is not None:
             m = x3.shape[0] * x3.shape[2]
-            K.running_update(running_mean._data, mean, float(momentum), 1.0)
-            K.running_update(running_var._data, var, float(momentum), m / (m - 1))
+            NN.running_update(running_mean._data, mean, float(momentum), 1.0)
+            NN.running_update(running_var._data, var, float(momentum), m / (m - 1))
             running_mean._bump_version()
             running_var._bump_version()
     else:
         mean = A.astype(running_mean._data.reshape(-1), np.float64)
         invstd = A.empty(x, c, np.float64)
-        K.inv_std(running_var._data.reshape(-1), float(eps), invstd)
+        NN.inv_std(running_var._data.reshape(-1), float(eps), invstd)
     gam = weight._data.reshape(-1) if weight is not None else A.ones(x, c, x.dtype)
     bet = bias._data.reshape(-1) if bias is not None else A.zeros(x, c, x.dtype)
     out = A.empty(x, x3.shape, x.dtype)
-    K.batch_norm_apply(
+    NN.batch_norm_apply(
         x3, mean, invstd, A.astype(gam, x.dtype), A.astype(bet, x.dtype), out)
     # the running statistics are not saved: the backward does not read them, and a later
     # training call updates them in place (PyTorch's node does not check their versions)

@@ -93,8 +93,8 @@ def _embedding_bag_backward(grad_out, per_sample_weights, bags):
     ga = A.contiguous(grad_out._data)
     has_psw = per_sample_weights is not None
     out = A.zeros(ga, (bags.rows, ga.shape[1]), ga.dtype)
-    EB.on(ga).bag_weight_grad(ga, bags.idx, _psw_array(per_sample_weights, ga), bags.starts,
-                              bags.ends, bags.arg, bags.cnt, out, bags.pad, bags.mode, has_psw)
+    EB.bag_weight_grad(ga, bags.idx, _psw_array(per_sample_weights, ga), bags.starts,
+                       bags.ends, bags.arg, bags.cnt, out, bags.pad, bags.mode, has_psw)
     return out, {"bags": bags}
 
 
@@ -117,7 +117,7 @@ def _embedding_bag_per_sample_weights_backward(grad_out, weight, bags):
     w = A.contiguous(weight._data)
     n = bags.idx.shape[0]
     out = A.empty(ga, (n,), ga.dtype)
-    EB.on(ga).bag_psw_grad(ga, w, bags.idx, bags.position_bags(), out, bags.pad)
+    EB.bag_psw_grad(ga, w, bags.idx, bags.position_bags(), out, bags.pad)
     return out.reshape(bags.psw_shape), {"bags": bags}
 
 
@@ -149,8 +149,8 @@ def _embedding_bag(weight, per_sample_weights, bags):
     arg = A.empty(w, (n_bags, dim), np.int64)
     cnt = A.empty(w, (n_bags,), np.int64)
     if n_bags:
-        EB.on(w).bag_forward(w, bags.idx, _psw_array(per_sample_weights, w), bags.starts,
-                             bags.ends, out, arg, cnt, bags.pad, bags.mode, has_psw)
+        EB.bag_forward(w, bags.idx, _psw_array(per_sample_weights, w), bags.starts,
+                       bags.ends, out, arg, cnt, bags.pad, bags.mode, has_psw)
     if bags.cnt is None:  # the first run's: the gradients' (a derivative runs it again)
         bags.arg, bags.cnt = arg, cnt
     return out, {"bags": bags}

@@ -84,7 +84,7 @@ def group_norm_input_backward(grad_out, input, weight, mean, rstd, group, eps):
         EW.mul, g3, weight._data.reshape(1, c, 1), g3.dtype, g3.shape)
     x2 = A.contiguous(input._data).reshape(n * group, -1)
     gx = A.empty(x2, x2.shape, x2.dtype)
-    NN.on(x2).layer_norm_bwd_input(
+    NN.layer_norm_bwd_input(
         A.contiguous(h).reshape(x2.shape), x2, mean, rstd, A.ones(x2, x2.shape[1], x2.dtype), gx)
     return gx.reshape(shape), {"mean": mean, "rstd": rstd, "group": group, "eps": eps}
 
@@ -147,7 +147,7 @@ def native_group_norm(input, weight, bias, group, eps):
     xhat = A.empty(x, x2.shape, x.dtype)
     mean = A.empty(x, x2.shape[0], np.float64)
     rstd = A.empty(x, x2.shape[0], np.float64)
-    NN.on(x).layer_norm_fwd(
+    NN.layer_norm_fwd(
         x2, A.ones(x, k, x.dtype), A.zeros(x, k, x.dtype), float(eps), xhat, mean, rstd)
     y = xhat3 = xhat.reshape(n, c, -1)
     if weight is not None:  # xhat itself stays as saved for the weight's gradient

@@ -56,17 +56,16 @@ def _write(x, d, index_host, src_arr, mode, wrap=False):
     idx = _arrays.host_step(_flat_index, index_host, size, wrap)
     o3 = out.reshape(outer, size, inner)
     if o3.__class__ is np.ndarray:
-        bad = _kernels().index_write_dim(src_arr, idx, o3, bool(mode))
+        bad = IDX.index_write_dim(src_arr, idx, o3, bool(mode))
     elif mode == 0 or o3.dtype in _ATOMIC_ADD:
         # a CUDA tensor: the index checked here, then the GPU's put or scatter-add
         bad = _arrays.host_step(_first_outside, idx, size)
         if bad < 0:
-            K = IDX.on(o3)
-            (K.scatter_add_axis if mode else K.put_axis)(
+            (IDX.scatter_add_axis if mode else IDX.put_axis)(
                 src_arr, _arrays.to_device(idx, _device.of(o3)), o3)
     else:  # an add without a GPU atomic for the dtype: on a host copy, back to the device
         ho = _arrays.host(o3)
-        bad = _kernels().index_write_dim(_arrays.host(src_arr), idx, ho, True)
+        bad = IDX.index_write_dim(_arrays.host(src_arr), idx, ho, True)
         if bad < 0:
             EW.unary(EW.copy, _arrays.to_device(ho, _device.of(o3)), o3.dtype, out=o3)
     if bad >= 0:
@@ -92,11 +91,6 @@ def _flat_index(index, size, wrap):
 
 
 _flat_index.pure = True
-
-
-def _kernels():
-    from numgrad.kernels.cpu import indexing
-    return indexing
 
 
 def _src3(source, x, d, n):

@@ -323,7 +323,7 @@ def _gather(arr, plan):
     x3 = _arrays.reshape(plan.permuted(arr), (plan.outer, plan.n, plan.inner))
     out = _arrays.empty(arr, (plan.outer, plan.flat.size, plan.inner), arr.dtype)
     if out.size:
-        IDX.on(arr).gather_axis(x3, plan.flat_for(arr), out)
+        IDX.gather_axis(x3, plan.flat_for(arr), out)
     return out.reshape(plan.out_shape)
 
 
@@ -331,7 +331,7 @@ def _scatter_add(g_arr, plan):
     out = _arrays.zeros(g_arr, (plan.outer, plan.n, plan.inner), g_arr.dtype)
     g3 = _arrays.reshape(g_arr, (plan.outer, plan.flat.size, plan.inner))
     if g3.size:
-        IDX.on(g_arr).scatter_add_axis(g3, plan.flat_for(g_arr), out)
+        IDX.scatter_add_axis(g3, plan.flat_for(g_arr), out)
     pshape = plan.in_shape if plan.perm is None else tuple(plan.in_shape[d] for d in plan.perm)
     out = out.reshape(pshape)
     if plan.perm is not None:
@@ -544,7 +544,7 @@ def gather(input, dim, index, *, sparse_grad=False):
     x3 = xs.reshape(outer, x.shape[d], inner)
     i3 = idx.reshape(outer, idx.shape[d], inner)
     out = _arrays.empty(x, i3.shape, x.dtype)
-    bad = IDX.on(x).gather_dim(x3, i3, out) if out.size else -1
+    bad = IDX.gather_dim(x3, i3, out) if out.size else -1
     if bad >= 0:
         raise index_error(_arrays.host(i3.reshape(-1))[bad], d, x.shape[d])
     r = _wrap(out.reshape(index._data.shape))
@@ -626,7 +626,7 @@ def scatter_add(input, dim, index, src):
     sd = src._data.reshape(1) if src._data.ndim == 0 else src._data
     s3 = _arrays.contiguous(sd[tuple(slice(0, n) for n in idx.shape)]).reshape(
         outer, idx.shape[d], inner)
-    bad = IDX.on(x).scatter_add_dim(s3, idx.reshape(outer, idx.shape[d], inner), o3)
+    bad = IDX.scatter_add_dim(s3, idx.reshape(outer, idx.shape[d], inner), o3)
     if bad >= 0:
         raise index_error(_arrays.host(idx.reshape(-1))[bad], d, x1.shape[d])
     if not _arrays.shares_memory(o3, out_arr):
@@ -762,7 +762,7 @@ def _put(x, parsed, value, dt):
     t3 = plan.permuted(target)
     shaped = t3.reshape(plan.outer, plan.n, plan.inner)
     v3 = vals.reshape(plan.outer, plan.flat.size, plan.inner)
-    IDX.on(target).put_axis(v3, plan.flat_for(target), shaped)
+    IDX.put_axis(v3, plan.flat_for(target), shaped)
     if not _arrays.shares_memory(shaped, target):
         EW.unary(EW.copy, shaped.reshape(t3.shape), dt.np, out=t3)
 

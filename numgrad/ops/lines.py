@@ -59,7 +59,7 @@ def cumsum(input, dim, *, dtype=None, out=None):
     dt = _dtype.get(dtype) or (in_dt if in_dt._kind == 2 else _dtype.int64)
     xd = _line_view(as_type(input, dt), d)
     r = _arrays.empty(xd, xd.shape, dt.np)
-    LINES.on(xd).cumsum_3d(xd, r, np.float64(0.0) if dt._kind == 2 else np.int64(0))
+    LINES.cumsum_3d(xd, r, np.float64(0.0) if dt._kind == 2 else np.int64(0))
     return r.reshape(x.shape), {"dim": int(dim)}
 
 
@@ -90,9 +90,9 @@ def _sorted(input, dim, descending, fn):
         xd = _line_view(x, d)
     vals = _arrays.empty(xd, xd.shape, xd.dtype)
     idx = _arrays.empty(xd, xd.shape, np.dtype(np.int64))
-    LINES.on(xd).sort_3d(xd, vals, idx, bool(descending))
+    LINES.sort_3d(xd, vals, idx, bool(descending))
     if dt is _dtype.bool_:
-        vals = EW.on(vals).unary(EW.copy, vals, np.dtype(np.bool_))
+        vals = EW.unary(EW.copy, vals, np.dtype(np.bool_))
     return vals.reshape(x.shape), idx.reshape(x.shape)
 
 
@@ -134,8 +134,8 @@ def _triangle(input, diagonal, fn, side):
     rows, cols = x.shape[-2], x.shape[-1]
     r = arange(rows, dtype=_dtype.int64, device=input.device)._data.reshape(rows, 1)
     c = arange(cols, dtype=_dtype.int64, device=input.device)._data.reshape(1, cols)
-    offset = EW.on(r).binary(EW.sub, c, r, np.dtype(np.int64), (rows, cols))
-    return EW.on(x).binary(EW.tri_keep, x, offset, x.dtype, x.shape, int(diagonal), side)
+    offset = EW.binary(EW.sub, c, r, np.dtype(np.int64), (rows, cols))
+    return EW.binary(EW.tri_keep, x, offset, x.dtype, x.shape, int(diagonal), side)
 
 
 # d/dx tril(x, k) = the same lower triangle: tril(grad, k)

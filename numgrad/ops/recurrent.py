@@ -48,7 +48,7 @@ def _lstm_layer_backward(grad, input, hx, cx, weight_ih, weight_hh, bias_ih, bia
     dout, dhn, dcn = grad
     m = output_mask
     needs = (m[0], m[1], m[2], m[3], m[4], bias_ih is not None and (m[5] or m[6]))
-    dx, dh0, dc0, dw_ih, dw_hh, db = RNN_KERNELS.on(input._data).lstm_backward(
+    dx, dh0, dc0, dw_ih, dw_hh, db = RNN_KERNELS.lstm_backward(
         dout._data, dhn._data, dcn._data, input._data, weight_ih._data, weight_hh._data,
         cx._data, list(workspace), batch_first, reverse, needs)
     db = _none_or_wrap(db)
@@ -63,7 +63,7 @@ def mkldnn_rnn_layer(input, hx, cx, weight_ih, weight_hh, bias_ih, bias_hh, batc
                      reverse):
     """(output, h_n, c_n) of one LSTM layer in one direction (float (T, B, I) or batch-first
     input with a batch; the caller checks), in one kernel call."""
-    out, hn, cn, workspace = RNN_KERNELS.on(input._data).lstm_forward(
+    out, hn, cn, workspace = RNN_KERNELS.lstm_forward(
         input._data, weight_ih._data, None if bias_ih is None else bias_ih._data,
         None if bias_hh is None else bias_hh._data, weight_hh._data, hx._data, cx._data,
         batch_first, reverse)

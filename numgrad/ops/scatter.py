@@ -33,11 +33,10 @@ _UNSET = type("_Unset", (), {"__repr__": lambda self: "None"})()  # reduce=None 
 
 
 def _run(s3, i3, o3, count, mode, mean):
-    """The kernel of ``o3``'s device (a mean divides by the counts once all are in)."""
-    kernels = IDX.on(o3)
-    bad = kernels.scatter_reduce_dim(s3, i3, o3, count, mode)
+    """The kernel on ``o3``'s device (a mean divides by the counts once all are in)."""
+    bad = IDX.scatter_reduce_dim(s3, i3, o3, count, mode)
     if bad < 0 and mean:
-        kernels.divide_by_count(o3, count, o3.dtype.kind not in "fc")
+        IDX.divide_by_count(o3, count, o3.dtype.kind not in "fc")
     return bad
 
 

@@ -74,7 +74,7 @@ def unfold_backward(g, shape, d, size, step):
         g4 = sh.reshape(g, (outer, g.shape[d], inner, size))
     ga = _arrays.contiguous(g4._data)
     out_arr = _arrays.empty(ga, lines_shape, ga.dtype)
-    LINES.on(ga).unfold_backward_4d(ga, out_arr, step)
+    LINES.unfold_backward_4d(ga, out_arr, step)
     out = _wrap(out_arr.reshape(tuple(shape)))
     if state.enabled and g._requires_grad:
         attach(out, UnfoldBackwardBackward0((edge(g),), (d, size, step)))

@@ -10,7 +10,8 @@ over ``CudaArray`` data, each launching functions written once for both devices:
   element) finds the first bad position with an atomic min and copies that one value to
   the host;
 * the SGD, Adam and RMSprop steps are those of ``numgrad.kernels.cuda.optim`` (written once
-  for both devices in ``numgrad.kernels.optim_steps``), named here for ``NN.on(p)``.
+  for both devices in ``numgrad.kernels.optim_steps``), named here for ``NN.sgd_step``
+  (``numgrad.kernels.either_device``).
 
 Where the CPU's launchers pick a serial or a multithreaded loop, the GPU has one launcher.
 """
