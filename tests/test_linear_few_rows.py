@@ -176,15 +176,15 @@ def test_few_rows_linear_within_rounding_of_float64_and_torch(m, k, n):
 
 @pytest.mark.parametrize("wide", [True, False])
 def test_few_rows_kernel_takes_only_its_range(wide, monkeypatch):
-    """Float64, more than 64 rows and an x past 32,768 elements keep the BLAS kernel; the
-    CPU's tile (by its vector width) runs the rest."""
-    rows = 64
+    """Float64, more rows than the CPU's limit (64 with AVX-512, 32 with AVX2) and an x past
+    32,768 elements keep the BLAS kernel; the CPU's tile (by its vector width) runs the rest."""
+    rows = 64 if wide else 32
     calls = []
     monkeypatch.setattr(L, "_wide_vectors", lambda: wide)
     monkeypatch.setattr(L, "_FEW_ROWS_LINEAR", {
         w: (lambda *a, w=w: calls.append((w, a[0].shape))) for w in (True, False)})
     for m, k, dt in ((rows, 512, np.float32), (rows + 1, 16, np.float32),
-                     (48, 1024, np.float32), (4, 16, np.float64)):
+                     (24, 2048, np.float32), (4, 16, np.float64)):
         x, w = np.ones((m, k), dt), np.ones((8, k), dt)
         out = np.empty((m, 8), dt)
         L.linear(x, w.T, None, out)

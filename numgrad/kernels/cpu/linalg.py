@@ -154,8 +154,12 @@ _LINEAR = {np.dtype(np.float32): specialize(_linear, "f32", gemm=sgemm),
 # MLP's 784-1024-1024-10 forward at 16 rows 1.9 ms against 2.6 (BLAS) and 3.0 (PyTorch),
 # even at 32 rows. With one weight reused hot in L2, BLAS is faster from about 24 rows
 # with AVX2 (32x128 @ 128x384: 64 us against 78), but a model's weights come from L3.
-# x of at most 32,768 elements (128 KiB: it stays in L2 while the weight streams once).
-_FEW_ROWS = 64
+# In the whole 100-token generation on AVX2 (2026-11-29, thread CPU time, interleaved, 7
+# rounds, loaded VM), BLAS from 33 rows took 533-539 ms against 565-570 ms for this kernel up
+# to 64 rows (BLAS from 17 rows: 536-546 ms): with AVX2 it runs up to 32 rows, with AVX-512
+# up to 64. x of at most 32,768 elements (128 KiB: it stays in L2 while the weight streams
+# once).
+_FEW_ROWS = {True: 64, False: 32}  # by _wide_vectors()
 _FEW_ELEMENTS = 32_768
 
 
@@ -298,10 +302,12 @@ def linear_fits(x, wt, bias, out):
 
 
 def _linear_call(x, wt, bias, out):
-    if x.dtype == np.float32 and x.shape[0] <= _FEW_ROWS and x.size <= _FEW_ELEMENTS:
-        _FEW_ROWS_LINEAR[_wide_vectors()](x, wt.T, _EMPTY[x.dtype] if bias is None else bias,
-                                           bias is not None, out)
-        return
+    if x.dtype == np.float32 and x.size <= _FEW_ELEMENTS:
+        wide = _wide_vectors()
+        if x.shape[0] <= _FEW_ROWS[wide]:
+            _FEW_ROWS_LINEAR[wide](x, wt.T, _EMPTY[x.dtype] if bias is None else bias,
+                                   bias is not None, out)
+            return
     swap = _swap_pays(x, wt, out)
     tmp = np.empty(out.size if swap else 0, out.dtype)
     _LINEAR[x.dtype](x, wt.T, _EMPTY[x.dtype] if bias is None else bias,
