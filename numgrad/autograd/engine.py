@@ -26,7 +26,7 @@ from numgrad.autograd.graph import FREED_MSG, AccumulateGrad
 from numgrad.autograd.regions import add_into, embedded, pieces_into
 from numgrad.kernels import EW, RED
 from numgrad.kernels._parallel import ELEMENTWISE, pick
-from numgrad.ops._util import is_array
+from numgrad.ops._util import is_array, is_tensor_instance
 from numgrad.ops.reduction import sum_to_array
 from numgrad.ops.shape import (
     SelectBackward0,
@@ -71,7 +71,7 @@ def check_versions(node):
             for arr in filter(is_array, saved):
                 raise _modified_error(arr.shape, arr.dtype, node, 0, chk[0], 0)
         for v in saved:
-            if isinstance(v, Tensor):
+            if v.__class__ is Tensor or is_tensor_instance(v):
                 vc = v._vc
                 if vc is not None and vc[0]:
                     raise _modified_error(v._data.shape, v._data.dtype, v.grad_fn,
@@ -88,6 +88,11 @@ def check_versions(node):
 
 
 _SEQ = operator.attrgetter("_seq")
+
+# where each edge sits in a flat ``(node, output_nr, node, output_nr, ...)`` tuple, for nodes of
+# up to 16 edges: the backward loop iterates this ready tuple instead of a new range per node
+_MANY_EDGES = 33
+_EDGE_AT = tuple(tuple(range(0, n, 2)) for n in range(_MANY_EDGES))
 
 # callbacks queued during the running backward pass (None outside one); see queue_callback
 _FINAL = [None]
@@ -582,7 +587,8 @@ def execute(roots, grads, keep_graph, create_graph, capture=None, targets=None,
             if nx.__class__ is not tuple:  # one edge (node, 0), or two (node, 0), (_next2, 0)
                 nb = node._next2
                 nx = (nx, 0) if nb is False else (nx, 0, nb, 0)
-            for j in range(0, len(nx), 2):
+            n = len(nx)
+            for j in _EDGE_AT[n] if n < _MANY_EDGES else range(0, n, 2):
                 nxt = nx[j]
                 if nxt is not None:
                     if outs is not None:
