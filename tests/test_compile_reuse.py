@@ -103,3 +103,66 @@ def test_written_constants_share_memory_and_get_their_content_back_when_first_to
         assert p.detach().numpy().tobytes() == q.detach().numpy().tobytes()
     plan = [e for e in compiled._cache.values() if e.verified][-1].plan
     assert plan.late_keys and all(key[1] in plan.arena for key in plan.late_keys)
+
+
+def _forward_form_same_as_eager(compiled_model, model):
+    """Steps with ``compiled_model`` (the forward form: backward and optimizer outside) equal
+    eager steps of a twin model: losses, gradients and parameters, bit for bit."""
+    eager_model, _ = _mlp_step()
+    opts = [numgrad.optim.SGD(m.parameters(), lr=0.1) for m in (eager_model, model)]
+    for x, y in _batches(6):
+        losses = []
+        for m, opt in zip((eager_model, compiled_model), opts):
+            opt.zero_grad(set_to_none=True)
+            loss = numgrad.nn.functional.cross_entropy(m(x), y)
+            loss.backward()
+            opt.step()
+            losses.append(loss.detach().numpy().tobytes())
+        assert losses[0] == losses[1]
+    for p, q in zip(eager_model.parameters(), model.parameters()):
+        assert p.grad.numpy().tobytes() == q.grad.numpy().tobytes()
+        assert p.detach().numpy().tobytes() == q.detach().numpy().tobytes()
+
+
+def test_forward_form_plans_share_memory_and_a_wrong_sharing_fails_verification(monkeypatch):
+    """The forward form's backward plan places its intermediates in an arena too (its
+    verification, on shadow copies, starts each as NaN bytes where it is first touched); with
+    every intermediate at offset 0 no plan verifies and every call stays eager's."""
+    model, _ = _mlp_step()
+    compiled = numgrad.compile(model)
+    _forward_form_same_as_eager(compiled, model)
+    plans = [e.plan for e in compiled._compiled._cache.values() if e.verified]
+    assert plans and plans[-1].bwd.arena
+    monkeypatch.setattr(reuse, "_place", lambda sizes, first, last: dict.fromkeys(sizes, 0))
+    model, _ = _mlp_step()
+    compiled = numgrad.compile(model)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _forward_form_same_as_eager(compiled, model)
+    cache = compiled._compiled._cache
+    assert cache and not any(e.verified for e in cache.values())
+
+
+def test_a_copy_into_an_intermediate_copied_again_is_one_copy():
+    """``copy(A -> B)`` then ``copy(B -> C)`` with ``B`` touched by nothing else replays as
+    ``copy(A -> C)`` (``copies.py``), C viewed with the first copy's shape: results stay
+    eager's while ``A`` changes, and the recorded order (``raw_steps``) keeps both copies."""
+    from numgrad.kernels.cpu import strided_copy
+
+    def f(a, c):
+        b = a.transpose(1, 2).contiguous()
+        c[..., 1:6].copy_(b)
+        return c.sum()
+
+    compiled = numgrad.compile(f)
+    rng = np.random.default_rng(0)
+    c_eager, c_compiled = numgrad.zeros(2, 4, 3, 8), numgrad.zeros(2, 4, 3, 8)
+    for _ in range(5):
+        a = numgrad.tensor(rng.standard_normal((2, 3, 4, 5)).astype(np.float32))
+        assert f(a, c_eager).numpy().tobytes() == compiled(a, c_compiled).numpy().tobytes()
+        assert c_eager.numpy().tobytes() == c_compiled.numpy().tobytes()
+    plan = [e for e in compiled._cache.values() if e.verified][-1].plan
+
+    def copies(steps):
+        return sum(s.__class__ is tuple and s[0] is strided_copy.copy_rows for s in steps)
+    assert copies(plan.steps) == 1 and copies(plan.raw_steps) == 2

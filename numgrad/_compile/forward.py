@@ -179,7 +179,7 @@ class ForwardPlan:
         ext = [(d, None, 0) for d in mids + cands + rec.gouts]
         pool = Pool(list(pooled.values()), tape) if pooled else None
         bwd = Plan(calls[split:], ext, ext, tuple(rec.grads), tape, detach=True, fuse=fuse,
-                   pool=pool)
+                   pool=pool, reuse=True)
         if any(step[5] is not _NO_GUARD for step in bwd.steps):
             raise Unplannable("its backward depends on tensor values")
         used = set(bwd.used)
@@ -190,7 +190,7 @@ class ForwardPlan:
                 bwd.externals[n + j] = None  # not kept alive by the plan
         saved = [cands[j] for j in self.saved_at]
         self.fwd = Plan(calls[:split], pre, mid, (result, tuple(saved)), tape, detach=True,
-                        fuse=fuse, pool=pool)
+                        fuse=fuse, pool=pool, reuse=True)
         self.bwd = bwd
         self.pool = pool
         self.free = []  # arenas of released nodes, for the next calls

@@ -27,6 +27,7 @@ import zlib
 
 import numpy as np
 
+from numgrad._compile.copies import merge_copies
 from numgrad._compile.fuse import POOL, Fused, Region
 from numgrad._compile.schedule import span
 from numgrad._compile.tape import _same_bytes, address, root
@@ -315,11 +316,14 @@ class Plan:
                 snap = snapshots.get(rid)
                 self.constants[rid] = snap if snap is not None and snap.nbytes <= 1 << 16 \
                     else None
+        # a copy into an intermediate that is only copied again: one copy (``copies.py``)
+        keep = fresh_keys | {("s", rid) for rid in constants}
+        self.steps = merge_copies(self.steps, loc.statics, keep)
         self.fused = None
         if fuse:
             fused = Fused(self, _NO_GUARD)
             self.fused = fused if fused.regions else None
-        if reuse and pool is None:
+        if reuse:
             from numgrad._compile.reuse import plan_memory
             plan_memory(self)
 
@@ -414,7 +418,9 @@ class Plan:
                 gen = self._gen = (items, len(items), _generate(items, fresh, late))
             gen[2](bases, addr)
             return
-        births = self.births if watch is not None else None
+        # a check (watched, or on shadow copies): memory an intermediate shares with earlier
+        # ones starts as NaN bytes before the item that first touches it
+        births = self.births if watch is not None or not generated else None
         late = self.late
         for t, step in enumerate(items):
             if watch is not None and step.__class__ is tuple and (
@@ -422,9 +428,7 @@ class Plan:
                 exts, sums, touched = watch
                 touched.update(n for n, (b, c) in enumerate(zip(exts, sums))
                                if n not in touched and _digest(b) != c)
-            if births is not None and t in births:
-                # a verification run: memory an intermediate shares with earlier ones
-                # starts as NaN bytes, as if it were its own (``reuse.py``)
+            if births is not None and t in births:  # as if it were its own (``reuse.py``)
                 for key, n in births[t]:
                     buf, off = bases[key]
                     buf[off:off + n] = 255
