@@ -2,7 +2,9 @@
 present, otherwise on Numba's CUDA simulator (which must be chosen before Numba is imported).
 Under the simulator every kernel launch is recorded, and each recorded (kernel, argument
 types) pair is then compiled to PTX for an H100 (sm_90) when NVVM is installed
-(``pip install ".[cuda]"``), so the kernels are known to build for a real GPU."""
+(``pip install ".[cuda]"``), so the kernels are known to build for a real GPU. The op table's
+file, tests/cuda/test_ops_cuda.py (half the time), runs the same way from tests/test_cuda_ops.py,
+so that CI can give the two halves to its two processes."""
 
 import os
 import subprocess
@@ -12,6 +14,7 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CUDA_TESTS = os.path.join(ROOT, "tests", "cuda")
+OPS = os.path.join(CUDA_TESTS, "test_ops_cuda.py")
 
 
 def _gpu_present():
@@ -27,8 +30,9 @@ def _run(args, env, timeout=1800):
     return r.returncode, (r.stdout[-6000:] + "\n" + r.stderr[-3000:])
 
 
-@pytest.fixture(scope="module")
-def cuda_run(tmp_path_factory):
+def run_cuda_tests(tmp_path_factory, selection):
+    """Run the tests/cuda tests ``selection`` (pytest arguments) in a fresh process: (on a GPU,
+    the launches' record, exit status, output tail)."""
     record = str(tmp_path_factory.mktemp("cuda") / "launches.pkl")
     env = dict(os.environ)
     gpu = _gpu_present()
@@ -36,8 +40,13 @@ def cuda_run(tmp_path_factory):
         env.pop("NUMBA_ENABLE_CUDASIM", None)
     else:
         env.update(NUMBA_ENABLE_CUDASIM="1", NUMGRAD_CUDA_RECORD=record)
-    code, out = _run(["-m", "pytest", CUDA_TESTS, "-q", "-p", "no:cacheprovider"], env)
+    code, out = _run(["-m", "pytest", *selection, "-q", "-p", "no:cacheprovider"], env)
     return gpu, record, code, out
+
+
+@pytest.fixture(scope="module")
+def cuda_run(tmp_path_factory):
+    return run_cuda_tests(tmp_path_factory, [CUDA_TESTS, f"--ignore={OPS}"])
 
 
 def test_cuda_backend_matches_the_cpu(cuda_run):
