@@ -14,7 +14,7 @@ _FN = "scaled_dot_product_attention"
 
 @declare(nodes=("ScaledDotProductFlashAttentionForCpuBackward0",), variants=("functional",))
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
-                                 is_causal=False, scale=None, enable_gqa=False):
+                                 is_causal=False, *, scale=None, enable_gqa=False):
     """softmax(query key^T scale + mask) value, with PyTorch's masks (boolean: True takes
     part; float: added), upper-left aligned causal mask, dropout on the attention weights,
     and grouped-query heads. Rows with no key to attend to give 0."""
@@ -25,13 +25,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     for pos, (name, t) in enumerate((("query", query), ("key", key), ("value", value)), 1):
         C.tensor_arg(_FN, name, pos, t)
     if attn_mask is not None and not isinstance(attn_mask, Tensor):
-        raise TypeError(f"{_FN}(): argument 'attn_mask' must be Tensor, not "
-                        f"{type(attn_mask).__name__}")
-    C.optional_number(_FN, "dropout_p", dropout_p, "float")
-    C.optional_number(_FN, "scale", scale, "float")
+        raise C.must_be(_FN, "attn_mask", 4, "Tensor", attn_mask)
+    if isinstance(dropout_p, bool) or not isinstance(dropout_p, (int, float)):
+        raise C.must_be(_FN, "dropout_p", 5, "float", dropout_p)
     if not isinstance(is_causal, bool):
-        raise TypeError(f"{_FN}(): argument 'is_causal' must be bool, not "
-                        f"{type(is_causal).__name__}")
+        raise C.must_be(_FN, "is_causal", 6, "bool", is_causal)
+    C.optional_number(_FN, "scale", scale, "float")
     return NA.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal,
                                            scale, enable_gqa, F)
 

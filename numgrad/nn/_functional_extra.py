@@ -9,9 +9,6 @@ from numgrad.nn import functional as F
 from numgrad.ops import nn_layers as NL
 from numgrad.ops import nn_pad as NP
 
-__all__ = ["group_norm", "instance_norm", "pad", "interpolate", "upsample", "upsample_nearest",
-           "upsample_bilinear"]
-
 # ========================================================================================
 # group norm and instance norm
 # ========================================================================================

@@ -7,12 +7,6 @@ from numgrad.nn import _checks as C
 from numgrad.ops import losses as L
 from numgrad.ops import nn_losses as NLo
 
-__all__ = ["kl_div", "huber_loss", "poisson_nll_loss", "gaussian_nll_loss", "soft_margin_loss",
-           "cosine_similarity", "pairwise_distance", "pdist", "cosine_embedding_loss",
-           "margin_ranking_loss", "hinge_embedding_loss", "triplet_margin_loss",
-           "triplet_margin_with_distance_loss", "multilabel_soft_margin_loss",
-           "multi_margin_loss", "multilabel_margin_loss"]
-
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """KL(target || exp(input)) pointwise: xlogy(t, t) - t x, or e^t (t - x) for log targets;

@@ -10,11 +10,6 @@ from numgrad.nn import functional as F
 from numgrad.ops import nn_pool as NP
 from numgrad.ops import shape as sh
 
-__all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
-           "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
-           "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d", "lp_pool1d",
-           "lp_pool2d", "lp_pool3d", "max_unpool1d", "max_unpool2d", "max_unpool3d"]
-
 
 def _what(n, words):
     """pool_args's messages for a wrong length: ``words`` with "or a tuple of {n} ints"."""
