@@ -207,3 +207,30 @@ def test_cuda_index_tensors():
                                                                               [11.0]]
     assert x[x > 9].tolist() == [10.0, 11.0]
     assert ng.nonzero(x[0]).tolist() == [[1], [2], [3]]
+
+
+def test_kernels_called_on_either_device_have_a_cuda_twin():
+    # ops call ``K.name(data, ...)`` whatever the device: each name a CPU kernel module lists
+    # in EITHER_DEVICE is one the CUDA module of the same name launches, and the handle's
+    # launcher runs the CPU kernel for NumPy data and the twin for CUDA data
+    import importlib
+    import pkgutil
+
+    from numgrad import kernels
+    from numgrad.kernels import cpu
+
+    listed = 0
+    for info in pkgutil.iter_modules(cpu.__path__):
+        mod = importlib.import_module(f"numgrad.kernels.cpu.{info.name}")
+        for name in getattr(mod, "EITHER_DEVICE", ()):
+            twin = importlib.import_module(f"numgrad.kernels.cuda.{info.name}")
+            assert callable(getattr(twin, name)), (info.name, name)
+            listed += 1
+    assert listed >= 30
+    x = np.array([0.0, 2.0, 1.0])
+    nn_k = kernels.LazyKernels("nn")
+    assert nn_k.first_outside.kernel is importlib.import_module(
+        "numgrad.kernels.cpu.nn").first_outside
+    assert nn_k.on(x).first_outside is nn_k.first_outside.kernel  # on(): the kernel itself
+    assert nn_k.first_outside(x, 0.0, 1.5) == 1
+    assert nn_k.first_outside(ng.tensor(x, device="cuda")._data, 0.0, 1.5) == 1
