@@ -319,6 +319,29 @@ def _lse(x, d):
     return (m + np.log(np.exp(x - m).sum(axis=d, keepdims=True))).squeeze(d)
 
 
+def GAMMA(*shape):
+    """Values on [0.2, 3), every other one moved to (-0.8, -0.2): both sides of lgamma's
+    reflection, away from its poles."""
+    def make(rng):
+        v = rng.uniform(0.2, 3.0, size=shape)
+        flip = np.arange(v.size).reshape(shape) % 2 == 1
+        return np.where(flip, -0.2 - 0.6 * v / 3.0, v)
+    return make
+
+
+def _polygamma_np(n, x):
+    """psi (n = 0) or psi'' (n = 2): the recurrence up to x + 30, then the asymptotic series
+    (a reference independent of numgrad's kernels, which shift to 10)."""
+    y = x + 30.0
+    if n == 0:
+        head = -sum(1.0 / (x + k) for k in range(30))
+        return head + np.log(y) - 1 / (2 * y) - 1 / (12 * y**2) + 1 / (120 * y**4) - 1 / (
+            252 * y**6)
+    head = -2.0 * sum(1.0 / (x + k) ** 3 for k in range(30))
+    return head - 1 / y**2 - 1 / y**3 - 1 / (2 * y**4) + 1 / (6 * y**6) - 1 / (6 * y**8)
+
+
+_NONFINITE = np.array([0.0, np.inf, -np.inf, np.nan])
 _SIGNS = np.array([[1.0, -1.0, -1.0, 1.0], [-1.0, 1.0, 1.0, 1.0], [1.0, -1.0, 1.0, -1.0]])
 
 
@@ -605,6 +628,8 @@ CASES = [
     ("split", lambda m, a: a.split(2, 1)[1] * 2, lambda a: a[:, 2:4] * 2, [U(3, 5)]),
     ("chunk", lambda m, a: a.chunk(2)[0] + 0, lambda a: a[:2], [U(3, 4)]),
     ("unbind", lambda m, a: m.unbind(a, 1)[2] * 1, lambda a: a[:, 2], [U(3, 4)]),
+    ("tensor_split", lambda m, a: a.tensor_split([1, 3], 1)[1], lambda a: a[:, 1:3], [U(3, 5)]),
+    ("tensor_split_sections", lambda m, a: m.tensor_split(a, 3)[0], lambda a: a[:2], [U(5, 2)]),
     ("narrow", lambda m, a: a.narrow(1, 1, 2), lambda a: a[:, 1:3], [U(3, 4)]),
     # --- indexing
     ("index_int", lambda m, a: a[1], lambda a: a[1], [U(3, 4)]),
@@ -661,6 +686,12 @@ CASES = [
     ("diff_n2_dim0", lambda m, a: a.diff(2, 0), lambda a: np.diff(a, 2, 0), [U(4, 3)]),
     ("diff_prepend_append", lambda m, a, b: m.diff(a, dim=1, prepend=b, append=b),
      lambda a, b: np.diff(a, axis=1, prepend=b, append=b), [U(3, 4), U(3, 2)]),
+    ("lgamma", lambda m, a: m.lgamma(a), _vectorized(math.lgamma), [GAMMA(3, 4)]),
+    ("digamma", lambda m, a: a.digamma(), lambda a: _polygamma_np(0, a), [GAMMA(3, 4)]),
+    ("polygamma", lambda m, a: m.polygamma(2, a), lambda a: _polygamma_np(2, a), [GAMMA(3, 4)]),
+    ("nan_to_num", lambda m, a: m.nan_to_num(
+        a + m.tensor(_NONFINITE, dtype=a.dtype, device=a.device), posinf=2.0, neginf=-3.0),
+     lambda a: np.nan_to_num(a + _NONFINITE, posinf=2.0, neginf=-3.0), [U(3, 4)]),
     ("tril", lambda m, a: m.tril(a), np.tril, [U(3, 4)]),
     ("tril_k", lambda m, a: a.tril(-1), lambda a: np.tril(a, -1), [U(2, 3, 4)]),
     ("triu", lambda m, a: m.triu(a, 1), lambda a: np.triu(a, 1), [U(4, 3)]),

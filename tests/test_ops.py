@@ -117,3 +117,32 @@ def test_softmax_family_with_nan_and_inf_rows_matches_pytorch(dtype):
         ours = getattr(ng, fn)(ng.tensor(x), 1)
         theirs = getattr(torch, fn)(torch.tensor(x), 1)
         np.testing.assert_allclose(to_numpy(ours), to_numpy(theirs), rtol=1e-6, atol=1e-7)
+
+
+@requires_torch
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_gamma_family_and_nan_to_num_edges_match_pytorch(dtype):
+    """lgamma, digamma and polygamma at their poles, the reflection side, tiny, huge and
+    infinite inputs; nan_to_num's defaults (the dtype's extremes) and integer inputs."""
+    nan, inf = float("nan"), float("inf")
+    grid = np.array([0.0, -0.0, -1.0, -2.0, -2.5, -0.5, -1e-30, 1e-30, 0.3, 1.0, 1.4616, 9.99,
+                     10.0, 25.0, 1e10, 1e30, -1e30, -7.25, inf, -inf, nan], dtype=dtype)
+    x, tx = ng.tensor(grid), torch.tensor(grid)
+    tol = {"rtol": 2e-5, "atol": 0} if dtype == "float32" else {"rtol": 1e-11, "atol": 0}
+    pairs = [(ng.lgamma(x), torch.lgamma(tx)), (x.digamma(), tx.digamma())]
+    pairs += [(ng.polygamma(n, x), torch.polygamma(n, tx)) for n in (1, 3)]
+    for ours, theirs in pairs:
+        np.testing.assert_allclose(to_numpy(ours), theirs.numpy(), equal_nan=True, **tol)
+    v = np.array([1.0, nan, inf, -inf, -2.0], dtype=dtype)
+    for kw in ({}, {"nan": 1.5, "posinf": 2.0, "neginf": -3}):
+        assert_close(ng.nan_to_num(ng.tensor(v), **kw), torch.nan_to_num(torch.tensor(v), **kw))
+    y = ng.tensor(v)
+    assert y.nan_to_num_(posinf=7.0) is y
+    assert_close(y, torch.tensor(v).nan_to_num_(posinf=7.0))
+    i = ng.tensor([1, 2])
+    r = ng.nan_to_num(i, nan=0.5)
+    assert r is not i and r.dtype is ng.int64 and r.tolist() == [1, 2]
+    with pytest.raises(TypeError, match="argument 'nan' must be float, not str"):
+        ng.nan_to_num(y, nan="a")
+    with pytest.raises(RuntimeError, match="does not support negative n"):
+        ng.polygamma(-1, y)

@@ -20,7 +20,7 @@ from numgrad.kernels.scalar import like
 from numgrad.ops import elementwise as ew
 from numgrad.ops._util import EW, _wrap, dtype_of, edge
 from numgrad.ops.inplace import apply_
-from numgrad.ops.registry import declare, elementwise, inplace_of
+from numgrad.ops.registry import declare, elementwise, inplace_of, op
 
 _2_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _LN10 = math.log(10.0)
@@ -414,6 +414,99 @@ def _inplace_without_derivative(op):
 AsinhBackward1 = _inplace_without_derivative(asinh)
 AcoshBackward1 = _inplace_without_derivative(acosh)
 AtanhBackward1 = _inplace_without_derivative(atanh)
+
+
+# ----------------------------------------------------------------------------------------
+# the gamma function's logarithm and its derivatives (kernels: numgrad.kernels.cpu.special)
+# ----------------------------------------------------------------------------------------
+
+_VARIANTS = ("function", "method", "inplace", "out")
+
+
+def _polygamma_order(n):
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+        raise TypeError(f"polygamma(): argument 'n' (position 1) must be int, not "
+                        f"{type(n).__name__}")
+    if n < 0:
+        raise RuntimeError("polygamma(n, x) does not support negative n.")
+    return int(n)
+
+
+# d/dx psi^(n)(x) = psi^(n+1)(x)
+@elementwise(name="polygamma", formula="polygamma", node="PolygammaBackward0", dtype="float",
+             params={"n": 0}, variants=("function", "method", "inplace"),
+             grad=lambda grad, self, n: ew.mul(grad, _polygamma(self, n + 1)))
+def _polygamma(x, p, q):
+    """psi^(n)(x), the n-th derivative of digamma (``input.polygamma(n)``)."""
+
+
+def polygamma(n, input, *, out=None):
+    """psi^(n)(input), the n-th derivative of digamma (``PolygammaBackward0``)."""
+    n = _polygamma_order(n)
+    if out is not None:
+        from numgrad.ops.registry import write_out
+        return write_out(_polygamma, out, input, n)
+    return _polygamma(input, n)
+
+
+def _polygamma_method(self, n):
+    """``self.polygamma(n)``: the function's arguments in the method's order."""
+    return _polygamma(self, _polygamma_order(n))
+
+
+def _polygamma_inplace(self, n):
+    """In-place ``polygamma`` (``PolygammaBackward0``)."""
+    n = _polygamma_order(n)
+    return apply_(self, lambda x: _polygamma(x, n))
+
+
+_polygamma.opdef.fn, _polygamma.opdef.method = polygamma, _polygamma_method
+_polygamma.opdef.inplace_fn = _polygamma_inplace
+_polygamma_inplace.__name__ = "polygamma_"
+
+
+# d/dx log|Gamma(x)| = psi(x)
+@elementwise(formula="lgamma", node="LgammaBackward0", dtype="float", variants=_VARIANTS,
+             grad=lambda grad, self: ew.mul(grad, digamma(self)))
+def lgamma(x, p, q):
+    """log |Gamma(x)| (inf at 0, the negative integers and +-inf)."""
+
+
+# d/dx psi(x) = psi'(x)
+@elementwise(formula="digamma", node="DigammaBackward0", dtype="float", variants=_VARIANTS,
+             grad=lambda grad, self: ew.mul(grad, _polygamma(self, 1)))
+def digamma(x, p, q):
+    """psi(x), the derivative of log Gamma (nan at the negative integers)."""
+
+
+# ----------------------------------------------------------------------------------------
+# nan_to_num: PyTorch's NanToNumBackward0 (the gradient passes where the input is finite)
+# ----------------------------------------------------------------------------------------
+
+
+def _number(name, v, default):
+    if v is None:
+        return default
+    if not isinstance(v, (int, float, np.number)):
+        raise TypeError(f"nan_to_num(): argument '{name}' must be float, not {type(v).__name__}")
+    return float(v)
+
+
+# d/dx nan_to_num(x) = [x is finite]
+@op(node="NanToNumBackward0", variants=("function", "method", "inplace", "inplace_function"),
+    grads={"self": lambda grad, self: ew.mul(grad, ew.isfinite(self))})
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
+    """nan, +inf and -inf replaced by ``nan``, ``posinf`` and ``neginf`` (by default the
+    dtype's largest and lowest finite values); integer and bool tensors are copied."""
+    x = input._data
+    nan = _number("nan", nan, 0.0)
+    if x.dtype.kind != "f":
+        _number("posinf", posinf, 0.0), _number("neginf", neginf, 0.0)
+        return EW.unary(EW.copy, x, x.dtype), {}
+    big = float(np.finfo(x.dtype).max)
+    hi = _number("posinf", posinf, big)
+    lo = np.asarray(_number("neginf", neginf, -big), x.dtype)
+    return EW.binary(EW.nan_to_num, x, lo, x.dtype, x.shape, nan, hi), {}
 
 
 # ----------------------------------------------------------------------------------------

@@ -26,6 +26,9 @@ from numgrad.kernels._parallel import ELEMENTWISE, pick
 from numgrad.kernels.cpu import strided_copy
 from numgrad.kernels.cpu._fastmath import ferf, fexp, ffma, fsigmoid, ftanh
 from numgrad.kernels.cpu._scalar import fceil, ffloor, frint, ftrunc, like
+from numgrad.kernels.cpu.special import digamma as fdigamma
+from numgrad.kernels.cpu.special import lgamma as flgamma
+from numgrad.kernels.cpu.special import polygamma as fpolygamma
 
 
 def ffmod(a, b):
@@ -471,6 +474,22 @@ def isneginf(x, p, q):
     return x < 0 and x - x != 0
 
 
+@unary_kernel
+def lgamma(x, p, q):
+    return flgamma(x)
+
+
+@unary_kernel
+def digamma(x, p, q):
+    return fdigamma(x)
+
+
+@unary_kernel
+def polygamma(x, p, q):
+    # p = n >= 0
+    return fpolygamma(p, x)
+
+
 # ----------------------------------------------------------------------------------------
 # binary formulas f(a, b, p, q)
 # ----------------------------------------------------------------------------------------
@@ -678,6 +697,16 @@ def fmod_int(a, b, p, q):
     if r != 0 and (r < 0) != (a < 0):
         r -= b
     return r
+
+
+@binary_kernel
+def nan_to_num(x, neg, p, q):
+    # nan -> p, +inf -> q, -inf -> neg (a broadcast one-element operand: a third number)
+    if x != x:
+        return p
+    if x - x != 0:
+        return q if x > 0 else neg
+    return x
 
 
 @binary_kernel
