@@ -14,7 +14,7 @@ from numgrad import _device, _dtype
 from numgrad._compile import tape as _tape
 from numgrad._shape import Size, wrap_dim
 from numgrad.autograd import grad_mode
-from numgrad.autograd.creation_meta import rebase_error
+from numgrad.autograd.creation_meta import rebase_error, without_grad_mode
 from numgrad.autograd.graph import AccumulateGrad, RemovableHandle
 
 _NP2DT = {d.np: d for d in _dtype.ALL}
@@ -85,6 +85,8 @@ def edge(t):
     if fn is not None:
         return (fn, t._output_nr)
     if t._requires_grad:
+        if t._base is not None and without_grad_mode(t):
+            return NO_EDGE
         return (_grad_accumulator(t), 0)
     return (None, 0)
 
@@ -286,7 +288,8 @@ class Tensor(metaclass=_TensorMeta):
         if value and self._vc is INFERENCE and not grad_mode.state.inference:
             raise RuntimeError("Setting requires_grad=True on inference tensor outside "
                                "InferenceMode is not allowed.")
-        self._requires_grad = bool(value)
+        # a view made without grad mode keeps requiring grad while its base does (PyTorch)
+        self._requires_grad = bool(value) or (self._base is not None and without_grad_mode(self))
 
     def requires_grad_(self, requires_grad=True):
         if not isinstance(requires_grad, bool):

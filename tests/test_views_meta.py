@@ -147,6 +147,24 @@ def no_grad_split_inplace(lib):
     q.mul_(2)
 
 
+def no_grad_view_requires_grad(lib):
+    """A view made under no_grad (or inference mode) requires grad as its base does, has no
+    grad_fn, records nodes when used, and passes no gradient back."""
+    x = lib.arange(12.0).reshape(4, 3).clone().requires_grad_()
+    with lib.no_grad():
+        v, (p, _) = x[1], x.split(2)
+        u = _x(lib)[1]  # a view of a leaf view: its base (arange's) requires no grad
+    with lib.inference_mode():
+        w = x[2]
+    v.requires_grad_(False)
+    y, z = v * 2, v[1:]
+    edges = [n for n, _ in y.grad_fn.next_functions + z.grad_fn.next_functions]
+    y.sum().backward()
+    return (v.requires_grad, v.is_leaf, v.grad_fn, p.requires_grad, w.requires_grad,
+            _name(y), _name(z), edges, v.grad, x.grad, x.detach()[1].requires_grad,
+            u.requires_grad)
+
+
 def inference_view_inplace(lib):
     y = _x(lib) * 2
     with lib.inference_mode():
@@ -284,7 +302,8 @@ CASES = [piece_inplace, sizes_piece_inplace, chunk_piece_inplace, unbind_piece_i
          base_inplace_then_view_of_piece, piece_inplace_no_grad_then_use, piece_detach_inplace,
          base_inplace_pieces_unused, no_grad_view_inplace, no_grad_view_of_leaf_inplace,
          no_grad_view_base_inplace, no_grad_split_base_inplace, no_grad_split_inplace,
-         inference_view_inplace, inference_view_base_inplace, stale_view_read_under_no_grad,
+         no_grad_view_requires_grad, inference_view_inplace, inference_view_base_inplace,
+         stale_view_read_under_no_grad,
          custom_function_view_inplace, custom_function_input_inplace, node_names_and_outputs,
          saved_values, node_called, grad_of_some_pieces, hooks_and_retain_grad,
          retain_graph_twice, double_backward, absent_pieces_and_dim1, fan_in_with_pieces]

@@ -56,6 +56,13 @@ def for_new_view(base, enabled, inference, multi=False):
     return prev if new == DEFAULT or prev == INFERENCE_MODE else new
 
 
+def without_grad_mode(view):
+    """Whether ``view`` (no grad_fn) was made under ``no_grad``/``inference_mode`` of a base
+    that requires grad: it requires grad too, as in PyTorch, but is no leaf of its own (no
+    gradient accumulator: what flows into it is dropped)."""
+    return view._cmeta >= NO_GRAD_MODE and view._base._requires_grad
+
+
 def node_name(fn):
     """A node's name as PyTorch's view errors print it (``Split`` for ``SplitBackward0``)."""
     return re.sub(r"Backward[0-9]*$", "", type(fn).__name__)

@@ -27,7 +27,9 @@ def view_of(base, arr):
         t._cmeta = 0 if base._base is None else base._cmeta
     else:
         t._cmeta = _cm.for_new_view(base, False, state.inference)
-    t._base = base if base._base is None else base._base
+    root = t._base = base if base._base is None else base._base
+    if root._requires_grad and not t._cmeta < _cm.NO_GRAD_MODE and arr.dtype.kind in "fV":
+        t._requires_grad = True  # as PyTorch's (no grad_fn, no gradient back: tensor.edge)
     return t
 
 
@@ -1008,6 +1010,66 @@ def chunk(input, chunks, dim=0):
     return split(input, -(-size // chunks) if size else [0] * chunks, dim)
 
 
+_TENSOR_SPLIT_SIGNATURES = (
+    " * (Tensor input, tuple of ints indices, int dim = 0)\n"
+    " * (Tensor input, Tensor tensor_indices_or_sections, int dim = 0)\n"
+    " * (Tensor input, int sections, int dim = 0)\n")
+
+
+def _tensor_split_bounds(indices_or_sections, size):
+    """The (start, stop) of each piece: ``n`` sections (the first ``size % n`` one longer)
+    or the pieces between the given indices (Python's slice rules: negative indices count
+    from the end, a stop before its start gives an empty piece)."""
+    arg = indices_or_sections
+    if isinstance(arg, Tensor):
+        if arg.dim() > 1:
+            raise RuntimeError("tensor_split expected tensor_indices_or_sections to be a "
+                               "zero-dimensional or one-dimensional tensor, but got a tensor "
+                               f"with {arg.dim()} dims")
+        if arg.dtype is not _dtype.int64:
+            raise RuntimeError("tensor_split expected tensor_indices_or_sections to have "
+                               f"dtype of long, but got {arg.dtype._legacy}")
+        arg = arg.item() if arg.dim() == 0 else arg.tolist()
+    if isinstance(arg, (list, tuple)):
+        try:
+            idx = [operator.index(i) for i in arg]
+        except TypeError:
+            idx = None
+        if idx is None:
+            raise TypeError("tensor_split() received an invalid combination of arguments - got "
+                            "(Tensor, list), but expected one of:\n" + _TENSOR_SPLIT_SIGNATURES)
+        starts = [0, *idx]
+        return [(a, b) for a, b in zip(starts, [*idx, None])]
+    try:
+        n = operator.index(arg)
+    except TypeError:
+        raise TypeError(f"tensor_split() received an invalid combination of arguments - got "
+                        f"(Tensor, {type(arg).__name__}), but expected one of:\n"
+                        + _TENSOR_SPLIT_SIGNATURES) from None
+    if n <= 0:
+        raise RuntimeError(f"number of sections must be larger than 0, got {n}")
+    small, extra = divmod(size, n)
+    bounds, start = [], 0
+    for i in range(n):
+        stop = start + small + (i < extra)
+        bounds.append((start, stop))
+        start = stop
+    return bounds
+
+
+@declare(nodes=("SliceBackward0",))
+def tensor_split(input, indices_or_sections=None, dim=0, *, indices=None, sections=None):
+    """Pieces of ``input`` along ``dim``: ``n`` sections of sizes differing by at most one,
+    or the pieces between ``indices``; each a view (``SliceBackward0``), as PyTorch's."""
+    arg = next((a for a in (indices_or_sections, indices, sections) if a is not None), None)
+    if input._data.ndim == 0:
+        raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a "
+                           "tensor with 0 dims")
+    d = wrap_dim(dim, input._data.ndim)
+    bounds = _tensor_split_bounds(arg, input._data.shape[d])
+    return tuple(slice_dim(input, d, a, b, 1) for a, b in bounds)
+
+
 @declare(nodes=("UnbindBackward0",))
 def unbind(input, dim=0):
     d = wrap_dim(dim, input._data.ndim)
@@ -1020,5 +1082,5 @@ __all__ = ["view", "reshape", "flatten", "unflatten", "view_as", "reshape_as", "
            "transpose", "t", "T", "mT", "movedim",
            "squeeze", "unsqueeze", "expand", "expand_as", "broadcast_to", "select",
            "slice_dim", "narrow", "clone", "contiguous", "to_dtype", "to", "cat",
-           "stack", "hstack", "vstack", "split", "chunk", "unbind", "embed",
+           "stack", "hstack", "vstack", "split", "chunk", "tensor_split", "unbind", "embed",
            "sum_to_size", "view_of"]
