@@ -189,7 +189,7 @@ def _scaled_dot_product_flash_attention_for_cpu(query, key, value, attn_mask, is
         # one kernel: per head both products (BLAS), the scale, the mask and the softmax
         (b, h, t, _), s, e = qd.shape, kd.shape[2], vd.shape[3]
         probs = _arrays.empty(qd, (b, h, t, s), qd.dtype)
-        out = _arrays.empty(qd, (b, h, t, e), qd.dtype)
+        out = LIN.output_rows(qd, (b, h, t, e))  # laid out as PyTorch's
         LIN.attention(qd, kd, vd, float(scale_used), bool(is_causal), probs, out)
     else:
         k2, v2 = expanded_heads(query, key, value, enable_gqa)

@@ -337,7 +337,9 @@ def _attention(q, k, v, scale, causal, probs, out):
     """For each (batch, head): probs = softmax(q k^T scale) with the keys after each query
     masked out when ``causal`` (upper-left aligned; masked entries 0), out = probs v. q (B, H,
     T, D), k (B, H, S, D), v (B, H, S, E) with unit stride along their last dim; probs (B,
-    H, T, S) and out (B, H, T, E) C-contiguous. The products are BLAS calls on each head's
+    H, T, S) C-contiguous and out (B, H, T, E) with unit stride along its last dim and rows
+    apart by at least a row (C-contiguous, or PyTorch's (B, T, H, E) layout seen as (B, H,
+    T, E): ``output_rows``). The products are BLAS calls on each head's
     matrices (their row strides as leading dimensions), in two row blocks for causal
     self-attention (``_causal_split``); scores scaled in their own type, and each row's
     softmax is the softmax kernels' row function over the keys the query sees (the masked
@@ -348,6 +350,7 @@ def _attention(q, k, v, scale, causal, probs, out):
     n_e = v.shape[3]
     isz = q.itemsize
     ldq, ldk, ldv = q.strides[2] // isz, k.strides[2] // isz, v.strides[2] // isz
+    ldo = out.strides[2] // isz
     zero = probs.dtype.type(0)  # the sum's type: the row's own
     sc = probs.dtype.type(scale)
     half = _causal_split(causal, n_t, n_s)
@@ -370,9 +373,9 @@ def _attention(q, k, v, scale, causal, probs, out):
                     row[j] = zero  # e^-inf
             if half:
                 gemm(ROW_MAJOR, NO_TRANS, NO_TRANS, half, n_e, half, 1.0, p.ctypes,  # noqa: F821
-                     n_s, vb.ctypes, ldv, 0.0, ob.ctypes, n_e)
+                     n_s, vb.ctypes, ldv, 0.0, ob.ctypes, ldo)
             gemm(ROW_MAJOR, NO_TRANS, NO_TRANS, n_t - half, n_e, n_s, 1.0,  # noqa: F821
-                 p[half:].ctypes, n_s, vb.ctypes, ldv, 0.0, ob[half:].ctypes, n_e)
+                 p[half:].ctypes, n_s, vb.ctypes, ldv, 0.0, ob[half:].ctypes, ldo)
 
 
 # causal self-attention of at least this many rows runs its products in two row blocks
@@ -384,6 +387,18 @@ _FAST = {"fastmath": {"reassoc", "nsz", "contract"}}  # the softmax rows kernels
 _ATTENTION = {np.dtype(dt): specialize(_attention, name, _FAST, gemm=blas,
                                        softmax_row=_ROWS["softmax_row"])
               for dt, name, blas in ((np.float32, "f32", sgemm), (np.float64, "f64", dgemm))}
+
+
+def output_rows(q, shape):
+    """A new (B, H, T, E) output array for attention on query ``q``, laid out as PyTorch's
+    fused CPU kernel lays it out: the heads' rows interleaved ((B, T, H, E) memory, whose
+    transpose back to (B, T, H, E) is contiguous) when q's heads are closer in memory than
+    its rows (q a transposed view of (B, T, H, D) data, as in a GPT's attention), else
+    C-contiguous."""
+    b, h, t, e = shape
+    if q.strides[1] < q.strides[2]:
+        return _arrays.empty(q, (b, t, h, e), q.dtype).transpose(0, 2, 1, 3)
+    return _arrays.empty(q, shape, q.dtype)
 
 
 def attention_fits(q, k, v):
@@ -411,7 +426,7 @@ def _attention_call(q, k, v, scale, causal, probs, out):
 
 def attention(q, k, v, scale, causal, probs, out):
     """probs = softmax(q k^T scale (+ causal mask)), out = probs v, per (batch, head), for
-    arrays ``attention_fits`` takes (probs, out: new C-contiguous arrays)."""
+    arrays ``attention_fits`` takes (probs: a new C-contiguous array; out: ``output_rows``)."""
     if _tape.TAPE is None:
         return _attention_call(q, k, v, scale, causal, probs, out)
     return _tape.record(_attention_call, q, k, v, float(scale), bool(causal), probs, out)
@@ -421,7 +436,7 @@ def attention(q, k, v, scale, causal, probs, out):
 def _attention_bwd(g, q, k, v, o, probs, scale, causal, need_q, need_k, need_v, gq, gk, gv,
                    ds):
     """``attention``'s gradients per (batch, head) from its saved output ``o`` and ``probs``:
-    g (B, H, T, E) with unit stride along its last dim and rows apart by at least a row;
+    g and o (B, H, T, E) with unit stride along its last dim and rows apart by at least a row;
     gq, gk, gv C-contiguous (written when needed), ds (T * S) scratch. The products are BLAS
     calls, in the forward's row blocks for causal self-attention (P and dS are 0 above the
     diagonal: the first ``half`` rows against the first ``half`` keys, the sums over rows
@@ -494,12 +509,13 @@ _ATTENTION_BWD = {np.dtype(dt): specialize(_attention_bwd, name, _FAST, gemm=bla
 
 
 def attention_grad_fits(g, o):
-    """Whether ``attention_backward`` takes gradient ``g`` of output ``o``: its shape and
-    dtype, unit stride along the last dim, rows apart by at least a row, nonnegative."""
+    """Whether ``attention_backward`` takes gradient ``g`` of output ``o`` (as ``attention``
+    wrote it): g's shape and dtype, unit stride along the last dim, rows apart by at least a
+    row, nonnegative."""
     st, isz = g.strides, g.itemsize
     return (g.__class__ is np.ndarray and g.shape == o.shape and g.dtype == o.dtype
             and st[3] == isz and st[2] >= g.shape[3] * isz and min(st) >= 0
-            and o.flags.c_contiguous)
+            and o.strides[3] == isz)
 
 
 def _attention_bwd_call(g, q, k, v, o, probs, scale, causal, need, gq, gk, gv):
