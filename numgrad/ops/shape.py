@@ -23,13 +23,14 @@ def view_of(base, arr):
     t = _wrap(arr)
     vc = t._vc = base._shared_vc()
     t._view_ver = vc[0]
+    root = t._base = base if base._base is None else base._base
     if state.enabled:  # DEFAULT, or what a view of a view inherits
         t._cmeta = 0 if base._base is None else base._cmeta
     else:
         t._cmeta = _cm.for_new_view(base, False, state.inference)
-    root = t._base = base if base._base is None else base._base
-    if root._requires_grad and not t._cmeta < _cm.NO_GRAD_MODE and arr.dtype.kind in "fV":
-        t._requires_grad = True  # as PyTorch's (no grad_fn, no gradient back: tensor.edge)
+        # it requires grad as its base does, as PyTorch's (no grad_fn, and no gradient flows
+        # back through it: tensor.edge)
+        t._requires_grad = root._requires_grad and arr.dtype.kind in "fV"
     return t
 
 
