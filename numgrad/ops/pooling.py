@@ -217,6 +217,22 @@ def _adaptive_2d():
     return nn_pool.adaptive_avg_pool2d, nn_pool.adaptive_max_pool2d
 
 
+def adaptive_avg_pool2d(input, size):
+    """Means over PyTorch's adaptive windows of checked (N, C, H, W) or (C, H, W) input
+    (``AdaptiveAvgPool2DBackward0``, whichever way the windows are computed)."""
+    pool2d = _adaptive_2d()[0]
+    return _record("AdaptiveAvgPool2DBackward0", lambda x: pool2d(x, size), (input,), (input,),
+                   ("self",))
+
+
+def adaptive_max_pool2d(input, size):
+    """(maxima, flat indices) over PyTorch's adaptive windows of checked (N, C, H, W) or
+    (C, H, W) input (``AdaptiveMaxPool2DBackward0``)."""
+    pool2d = _adaptive_2d()[1]
+    return _record("AdaptiveMaxPool2DBackward0", lambda x: pool2d(x, size), (input,), (input,),
+                   ("self",))
+
+
 def adaptive_avg_pool3d(input, size):
     """Means over PyTorch's adaptive windows of checked (N, C, D, H, W) or (C, D, H, W)
     input (``AdaptiveAvgPool3DBackward0``)."""
