@@ -288,7 +288,7 @@ def adaptive_avg_pool(input, size, n):
                                f"dimensions, but input has sizes {list(shape)} with dimension "
                                f"{i + len(shape)} being empty")
     K.require_float(input, fn)
-    return adaptive_avg_pool2d(input, size)
+    return PO.adaptive_avg_pool2d(input, size)
 
 
 def adaptive_max_pool(input, size, n, return_indices, shown_fn=None, shown=None):
@@ -308,7 +308,7 @@ def adaptive_max_pool(input, size, n, return_indices, shown_fn=None, shown=None)
     K.require_float(input, fn if n == 2 else fn + "_cpu")
     if n == 3:
         return PO.adaptive_max_pool3d(input, size, return_indices)
-    out, idx = adaptive_max_pool2d(input, size)
+    out, idx = PO.adaptive_max_pool2d(input, size)
     return (out, idx) if return_indices else out
 
 
