@@ -1,6 +1,7 @@
 """Special functions for the elementwise formulas (``lgamma``, ``digamma``, ``polygamma``).
 
-Each is a plain Python scalar function, registered for compiled code on any target (the CPU's
+Each is a plain Python scalar function, overloaded (not inlined: numba-cuda cannot inline an
+overload's body) so that every target compiles its body where a kernel calls it (the CPU's
 ``@njit`` loops, CUDA device functions); the Python body also serves the CUDA simulator, so
 it never calls ``math`` outside its domain (Python raises where compiled code gives inf/nan).
 Every constant goes through ``like`` so float32 inputs compute in float32, as PyTorch's.
@@ -14,7 +15,7 @@ terms through x^-7).
 
 import math
 
-from numba.extending import register_jitable
+from numba.extending import overload
 
 from numgrad.kernels.cpu._scalar import ffloor, ftrunc, like
 
@@ -35,13 +36,11 @@ def _bernoulli_over_factorials(n):
 _ZETA_TAIL = _bernoulli_over_factorials(12)
 
 
-@register_jitable(inline="always")
 def is_pole(x):
     """Whether x is 0, a negative integer or -inf (the poles of Gamma)."""
     return x <= 0 and x == ffloor(x)
 
 
-@register_jitable(inline="always")
 def lgamma(x):
     """log |Gamma(x)|; inf at its poles (0, negative integers, -inf) and at +inf."""
     if is_pole(x) or x == math.inf:
@@ -49,7 +48,6 @@ def lgamma(x):
     return like(x, math.lgamma(x))
 
 
-@register_jitable(inline="always")
 def digamma(x):
     """psi(x) = Gamma'(x) / Gamma(x): -inf at +0, +inf at -0, nan at negative integers and
     -inf."""
@@ -77,7 +75,6 @@ def digamma(x):
     return r + like(x, math.log(x)) - like(x, 0.5) / x - s
 
 
-@register_jitable(inline="always")
 def trigamma(x):
     """psi'(x): PyTorch's values (inf at 0, nan at +-inf's reflection)."""
     pi = like(x, math.pi)
@@ -106,7 +103,6 @@ def trigamma(x):
     return sign * (r + series / x)
 
 
-@register_jitable(inline="always")
 def hurwitz_zeta(s, q):
     """zeta(s, q) = sum_{k >= 0} (q + k)^-s for s > 1 (inf at q's poles, nan at +inf)."""
     if is_pole(q):
@@ -135,7 +131,6 @@ def hurwitz_zeta(s, q):
     return total
 
 
-@register_jitable(inline="always")
 def polygamma(n, x):
     """psi^(n)(x) for n >= 0: digamma, trigamma, then (-1)^(n+1) n! zeta(n + 1, x)."""
     if n == 0:
@@ -148,3 +143,41 @@ def polygamma(n, x):
     if int(n) % 2 == 0:
         f = -f
     return f * hurwitz_zeta(like(x, n + 1), x)
+
+
+def _compiled_body(fn):
+    """The overload implementation of ``fn``: a copy of its own body (not the overloaded
+    object itself, which numba-cuda would not bind)."""
+    import types
+    return types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__)
+
+
+# every target compiles the bodies above wherever a kernel calls them (CPU @njit, CUDA)
+@overload(is_pole)
+def _is_pole(x):
+    return _compiled_body(is_pole)
+
+
+@overload(lgamma)
+def _lgamma(x):
+    return _compiled_body(lgamma)
+
+
+@overload(digamma)
+def _digamma(x):
+    return _compiled_body(digamma)
+
+
+@overload(trigamma)
+def _trigamma(x):
+    return _compiled_body(trigamma)
+
+
+@overload(hurwitz_zeta)
+def _hurwitz_zeta(s, q):
+    return _compiled_body(hurwitz_zeta)
+
+
+@overload(polygamma)
+def _polygamma(n, x):
+    return _compiled_body(polygamma)
