@@ -13,8 +13,7 @@ name hands data that is not a NumPy array to the CUDA module's kernel of the sam
 kernel in one of two ways: a hot Python launcher by its first line
 (``if x.__class__ is not _ND: return _CUDA.name(...)``, as ``EW.binary`` does), any other
 kernel by its name in the module's ``EITHER_DEVICE`` tuple (its handle then returns a
-launcher that checks the first argument). ``K.on(a)`` (the module for ``a``'s device) is kept
-for the callers not yet converted.
+launcher that checks the first argument).
 """
 
 import importlib
@@ -27,33 +26,20 @@ _ND = np.ndarray
 class LazyKernels:
     """Attribute access to a kernel module that imports it (and Numba) on first use and then
     caches every attribute on the instance, so later lookups cost one dict hit. A name in the
-    CPU module's ``EITHER_DEVICE`` is cached as ``either_device``'s launcher of it (``plain``:
-    as it is, the handle ``on`` returns for NumPy data)."""
+    CPU module's ``EITHER_DEVICE`` is cached as ``either_device``'s launcher of it."""
 
-    def __init__(self, module, backend="cpu", plain=False):
+    def __init__(self, module, backend="cpu"):
         self._module_name = module
         self._backend = backend
         self._twin = None
-        self._host = self if plain else None
 
     def __getattr__(self, name):
         mod = importlib.import_module(f"numgrad.kernels.{self._backend}.{self._module_name}")
         value = getattr(mod, name)
-        if self._host is None and name in getattr(mod, "EITHER_DEVICE", ()):
+        if name in getattr(mod, "EITHER_DEVICE", ()):
             value = either_device(value, self, name)
         setattr(self, name, value)
         return value
-
-    def on(self, a, _nd=_ND):
-        """The module for data ``a``: for a NumPy array its CPU kernels as they are (no
-        device check), the CUDA twin otherwise; for the callers not yet converted to calling
-        the kernel on this handle directly."""
-        if a.__class__ is _nd:
-            host = self._host
-            if host is None:
-                host = self._host = LazyKernels(self._module_name, self._backend, plain=True)
-            return host
-        return self.cuda()
 
     def cuda(self):
         """The CUDA twin of this kernel module (the CPU launchers hand CUDA data to it)."""

@@ -76,7 +76,7 @@ def im2col_array(x, geo):
     """Columns of x laid out (N, C*kh*kw, L) (the layout of ``unfold``)."""
     n, c = x.shape[0], x.shape[1]
     cols = A.empty(x, (n, c * geo.kh * geo.kw, geo.oh * geo.ow), x.dtype)
-    NN.on(x).im2col(A.contiguous(x), *geo.args(), cols)
+    NN.im2col(A.contiguous(x), *geo.args(), cols)
     return cols
 
 
@@ -85,14 +85,14 @@ def _im2col_kmajor(x, geo):
     n, c = x.shape[0], x.shape[1]
     k = c * geo.kh * geo.kw
     cols = A.empty(x, (k, n, geo.oh * geo.ow), x.dtype)
-    NN.on(x).im2col(A.contiguous(x), *geo.args(), cols.transpose(1, 0, 2))
+    NN.im2col(A.contiguous(x), *geo.args(), cols.transpose(1, 0, 2))
     return cols.reshape(k, -1)
 
 
 def col2im_array(cols, geo, shape):
     """The adjoint of im2col from (N, K, L) columns (any strides)."""
     x = A.empty(cols, shape, cols.dtype)
-    NN.on(cols).col2im(cols, *geo.args(), x)
+    NN.col2im(cols, *geo.args(), x)
     return x
 
 

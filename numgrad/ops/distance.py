@@ -116,7 +116,7 @@ def _grad_by_kernel(g, x1, x2, dist, p):
     da = _arrays.contiguous(dist._data)
     out1 = _arrays.empty(a1, a1.shape, a1.dtype)
     out2 = _arrays.empty(a2, a2.shape, a2.dtype)
-    K = DIST.on(a1)
+    K = DIST
     K.cdist_backward_3d(ga, a1, a2, da, out1, p, mode)
     gt = _arrays.contiguous(ga.transpose(0, 2, 1))
     dt = _arrays.contiguous(da.transpose(0, 2, 1))
@@ -226,7 +226,7 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
             with no_grad():
                 a1 = _arrays.contiguous(_batched(x1, batch, r1)._data)
                 a2 = _arrays.contiguous(_batched(x2, batch, r2)._data)
-            DIST.on(a1).cdist_3d(a1, a2, res, p, _norm_mode(p))
+            DIST.cdist_3d(a1, a2, res, p, _norm_mode(p))
     out = _wrap(res.reshape(out_shape))
     if state.enabled and (x1._requires_grad or x2._requires_grad):
         attach(out, CdistBackward0((edge(x1), edge(x2)), (p, out._data, x1, x2, batch)))

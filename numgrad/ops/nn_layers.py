@@ -413,9 +413,9 @@ def embedding(input, weight, padding_idx, max_norm, norm_type, scale_grad_by_fre
     flat = A.astype(A.contiguous(idx).reshape(-1), np.int64)
     if flat.size and not n:
         raise RuntimeError("index_select(): self indexing axis dim should be positive")
-    if flat.size and (NN.on(flat).first_outside(flat, 0, n - 1) >= 0):
+    if flat.size and (NN.first_outside(flat, 0, n - 1) >= 0):
         if not weight._data.shape[1]:  # PyTorch's path for empty rows words it so
-            bad = int(A.host(flat)[NN.on(flat).first_outside(flat, 0, n - 1)])
+            bad = int(A.host(flat)[NN.first_outside(flat, 0, n - 1)])
             raise RuntimeError(f"INDICES element is out of DATA bounds, id={bad} axis_dim={n}")
         raise IndexError("index out of range in self")
     if max_norm is None and not (state.enabled and weight._requires_grad) and unwatched():

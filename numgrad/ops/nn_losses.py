@@ -91,7 +91,7 @@ def _nll(self, target, weight, reduction, ignore_index):
     w = weight._data.reshape(-1) if weight is not None else A.ones(x, c, dt)
     losses = A.empty(x, t.shape[0], dt)
     weights = A.empty(x, t.shape[0], dt)
-    bad = NN.on(x).nll(x2, t, w, ignore_index, losses, weights) if t.size else -1
+    bad = NN.nll(x2, t, w, ignore_index, losses, weights) if t.size else -1
     if bad >= 0:
         raise IndexError(f"Target {A.host(t)[bad]} is out of bounds.")
     total = A.item(RED.sum_all(weights, dt, 1.0)) if reduction == "mean" else 1.0
@@ -109,7 +109,7 @@ def _nll_backward(grad_output, self, weights, target, total_weight, reduction):
     x = self._data
     out = A.empty(x, (target.shape[0], x.shape[1 if x.ndim > 1 else 0]), x.dtype)
     scale = (1.0 / total_weight if total_weight else np.nan) if reduction == "mean" else 1.0
-    NN.on(out).nll_bwd(A.contiguous(grad_output._data).reshape(-1), target, weights, scale, out)
+    NN.nll_bwd(A.contiguous(grad_output._data).reshape(-1), target, weights, scale, out)
     if x.ndim == 4:
         n, c, h, w = x.shape
         return out.reshape((n, h, w, c)).transpose(0, 3, 1, 2)
@@ -491,7 +491,7 @@ def bce(input, target, weight, reduction):
                            f"{dtype_of(input)._legacy}")
     K.require_float(input, "binary_cross_entropy")
     x = input._data
-    if x.size and NN.on(x).first_outside(A.contiguous(x).reshape(-1), 0.0, 1.0) >= 0:
+    if x.size and NN.first_outside(A.contiguous(x).reshape(-1), 0.0, 1.0) >= 0:
         raise RuntimeError("all elements of input should be between 0 and 1")
     if w_shape is not None:
         K.inplace_shape(x.shape, w_shape)

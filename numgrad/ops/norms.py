@@ -98,7 +98,7 @@ def layer_norm_input_backward(grad_out, input, weight, result1, result2, normali
     g2 = A.contiguous(grad_out._data).reshape(-1, k)
     gam = weight._data.reshape(-1) if weight is not None else A.ones(x2, k, x2.dtype)
     gx = A.empty(x2, x2.shape, x2.dtype)
-    NN.on(x2).layer_norm_bwd_input(g2, x2, result1, result2, gam, gx)
+    NN.layer_norm_bwd_input(g2, x2, result1, result2, gam, gx)
     return gx.reshape(input._data.shape), {
         "result1": result1, "result2": result2, "normalized_shape": normalized_shape,
         "eps": eps}
@@ -125,7 +125,7 @@ def layer_norm_weight_backward(grad_out, input, result1, result2, normalized_sha
     g2 = A.contiguous(grad_out._data).reshape(-1, k)
     ggam = A.empty(x2, k, x2.dtype)
     gbet = A.empty(x2, k, x2.dtype)
-    NN.on(x2).layer_norm_bwd_params(g2, x2, result1, result2, ggam, gbet)
+    NN.layer_norm_bwd_params(g2, x2, result1, result2, ggam, gbet)
     return ggam.reshape(normalized_shape), {
         "result1": result1, "result2": result2, "normalized_shape": normalized_shape,
         "eps": eps}
@@ -167,7 +167,7 @@ def native_layer_norm(input, weight, bias, normalized_shape, eps):
     out = A.empty(x, x2.shape, x.dtype)
     mean = A.empty(x, x2.shape[0], np.float64)
     rstd = A.empty(x, x2.shape[0], np.float64)
-    NN.on(x).layer_norm_fwd(
+    NN.layer_norm_fwd(
         x2, gam.astype(x.dtype, copy=False), bet.astype(x.dtype, copy=False), float(eps),
         out, mean, rstd)
     return out.reshape(x.shape), {"result1": mean, "result2": rstd,

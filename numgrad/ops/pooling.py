@@ -44,7 +44,7 @@ def max_pool2d_with_indices_backward(grad_output, indices, self_sym_sizes):
     """Zeros of the input's shape plus each window's gradient at its argmax."""
     g = grad_output._data
     gx = A.empty(g, self_sym_sizes, g.dtype)
-    NN.on(gx).max_pool2d_bwd(_four_d(A.contiguous(g)), _four_d(indices), _four_d(gx))
+    NN.max_pool2d_bwd(_four_d(A.contiguous(g)), _four_d(indices), _four_d(gx))
     return gx, {"indices": indices}
 
 
@@ -63,7 +63,7 @@ def max_pool2d_with_indices(input, geometry):
     out = A.empty(x, x.shape[:-2] + (oh, ow), x.dtype)
     idx = A.empty(x, x.shape[:-2] + (oh, ow), np.int64)
     if out.size:
-        NN.on(x).max_pool2d(
+        NN.max_pool2d(
             _four_d(A.contiguous(x)), kh, kw, sh_, sw, ph, pw, dh, dw, _four_d(out), _four_d(idx))
     return (out, idx), {"indices": idx, "self_sym_sizes": x.shape}
 
@@ -80,7 +80,7 @@ def avg_pool2d_backward(grad_output, geometry, self_sym_sizes):
     kh, kw, sh_, sw, ph, pw, include, divisor, _, _ = geometry
     g = grad_output._data
     gx = A.empty(g, self_sym_sizes, g.dtype)
-    NN.on(gx).avg_pool2d_bwd(
+    NN.avg_pool2d_bwd(
         _four_d(A.contiguous(g)), kh, kw, sh_, sw, ph, pw, include, divisor, _four_d(gx))
     return gx, {"geometry": geometry}
 
@@ -97,7 +97,7 @@ def avg_pool2d(input, geometry):
     x = input._data
     kh, kw, sh_, sw, ph, pw, include, divisor, oh, ow = geometry
     out = A.empty(x, x.shape[:-2] + (oh, ow), x.dtype)
-    NN.on(x).avg_pool2d(
+    NN.avg_pool2d(
         _four_d(A.contiguous(x)), kh, kw, sh_, sw, ph, pw, include, divisor, _four_d(out))
     return out, {"geometry": geometry, "self_sym_sizes": x.shape}
 

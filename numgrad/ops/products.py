@@ -40,7 +40,7 @@ def _cumprod_array(input, d, dt):
     x = input._data
     xd = lines._line_view(as_type(input, dt), d)
     r = _arrays.empty(xd, xd.shape, dt.np)
-    lines.LINES.on(xd).cumprod_3d(xd, r, np.float64(1.0) if dt._kind == 2 else np.int64(1))
+    lines.LINES.cumprod_3d(xd, r, np.float64(1.0) if dt._kind == 2 else np.int64(1))
     return r.reshape(x.shape)
 
 
@@ -73,7 +73,7 @@ def _cumprod_backward_lines(grad, self, dim, result):
     yd = lines._line_view(result._data, dim)
     gd = lines._line_view(as_type(grad, dt), dim)
     out = _arrays.empty(xd, xd.shape, dt.np)
-    lines.LINES.on(xd).cumprod_backward_3d(xd, yd, gd, out)
+    lines.LINES.cumprod_backward_3d(xd, yd, gd, out)
     return _wrap(out.reshape(self.shape))
 
 

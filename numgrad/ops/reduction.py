@@ -400,7 +400,7 @@ def _extreme_dim(input, dim, keepdim, largest, node_cls, ret):
         x3 = RED.as3d(x, d, d + 1)
         v = _arrays.empty(x, (x3.shape[0], x3.shape[2]), x.dtype)
         i = _arrays.empty(x, (x3.shape[0], x3.shape[2]), np.int64)
-        RED.on(x).extreme_index_3d(x3, v, i, largest)
+        RED.extreme_index_3d(x3, v, i, largest)
         shape = reduced_shape(x.shape, (d,), keepdim)
         v = v.reshape(shape)
         i = i.reshape(shape)
@@ -474,7 +474,7 @@ def _arg(input, dim, keepdim, largest):
                 "specified for input.numel() == 0.")
         v = _arrays.empty(x, (1, 1), x.dtype)
         i = _arrays.empty(x, (1, 1), np.int64)
-        RED.on(x).extreme_index_3d(flat, v, i, largest)
+        RED.extreme_index_3d(flat, v, i, largest)
         return _wrap(i.reshape((1,) * x.ndim if keepdim else ()))
     res = _extreme_dim(input.detach(), dim, keepdim, largest, None,
                        max_return if largest else min_return)
@@ -497,7 +497,7 @@ class ScatterAlongBackward(Node):
         indices, dim = self._saved
         x3 = RED.as3d(gg._data, dim, dim + 1)
         out = _arrays.empty(x3, (x3.shape[0], x3.shape[2]), gg._data.dtype)
-        RED.on(x3).take_along_3d(x3, indices.reshape(out.shape), out)
+        RED.take_along_3d(x3, indices.reshape(out.shape), out)
         return (_wrap(out.reshape(indices.shape)),)
 
 
@@ -505,8 +505,8 @@ def _scatter_along(g, indices, shape, dim, keepdim):
     """Zeros of ``shape`` with ``g`` placed at ``indices`` along ``dim``."""
     out_arr = _arrays.empty(g._data, shape, g._data.dtype)
     o3 = RED.as3d(out_arr, dim, dim + 1)
-    RED.on(o3).put_along_3d(_arrays.contiguous(g._data).reshape(o3.shape[0], o3.shape[2]),
-                            indices.reshape(o3.shape[0], o3.shape[2]), o3)
+    RED.put_along_3d(_arrays.contiguous(g._data).reshape(o3.shape[0], o3.shape[2]),
+                     indices.reshape(o3.shape[0], o3.shape[2]), o3)
     out = _wrap(out_arr)
     if state.enabled and g._requires_grad:
         attach(out, ScatterAlongBackward((edge(g),), (indices, dim)))

@@ -601,7 +601,7 @@ def _write_into(out, r):
         return
     from numgrad.ops.inplace import check_inplace
     check_inplace(out)
-    EW.on(r._data).unary(EW.copy, r._data, out._data.dtype, out=out._data)
+    EW.unary(EW.copy, r._data, out._data.dtype, out=out._data)
     out._bump_version()
 
 

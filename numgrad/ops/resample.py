@@ -70,7 +70,7 @@ def _map_forward(arr, m):
     out = A.empty(arr, (outer, k, inner), arr.dtype)
     if out.size == 0:
         return out.reshape(out_shape)
-    K = IDX.on(arr)
+    K = IDX
     K.gather_axis(x3, idx[0], out)
     if lam is not None:
         other = A.empty(arr, out.shape, arr.dtype)
@@ -91,7 +91,7 @@ def _map_adjoint(arr, m):
     if g3.size == 0:
         return out.reshape(out_shape)
     idx, lam, live = m.on(arr)
-    K = IDX.on(arr)
+    K = IDX
     if lam is None:
         K.scatter_add_axis(g3, idx[0], out)
     else:

@@ -96,7 +96,7 @@ class _Fused(Optimizer):
                 fast = (pd.size != 0 and pd.flags.c_contiguous and _fits(g, pd)
                         and all(c is not None for c in counts) and all(_fits(b, pd) for b in bufs))
                 if fast:
-                    getattr(OPT.on(pd), kernel)(pd.reshape(-1), g._data.reshape(-1),
+                    getattr(OPT, kernel)(pd.reshape(-1), g._data.reshape(-1),
                                                 *[b._data.reshape(-1) for b in bufs], *counts,
                                                 *args)
                 else:
@@ -122,7 +122,7 @@ class _Fused(Optimizer):
         else:
             pf, wb = _param(p)
             bufs = [_flat_out(state[k], p, wb, state, k) for k in self._buffers]
-            getattr(OPT.on(p._data), self._kernel)(pf, _flat_in(g, p), *bufs, *scratch, *args)
+            getattr(OPT, self._kernel)(pf, _flat_in(g, p), *bufs, *scratch, *args)
             _writeback(wb)
         for k, s in zip(self._counts, scratch):
             state[k]._data[()] = s[0]

@@ -300,7 +300,7 @@ class SGD(Optimizer):
                         if fast:
                             bf = buf._data.reshape(-1)
                 if fast:
-                    NN.on(pd).sgd_step(pf, g._data.reshape(-1), bf, *args, first)
+                    NN.sgd_step(pf, g._data.reshape(-1), bf, *args, first)
                 else:
                     self._slow_step(p, g, buf if momentum != 0 else None, first, group, args)
                 if first:
@@ -327,7 +327,7 @@ class SGD(Optimizer):
             return
         pf, wb = _param(p)
         bf = pf if buf is None else _flat_out(buf, p, wb, self.state[p], "momentum_buffer")
-        NN.on(p._data).sgd_step(pf, _flat_in(g, p), bf, *args, first)
+        NN.sgd_step(pf, _flat_in(g, p), bf, *args, first)
         _writeback(wb)
 
 
@@ -407,7 +407,7 @@ class Adam(Optimizer):
                     self._slow_step(p, g, state, group, lr, args)
                     continue
                 pf = pd.reshape(-1)
-                NN.on(pd).adam_step(pf, g._data.reshape(-1), m._data.reshape(-1),
+                NN.adam_step(pf, g._data.reshape(-1), m._data.reshape(-1),
                                     v._data.reshape(-1),
                                     pf if vmax is None else vmax._data.reshape(-1), count, lr,
                                     *args)
@@ -449,7 +449,7 @@ class Adam(Optimizer):
         mf = _flat_out(m, p, wb, state, "exp_avg")
         vf = _flat_out(v, p, wb, state, "exp_avg_sq")
         xf = pf if vmax is None else _flat_out(vmax, p, wb, state, "max_exp_avg_sq")
-        NN.on(p._data).adam_step(pf, _flat_in(g, p), mf, vf, xf, _count_of(step), lr, *args)
+        NN.adam_step(pf, _flat_in(g, p), mf, vf, xf, _count_of(step), lr, *args)
         _writeback(wb)
         p._bump_version()
 
@@ -524,7 +524,7 @@ class RMSprop(Optimizer):
                     self._slow_step(p, g, state, group, args)
                     continue
                 pf = pd.reshape(-1)
-                NN.on(pd).rmsprop_step(pf, g._data.reshape(-1), sq._data.reshape(-1),
+                NN.rmsprop_step(pf, g._data.reshape(-1), sq._data.reshape(-1),
                                        pf if buf is None else buf._data.reshape(-1),
                                        pf if gavg is None else gavg._data.reshape(-1), count,
                                        *args)
@@ -566,7 +566,7 @@ class RMSprop(Optimizer):
         qf = _flat_out(sq, p, wb, state, "square_avg")
         bf = pf if buf is None else _flat_out(buf, p, wb, state, "momentum_buffer")
         af = pf if gavg is None else _flat_out(gavg, p, wb, state, "grad_avg")
-        NN.on(p._data).rmsprop_step(pf, _flat_in(g, p), qf, bf, af, _count_of(0.0), *args)
+        NN.rmsprop_step(pf, _flat_in(g, p), qf, bf, af, _count_of(0.0), *args)
         _writeback(wb)
         p._bump_version()
 
@@ -635,7 +635,7 @@ class Adagrad(Optimizer):
                 if not fast:
                     self._slow_step(p, g, state, group, lr)
                     continue
-                OPT.on(pd).adagrad_step(pd.reshape(-1), g._data.reshape(-1),
+                OPT.adagrad_step(pd.reshape(-1), g._data.reshape(-1),
                                         ssum._data.reshape(-1), count, lr, float(lr_decay), *args)
                 p._bump_version()
         return loss
@@ -657,7 +657,7 @@ class Adagrad(Optimizer):
             return
         pf, wb = _param(p)
         sf = _flat_out(ssum, p, wb, state, "sum")
-        OPT.on(p._data).adagrad_step(pf, _flat_in(g, p), sf, _count_of(step), lr,
+        OPT.adagrad_step(pf, _flat_in(g, p), sf, _count_of(step), lr,
                                      float(group["lr_decay"]), float(group["weight_decay"]),
                                      float(group["eps"]), bool(group["maximize"]))
         _writeback(wb)
