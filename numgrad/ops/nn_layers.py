@@ -24,6 +24,7 @@ from numgrad.ops import embedding_bag as EBO
 from numgrad.ops import group_norm as GN
 from numgrad.ops import indexing as ix
 from numgrad.ops import linalg as la
+from numgrad.ops import named_composite
 from numgrad.ops import nn_checks as K
 from numgrad.ops import nn_shuffle as shuffle
 from numgrad.ops import norms
@@ -374,9 +375,22 @@ def layer_norm(input, normalized_shape, weight, bias, eps):
             f"Given normalized_shape={ns}, expected input with shape "
             f"[*, {', '.join(map(str, ns))}], but got input of size{list(x.shape)}")
     K.norm_dtypes(input, "LayerNormKernelImpl", (weight, bias))
-    if x.size == 0:
-        return sh.clone(input)
+    if x.size == 0:  # PyTorch's node over all three inputs; the parameters' gradients are 0
+        return named_composite.record("NativeLayerNormBackward0", _empty_layer_norm,
+                                      (input, weight, bias), (input, weight, bias),
+                                      ("input", "weight", "bias"))
     return norms.native_layer_norm(input, weight, bias, normalized_shape, eps)
+
+
+def _empty_layer_norm(x, weight, bias):
+    """Layer norm of an empty input: an empty copy, joined to the parameters by the affine
+    map so their gradients are sums over no rows."""
+    y = sh.clone(x)
+    if weight is not None:
+        y = ew.mul(y, weight)
+    if bias is not None:
+        y = ew.add(y, bias)
+    return y
 
 
 def embedding_renorm(weight, flat, max_norm, norm_type):
