@@ -283,7 +283,7 @@ def matmul(input, other, *, out=None):
     if da == 2 and db == 1:
         return mv(input, other)
     if da == 1 and db == 2:
-        return sh.squeeze(mm(sh.unsqueeze(input, 0), other), 0)
+        return sh.squeeze_added_row(mm(sh.unsqueeze(input, 0), other))
     if da == 2 and db == 2:
         return mm(input, other)
     if input._data.dtype != other._data.dtype and _should_fold(input, other):

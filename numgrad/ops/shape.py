@@ -305,6 +305,17 @@ class SqueezeBackward0(Node):
 
 SqueezeBackward1 = type("SqueezeBackward1", (SqueezeBackward0,), {"__slots__": ()})
 SqueezeBackward2 = type("SqueezeBackward2", (SqueezeBackward0,), {"__slots__": ()})
+SqueezeBackward4 = type("SqueezeBackward4", (SqueezeBackward0,), {"__slots__": ()})
+
+
+def squeeze_added_row(input):
+    """``squeeze(input, 0)`` of the row matmul adds to a 1-D left operand, recorded as
+    PyTorch's in-place ``squeeze_(0)`` there: ``SqueezeBackward4``."""
+    out = squeeze(input, 0)
+    node = out._grad_fn
+    if node is not None:
+        node.__class__ = SqueezeBackward4
+    return out
 
 
 class UnsqueezeBackward0(Node):
