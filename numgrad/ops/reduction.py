@@ -539,6 +539,11 @@ class LinalgVectorNormBackward0(Node):
         return (to_dtype(_vector_norm_grad(g, to_dtype(x, g.dtype), n, p, dims), x.dtype),)
 
 
+# the node torch.norm's (Tensor, Scalar p, dim) overload records, as pairwise_distance does
+NormBackward1 = type("NormBackward1", (LinalgVectorNormBackward0,),
+                     {"__slots__": (), "_names_of_saved": ("self", "result", "p", "dim")})
+
+
 # d/dx ||x||_p = sgn(x) |x|^(p-1) / ||x||^(p-1)  (p=2: x/||x||; p=inf: ties share; 0 at 0)
 def _vector_norm_grad(g, x, n, p, dims):
     if p == 1:
