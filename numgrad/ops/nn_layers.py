@@ -24,10 +24,9 @@ from numgrad.ops import embedding_bag as EBO
 from numgrad.ops import group_norm as GN
 from numgrad.ops import indexing as ix
 from numgrad.ops import linalg as la
-from numgrad.ops import named_composite
+from numgrad.ops import named_composite, norms
 from numgrad.ops import nn_checks as K
 from numgrad.ops import nn_shuffle as shuffle
-from numgrad.ops import norms
 from numgrad.ops import reduction as red
 from numgrad.ops import shape as sh
 from numgrad.ops import unary as un
