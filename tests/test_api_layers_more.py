@@ -256,6 +256,25 @@ def test_channel_dropout_masks_match_pytorch(call, shape):
     assert res[0][2] == res[1][2]
 
 
+@requires_torch
+@pytest.mark.parametrize("k, shape", [(1, (3, 4)), (3, (2, 3, 2, 2))])
+def test_channel_dropout_in_place_on_unbatched_input(k, shape):
+    # PyTorch's draws and gradients, the input itself returned; numgrad records MulBackward0
+    # where PyTorch records its squeeze_/unsqueeze_ pair (numgrad has no in-place reshapes)
+    arr = np.random.default_rng(4).uniform(0.5, 1.5, size=shape)
+    res = []
+    for m in (ng, torch):
+        m.manual_seed(5)
+        leaf = m.tensor(arr, requires_grad=True)
+        x = leaf.clone()
+        out = getattr(m.nn.functional, f"dropout{k}d")(x, 0.5, True, inplace=True)
+        assert out is x and tuple(out.shape) == shape
+        out.sum().backward()
+        res.append((to_numpy(out), to_numpy(leaf.grad)))
+    np.testing.assert_allclose(res[0][0], res[1][0], rtol=1e-12)
+    np.testing.assert_allclose(res[0][1], res[1][1], rtol=1e-12)
+
+
 def test_channel_dropout_zeroes_whole_channels():
     ng.manual_seed(3)
     out = to_numpy(ng.nn.functional.dropout2d(ng.ones(8, 16, 3, 3), 0.5))

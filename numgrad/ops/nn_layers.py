@@ -207,13 +207,14 @@ def channel_dropout(k, input, p, training, inplace):
 def feature_dropout(input, p, training, inplace, unbatched=False):
     """Zero whole channels of (N, C, *) input (``unbatched``: (C, *)) with probability p,
     scaling by 1/(1-p)."""
-    if unbatched:
-        x = input.unsqueeze_(0) if inplace else sh.unsqueeze(input, 0)
-        out = feature_dropout(x, p, training, inplace)
-        return out.squeeze_(0) if inplace else sh.squeeze(out, 0)
+    if unbatched and not inplace:
+        return sh.squeeze(feature_dropout(sh.unsqueeze(input, 0), p, training, inplace), 0)
     if not training or p == 0 or input.numel() == 0:
         return input
-    shape = tuple(input._data.shape[:2]) + (1,) * (input.dim() - 2)
+    # one draw per channel: (N, C, 1, ...), or (C, 1, ...) in place on unbatched input (the
+    # same draws as PyTorch's (1, C, 1, ...) mask, which it applies between squeeze_/unsqueeze_)
+    lead = 1 if unbatched else 2
+    shape = tuple(input._data.shape[:lead]) + (1,) * (input.dim() - lead)
     mask = zeros(shape, input) if p == 1 else _mask(shape, 1.0 - p, input) * (1.0 / (1.0 - p))
     return input.mul_(mask) if inplace else input * mask
 
