@@ -24,7 +24,9 @@ Only the plan's replayed ``steps`` change; ``raw_steps`` (the recorded order, wh
 
 import numpy as np
 
-from numgrad.kernels.cpu import strided_copy
+from numgrad.kernels import LazyKernels
+
+strided_copy = LazyKernels("strided_copy")  # Numba loads with the first plan, not at import
 
 _COPIES = None
 
