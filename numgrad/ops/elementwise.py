@@ -613,6 +613,10 @@ def fmod():
 
 def _pow_grad(kernel, g, a, b):
     dt = dtype_of(g)
+    if kernel is EW.pow_bwd_self and b._data.dtype == np.bool_:  # PyTorch's b - 1 refuses
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+            "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
     if state.enabled and (g._requires_grad or a._requires_grad or b._requires_grad):
         # create_graph: the same formulas in differentiable ops
         if kernel is EW.pow_bwd_self:

@@ -214,9 +214,13 @@ def permute(input, *dims):
             "permute(sparse_coo): number of dimensions in the tensor input does not match the "
             "length of the desired ordering of dimensions i.e. input.dim() = "
             f"{nd} is not equal to len(dims) = {len(dims)}")
-    dims = tuple(wrap_dim(d, nd) for d in dims)
-    if len(set(dims)) != nd:
-        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    seen = []
+    for d in dims:  # PyTorch's order: each dim wrapped, then checked against those before it
+        d = wrap_dim(d, nd)
+        if d in seen:
+            raise RuntimeError("permute(): duplicate dims are not allowed.")
+        seen.append(d)
+    dims = tuple(seen)
     out = view_of(input, input._data.transpose(dims))
     if state.enabled and input._requires_grad:
         attach(out, PermuteBackward0((edge(input),), (dims,)))
