@@ -17,7 +17,8 @@ def elu(input, alpha=1.0, inplace=False):
 
 
 def elu_(input, alpha=1.0):
-    return elu(input, alpha, True)
+    C.numbers("elu_", input, alpha=alpha)
+    return NA.elu(input, alpha, 1.0, True)
 
 
 def selu(input, inplace=False):
@@ -27,7 +28,8 @@ def selu(input, inplace=False):
 
 
 def selu_(input):
-    return selu(input, True)
+    C.tensor_arg("selu_", "input", 1, input)
+    return NA.elu(input, NA.SELU_ALPHA, NA.SELU_SCALE, True)
 
 
 def celu(input, alpha=1.0, inplace=False):
@@ -37,7 +39,8 @@ def celu(input, alpha=1.0, inplace=False):
 
 
 def celu_(input, alpha=1.0):
-    return celu(input, alpha, True)
+    C.numbers("celu_", input, alpha=alpha)
+    return NA.celu(input, alpha, True)
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
@@ -49,7 +52,9 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
 
 
 def hardtanh_(input, min_val=-1.0, max_val=1.0):
-    return hardtanh(input, min_val, max_val, True)
+    """hardtanh in place: PyTorch's C binding, which takes min_val > max_val (max_val wins)."""
+    C.numbers("hardtanh_", input, min_val=min_val, max_val=max_val)
+    return NA.hardtanh(input, min_val, max_val, True)
 
 
 def relu6(input, inplace=False):
@@ -65,8 +70,8 @@ def relu_(input):
 
 
 def leaky_relu_(input, negative_slope=0.01):
-    from numgrad.nn.functional import leaky_relu
-    return leaky_relu(input, negative_slope, True)
+    C.numbers("leaky_relu_", input, negative_slope=negative_slope)
+    return NA.leaky_relu(input, negative_slope, True)
 
 
 def hardsigmoid(input, inplace=False):
@@ -122,7 +127,8 @@ def threshold(input, threshold, value, inplace=False):
 
 
 def threshold_(input, threshold, value):
-    return globals()["threshold"](input, threshold, value, True)
+    C.numbers("threshold_", input, threshold=threshold, value=value)
+    return NA.threshold(input, threshold, value, True)
 
 
 def glu(input, dim=-1):
@@ -145,7 +151,8 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
 
 
 def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
-    return rrelu(input, lower, upper, training, True)
+    C.numbers("rrelu_", input, lower=lower, upper=upper)
+    return NA.rrelu(input, lower, upper, training, True)
 
 
 def softmin(input, dim=None, _stacklevel=3, dtype=None):

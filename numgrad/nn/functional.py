@@ -275,5 +275,6 @@ for _name in ("adaptive_avg_pool1d", "avg_pool1d", "avg_pool2d", "avg_pool3d", "
               "conv_transpose2d", "conv_transpose3d", "cosine_similarity", "gelu", "hardshrink",
               "linear", "logsigmoid", "one_hot", "pairwise_distance", "pdist", "pixel_shuffle",
               "pixel_unshuffle", "prelu", "scaled_dot_product_attention", "softplus",
-              "softshrink"):
+              "softshrink", "celu_", "elu_", "hardtanh_", "leaky_relu_", "rrelu_", "selu_",
+              "threshold_"):
     globals()[_name] = C.keywords(globals()[_name])

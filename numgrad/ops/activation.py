@@ -105,12 +105,10 @@ def _inside(grad, x, lo, hi, value):
              check=_no_bool(RuntimeError("Bool inputs not supported for hardtanh")),
              grad=lambda grad, self, min_val, max_val: _inside(grad, self, min_val, max_val, 1))
 def hardtanh(x, p, q):
-    """x clamped to [min_val, max_val] (p, q); nan stays nan (relu6's too)."""
-    if x < p:
-        return like(x, p)
-    if x > q:
-        return like(x, q)
-    return x
+    """min(max(x, min_val), max_val) (p, q): max_val wins when min_val > max_val, as in
+    PyTorch's in-place form; nan stays nan (relu6's too)."""
+    y = like(x, p) if x < p else x
+    return like(x, q) if y > q else y
 
 
 # d/dx relu6(x + 3) / 6 = 1/6 for -3 < x < 3 (PyTorch's 1/6 is float32's in every dtype)
