@@ -142,27 +142,3 @@ def test_forward_form_plans_share_memory_and_a_wrong_sharing_fails_verification(
     cache = compiled._compiled._cache
     assert cache and not any(e.verified for e in cache.values())
 
-
-def test_a_copy_into_an_intermediate_copied_again_is_one_copy():
-    """``copy(A -> B)`` then ``copy(B -> C)`` with ``B`` touched by nothing else replays as
-    ``copy(A -> C)`` (``copies.py``), C viewed with the first copy's shape: results stay
-    eager's while ``A`` changes, and the recorded order (``raw_steps``) keeps both copies."""
-    from numgrad.kernels.cpu import strided_copy
-
-    def f(a, c):
-        b = a.transpose(1, 2).contiguous()
-        c[..., 1:6].copy_(b)
-        return c.sum()
-
-    compiled = numgrad.compile(f)
-    rng = np.random.default_rng(0)
-    c_eager, c_compiled = numgrad.zeros(2, 4, 3, 8), numgrad.zeros(2, 4, 3, 8)
-    for _ in range(5):
-        a = numgrad.tensor(rng.standard_normal((2, 3, 4, 5)).astype(np.float32))
-        assert f(a, c_eager).numpy().tobytes() == compiled(a, c_compiled).numpy().tobytes()
-        assert c_eager.numpy().tobytes() == c_compiled.numpy().tobytes()
-    plan = [e for e in compiled._cache.values() if e.verified][-1].plan
-
-    def copies(steps):
-        return sum(s.__class__ is tuple and s[0] is strided_copy.copy_rows for s in steps)
-    assert copies(plan.steps) == 1 and copies(plan.raw_steps) == 2

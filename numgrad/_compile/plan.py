@@ -27,7 +27,6 @@ import zlib
 
 import numpy as np
 
-from numgrad._compile.copies import merge_copies
 from numgrad._compile.fuse import POOL, Fused, Region
 from numgrad._compile.schedule import span
 from numgrad._compile.tape import _same_bytes, address, root
@@ -316,9 +315,6 @@ class Plan:
                 snap = snapshots.get(rid)
                 self.constants[rid] = snap if snap is not None and snap.nbytes <= 1 << 16 \
                     else None
-        # a copy into an intermediate that is only copied again: one copy (``copies.py``)
-        keep = fresh_keys | {("s", rid) for rid in constants}
-        self.steps = merge_copies(self.steps, loc.statics, keep)
         self.fused = None
         if fuse:
             fused = Fused(self, _NO_GUARD)
