@@ -233,9 +233,9 @@ def logsumexp_3d(x, out):
     n_o, n, inner = x.shape
     if n_o * inner:
         flat = _c(x).reshape(-1) if n else np.zeros(inner, x.dtype)  # an empty row reads x[xo]
-        res = np.empty(n_o * inner, out.dtype)
+        res = _into(out, n_o * inner)
         _LOGSUMEXP_LINES(flat, res, n_o * inner, n, inner)
-        out[...] = res.reshape(out.shape)
+        _back(res, out)
 
 
 def along(x, dim, out_dtype, log):
