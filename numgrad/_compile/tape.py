@@ -28,9 +28,10 @@ import zlib
 
 import numpy as np
 
+from numgrad import _hook
 from numgrad._compile import cuda_tape
 
-TAPE = None  # the active Tape, read by the few places in numgrad that must report to it
+TAPE = None  # the active Tape (also ``numgrad._hook.TAPE``, which eager code reads)
 _LOCK = threading.Lock()
 _SNAPSHOT_BYTES = 16 << 20  # buffers up to this size can start a replay from traced content
 
@@ -197,29 +198,55 @@ class Tape:
         if threading.get_ident() == self.thread and why not in self.breaks:
             self.breaks.append(why)
 
+    # what eager code reports through ``numgrad._hook`` --------------------------------------
+    def record(self, fn, args):
+        """Call ``fn(*args)`` and record it (BLAS products and the few array operations
+        numgrad does outside Numba)."""
+        return self.call(fn, fn, args, {})
+
+    def record_draw(self, fn, generator, args):
+        """``fn(generator, *args)``: random draws that advance ``generator``, recorded as a
+        step that reads the generator's state at each replay. Verification replays such a
+        plan from the generator's state before the eager call it checks against
+        (``Plan.generators``)."""
+        if self._depth or threading.get_ident() != self.thread:
+            return fn(generator, *args)
+        self.generators[id(generator)] = generator
+        return self.call(fn, fn, (generator, *args), {})
+
+    def mark_constant(self, a):
+        """Register ``a`` (made during the trace from Python values and tensor shapes only: a
+        factory's result, an array of sizes) as a constant a replay may keep."""
+        if a.__class__ is np.ndarray:
+            r = root(a)
+            self.constants[id(r)] = r
+            self.first.setdefault(id(r),
+                                  r.copy(order="K") if r.nbytes <= _SNAPSHOT_BYTES else None)
+
+    def mark_uninit(self, a):
+        """Register ``a``, just allocated (``np.empty``) for a kernel to write, as memory
+        whose content means nothing: filled with 0xff bytes, so that a call leaving it as it
+        was is known to write it or not to read it, never to read values made outside the
+        tape (``numgrad._arrays.new``)."""
+        if a.nbytes and threading.get_ident() == self.thread and (
+                a.flags.c_contiguous or a.flags.f_contiguous):
+            if not self.light:
+                a.reshape(-1, order="A").view(np.uint8).fill(255)
+            self.uninit[id(a)] = a
+
+
+# the old module-level names of what eager code reports (``numgrad._hook`` has them)
+constant, host_read, record, record_draw, uninit = (
+    _hook.constant, _hook.host_read, _hook.record, _hook.record_draw, _hook.uninit)
 
 # host functions a trace may rerun on copies (see ``_writes``)
-PURE = {np.ascontiguousarray, np.copyto, np.flatnonzero}
+PURE = {np.ascontiguousarray, np.copyto, np.flatnonzero, np.reshape}
 
 
 def _canary(r):
     """Whether ``r`` (C or F contiguous) holds 0xff bytes only."""
     b = r.reshape(-1, order="A").view(np.uint8)
     return not (b != 255).any()
-
-
-def uninit(a):
-    """Register ``a``, just allocated (``np.empty``) for a kernel to write, as memory whose
-    content means nothing: filled with 0xff bytes during a trace, so that a call leaving it as
-    it was is known to write it or not to read it, never to read values made outside the tape
-    (``numgrad._arrays.new``). Returns ``a``."""
-    tape = TAPE
-    if tape is not None and a.nbytes and threading.get_ident() == tape.thread and (
-            a.flags.c_contiguous or a.flags.f_contiguous):
-        if not tape.light:
-            a.reshape(-1, order="A").view(np.uint8).fill(255)
-        tape.uninit[id(a)] = a
-    return a
 
 
 def _digest(r):
@@ -283,6 +310,7 @@ def start(light=False):
     TAPE = Tape(light)
     CPUDispatcher.__call__ = _recording_call
     _CUDA[0] = cuda_tape.install(TAPE)
+    _hook.attach(TAPE)
     return TAPE
 
 
@@ -299,42 +327,5 @@ def stop():
             cuda_tape.uninstall(TAPE, _CUDA[0])
         finally:
             TAPE = None
+            _hook.attach(None)
             _LOCK.release()
-
-
-def host_read(what):
-    """Python is reading tensor values (``what``): a trace cannot replay that."""
-    tape = TAPE
-    if tape is not None:
-        tape.unreplayable(f"{what} reads a tensor's values in Python")
-
-
-def record(fn, *args):
-    """Call ``fn(*args)``, recording it on the active tape (BLAS products and the few array
-    operations numgrad does outside Numba)."""
-    tape = TAPE
-    if tape is None:
-        return fn(*args)
-    return tape.call(fn, fn, args, {})
-
-
-def record_draw(fn, generator, *args):
-    """``fn(generator, *args)``: random draws that advance ``generator``, recorded as a step
-    that reads the generator's state at each replay. Verification replays such a plan from
-    the generator's state before the eager call it checks against (``Plan.generators``)."""
-    tape = TAPE
-    if tape is None or tape._depth or threading.get_ident() != tape.thread:
-        return fn(generator, *args)
-    tape.generators[id(generator)] = generator
-    return tape.call(fn, fn, (generator, *args), {})
-
-
-def constant(a):
-    """Register ``a`` (made during a trace from Python values and tensor shapes only: a
-    factory's result, an array of sizes) as a constant a replay may keep; returns ``a``."""
-    tape = TAPE
-    if tape is not None and a.__class__ is np.ndarray:
-        r = root(a)
-        tape.constants[id(r)] = r
-        tape.first.setdefault(id(r), r.copy(order="K") if r.nbytes <= _SNAPSHOT_BYTES else None)
-    return a
