@@ -170,6 +170,27 @@ def test_a_growing_size_traces_one_plan_per_size_past_the_recompile_limit():
     assert all(e.verified for e in _entries(compiled))
 
 
+def test_logsumexp_results_stacked_are_replayed():
+    """A CRF's forward step (row 14's chain): vector and row logsumexps, stacked; the kernel
+    writes its result in place, so nothing a later kernel reads comes from outside the tape."""
+    def step(x, t):
+        a = numgrad.stack([numgrad.logsumexp(x + t[j], 0) for j in range(3)])
+        loss = numgrad.logsumexp(a, 0) + numgrad.logsumexp(t, 1).sum()
+        loss.backward()
+        return loss.detach()
+
+    compiled = numgrad.compile(step, fullgraph=True)
+    rng = np.random.default_rng(3)
+    for _ in range(4):
+        xs, ts = rng.standard_normal(3, np.float32), rng.standard_normal((3, 3), np.float32)
+        got = [numgrad.tensor(xs, requires_grad=True), numgrad.tensor(ts, requires_grad=True)]
+        want = [numgrad.tensor(xs, requires_grad=True), numgrad.tensor(ts, requires_grad=True)]
+        np.testing.assert_array_equal(compiled(*got).numpy(), step(*want).numpy())
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g.grad.numpy(), w.grad.numpy())
+    assert _replayed(compiled)
+
+
 def test_python_reading_values_runs_eagerly():
     def f(a):
         if a.sum() > 0:  # data-dependent control flow
