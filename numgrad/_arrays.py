@@ -7,7 +7,7 @@ class check.
 
 import numpy as np
 
-from numgrad._compile import tape as _tape
+from numgrad import _hook
 
 ndarray = np.ndarray
 
@@ -19,68 +19,68 @@ def cuda_array():
 
 def new(shape, dtype):
     """``np.empty(shape, dtype)`` for a kernel to write (a compiled trace knows its content
-    means nothing: ``tape.uninit``)."""
+    means nothing: ``_hook.uninit``)."""
     a = np.empty(shape, dtype)
-    return a if _tape.TAPE is None else _tape.uninit(a)
+    return a if _hook.TAPE is None else _hook.uninit(a)
 
 
 def empty(like, shape, dtype):
     if like.__class__ is ndarray:
         a = np.empty(shape, dtype)
-        return a if _tape.TAPE is None else _tape.uninit(a)
+        return a if _hook.TAPE is None else _hook.uninit(a)
     return like.__class__.empty(shape, dtype)
 
 
-# filled arrays are made from Python values: a compiled trace may keep them (``tape.constant``;
+# filled arrays are made from Python values: a compiled trace may keep them (``_hook.constant``;
 # a replay restores the content of one that a kernel then writes)
 
 def full(like, shape, value, dtype):
     if like.__class__ is ndarray:
         a = np.full(shape, value, dtype)
-        return a if _tape.TAPE is None else _tape.constant(a)
+        return a if _hook.TAPE is None else _hook.constant(a)
     return like.__class__.full(shape, value, dtype)
 
 
 def zeros(like, shape, dtype):
     if like.__class__ is ndarray:
         a = np.zeros(shape, dtype)
-        return a if _tape.TAPE is None else _tape.constant(a)
+        return a if _hook.TAPE is None else _hook.constant(a)
     return like.__class__.full(shape, 0, dtype)
 
 
 def ones(like, shape, dtype):
     if like.__class__ is ndarray:
         a = np.ones(shape, dtype)
-        return a if _tape.TAPE is None else _tape.constant(a)
+        return a if _hook.TAPE is None else _hook.constant(a)
     return like.__class__.full(shape, 1, dtype)
 
 
 def contiguous(a):
     if a.__class__ is ndarray:
-        if _tape.TAPE is None:
+        if _hook.TAPE is None:
             return np.ascontiguousarray(a)
-        return _tape.record(np.ascontiguousarray, a)
+        return _hook.record(np.ascontiguousarray, a)
     return a.contiguous()
 
 
 def constant(a):
     """``a``, made from Python values and sizes only (numbers a compiled trace guards): a
     trace may keep it."""
-    return a if _tape.TAPE is None else _tape.constant(a)
+    return a if _hook.TAPE is None else _hook.constant(a)
 
 
 def sizes(values):
     """An int64 array of sizes (a shape, say): made from Python numbers, so a compiled trace
     may keep it."""
-    return _tape.constant(np.asarray(values, np.int64))
+    return _hook.constant(np.asarray(values, np.int64))
 
 
 def host_step(fn, *args):
     """``fn(*args)``: host work on arrays (NumPy on index values, say) that a compiled trace
     records and replays on the current arrays. ``fn`` must have no other effect."""
-    if _tape.TAPE is None:
+    if _hook.TAPE is None:
         return fn(*args)
-    return _tape.record(fn, *args)
+    return _hook.record(fn, *args)
 
 
 def _copy(a):
@@ -101,14 +101,10 @@ def reshape(a, shape):
     """``a.reshape(shape)``: a view where strides allow, else a copy (which a compiled trace
     records, so a replay copies the current values)."""
     r = a.reshape(shape)
-    if _tape.TAPE is not None and a.__class__ is ndarray and a.size > 1 and \
+    if _hook.TAPE is not None and a.__class__ is ndarray and a.size > 1 and \
             not np.shares_memory(r, a):
-        return _tape.record(np.reshape, a, shape)
+        return _hook.record(np.reshape, a, shape)
     return r
-
-
-_PURE = _tape.PURE
-_PURE.add(np.reshape)
 
 
 def _astype(a, dtype):
@@ -173,7 +169,7 @@ def zeros_on(device, shape, dtype):
     """Zeros on ``device`` (``numgrad._device.CPU`` or ``CUDA0``)."""
     if device.type == "cpu":
         a = np.zeros(shape, dtype)
-        return a if _tape.TAPE is None else _tape.constant(a)
+        return a if _hook.TAPE is None else _hook.constant(a)
     return cuda_array().full(shape, 0, dtype)
 
 
@@ -185,5 +181,5 @@ def item(a):
     """The one value of ``a`` as a Python number. A compiled trace replays this read as a
     check: a replay whose value differs runs eagerly instead."""
     if a.__class__ is ndarray:
-        return _tape.record(_item, a)
+        return _hook.record(_item, a)
     return a.to_host().item()

@@ -10,7 +10,6 @@ import warnings
 import numpy as np
 
 from numgrad import _arrays, _device, _dtype, _half, _memory_format
-from numgrad._compile import tape as _tape
 from numgrad._shape import check_size, parse_shape
 from numgrad._spellings import NOT_GIVEN, check_int_bounds, factory_size, randint_args
 from numgrad.random import default_generator
@@ -54,7 +53,7 @@ def _finish(arr, requires_grad, device=None, constant=False):
     device when None). ``constant``: ``arr`` is made from Python values and sizes only, so a
     compiled trace may keep it."""
     if constant:
-        _tape.constant(arr)
+        _arrays.constant(arr)
     if device is None:
         device = _DEFAULT_DEVICE[0]
     if device is not None:

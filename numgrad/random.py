@@ -14,8 +14,7 @@ import threading
 
 import numpy as np
 
-from numgrad import _arrays, _device, _rng_state
-from numgrad._compile import tape as _tape
+from numgrad import _arrays, _device, _hook, _rng_state
 from numgrad.kernels import LazyKernels
 
 RNG = LazyKernels("random")
@@ -98,8 +97,7 @@ class Generator:
 
     def manual_seed(self, seed):
         seed = _seed_arg(seed)
-        if _tape.TAPE is not None:
-            _tape.TAPE.unreplayable("seeding a generator")
+        _hook.unreplayable("seeding a generator")
         self._seed_engine(seed)
         return self
 
@@ -122,8 +120,7 @@ class Generator:
         """Load a state from ``get_state`` (numgrad's or PyTorch's): checked in full first,
         so a short, mistyped or invalid state raises PyTorch's error and changes nothing."""
         words, seed, normal, float_normal = _rng_state.unpack(new_state)
-        if _tape.TAPE is not None:
-            _tape.TAPE.unreplayable("setting a generator's state")
+        _hook.unreplayable("setting a generator's state")
         self._state = words
         self._seed = seed
         self._next_normal = normal
@@ -134,9 +131,9 @@ class Generator:
     def raw(self, n):
         """``n`` raw 32-bit draws. A compiled trace records the draw as a step that reads this
         generator's state when it replays, so a replay draws what eager would."""
-        if _tape.TAPE is None:
+        if _hook.TAPE is None:
             return _draw(self, n)
-        return _tape.record_draw(_draw, self, n)
+        return _hook.record_draw(_draw, self, n)
 
     def _snapshot(self):
         """Everything a draw reads (compile's verification restores it)."""
@@ -151,14 +148,14 @@ class Generator:
         if low > high:
             raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                                f"from={low:g} > to={high:g}")
-        return _tape.record_draw(_fill_uniform, self, shape, dtype, low, high)
+        return _hook.record_draw(_fill_uniform, self, shape, dtype, low, high)
 
     def fill(self, out, kind, a, b):
         """Draw into ``out`` itself (a C-contiguous, writable float32/float64 host array; 16
         values or more for ``kind`` "normal"), when no compiled trace is recording: the
         values ``uniform(out.shape, out.dtype, a, b)`` or ``normal(...)`` would return, with
         no array in between. Returns whether it did (else the caller draws and copies)."""
-        if _tape.TAPE is not None or out.__class__ is not np.ndarray or \
+        if _hook.TAPE is not None or out.__class__ is not np.ndarray or \
                 out.dtype not in (np.float32, np.float64) or not out.flags.c_contiguous or \
                 not out.flags.writeable or (kind == "normal" and out.size < 16):
             return False
@@ -178,7 +175,7 @@ class Generator:
             raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
         if np.dtype(dtype) in (np.float32, np.float64) and math.prod(
                 (shape,) if isinstance(shape, (int, np.integer)) else shape) >= 16:
-            return _tape.record_draw(_fill_normal, self, shape, dtype, mean, std)
+            return _hook.record_draw(_fill_normal, self, shape, dtype, mean, std)
         out = _arrays.new(shape, dtype)
         n = out.size
         flat = out.reshape(-1)
@@ -190,7 +187,7 @@ class Generator:
             if n % 16:
                 tail = self.uniform(16, dtype)
                 RNG.normal16(tail, mean, std)
-                _tape.record(_put, flat[n - 16:], tail)
+                _arrays.host_step(_put, flat[n - 16:], tail)
         elif n:
             flat[:] = self.normal_serial(n, dtype, mean, std)
         return out
@@ -199,8 +196,8 @@ class Generator:
         """``n`` normals as PyTorch's serial kernel draws them (fewer than 16 values, or a
         tensor that is not contiguous): Box-Muller pairs of float64 uniforms, each pair's
         second value kept in the generator (and in its state) for the next draw."""
-        if _tape.TAPE is not None:  # the pairs' second values are kept in Python
-            _tape.TAPE.unreplayable("normal draws of fewer than 16 values")
+        # the pairs' second values are kept in Python, where a replay cannot see them
+        _hook.unreplayable("normal draws of fewer than 16 values")
         z = _arrays.new(n, np.float64)
         first = 0
         if n and self._next_normal is not None:
@@ -229,13 +226,13 @@ class Generator:
                 f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
         if out.size:
             if wide or (wide is None and span >= 1 << 28):
-                raw = _tape.record(_wide, self.raw(2 * out.size))
+                raw = _arrays.host_step(_wide, self.raw(2 * out.size))
             else:
                 raw = self.raw(out.size)
             tmp = _arrays.new(out.size, np.int64)
             # the range as uint64, 0 for the whole 64-bit range (``random_(-2**63, None)``)
             RNG.randint(raw, tmp, np.int64(low), np.uint64(span & ((1 << 64) - 1)))
-            _tape.record(_put, out.reshape(-1), tmp)
+            _arrays.host_step(_put, out.reshape(-1), tmp)
         return out
 
     def randperm(self, n):

@@ -11,7 +11,6 @@ import operator
 import numpy as np
 
 from numgrad import _arrays, _device, _dtype
-from numgrad._compile import tape as _tape
 from numgrad._shape import broadcast_shapes, wrap_dim
 from numgrad.autograd.graph import Node
 from numgrad.kernels._guard import check_writable, expand_error, index_error
@@ -37,14 +36,14 @@ def _advanced_array(k):
     else:
         a = np.asarray(k)
         if not isinstance(k, np.ndarray):  # made from Python numbers (guarded by compile)
-            _tape.constant(a)
+            _arrays.constant(a)
         if a.dtype == np.uint64 or (a.dtype == object and all(
                 isinstance(v, int) for v in a.reshape(-1))):  # ints past int64
             raise ValueError("Overflow when unpacking long long")
         if a.dtype == object:
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
         if a.size == 0 and a.dtype.kind == "f":
-            a = _tape.constant(a.astype(np.int64))
+            a = _arrays.constant(a.astype(np.int64))
     if a.dtype.kind not in "iub":
         raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
     if a.dtype == np.uint8 and isinstance(k, Tensor):
@@ -198,7 +197,7 @@ def check_key(shape, key):
 
 def _bool_index(v):
     """The index array of a boolean scalar: [0] for True, empty for False (PyTorch's)."""
-    return _tape.constant(np.zeros(1 if v else 0, np.int64))
+    return _arrays.constant(np.zeros(1 if v else 0, np.int64))
 
 
 # ========================================================================================
@@ -684,7 +683,7 @@ def _copy_into(view, src, dt):
 def _source(value, dt, x):
     """The data of an assigned value in ``x``'s dtype and on its device."""
     src = as_type(value, dt) if isinstance(value, Tensor) else \
-        _tape.constant(np.asarray(_dtype.checked_scalar(value, dt), dtype=dt.np))
+        _arrays.constant(np.asarray(_dtype.checked_scalar(value, dt), dtype=dt.np))
     if src.ndim and src.__class__ is not x._data.__class__:  # x[k] = v copies across devices
         src = _arrays.to_device(src, _device.of(x._data))
     return src

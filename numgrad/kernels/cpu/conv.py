@@ -27,7 +27,7 @@ import numba
 import numpy as np
 from numba import prange
 
-from numgrad._compile import tape as _tape
+from numgrad import _hook
 from numgrad.kernels._jit import inline, specialize
 from numgrad.kernels.cpu import _blas
 from numgrad.kernels.cpu._blas import NO_TRANS, ROW_MAJOR, TRANS, dgemm, sgemm
@@ -299,9 +299,9 @@ _backward.writes = (14, 15)
 def forward(*args):
     """``_conv_forward`` (x and w2 C-contiguous, float32 or float64); a trace records this
     launcher, so that a replay also holds OpenBLAS to one thread."""
-    return _forward(*args) if _tape.TAPE is None else _tape.record(_forward, *args)
+    return _forward(*args) if _hook.TAPE is None else _hook.record(_forward, *args)
 
 
 def backward(*args):
     """``_conv_backward`` (x, w2 and gy C-contiguous, float32 or float64), as ``forward``."""
-    return _backward(*args) if _tape.TAPE is None else _tape.record(_backward, *args)
+    return _backward(*args) if _hook.TAPE is None else _hook.record(_backward, *args)

@@ -12,7 +12,7 @@ functions derive the step's numbers on the host, with the CPU kernels' float64 a
 import numpy as np
 from numba import cuda
 
-from numgrad._compile import tape as _tape
+from numgrad import _hook
 from numgrad.kernels import optim_steps as S
 from numgrad.kernels.cpu import _fastmath
 from numgrad.kernels.cuda import _launch
@@ -23,8 +23,7 @@ def count_step(step):
     """Increment ``step`` (the parameter's step count: a one-element host array) in its dtype
     and return the new count as a float. Python reads a tensor's value here: a compiled trace
     of device work cannot replay that, so it is reported to an active tape."""
-    if _tape.TAPE is not None:
-        _tape.host_read("an optimizer step of CUDA parameters (its step count)")
+    _hook.host_read("an optimizer step of CUDA parameters (its step count)")
     step[0] += 1
     return float(step[0])
 

@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 
-from numgrad._compile import tape as _tape
+from numgrad import _hook
 from numgrad.autograd.grad_mode import no_grad
 from numgrad.kernels import LazyKernels
 from numgrad.ops import elementwise as ew
@@ -45,7 +45,7 @@ def _by_device_and_dtype(grads):
 def _flat(grads):
     """The gradients' data as flat arrays when they take the kernels' pass (host float32 or
     float64 of one dtype, C-contiguous, non-empty, no trace running); else None."""
-    if _tape.TAPE is not None:
+    if _hook.TAPE is not None:
         return None
     flats = []
     dt = None
@@ -74,8 +74,7 @@ def _total_of(flats, norm_type):
 def _check_finite(total, norm_type, error_if_nonfinite):
     if not error_if_nonfinite:
         return
-    if _tape.TAPE is not None:
-        _tape.host_read("clip_grad_norm_(error_if_nonfinite=True)")
+    _hook.host_read("clip_grad_norm_(error_if_nonfinite=True)")
     if not math.isfinite(float(total)):
         raise RuntimeError(
             f"The total norm of order {norm_type} for gradients from `parameters` is "
