@@ -75,12 +75,9 @@ def sizes(values):
     return _hook.constant(np.asarray(values, np.int64))
 
 
-def host_step(fn, *args):
-    """``fn(*args)``: host work on arrays (NumPy on index values, say) that a compiled trace
-    records and replays on the current arrays. ``fn`` must have no other effect."""
-    if _hook.TAPE is None:
-        return fn(*args)
-    return _hook.record(fn, *args)
+# host_step(fn, *args): ``fn(*args)``, host work on arrays (NumPy on index values, say) that a
+# compiled trace records and replays on the current arrays; ``fn`` must have no other effect
+host_step = _hook.record
 
 
 def _copy(a):

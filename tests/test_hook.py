@@ -13,7 +13,7 @@ _ROOT = pathlib.Path(numgrad.__file__).parent
 # modules that may import ``numgrad._compile``: the package's public ``compile`` and the ONNX
 # exporter, which runs its own trace
 _CLIENTS = {"__init__.py", "onnx/__init__.py"}
-# eager modules still reading the tape directly, to convert to ``_hook`` (docs/compile.md)
+# eager modules that still reach the tracer through ``numgrad._compile.tape``'s old names
 _NOT_YET = {"tensor.py", "autograd/engine.py", "kernels/cpu/linalg.py", "ops/shape.py",
             "ops/reduction.py", "ops/promote.py", "ops/inplace.py", "ops/nn_layers.py"}
 
