@@ -147,18 +147,14 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     """x where x > 0, else r x: r uniform on [lower, upper) in training (PyTorch's draws),
     (lower + upper) / 2 in eval (``RreluWithNoiseBackward0``)."""
     C.numbers("rrelu", input, lower=lower, upper=upper)
-    return NA.rrelu(input, lower, upper, training, inplace)
+    return NA.rrelu(input, lower, upper, C.bool_arg(training, "rrelu", "training", 4), inplace)
 
 
 def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
     C.numbers("rrelu_", input, lower=lower, upper=upper)
-    return NA.rrelu(input, lower, upper, training, True)
+    return NA.rrelu(input, lower, upper, C.bool_arg(training, "rrelu_", "training", 4), True)
 
 
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
     """softmax(-x) (``SoftmaxBackward0`` after ``NegBackward0``, as PyTorch)."""
-    from numgrad.nn.functional import _softmax_dim
-    C.tensor_arg("softmin", "input", 1, input)
-    if dim is None:
-        dim = _softmax_dim("softmin", input.dim(), _stacklevel)
-    return act.softmin(input, C.int_arg(dim, "softmax", "dim", 1), dtype)
+    return act.softmin(*C.softmax_args("softmin", input, dim, dtype, _stacklevel))

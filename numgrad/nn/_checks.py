@@ -10,6 +10,7 @@ import warnings
 
 import numpy as np
 
+from numgrad import _dtype
 from numgrad._shape import Size
 from numgrad.ops._util import Tensor
 
@@ -48,13 +49,22 @@ def keywords(fn):
 
 
 def must_be(fn, name, pos, kind, v):
-    return arg_error(f"{fn}(): argument '{name}' (position {pos}) must be {kind}, not "
-                     f"{type(v).__name__}", name, pos)
+    """The parser's TypeError for a ``v`` not of ``kind``; ``pos`` None: an argument PyTorch
+    receives by keyword (worded without a position)."""
+    at = "" if pos is None else f" (position {pos})"
+    return arg_error(f"{fn}(): argument '{name}'{at} must be {kind}, not {type(v).__name__}",
+                     name, pos)
 
 
 def tensor_arg(fn, name, pos, t):
     """The argument parser's TypeError for a non-tensor where a tensor is required."""
     if not isinstance(t, Tensor):
+        raise must_be(fn, name, pos, "Tensor", t)
+
+
+def opt_tensor(fn, name, pos, t):
+    """A ``Tensor?`` argument: None passes."""
+    if t is not None and not isinstance(t, Tensor):
         raise must_be(fn, name, pos, "Tensor", t)
 
 
@@ -137,10 +147,61 @@ def int_arg(v, fn, name, pos, kind="int"):
     return int(v)
 
 
+def _scalar_tensor(v):
+    """A 0-d tensor that does not require grad: PyTorch's parser takes it for a number."""
+    return isinstance(v, Tensor) and v._data.ndim == 0 and not v._requires_grad
+
+
 def float_arg(v, fn, name, pos):
-    if not isinstance(v, _NUMBERS) or isinstance(v, bool):
-        raise must_be(fn, name, pos, "float", v)
+    """A ``float`` argument: an int, a float, a bool or a 0-d tensor (as PyTorch's parser)."""
+    if not isinstance(v, _NUMBERS) and not isinstance(v, bool):
+        if not _scalar_tensor(v):
+            raise must_be(fn, name, pos, "float", v)
+        v = v.item()
     return float(v)
+
+
+def shape_arg(v, fn, name, pos):
+    """An ``int[]`` argument without a size (a shape): ints in a list or tuple, a lone int
+    refused (``int_list`` takes one for ``int[n]``)."""
+    if not isinstance(v, (list, tuple)):
+        raise must_be(fn, name, pos, "tuple of ints", v)
+    return int_list(v, fn, name, pos)
+
+
+def str_arg(v, fn, name, pos):
+    if not isinstance(v, str):
+        raise must_be(fn, name, pos, "str", v)
+    return v
+
+
+def attribute(v, name):
+    """The AttributeError PyTorch's Python raises where it calls ``v.name()`` on a non-tensor
+    (its losses' ``target.size()``, softmax's ``input.softmax``)."""
+    if not isinstance(v, Tensor):
+        raise AttributeError(f"'{type(v).__name__}' object has no attribute '{name}'")
+
+
+def has_size(*ts):
+    """A loss's Python ``t.size()`` of each (a weight: if given), in order."""
+    for i, t in enumerate(ts):
+        if i < 2 or t is not None:
+            attribute(t, "size")
+
+
+def softmax_args(fn, input, dim, dtype, stacklevel):
+    """softmax's, log_softmax's and softmin's (input, dim, dtype) as PyTorch's Python takes
+    them: the implicit dim for None (deprecated, with its warning), then the method call (on
+    ``-input`` for softmin) and its parser."""
+    if dim is None:
+        nd = input.dim()
+        warnings.warn(f"Implicit dimension choice for {fn} has been deprecated. Change the call "
+                      "to include dim=X as an argument.", UserWarning, stacklevel=stacklevel)
+        dim = 0 if nd in (0, 1, 3) else 1
+    method = "softmax" if fn == "softmin" else fn
+    if not isinstance(input, Tensor):  # (softmin negates first: a str or None fails there)
+        attribute(-input if fn == "softmin" else input, method)
+    return input, int_arg(dim, method, "dim", 1), _dtype.arg(dtype, method)
 
 
 def bool_arg(v, fn, name, pos):
@@ -150,8 +211,10 @@ def bool_arg(v, fn, name, pos):
 
 
 def number_arg(fn, name, pos, v):
-    """A Number argument (int or float, not bool)."""
-    if isinstance(v, bool) or not isinstance(v, _NUMBERS):
+    """A Number argument (int, float or bool; a bool counts as the int 0 or 1)."""
+    if not isinstance(v, _NUMBERS):
+        if isinstance(v, (bool, np.bool_)):
+            return int(v)
         raise must_be(fn, name, pos, "Number", v)
     return v
 
@@ -189,9 +252,72 @@ def reduction(reduction, size_average=None, reduce=None):
     return reduction
 
 
-def check_same_size(input, target):
+def sizes(input, target):
+    """A loss's Python ``target.size()`` and ``input.size()`` (their AttributeError), then
+    its warning for different sizes."""
+    attribute(target, "size")
+    attribute(input, "size")
     if input._data.shape != target._data.shape:
         warnings.warn(
             f"Using a target size ({Size(target._data.shape)}) that is different to the input "
             f"size ({Size(input._data.shape)}). This will likely lead to incorrect results due "
-            "to broadcasting. Please ensure they have the same size.", UserWarning, stacklevel=3)
+            "to broadcasting. Please ensure they have the same size.", UserWarning, stacklevel=4)
+
+
+_PARSERS = {
+    "Tensor": lambda v, fn, name, pos: tensor_arg(fn, name, pos, v) or v,
+    "Tensor?": lambda v, fn, name, pos: opt_tensor(fn, name, pos, v) or v,
+    "Number": lambda v, fn, name, pos: number_arg(fn, name, pos, v),
+    "int": int_arg, "float": float_arg, "bool": bool_arg, "int[]": shape_arg, "str": str_arg,
+    "float?": lambda v, fn, name, pos: None if v is None else float_arg(v, fn, name, pos),
+}
+
+
+@functools.cache
+def _signature(spec):
+    args = (a.split() for a in spec.split(","))
+    return tuple((_PARSERS[kind], name.lstrip("*"), name[0] != "*") for kind, name in args)
+
+
+def parse(fn, spec, *values, first=1):
+    """``values`` parsed as PyTorch's parser does ``fn``'s arguments, declared by ``spec``
+    (``"Tensor input, int[] normalized_shape, Tensor? weight, float eps"``; kinds: Tensor,
+    Tensor?, int, float, float?, bool, int[]; a name marked ``*name``: one PyTorch's Python
+    passes by keyword) from position ``first``: the TypeError of the first bad one, else the
+    values as the op takes them."""
+    return [check(v, fn, name, pos if positional else None) for pos, ((check, name, positional),
+            v) in enumerate(zip(_signature(spec), values), first)]
+
+
+# signatures of PyTorch's C functions, as it declares them
+LAYER_NORM = "Tensor input, int[] normalized_shape, Tensor? weight, Tensor? bias, float eps"
+RMS_NORM = "Tensor input, int[] normalized_shape, Tensor? weight, float? eps"
+GROUP_NORM = "Tensor input, int num_groups, Tensor? weight, Tensor? bias, float eps"
+BATCH_NORM = ("Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, "
+              "Tensor? running_var, bool training, float momentum, float eps")
+INSTANCE_NORM = BATCH_NORM.replace("training", "use_input_stats")
+DROPOUT = "Tensor input, float p, bool train"
+BCE = "Tensor input, Tensor target, Tensor? weight"
+EMBEDDING = "Tensor weight, Tensor indices, int padding_idx, bool scale_grad_by_freq, bool sparse"
+RENORM = "Tensor self, Tensor indices, float max_norm, float norm_type"
+POISSON_NLL = "Tensor input, Tensor target, bool log_input, bool full, float eps"
+TRIPLE_MARGIN = "Tensor input1, Tensor input2, Tensor target, float margin"
+TRIPLET = ("Tensor anchor, Tensor positive, Tensor negative, float margin, float p, float eps, "
+           "bool swap")
+MULTI_MARGIN = "Tensor input, Tensor target, Number p, Number margin, Tensor? weight"
+KL_DIV = "Tensor input, Tensor target, bool *log_target"
+COSINE = "Tensor x1, Tensor x2, int dim, float eps"
+PAIRWISE = "Tensor x1, Tensor x2, float p, float eps, bool keepdim"
+
+
+def check_p(p):
+    """The dropouts' Python check of their probability, before their C function's parse."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def dropout_args(fn, input, p, training, inplace):
+    """A dropout's (input, p, train) as PyTorch takes them: p checked in Python, then parsed
+    as the arguments of ``fn`` (``fn_`` in place)."""
+    check_p(p)
+    return parse(fn + "_" if inplace else fn, DROPOUT, input, p, training)

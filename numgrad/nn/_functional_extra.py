@@ -17,10 +17,9 @@ from numgrad.ops import nn_pad as NP
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
     """Normalize each group of channels of each sample over the group's channels and space,
     then scale and shift per channel (``NativeGroupNormBackward0``)."""
-    C.tensor_arg("group_norm", "input", 1, input)
-    num_groups = C.int_arg(num_groups, "group_norm", "num_groups", 2)
-    eps = C.float_arg(eps, "group_norm", "eps", 5)
-    return NL.group_norm(input, num_groups, weight, bias, eps)
+    NL.group_norm_view(input, num_groups)
+    return NL.group_norm(*C.parse("group_norm", C.GROUP_NORM, input, num_groups, weight, bias,
+                                  eps))
 
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
@@ -29,9 +28,11 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     view, as PyTorch computes it (``ViewBackward0`` over ``NativeBatchNormBackward0``;
     ``numgrad.ops.group_norm.instance_norm``); running statistics get the batch mean of the
     per-sample updates."""
-    C.tensor_arg("instance_norm", "input", 1, input)
-    return NL.instance_norm(input, running_mean, running_var, weight, bias, use_input_stats,
-                            momentum, eps, F.batch_norm)
+    if use_input_stats:
+        NL.verify_spatial_size(input.size())
+    x, w, b, rm, rv, *rest = C.parse("instance_norm", C.INSTANCE_NORM, input, weight, bias,
+                                     running_mean, running_var, use_input_stats, momentum, eps)
+    return NL.instance_norm(x, rm, rv, w, b, *rest)
 
 
 # ========================================================================================
@@ -48,6 +49,7 @@ def pad(input, pad, mode="constant", value=None):
         raise C.must_be("pad", "pad", 2, "tuple of ints", pad)
     widths = C.int_list(pad, "pad", "pad", 2)
     NP.check_widths(widths)
+    mode = C.str_arg(mode, "pad", "mode", 3)
     if value is not None:
         value = C.float_arg(value, "pad", "value", 4)
     return NP.pad(input, widths, mode, value)

@@ -15,9 +15,9 @@ from numgrad.ops import nn_layers as NL
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """x / sqrt(mean(x^2 over the trailing dims) + eps) * weight; eps defaults to the dtype's
     machine epsilon."""
-    C.tensor_arg("rms_norm", "input", 1, input)
-    ns = list(C.int_list(normalized_shape, "rms_norm", "normalized_shape", 2))
-    return NL.rms_norm(input, ns, weight, eps)
+    input, ns, weight, eps = C.parse("rms_norm", C.RMS_NORM, input, normalized_shape, weight,
+                                     eps)
+    return NL.rms_norm(input, list(ns), weight, eps)
 
 
 def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
@@ -57,27 +57,37 @@ def channel_shuffle(input, groups):
 # ========================================================================================
 
 
+def _channel_dropout(k, input, p, training, inplace):
+    """dropout{k}d as PyTorch runs it: its Python checks (p, the rank), then the parse of
+    ``feature_dropout``'s arguments."""
+    C.check_p(p)
+    unbatched = NL.channel_rank(k, input)
+    fn = "feature_dropout_" if inplace else "feature_dropout"
+    input, p, training = C.parse(fn, C.DROPOUT, input, p, training)
+    return NL.feature_dropout(input, p, training, inplace, unbatched)
+
+
 def dropout1d(input, p=0.5, training=True, inplace=False):
     """Channel dropout of (N, C, L) or (C, L) input."""
-    return NL.channel_dropout(1, input, p, training, inplace)
+    return _channel_dropout(1, input, p, training, inplace)
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False):
     """Channel dropout of (N, C, H, W) input (3-D input is taken as (N, C, L), as PyTorch
     does, with its warning)."""
-    return NL.channel_dropout(2, input, p, training, inplace)
+    return _channel_dropout(2, input, p, training, inplace)
 
 
 def dropout3d(input, p=0.5, training=True, inplace=False):
     """Channel dropout of (N, C, D, H, W) or (C, D, H, W) input (other ranks as PyTorch:
     with its warning, a rank-4 one taken as unbatched)."""
-    return NL.channel_dropout(3, input, p, training, inplace)
+    return _channel_dropout(3, input, p, training, inplace)
 
 
 def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
     """Alpha dropout of whole channels of (N, C, *) input."""
-    NL.check_p(p)
-    return NL.alpha_dropout(input, p, training, inplace, feature=True)
+    args = C.dropout_args("feature_alpha_dropout", input, p, training, inplace)
+    return NL.alpha_dropout(*args, inplace, feature=True)
 
 
 def bilinear(input1, input2, weight, bias=None):
@@ -105,5 +115,5 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
 
 def alpha_dropout(input, p=0.5, training=False, inplace=False):
     """Dropout that keeps SELU's zero mean and unit variance."""
-    NL.check_p(p)
-    return NL.alpha_dropout(input, p, training, inplace)
+    return NL.alpha_dropout(*C.dropout_args("alpha_dropout", input, p, training, inplace),
+                            inplace)

@@ -11,32 +11,42 @@ from numgrad.ops import nn_losses as NLo
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """KL(target || exp(input)) pointwise: xlogy(t, t) - t x, or e^t (t - x) for log targets;
     'batchmean' sums and divides by the batch size."""
-    C.tensors("kl_div", "input target", input, target)
     if size_average is not None or reduce is not None:
-        return NLo.kl_div(input, target, C.reduction(reduction, size_average, reduce), log_target)
-    r = C.reduction("sum" if reduction == "batchmean" else reduction)
-    return NLo.kl_div(input, target, r, log_target, reduction)
+        r, given = C.reduction(reduction, size_average, reduce), None
+    else:
+        r, given = C.reduction("sum" if reduction == "batchmean" else reduction), reduction
+    input, target, log_target = C.parse("kl_div", C.KL_DIV, input, target, log_target)
+    return NLo.kl_div(input, target, r, log_target, given)
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """0.5 d^2 for |d| < delta, else delta (|d| - 0.5 delta), d = input - target
     (``HuberLossBackward0``)."""
-    C.tensors("huber_loss", "input target", input, target)
-    C.check_same_size(input, target)
+    C.sizes(input, target)
+    if weight is None:
+        reduction = C.reduction(reduction)
+    else:
+        C.attribute(weight, "size")
+        NLo.same_weight_size(input, weight)
+    delta = C.float_arg(delta, "huber_loss", "delta", 4)
     target = NLo.huber_dtypes(input, target)
     if not delta > 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     if weight is None:
-        return L.huber_loss(input, target, C.reduction(reduction), float(delta))
-    return NLo.weighted_huber(input, target, weight, reduction, float(delta))
+        return L.huber_loss(input, target, reduction, delta)
+    return NLo.weighted_huber(input, target, weight, reduction, delta)
 
 
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
                      reduce=None, reduction="mean"):
     """e^x - t x (log_input) or x - t log(x + eps); ``full`` adds Stirling's
     t log t - t + log(2 pi t) / 2 where t > 1."""
-    reduction = C.reduction(reduction, size_average, reduce)
-    return L.reduce(L.poisson_nll(input, target, log_input, full, eps), reduction)
+    if size_average is not None or reduce is not None:
+        reduction = C.reduction(None, size_average, reduce)
+    if reduction != "none" and reduction != "mean" and reduction != "sum":
+        raise ValueError(reduction + " is not a valid value for reduction")
+    args = C.parse("poisson_nll_loss", C.POISSON_NLL, input, target, log_input, full, eps)
+    return L.reduce(L.poisson_nll(*args), reduction)
 
 
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
@@ -55,26 +65,26 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """sum(x1 / max(|x1|, eps) * x2 / max(|x2|, eps)) along ``dim`` (the clamp not
     differentiated)."""
-    C.tensors("cosine_similarity", "x1 x2", x1, x2)
-    return NLo.cosine_similarity(x1, x2, dim, eps)
+    return NLo.cosine_similarity(*C.parse("cosine_similarity", C.COSINE, x1, x2, dim, eps))
 
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     """||x1 - x2 + eps||_p along the last dim."""
-    C.tensors("pairwise_distance", "x1 x2", x1, x2)
-    return L.pairwise_distance(x1, x2, p, eps, keepdim)
+    return L.pairwise_distance(*C.parse("pairwise_distance", C.PAIRWISE, x1, x2, p, eps,
+                                        keepdim))
 
 
 def pdist(input, p=2):
     """||x_i - x_j||_p for every pair of rows i < j, in row-major order."""
-    C.tensor_arg("pdist", "input", 1, input)
-    return NLo.pdist(input, p)
+    return NLo.pdist(*C.parse("pdist", "Tensor input, float p", input, p))
 
 
 def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
                           reduction="mean"):
     """1 - cos(x1, x2) where y == 1, max(0, cos - margin) where y == -1."""
     reduction = C.reduction(reduction, size_average, reduce)
+    input1, input2, target, margin = C.parse("cosine_embedding_loss", C.TRIPLE_MARGIN, input1,
+                                             input2, target, margin)
     td = NLo.pair_target_dims(input1, input2, target)
     return L.reduce(L.cosine_embedding(input1, input2, target, margin, td), reduction)
 
@@ -84,21 +94,27 @@ def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, red
     """max(0, -y (x1 - x2) + margin)."""
     reduction = C.reduction(reduction, size_average, reduce)
     NLo.ranking_dims(input1, input2, target)
-    return L.reduce(L.margin_ranking(input1, input2, target, margin), reduction)
+    args = C.parse("margin_ranking_loss", C.TRIPLE_MARGIN, input1, input2, target, margin)
+    return L.reduce(L.margin_ranking(*args), reduction)
 
 
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
                          reduction="mean"):
     """x where y == 1, max(0, margin - x) where y == -1 (both terms where y is neither)."""
     reduction = C.reduction(reduction, size_average, reduce)
-    return L.reduce(L.hinge_embedding(input, target, margin), reduction)
+    args = C.parse("hinge_embedding_loss", "Tensor input, Tensor target, float margin", input,
+                   target, margin)
+    return L.reduce(L.hinge_embedding(*args), reduction)
 
 
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
                         size_average=None, reduce=None, reduction="mean"):
     """max(0, d(a, p) - d(a, n) + margin) with pairwise_distance (d(p, n) too with swap)."""
     reduction = C.reduction(reduction, size_average, reduce)
-    NLo.triplet_dims(anchor, positive, negative, margin)
+    NLo.positive_margin(margin)
+    anchor, positive, negative, margin, p, eps, swap = C.parse(
+        "triplet_margin_loss", C.TRIPLET, anchor, positive, negative, margin, p, eps, swap)
+    NLo.triplet_dims(anchor, positive, negative)
     dp = pairwise_distance(anchor, positive, p, eps)
     dn = pairwise_distance(anchor, negative, p, eps)
     ds = pairwise_distance(positive, negative, p, eps) if swap else None
@@ -110,7 +126,8 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     """The triplet loss with any distance (pairwise_distance by default)."""
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
-    NLo.triplet_dims(anchor, positive, negative, margin)
+    NLo.positive_margin(margin)
+    NLo.triplet_dims(anchor, positive, negative)
     dist = distance_function if distance_function is not None else pairwise_distance
     ds = dist(positive, negative) if swap else None
     return L.reduce(L.triplet(dist(anchor, positive), dist(anchor, negative), ds, margin),
@@ -132,7 +149,9 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
                       reduce=None, reduction="mean"):
     """sum over i != y of w_y max(0, margin - x_y + x_i)^p / C (``MultiMarginLossBackward0``)."""
     reduction = C.reduction(reduction, size_average, reduce)
-    return NLo.multi_margin(input, target, p, margin, weight, reduction)
+    NLo.multi_margin_python(p, weight)
+    args = C.parse("multi_margin_loss", C.MULTI_MARGIN, input, target, p, margin, weight)
+    return NLo.multi_margin(*args, reduction)
 
 
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):

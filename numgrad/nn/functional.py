@@ -5,7 +5,6 @@ Backward rules run kernels too; when a graph is being recorded for higher-order 
 (``create_graph=True``), the same rules are written with differentiable numgrad ops.
 """
 
-import warnings
 
 from numgrad._shape import broadcast_shapes
 from numgrad.nn import _checks as C
@@ -24,29 +23,14 @@ tanh = un.tanh
 sigmoid = un.sigmoid
 
 
-def _softmax_dim(name, ndim, stacklevel):
-    """PyTorch's implicit dim for softmax without ``dim`` (deprecated, with its warning)."""
-    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call "
-                  "to include dim=X as an argument.", UserWarning, stacklevel=stacklevel)
-    return 0 if ndim in (0, 1, 3) else 1
-
-
-def _dim(name, input, dim, stacklevel):
-    """softmax's and log_softmax's ``dim``: an int, or the implicit one when None."""
-    if dim is None:
-        C.tensor_arg(name, "input", 1, input)
-        dim = _softmax_dim(name, input._data.ndim, stacklevel + 1)
-    return C.int_arg(dim, name, "dim", 1)
-
-
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
     """exp(x) / sum exp(x) along ``dim`` (``SoftmaxBackward0``)."""
-    return red.softmax(input, _dim("softmax", input, dim, _stacklevel), dtype)
+    return red.softmax(*C.softmax_args("softmax", input, dim, dtype, _stacklevel))
 
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     """x - logsumexp(x) along ``dim`` (``LogSoftmaxBackward0``)."""
-    return red.log_softmax(input, _dim("log_softmax", input, dim, _stacklevel), dtype)
+    return red.log_softmax(*C.softmax_args("log_softmax", input, dim, dtype, _stacklevel))
 
 
 # ========================================================================================
@@ -73,7 +57,7 @@ def linear(input, weight, bias=None):
 
 def dropout(input, p=0.5, training=True, inplace=False):
     """Zero each element with probability p and scale by 1/(1-p) (``MulBackward0``)."""
-    return NL.dropout(input, p, training, inplace)
+    return NL.dropout(*C.dropout_args("dropout", input, p, training, inplace), inplace)
 
 
 # ========================================================================================
@@ -84,19 +68,16 @@ def dropout(input, p=0.5, training=True, inplace=False):
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
                momentum=0.1, eps=1e-05):
     """Batch normalization over (N, C, ...) per channel (``NativeBatchNormBackward0``)."""
-    C.tensor_arg("batch_norm", "input", 1, input)
-    momentum = C.float_arg(momentum, "batch_norm", "momentum", 7)  # checked in eval mode too
-    return NL.batch_norm(input, running_mean, running_var, weight, bias, training, momentum,
-                         eps)
+    NL.batch_norm_python(input, training, eps)
+    x, w, b, rm, rv, *rest = C.parse("batch_norm", C.BATCH_NORM, input, weight, bias,
+                                     running_mean, running_var, training, momentum, eps)
+    return NL.batch_norm(x, rm, rv, w, b, *rest)
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
     """Normalize over the trailing ``normalized_shape`` dims (``NativeLayerNormBackward0``)."""
-    C.tensor_arg("layer_norm", "input", 1, input)
-    if not (normalized_shape.__class__ is tuple and len(normalized_shape) == 1
-            and normalized_shape[0].__class__ is int):  # (a LayerNorm's own: taken as is)
-        normalized_shape = C.int_list(normalized_shape, "layer_norm", "normalized_shape", 2)
-    return NL.layer_norm(input, normalized_shape, weight, bias, eps)
+    return NL.layer_norm(*C.parse("layer_norm", C.LAYER_NORM, input, normalized_shape, weight,
+                                  bias, eps))
 
 
 # ========================================================================================
@@ -108,13 +89,18 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq=False, sparse=False):
     """Rows of ``weight`` at integer ``input`` (``EmbeddingBackward0``). ``sparse=True``
     gives the same gradient values as a dense tensor."""
-    C.tensors("embedding", "input weight", input, weight)
-    if padding_idx is not None:
+    if padding_idx is not None:  # (PyTorch's Python: then -1 for none)
         NL.check_padding_idx(padding_idx, weight.size(0))
-        padding_idx = C.int_arg(padding_idx, "embedding", "padding_idx", 3)
         if padding_idx < 0:
             padding_idx += weight.size(0)
-    return NL.embedding(input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq)
+    if max_norm is not None:
+        _, _, max_norm, norm_type = C.parse("embedding_renorm_", C.RENORM, weight, input,
+                                            max_norm, norm_type)
+    weight, input, padding_idx, scale_grad_by_freq, _ = C.parse(
+        "embedding", C.EMBEDDING, weight, input, -1 if padding_idx is None else padding_idx,
+        scale_grad_by_freq, sparse)
+    return NL.embedding(input, weight, padding_idx if padding_idx >= 0 else None, max_norm,
+                        norm_type, scale_grad_by_freq)
 
 
 def relu(input, inplace=False):
@@ -122,10 +108,9 @@ def relu(input, inplace=False):
     return input.relu_() if inplace else ew.relu(input)
 
 
-def gelu(input, approximate="none"):
+def gelu(input, *, approximate="none"):
     """x Phi(x) (``GeluBackward0``); ``approximate='tanh'`` uses the tanh formula."""
-    C.tensor_arg("gelu", "input", 1, input)
-    return NA.gelu(input, approximate)
+    return NA.gelu(*C.parse("gelu", "Tensor input, str *approximate", input, approximate))
 
 
 def silu(input, inplace=False):
@@ -157,8 +142,7 @@ def flatten(input, start_dim=0, end_dim=-1):
 def _pointwise_loss_args(fn, input, target, size_average, reduce, reduction, weight=None):
     """What mse/l1/smooth_l1 check before computing: tensors, the size warning, the reduction
     and the broadcast shape (PyTorch's broadcast_tensors error)."""
-    C.tensors(fn, "input target", input, target)
-    C.check_same_size(input, target)
+    C.sizes(input, target)
     reduction = C.reduction(reduction, size_average, reduce)
     shape = broadcast_shapes(input._data.shape, target._data.shape)
     if weight is not None:
@@ -182,6 +166,8 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     reduction, _ = _pointwise_loss_args("smooth_l1_loss", input, target, size_average, reduce,
                                         reduction)
+    if beta != 0.0:  # (beta 0 is l1_loss, in Python)
+        beta = C.float_arg(beta, "smooth_l1_loss", "beta", 4)
     return nn_losses.smooth_l1(input, target, reduction, beta)
 
 
@@ -209,21 +195,23 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
                          reduction="mean"):
     """-(t log x + (1 - t) log(1 - x)), logs clamped at -100 (``BinaryCrossEntropyBackward0``)."""
-    C.tensors("binary_cross_entropy", "input target weight", input, target, weight)
-    K.not_differentiable("binary_cross_entropy", weight=weight)
     reduction = C.reduction(reduction, size_average, reduce)
-    return nn_losses.bce(input, target, weight, reduction)
+    C.has_size(target, input, weight)
+    args = C.parse("binary_cross_entropy", C.BCE, input, target, weight)
+    K.not_differentiable("binary_cross_entropy", weight=weight)
+    return nn_losses.bce(*args, reduction)
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None,
                                      reduce=None, reduction="mean", pos_weight=None):
     """BCE on logits, stable for any logit (``BinaryCrossEntropyWithLogitsBackward0``); the
     loss has the target's (floating) dtype, as in PyTorch."""
-    C.tensors("binary_cross_entropy_with_logits", "input target weight pos_weight", input,
-              target, weight, pos_weight)
-    K.not_differentiable("binary_cross_entropy_with_logits", weight=weight, pos_weight=pos_weight)
     reduction = C.reduction(reduction, size_average, reduce)
-    return nn_losses.bce_with_logits(input, target, weight, pos_weight, reduction)
+    C.has_size(target, input)
+    args = C.parse("binary_cross_entropy_with_logits", C.BCE + ", Tensor? pos_weight", input,
+                   target, weight, pos_weight)
+    K.not_differentiable("binary_cross_entropy_with_logits", weight=weight, pos_weight=pos_weight)
+    return nn_losses.bce_with_logits(*args, reduction)
 
 
 def one_hot(tensor, num_classes=-1):

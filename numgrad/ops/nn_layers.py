@@ -173,11 +173,10 @@ def channel_shuffle(input, groups):
     return sh.reshape(sh.transpose(x, 1, 2), (n, c, *rest))
 
 
-def channel_dropout(k, input, p, training, inplace):
-    """dropout{k}d after PyTorch's checks of its rank: (N, C, L) or (C, L) input for k = 1;
-    for k = 2 and 3 other ranks warn (3-D input to dropout2d is taken as (N, C, L), 4-D input
-    to dropout3d as unbatched), as PyTorch does."""
-    check_p(p)
+def channel_rank(k, input):
+    """dropout{k}d's checks of its input's rank: (N, C, L) or (C, L) input for k = 1; for
+    k = 2 and 3 other ranks warn (3-D input to dropout2d is taken as (N, C, L), 4-D input to
+    dropout3d as unbatched), as PyTorch does. Returns whether the input is unbatched."""
     nd = input.dim()
     if k == 1 and nd not in (2, 3):
         raise RuntimeError(
@@ -200,8 +199,7 @@ def channel_dropout(k, input, p, training, inplace):
             "input as one without a batch dimension, i.e. shape (C, H, W). To maintain the 1D "
             "channel-wise dropout behavior, please switch to using dropout1d instead.",
             stacklevel=3)
-    unbatched = nd == 2 if k == 1 else (k == 3 and nd != 5)
-    return feature_dropout(input, p, training, inplace, unbatched)
+    return nd == 2 if k == 1 else (k == 3 and nd != 5)
 
 
 def feature_dropout(input, p, training, inplace, unbatched=False):
@@ -211,6 +209,8 @@ def feature_dropout(input, p, training, inplace, unbatched=False):
         return sh.squeeze(feature_dropout(sh.unsqueeze(input, 0), p, training, inplace), 0)
     if not training or p == 0 or input.numel() == 0:
         return input
+    if p != 1 and input.dim() < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
     # one draw per channel: (N, C, 1, ...), or (C, 1, ...) in place on unbatched input (the
     # same draws as PyTorch's (1, C, 1, ...) mask, which it applies between squeeze_/unsqueeze_)
     lead = 1 if unbatched else 2
@@ -228,6 +228,8 @@ def alpha_dropout(input, p, training, inplace, feature=False):
     if p == 1:
         zero = zeros((), input)
         return input.mul_(zero) if inplace else input * zero
+    if feature and input.dim() < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
     shape = tuple(input._data.shape)
     if feature:
         shape = shape[:2] + (1,) * (len(shape) - 2)
@@ -322,21 +324,27 @@ def linear(input, weight, bias):
     return ew.add(out, bias)
 
 
-def batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps):
-    """Batch normalization of parsed arguments: PyTorch's checks, then the op
-    (``NativeBatchNormBackward0``)."""
-    x = input._data
+def batch_norm_python(input, training, eps):
+    """F.batch_norm's own checks before its arguments are parsed: one value per channel
+    (of ``input.size()``) when training, and eps."""
     if training:
-        if x.ndim and x.shape[0] * math.prod(x.shape[2:]) == 1:
+        size = input.size()
+        if size[0] * math.prod(size[2:]) == 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input "
-                             f"size {Size(x.shape)}")
+                             f"size {size}")
         if eps <= 0.0:
             raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
-        if x.ndim < 2 and all(t is None or t._data.size == 0
-                              for t in (running_mean, running_var, weight, bias)):
-            raise K.dim_error(1, x.ndim)  # (a non-empty stat is named first, below)
     elif eps < 0.0:
         raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
+
+
+def batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps):
+    """Batch normalization of parsed arguments (F.batch_norm's order): PyTorch's checks, then
+    the op (``NativeBatchNormBackward0``)."""
+    x = input._data
+    if training and x.ndim < 2 and all(t is None or t._data.size == 0
+                                       for t in (running_mean, running_var, weight, bias)):
+        raise K.dim_error(1, x.ndim)  # (a non-empty stat is named first, below)
     if x.size == 0:
         return sh.clone(input)
     c = x.shape[1] if x.ndim > 1 else 0
@@ -347,6 +355,9 @@ def batch_norm(input, running_mean, running_var, weight, bias, training, momentu
                 raise RuntimeError(f"{name} must be defined in evaluation mode")
         elif t._data.size != c:
             raise RuntimeError(f"{name} should contain {c} elements not {t._data.size}")
+    if (running_mean is None) != (running_var is None):
+        raise ValueError("running_mean and running_var must either both be None or neither be "
+                         "None")
     K.norm_dtypes(input, "batch_norm", (weight, bias, running_mean, running_var))
     for t in (running_mean, running_var):
         if t is not None and t._data.ndim != 1:
@@ -451,15 +462,9 @@ def embedding(input, weight, padding_idx, max_norm, norm_type, scale_grad_by_fre
     return embedding_op.embedding(weight, input, padding_idx, plan, freq)
 
 
-def check_p(p):
-    """The dropouts' probability is in [0, 1]."""
-    if p < 0.0 or p > 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-
-
 def dropout(input, p, training, inplace):
-    """Each element zeroed with probability p and scaled by 1/(1-p) (``MulBackward0``)."""
-    check_p(p)
+    """Each element zeroed with probability p and scaled by 1/(1-p) (``MulBackward0``), of
+    parsed arguments."""
     if not training or p == 0:
         return input
     if p != 1 and not dtype_of(input).is_floating_point:  # the mask is float
@@ -506,12 +511,6 @@ def one_hot(tensor, num_classes):
 
 
 
-def _nonzero(num_groups):
-    if num_groups == 0:  # PyTorch's group_norm divides by it in Python first
-        raise ZeroDivisionError("integer division or modulo by zero")
-    return num_groups
-
-
 def _verify_group_size(size):
     """F.group_norm's check of its (N * C / G, G, *spatial) view: one value per group
     cannot be normalized."""
@@ -523,16 +522,24 @@ def _verify_group_size(size):
                          f"{size}")
 
 
+def group_norm_view(input, num_groups):
+    """F.group_norm's own checks before its arguments are parsed: the rank, then its
+    (N * C // G, G, *spatial) view (a bad ``num_groups`` fails in that Python division)."""
+    nd = input.dim()
+    if nd < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {nd}")
+    n, c, *rest = input.shape
+    _verify_group_size([n * c // num_groups, num_groups] + rest)
+
+
 def group_norm(input, num_groups, weight, bias, eps):
-    """Group normalization of parsed arguments: PyTorch's checks in its order, then the op
-    (``NativeGroupNormBackward0``)."""
+    """Group normalization of parsed arguments (``group_norm_view`` checked first): PyTorch's
+    checks in its order, then the op (``NativeGroupNormBackward0``)."""
     x = input._data
-    if x.ndim < 2:
-        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
-                           f"{x.ndim}")
-    n, c = x.shape[:2]
-    _verify_group_size([n * c // _nonzero(num_groups), num_groups] + list(x.shape[2:]))
-    if num_groups <= 0 or c % num_groups:
+    c = x.shape[1]
+    if num_groups <= 0:
+        raise RuntimeError(f"Expected num groups to be greater than 0, got {num_groups}")
+    if c % num_groups:
         raise RuntimeError("Expected number of channels in input to be divisible by num_groups, "
                            f"but got input of shape {list(x.shape)} and num_groups={num_groups}")
     for name, t in (("weight", weight), ("bias", bias)):
@@ -663,16 +670,19 @@ def local_response_norm(input, size, alpha, beta, k, nnf):
     return input / (div * alpha + k).pow(beta)
 
 
+def verify_spatial_size(size):
+    """F.instance_norm's Python check (of ``input.size()``) when it uses the input's
+    statistics."""
+    if math.prod(size[2:]) == 1:
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size "
+                         f"{size}")
+
+
 def instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum,
-                  eps, batch_norm):
-    """Instance normalization after PyTorch's checks: ``batch_norm`` (``numgrad.nn.functional``'s)
-    of the (1, N*C, ...) view (``numgrad.ops.group_norm.instance_norm``)."""
-    x = input._data
-    if use_input_stats:
-        if x.ndim < 2 or math.prod(x.shape[2:]) == 1:
-            raise ValueError("Expected more than 1 spatial element when training, got input "
-                             f"size {Size(x.shape)}")
-    elif running_mean is None or running_var is None:
+                  eps):
+    """Instance normalization of parsed arguments: batch norm (of parsed arguments) of the
+    (1, N*C, ...) view (``numgrad.ops.group_norm.instance_norm``)."""
+    if not use_input_stats and (running_mean is None or running_var is None):
         raise RuntimeError("Expected running_mean and running_var to be defined when "
                            "use_input_stats is false")
     return GN.instance_norm(input, running_mean, running_var, weight, bias, use_input_stats,

@@ -574,9 +574,13 @@ def kl_div(input, target, reduction, log_target, given=None):
     return ew.div(out, input.shape[0]) if given == "batchmean" and input.dim() else out
 
 
-def triplet_dims(anchor, positive, negative, margin):
+def positive_margin(margin):
+    """The triplet losses' Python check of ``margin``, before their arguments are used."""
     if margin <= 0:
         raise ValueError(f"margin must be greater than 0, got {margin}")
+
+
+def triplet_dims(anchor, positive, negative):
     a, p, n = anchor.dim(), positive.dim(), negative.dim()
     if not (a == p == n):
         raise RuntimeError(
@@ -610,12 +614,17 @@ def soft_margin(input, target, reduction):
     return L.soft_margin_loss(input, target, reduction)
 
 
-def multi_margin(input, target, p, margin, weight, reduction):
-    """multi_margin_loss after PyTorch's checks (``MultiMarginLossBackward0``)."""
-    if p not in (1, 2):
+def multi_margin_python(p, weight):
+    """F.multi_margin_loss's own checks before its arguments are parsed."""
+    if p != 1 and p != 2:
         raise ValueError("only p == 1 and p == 2 supported")
     if weight is not None and weight.dim() != 1:
         raise ValueError("weight must be one-dimensional")
+
+
+def multi_margin(input, target, p, margin, weight, reduction):
+    """multi_margin_loss of parsed arguments after PyTorch's checks
+    (``MultiMarginLossBackward0``)."""
     nd = _vector_or_matrix(input)
     rows = 1 if nd <= 1 else input.shape[0]
     c = 1 if nd == 0 else input.shape[-1]
@@ -656,7 +665,9 @@ def pdist(input, p):
 
 
 def cosine_similarity(x1, x2, dim, eps):
-    """cosine_similarity of the broadcast inputs after PyTorch's dtype check."""
+    """cosine_similarity of the broadcast inputs after PyTorch's checks of eps and dtypes."""
+    if eps < 0:
+        raise RuntimeError(f"eps must be non-negative, got: {eps:g}")
     dt = ew.add(x1.detach().flatten()[:0], x2.detach().flatten()[:0]).dtype
     if not dt.is_floating_point:
         raise RuntimeError("expected common dtype to be floating point, yet common dtype is "
@@ -687,10 +698,14 @@ def gaussian_nll(input, target, var, full, eps, reduction):
     return L.reduce(L.gaussian_nll(input, target, var, full, eps), reduction)
 
 
-def weighted_huber(input, target, weight, reduction, delta):
-    """huber_loss with ``weight``: PyTorch's manual weighted reduction, after its checks."""
+def same_weight_size(input, weight):
     if weight.shape != input.shape:
         raise ValueError("Weights and input must have the same size.")
+
+
+def weighted_huber(input, target, weight, reduction, delta):
+    """huber_loss with ``weight`` (``same_weight_size`` checked): PyTorch's manual weighted
+    reduction."""
     loss = ew.mul(L.huber_loss(input, target, "none", delta), weight)
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', "

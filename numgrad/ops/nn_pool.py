@@ -5,6 +5,7 @@ pooling_output_shape and pool{2,3}d_shape_check errors in its order, then the de
 max or average pool; unequal ones: per-window maxima, or two averaging matrix products)."""
 
 import math
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -15,7 +16,7 @@ from numgrad.ops import nn_checks as K
 from numgrad.ops import pooling as PO
 from numgrad.ops import reduction as red
 from numgrad.ops import shape as sh
-from numgrad.ops._util import _wrap, dtype_of
+from numgrad.ops._util import Tensor, _wrap, dtype_of
 
 
 def batched(input, nd):
@@ -380,8 +381,9 @@ def dim_range(fn, t, lo, hi):
 
 
 def as_n(v, n):
-    """``v`` as ``n`` values: a list or tuple as it is, anything else ``n`` times."""
-    return tuple(v) if isinstance(v, (list, tuple)) else (v,) * n
+    """``v`` as ``n`` values (PyTorch's ``_ntuple``): an iterable's items, anything else ``n``
+    times."""
+    return tuple(v) if isinstance(v, Iterable) else (v,) * n
 
 
 def lp_pool(n, input, norm_type, kernel_size, stride, ceil_mode, nnf):
@@ -392,6 +394,13 @@ def lp_pool(n, input, norm_type, kernel_size, stride, ceil_mode, nnf):
         kw, kh = as_n(kernel_size, 2)
     elif n == 3:
         kd, kw, kh = as_n(kernel_size, 3)
+    if not isinstance(input, Tensor):  # PyTorch's input.pow(norm_type)
+        raise AttributeError(f"'{type(input).__name__}' object has no attribute 'pow'")
+    if not isinstance(norm_type, (int, float, Tensor)):
+        got = type(norm_type).__name__
+        why = f"\n      didn't match because some of the arguments have invalid types: (!{got}!)"
+        raise TypeError(f"pow() received an invalid combination of arguments - got ({got}), but "
+                        f"expected one of:\n * (Tensor exponent){why}\n * (Number exponent){why}\n")
     if isinstance(norm_type, (int, float)) and abs(norm_type) == math.inf:
         if norm_type > 0:
             return max_pool(ew.abs(input), kernel_size, stride, 0, 1, ceil_mode)
