@@ -58,6 +58,30 @@ def test_intermediates_share_memory_and_results_stay_eagers():
         assert r.__array_interface__["data"][0] == plan.arena_buffer.ctypes.data + off
 
 
+def test_placement_is_first_fit_below_the_buffers_alive():
+    """``_place`` puts each buffer, in order of birth (larger first), at the lowest offset
+    clear of every buffer alive at its birth: checked against that rule written plainly, on
+    random lives."""
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        n, items = int(rng.integers(1, 120)), int(rng.integers(1, 40))
+        first = {k: int(rng.integers(items)) for k in range(n)}
+        last = {k: first[k] + int(rng.choice([0, 1, 2, 7, int(rng.integers(items))]))
+                for k in range(n)}
+        sizes = {k: reuse.ALIGN * int(rng.choice([1, 2, 3, int(rng.integers(1, 90))]))
+                 for k in range(n)}
+        want, placed = {}, []
+        for key in sorted(first, key=lambda k: (first[k], -sizes[k])):
+            at = 0
+            for o, e in sorted((o, e) for o, e, d in placed if d >= first[key]):
+                if at + sizes[key] <= o:
+                    break
+                at = max(at, e)
+            want[key] = at
+            placed.append((at, at + sizes[key], last[key]))
+        assert reuse._place(sizes, first, last) == want
+
+
 def test_wrong_sharing_fails_verification_and_calls_stay_eager(monkeypatch):
     """Every intermediate placed at offset 0 (lives overlapping): verification replays on a
     copy of the arena, each intermediate starting as NaN bytes where it is first written, so
