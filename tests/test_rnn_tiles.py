@@ -7,17 +7,11 @@ import numba
 import numpy as np
 import pytest
 
-from numgrad.kernels._jit import inline
 from numgrad.kernels.cpu import rnn
 
 
 def _product_kernel(dtype, mr, nr, lanes):
-    if lanes:
-        micro = rnn._vector_tile(dtype, mr, nr, lanes)
-    else:
-        micro = inline(rnn._bind(rnn._micro, MR=mr, NR=nr,
-                                 tile=rnn._tile_intrinsic(dtype, mr * nr)))
-    product = inline(rnn._bind(rnn._product, MR=mr, NR=nr, micro=micro))
+    product = rnn._product_kernel(dtype, mr, nr, lanes)
 
     @numba.njit(error_model="numpy")
     def run(a, lda, m_n, k_n, bp, n_cols, groups, c, ldc):
@@ -40,10 +34,11 @@ def _packed(b, nr, groups):
 
 
 @pytest.mark.parametrize("dtype, lanes", [(np.float32, 8), (np.float64, 4)])
-def test_vector_tile_matches_loop_tile(dtype, lanes):
+@pytest.mark.parametrize("mr, vectors", [(4, 3), (6, 2)])  # a step's tiles, all steps' tiles
+def test_vector_tile_matches_loop_tile(dtype, lanes, mr, vectors):
     rng = np.random.default_rng(3)
-    mr, nr = 4, 3 * lanes
-    m, k, n = 7, 13, 4 * (nr // 4 + 2)  # a last tile of 3 rows, a last panel partly filled
+    nr = vectors * lanes
+    m, k, n = 7, 13, 4 * (nr // 4 + 2)  # a last tile of fewer rows, a last panel partly filled
     a = rng.standard_normal((m, k)).astype(dtype)
     b = rng.standard_normal((k, n)).astype(dtype)
     kernels = [_product_kernel(dtype, mr, nr, use) for use in (lanes, 0)]

@@ -189,18 +189,22 @@ _step_backward = inline(_backward_step)
 BLOCK_ELEMENTS = 32768  # the rows of ``a`` a product takes at a time (128 KiB of float32)
 
 
-def _tile_shape(dtype):
+def _tile_shape(dtype, many_rows=False):
     """(MR, NR, lanes) for this CPU: tiles of MR rows x NR columns, written as LLVM vector code
     of ``lanes`` per vector (``_vector_tile``), or by ``_micro`` (lanes 0). AVX-512: 16 of
     its 64-byte registers hold the tile (``_micro``, which LLVM vectorizes). AVX2 (16 registers
-    of 32 bytes): 4 rows x 3 vectors of accumulators, the panel's 3 vectors and a broadcast
-    (``_micro``'s two-row tiles read 8 vectors of the panel per 16 multiply-adds there, and
-    LLVM leaves its smaller tiles scalar). Else ``_micro`` as for 32-byte vectors."""
+    of 32 bytes): 12 accumulators, the panel's vectors and a broadcast: for a step's product
+    (B rows) 4 rows x 3 vectors, for a product over all steps' rows (``many_rows``) 6 rows x
+    2 vectors (fewer panel loads per multiply-add, where there are rows enough to fill the
+    taller tiles; ``_micro``'s two-row tiles read 8 vectors of the panel per 16 multiply-adds
+    there, and LLVM leaves its smaller tiles scalar). Else ``_micro`` as for 32-byte vectors."""
     features = _host.features()
     item = np.dtype(dtype).itemsize
     if features.get("avx512f", False):
         return max(1, 16 * 64 // (64 * item)), 64, 0
     if features.get("avx2", False) and features.get("fma", False):
+        if many_rows:
+            return 6, 2 * 32 // item, 32 // item
         return 4, 3 * 32 // item, 32 // item
     return max(1, 16 * 32 // (64 * item)), 64, 0
 
@@ -463,12 +467,12 @@ def _layer_backward(dout, dhn, dcn, x, w_ih, w, c0, act, cs, tcs, zs, dg, dx, dh
     elif need_wih:
         gemm(ROW_MAJOR, TRANS, NO_TRANS, n4, n_in, rows_all, 1.0, dg.ctypes, n4,  # noqa: F821
              zs.ctypes, kk, 0.0, dw_ih.ctypes, n_in)
-    if need_x:
-        wi = np.empty(_panels(n_in) * n4 * NR, dt)  # noqa: F821
-        if n_in % NR:  # noqa: F821
+    if need_x:  # (all T*B rows: ``_tile_shape``'s tiles for many rows)
+        wi = np.empty((n_in + NR_ALL - 1) // NR_ALL * n4 * NR_ALL, dt)  # noqa: F821
+        if n_in % NR_ALL:  # noqa: F821
             wi[:] = 0
-        _pack(w_ih.reshape(w_ih.size), n4, n_in, wi)
-        product(dg, 0, n4, rows_all, n4, wi, n_in, 1, dx, 0, n_in)  # noqa: F821
+        _pack_all(w_ih.reshape(w_ih.size), n4, n_in, wi)  # noqa: F821
+        product_all(dg, 0, n4, rows_all, n4, wi, n_in, 1, dx, 0, n_in)  # noqa: F821
     if need_b:
         for j in range(n4):
             db[j] = sums[j]
@@ -484,16 +488,24 @@ def _bind(fn, **bindings):
     return f
 
 
-def _layer_kernels(dtype, name, gemm):
-    """The forward and backward layer kernels for one real type, with this CPU's tiles."""
-    mr, nr, lanes = _tile_shape(dtype)
-    tiles = {"NR": nr, "PANEL": nr // 4}
+def _product_kernel(dtype, mr, nr, lanes):
+    """``_product`` with tiles of ``mr`` x ``nr`` (``lanes``: see ``_tile_shape``)."""
     if lanes:
         micro = _vector_tile(dtype, mr, nr, lanes)
     else:
-        micro = inline(_bind(_micro, MR=mr, tile=_tile_intrinsic(dtype, mr * nr), **tiles))
+        micro = inline(_bind(_micro, MR=mr, NR=nr, tile=_tile_intrinsic(dtype, mr * nr)))
+    return inline(_bind(_product, MR=mr, NR=nr, micro=micro))
+
+
+def _layer_kernels(dtype, name, gemm):
+    """The forward and backward layer kernels for one real type, with this CPU's tiles."""
+    mr, nr, lanes = _tile_shape(dtype)
+    mr_all, nr_all, lanes_all = _tile_shape(dtype, many_rows=True)
+    tiles = {"NR": nr, "PANEL": nr // 4}
     values = {f.__name__: inline(_bind(f, **tiles)) for f in (_pack, _pack_gates_cat, _panels)}
-    values.update(tiles, gemm=gemm, product=inline(_bind(_product, MR=mr, micro=micro, **tiles)))
+    values.update(tiles, gemm=gemm, product=_product_kernel(dtype, mr, nr, lanes),
+                  NR_ALL=nr_all, _pack_all=inline(_bind(_pack, NR=nr_all)),
+                  product_all=_product_kernel(dtype, mr_all, nr_all, lanes_all))
     return (specialize(_layer_forward, name, **values),
             specialize(_layer_backward, name, **values))
 
