@@ -236,7 +236,8 @@ def test_fused_attention_kernel_matches_composite_and_torch(b, h, t, s, d, causa
     ``attention_backward``) on the strided heads of a packed projection: the output and the
     gradients equal to the composite's (matmul, mul, masked_fill, softmax, matmul) and its
     derivative's ops within a few ulp (each softmax sums only the keys its query sees, the
-    causal products run in row blocks), and both to PyTorch's."""
+    causal products run in row blocks), and both to PyTorch's; the heads' gradients have
+    PyTorch's strides (laid out as the heads)."""
     from numgrad.kernels import LIN
     rng = np.random.default_rng(t * s)
     packed = rng.standard_normal((b, max(t, s), 3 * h * d)).astype(dt)
@@ -245,12 +246,17 @@ def test_fused_attention_kernel_matches_composite_and_torch(b, h, t, s, d, causa
         base = lib.tensor(packed, requires_grad=True)
         q, k, v = (base[:, :n, i * h * d:(i + 1) * h * d].reshape(b, n, h, d).transpose(1, 2)
                    for i, n in ((0, t), (1, s), (2, s)))
+        strides = []
+        for a in (q, k, v):
+            a.register_hook(lambda g: strides.append(g.stride()))
         o = lib.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
         fits = lib is ng and L.attention_fits(q._data, k._data, v._data)
         (o * o).sum().backward()
+        run.strides = sorted(strides)
         return o, base.grad, fits
 
     o, g, fits = run(ng)
+    strides = run.strides
     assert fits
     monkeypatch.setattr(LIN, "attention_fits", lambda *a: False)
     o2, g2, _ = run(ng)
@@ -261,6 +267,7 @@ def test_fused_attention_kernel_matches_composite_and_torch(b, h, t, s, d, causa
     assert_close(g.numpy(), g2.numpy(), rtol=1e-5, atol=1e-5 * np.abs(g2.numpy()).max())
     to, tg, _ = run(torch)
     assert type(o.grad_fn).__name__ == type(to.grad_fn).__name__
+    assert strides == run.strides
     tol = 1e-5 if dt == np.float32 else 1e-12
     assert_close(o.detach().numpy(), to.detach().numpy(), rtol=tol, atol=tol)
     assert_close(g.numpy(), tg.numpy(), rtol=10 * tol, atol=10 * tol)
@@ -312,6 +319,47 @@ def test_linear_without_graph_keeps_errors():
             with lib.no_grad():
                 got.append(raised(lib.nn.functional.linear, *(lib.tensor(v) for v in (a, b, c))))
         assert got[0] is not None and got[0] == got[1], got
+
+
+@pytest.mark.parametrize("shape,ns,dt,affine", [
+    ((6, 16), (16,), np.float32, "both"), ((2, 3, 16), (16,), np.float32, "weight"),
+    ((2, 3, 4, 8), (4, 8), np.float64, "both"), ((3, 16), (16,), np.float32, "none"),
+    ((3, 16), (16,), np.float32, "transposed")])
+def test_layer_norm_without_graph_equals_ops_path_and_torch(shape, ns, dt, affine,
+                                                            monkeypatch):
+    """F.layer_norm where nothing records it calls the layer-norm kernel directly: the
+    values and strides of the op path bit for bit, PyTorch's values, no history; with grad
+    mode on and a parameter requiring grad, the op (PyTorch's node); a normalized shape
+    given as floats keeps PyTorch's error."""
+    from numgrad.ops import norms
+    rng = np.random.default_rng(len(shape))
+    x = rng.standard_normal(shape).astype(dt)
+    w, b = (rng.standard_normal(ns).astype(dt) for _ in range(2))
+    if affine == "transposed":  # a non-contiguous input
+        x = np.ascontiguousarray(x.T).T
+    ws, bs = ng.tensor(w, requires_grad=True), ng.tensor(b, requires_grad=True)
+    params = {"both": (ws, bs), "weight": (ws, None)}.get(affine, (None, None))
+    xs = ng.tensor(x)
+    with ng.no_grad():
+        y = F.layer_norm(xs, ns, *params)
+        with monkeypatch.context() as mp:
+            mp.setattr(norms, "layer_norm_no_graph", lambda *a: None)
+            want = F.layer_norm(xs, ns, *params)
+    assert y.grad_fn is None and not y.requires_grad
+    assert np.array_equal(y.numpy(), want.numpy()) and y.stride() == want.stride()
+    tparams = [None if p is None else torch.tensor(p.detach().numpy()) for p in params]
+    ty = torch.nn.functional.layer_norm(torch.tensor(x), ns, *tparams)
+    tol = 1e-5 if dt == np.float32 else 1e-12
+    assert_close(y.numpy(), ty.numpy(), rtol=tol, atol=tol)
+    if params[0] is not None:
+        g = F.layer_norm(xs, ns, *params)
+        assert type(g.grad_fn).__name__ == "NativeLayerNormBackward0"
+        assert np.array_equal(g.detach().numpy(), want.numpy())
+    bad = tuple(float(d) for d in ns)
+    with ng.no_grad(), torch.no_grad():
+        got = [raised(lib.nn.functional.layer_norm, t, bad)
+               for lib, t in ((ng, xs), (torch, torch.tensor(x)))]
+    assert got[0] is not None and got[0] == got[1], got
 
 
 @pytest.mark.parametrize("shape", [(2, 5), (7,), (0, 3), ()])

@@ -437,7 +437,8 @@ def _attention_bwd(g, q, k, v, o, probs, scale, causal, need_q, need_k, need_v, 
                    ds):
     """``attention``'s gradients per (batch, head) from its saved output ``o`` and ``probs``:
     g and o (B, H, T, E) with unit stride along its last dim and rows apart by at least a row;
-    gq, gk, gv C-contiguous (written when needed), ds (T * S) scratch. The products are BLAS
+    gq, gk, gv written when needed, with unit stride along their last dim and rows apart by at
+    least a row (laid out as ``output_rows`` lays them), ds (T * S) scratch. The products are BLAS
     calls, in the forward's row blocks for causal self-attention (P and dS are 0 above the
     diagonal: the first ``half`` rows against the first ``half`` keys, the sums over rows
     as the second block's product plus the first's); the scale multiplies each rounded
@@ -458,11 +459,12 @@ def _attention_bwd(g, q, k, v, o, probs, scale, causal, need_q, need_k, need_v, 
             gbh, qb, kb, vb = g[b, h], q[b, h], k[b, h], v[b, h]
             if need_v:
                 out = gv[b, h]
+                ldo = gv.strides[2] // isz
                 gemm(ROW_MAJOR, TRANS, NO_TRANS, n_s, n_e, rest, 1.0,  # noqa: F821
-                     p[half:].ctypes, n_s, gbh[half:].ctypes, ldg, 0.0, out.ctypes, n_e)
+                     p[half:].ctypes, n_s, gbh[half:].ctypes, ldg, 0.0, out.ctypes, ldo)
                 if half:
                     gemm(ROW_MAJOR, TRANS, NO_TRANS, half, n_e, half, 1.0,  # noqa: F821
-                         p.ctypes, n_s, gbh.ctypes, ldg, 1.0, out.ctypes, n_e)
+                         p.ctypes, n_s, gbh.ctypes, ldg, 1.0, out.ctypes, ldo)
             if not (need_q or need_k):
                 continue
             if half:
@@ -484,21 +486,23 @@ def _attention_bwd(g, q, k, v, o, probs, scale, causal, need_q, need_k, need_v, 
                     ds[base + j] = zero
             if need_q:
                 out = gq[b, h]
+                ldo = gq.strides[2] // isz
                 if half:
                     gemm(ROW_MAJOR, NO_TRANS, NO_TRANS, half, n_d, half, 1.0,  # noqa: F821
-                         ds.ctypes, n_s, kb.ctypes, ldk, 0.0, out.ctypes, n_d)
+                         ds.ctypes, n_s, kb.ctypes, ldk, 0.0, out.ctypes, ldo)
                 gemm(ROW_MAJOR, NO_TRANS, NO_TRANS, rest, n_d, n_s, 1.0,  # noqa: F821
-                     ds[half * n_s:].ctypes, n_s, kb.ctypes, ldk, 0.0, out[half:].ctypes, n_d)
+                     ds[half * n_s:].ctypes, n_s, kb.ctypes, ldk, 0.0, out[half:].ctypes, ldo)
                 for i in range(n_t):
                     for c in range(n_d):
                         out[i, c] = out[i, c] * sc
             if need_k:
                 out = gk[b, h]
+                ldo = gk.strides[2] // isz
                 gemm(ROW_MAJOR, TRANS, NO_TRANS, n_s, n_d, rest, 1.0,  # noqa: F821
-                     ds[half * n_s:].ctypes, n_s, qb[half:].ctypes, ldq, 0.0, out.ctypes, n_d)
+                     ds[half * n_s:].ctypes, n_s, qb[half:].ctypes, ldq, 0.0, out.ctypes, ldo)
                 if half:
                     gemm(ROW_MAJOR, TRANS, NO_TRANS, half, n_d, half, 1.0,  # noqa: F821
-                         ds.ctypes, n_s, qb.ctypes, ldq, 1.0, out.ctypes, n_d)
+                         ds.ctypes, n_s, qb.ctypes, ldq, 1.0, out.ctypes, ldo)
                 for i in range(n_s):
                     for c in range(n_d):
                         out[i, c] = out[i, c] * sc
@@ -528,8 +532,9 @@ def attention_backward(g, q, k, v, o, probs, scale, causal, need):
     """(gq, gk, gv) of ``attention`` (None where ``need`` says not needed) for host arrays
     ``attention_fits`` and ``attention_grad_fits`` take."""
     dt = q.dtype
-    gq, gk, gv = (_arrays.empty(q, a.shape, dt) if n else _EMPTY4[dt]
-                  for a, n in zip((q, k, v), need))
+    # each gradient laid out as its input (PyTorch's strides; a GPT's transposed heads then
+    # reach the (B, T, C) gradient of their view without a copy)
+    gq, gk, gv = (output_rows(a, a.shape) if n else _EMPTY4[dt] for a, n in zip((q, k, v), need))
     args = (g, q, k, v, o, probs, float(scale), bool(causal), tuple(bool(n) for n in need), gq,
             gk, gv)
     if _tape.TAPE is None:
