@@ -15,7 +15,7 @@ from numgrad import _arrays as A
 from numgrad.ops import elementwise as ew
 from numgrad.ops import reduction as red
 from numgrad.ops import shape as sh
-from numgrad.ops._util import LazyKernels
+from numgrad.ops._util import LazyKernels, Tensor, _wrap, state
 from numgrad.ops.registry import op
 
 NN = LazyKernels("nn")
@@ -172,3 +172,51 @@ def native_layer_norm(input, weight, bias, normalized_shape, eps):
         out, mean, rstd)
     return out.reshape(x.shape), {"result1": mean, "result2": rstd,
                                   "normalized_shape": tuple(normalized_shape), "eps": float(eps)}
+
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def layer_norm_no_graph(input, normalized_shape, weight, bias, eps):
+    """``native_layer_norm``'s output where nothing records it (grad mode off or no argument
+    requiring grad; the caller checks that no trace, profiler or exporter watches) for a
+    nonempty float32 or float64 host tensor whose trailing dims are ``normalized_shape`` (a
+    tuple of ints) and parameters of that shape and dtype (or None), ``eps`` a float: the
+    op's kernel without the argument parsing and the op around it, whose checks all pass for
+    such arguments. None: the checked path. (Token-by-token generation calls it 9 times a
+    token.)"""
+    if not isinstance(input, Tensor) or normalized_shape.__class__ is not tuple or \
+            eps.__class__ is not float:
+        return None
+    x = input._data
+    dt = x.dtype
+    if x.__class__ is not np.ndarray or dt not in _FLOATS or not x.size:
+        return None
+    n = len(normalized_shape)
+    if not n or x.ndim < n or x.shape[x.ndim - n:] != normalized_shape or \
+            any(d.__class__ is not int for d in normalized_shape):
+        return None
+    needs = state.enabled and input._requires_grad
+    params = []
+    for t in (weight, bias):
+        if t is None:
+            params.append(None)
+            continue
+        if not isinstance(t, Tensor):
+            return None
+        d = t._data
+        if d.__class__ is not np.ndarray or d.dtype != dt or d.shape != normalized_shape:
+            return None
+        needs = needs or (state.enabled and t._requires_grad)
+        params.append(d.reshape(-1))
+    if needs:
+        return None
+    k = math.prod(normalized_shape)
+    x2 = A.contiguous(x).reshape(-1, k)
+    gam, bet = params
+    out = A.empty(x, x2.shape, dt)
+    rows = x2.shape[0]
+    NN.layer_norm_fwd(x2, gam if gam is not None else A.ones(x, k, dt),
+                      bet if bet is not None else A.zeros(x, k, dt), eps, out,
+                      A.empty(x, rows, np.float64), A.empty(x, rows, np.float64))
+    return _wrap(out.reshape(x.shape))
