@@ -27,6 +27,9 @@ class _InferenceVersion(list):
     """The version counter of inference tensors: shared by all, never checked."""
 
 
+# A tensor's version counter is ``{0: version}``, shared by the tensor and its views and bumped
+# in place (``vc[0] += 1``): CPython's collector does not track a dict that holds only ints,
+# where it tracks every list, so the counters of a graph's saved outputs cost it nothing.
 INFERENCE = _InferenceVersion([0])
 # number of threads inside inference_mode: _wrap consults the thread-local flag only then
 _INFERENCE_THREADS = [0]
@@ -380,13 +383,13 @@ class Tensor(metaclass=_TensorMeta):
     def _shared_vc(self):
         vc = self._vc
         if vc is None:
-            vc = self._vc = [0]
+            vc = self._vc = {0: 0}
         return vc
 
     def _bump_version(self):
         vc = self._vc
         if vc is None:
-            self._vc = [1]
+            self._vc = {0: 1}
         elif vc is INFERENCE:
             if not grad_mode.state.inference:
                 raise RuntimeError(

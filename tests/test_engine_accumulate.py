@@ -135,7 +135,8 @@ def test_graph_objects_per_op():
     # what a recorded op leaves for the garbage collector to track (6.3 per op before the
     # edges were stored flat, 4.6 before one-edge nodes held their node alone and the version
     # checks took their short forms, 2.7 before two-edge nodes held their nodes in two slots,
-    # 2.0 after): a bound, so a change that adds objects per node shows here
+    # 1.95 before version counters became dicts of ints, 1.61 after): a bound, so a change
+    # that adds objects per node shows here
     x = numgrad.randn(4, requires_grad=True)
     w = numgrad.randn(4, requires_grad=True)
 
@@ -151,7 +152,8 @@ def test_graph_objects_per_op():
     y = chain(300)
     gc.collect()
     per_op = (len(gc.get_objects()) - n0) / 900
-    assert per_op < 2.3, per_op
+    # (the counters cost nothing where the collector leaves a dict of ints untracked)
+    assert per_op < (2.3 if gc.is_tracked({0: 0}) else 1.8), per_op
     y.sum().backward()
     assert x.grad is not None
 

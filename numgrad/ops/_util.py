@@ -74,7 +74,7 @@ def attach(out, node):
 
     ``node._vchk``, which the engine checks before running the node (``check_versions``):
     ``None``, nothing to check; ``True``, the tensors in ``_saved`` were at version 0; a
-    version counter ``[0]``, ``out``'s own (new), the node having saved ``out``'s array
+    version counter ``{0: 0}``, ``out``'s own (new), the node having saved ``out``'s array
     (the only array in ``_saved``), expected at version 0 like the tensors in ``_saved``;
     else a list of (tensor, version, None) for saved tensors and (version counter, version,
     array) for saved outputs. The two short forms keep a graph of tiny ops to at most one
@@ -102,7 +102,7 @@ def attach(out, node):
         if not short or (saves_out and len(saved) > 1 and sum(map(is_array, saved)) != 1):
             _explicit_checks(out, node, saved, od)
         elif saves_out:
-            node._vchk = out._vc = [0]
+            node._vchk = out._vc = {0: 0}
         elif tensors:
             node._vchk = True
     return out
@@ -120,7 +120,7 @@ def _explicit_checks(out, node, saved, od):
         if v is od:
             vc = out._vc
             if vc is None:
-                vc = out._vc = [0]
+                vc = out._vc = {0: 0}
             chk.append((vc, vc[0], v))
         elif isinstance(v, Tensor):
             vc = v._vc

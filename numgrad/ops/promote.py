@@ -566,14 +566,14 @@ def _inplace_form(op, op_name, kernels, resolve, alpha, check, float_only, wrap,
                 and a.dtype.kind == fk and a.shape == b.shape and a.flags.c_contiguous
                 and b.flags.c_contiguous and not t._requires_grad
                 and not other._requires_grad and t._base is None
-                and (vc is None or vc.__class__ is list)):
+                and (vc is None or vc.__class__ is dict)):
             k = (kernels or resolve())[0]
             n = a.size
             if n:
                 pick(k.flat, k.flat_par, n, ELEMENTWISE)(
                     a.ravel(), b.ravel(), a.ravel(), 0.0, 0.0)
             if vc is None:
-                t._vc = [1]
+                t._vc = {0: 1}
             else:
                 vc[0] += 1
             return t
