@@ -584,7 +584,7 @@ def apply_effects(tensors, effects):
             t._data = v
         else:
             vc = t._vc
-            if vc.__class__ is list:  # a plain version counter (not None, not inference)
+            if vc.__class__ is dict:  # a plain version counter (not None, not inference)
                 vc[0] += v
             else:
                 for _ in range(v):
