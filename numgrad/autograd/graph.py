@@ -15,6 +15,7 @@ input's shape in one place. Node classes print as PyTorch's (``<MulBackward0 obj
 
 import itertools
 import sys
+from itertools import chain
 
 import numpy as np
 
@@ -52,10 +53,7 @@ def _flat(edges):
     if len(edges) == 2:
         (a, i), (b, j) = edges
         return (a, i, b, j)
-    out = []
-    for fn, nr in edges:
-        out += (fn, nr)
-    return tuple(out)
+    return tuple(chain.from_iterable(edges))
 
 
 class RemovableHandle:

@@ -13,7 +13,17 @@ from numgrad._shape import infer_size, parse_shape, wrap_dim, wrap_dims
 from numgrad.autograd import creation_meta as _cm
 from numgrad.autograd.graph import FREED_MSG, Node
 from numgrad.kernels._parallel import ELEMENTWISE, pick
-from numgrad.ops._util import EW, Tensor, _wrap, as_type, attach, dtype_of, edge, state
+from numgrad.ops._util import (
+    EW,
+    Tensor,
+    _wrap,
+    as_type,
+    attach,
+    dtype_of,
+    edge,
+    is_tensor_instance,
+    state,
+)
 from numgrad.ops.reduction import ExpandBackward0, sum_to_size
 from numgrad.ops.registry import declare, write_out
 
@@ -712,7 +722,9 @@ class StackBackward0(Node):
 
 
 def _tensor_list(tensors, fn):
-    if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
+    cls = tensors.__class__
+    if (cls is not list and cls is not tuple) and (
+            is_tensor_instance(tensors) or not isinstance(tensors, (list, tuple))):
         raise TypeError(f"{fn}(): argument 'tensors' (position 1) must be tuple of Tensors, not "
                         f"{type(tensors).__name__}")
     if len(tensors) == 0:
@@ -720,7 +732,7 @@ def _tensor_list(tensors, fn):
             raise RuntimeError(f"{fn} expects a non-empty TensorList")
         raise ValueError(f"torch.{fn}(): expected a non-empty list of Tensors")
     for i, v in enumerate(tensors):
-        if not isinstance(v, Tensor):
+        if v.__class__ is not Tensor and not is_tensor_instance(v):
             raise TypeError(f"expected Tensor as element {i} in argument 0, but "
                             f"got {type(v).__name__}")
     return list(tensors)
