@@ -178,13 +178,16 @@ _step_backward = inline(_backward_step)
 # 60-78 GFLOP/s at the char-LSTM's shapes, against 29-39 for ``_micro``'s 2 x 64 tiles and
 # 45-69 for NumPy's OpenBLAS; ``benchmarks/lstm_tiles.py``). On the 2-core AVX-512 VM a
 # step's (32 x 256) x (256 x 1024) product takes 0.16 ms this way against 0.20-0.26 ms in
-# NumPy's OpenBLAS; the input's gradient (``dgates W_ih``, all T*B rows) uses the same tiles
-# (2.4 ms against 3.0 ms for the first layer of the char-LSTM benchmark, 9.9 against 10.8 for
-# the second). The weight gradients (products over all T*B rows whose operands are both
-# read down their columns) stay BLAS calls: numgrad's tiles need the gates' gradients
-# transposed first, and that copy (rows T*4H apart in the batch-first layout) cost more
-# than the tiles saved (char-LSTM, dgates^T h of a layer: 10.6 ms in tiles against 11.9 in
-# BLAS, but 3.6 ms to transpose dgates).
+# NumPy's OpenBLAS; the input's gradient (``dgates W_ih``, all T*B rows) uses the same kind
+# of tiles (2.4 ms against 3.0 ms for the first layer of the char-LSTM benchmark, 9.9 against
+# 10.8 for the second), on AVX2 taller ones, 6 x 16 (the second layer's on a Zen 3 core: 14.0
+# ms against 15.8 in 4 x 24 tiles and 16.3 in OpenBLAS: fewer panel loads per multiply-add,
+# and the rows to fill them; a step's 32 rows are not a multiple of 6). The weight gradients
+# (products over all T*B rows whose operands are both read down their columns) stay BLAS calls:
+# numgrad's tiles need the gates' gradients transposed first, and that copy (rows T*4H apart in the
+# batch-first layout) cost more than the tiles saved (char-LSTM, dgates^T h of a layer: 10.6 ms in
+# tiles against 11.9 in BLAS, but 3.6 ms to transpose dgates; on a Zen 3 core, with dgates
+# transposed beforehand, the second layer's takes 29-30 ms in tiles against 27 in OpenBLAS).
 
 BLOCK_ELEMENTS = 32768  # the rows of ``a`` a product takes at a time (128 KiB of float32)
 
