@@ -1,7 +1,8 @@
 """Run every workload for every installed library, interleaved in one process, and print a
-table (median of rounds; each round times all libraries back to back, so machine noise hits
-them alike). Also: cold start (import, first backward with a cold and a warm kernel cache)
-and the peak memory of workloads 4 and 5, each in a fresh process.
+table (median of rounds, or their mean with --mean; each round times all libraries back to
+back, so machine noise hits them alike; --gc adds the garbage collector's time per call).
+Also: cold start (import, first backward with a cold and a warm kernel cache) and the peak
+memory of workloads 4 and 5, each in a fresh process.
 
     python benchmarks/report.py            # full run
     python benchmarks/report.py --quick    # a few rounds, for CI
@@ -17,6 +18,7 @@ os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 os.environ.setdefault("NUMGRAD_BACKGROUND_COMPILE", "0")
 
 import argparse  # noqa: E402
+import gc
 import platform
 import statistics
 import subprocess
@@ -40,9 +42,21 @@ SETTLE_S = 0.02
 CLOCK = {"now": time.perf_counter}
 
 
+# with --gc: the time the garbage collector took, on CLOCK, summed since the last _time
+GC = {"spent": 0.0, "start": 0.0}
+
+
+def _gc_clock(phase, info):
+    if phase == "start":
+        GC["start"] = CLOCK["now"]()
+    else:
+        GC["spent"] += CLOCK["now"]() - GC["start"]
+
+
 def _time(run, number):
     time.sleep(SETTLE_S)
     now = CLOCK["now"]
+    GC["spent"] = 0.0
     t0 = now()
     for _ in range(number):
         run()
@@ -54,7 +68,9 @@ def _calibrate(run, target=0.05):
     return max(1, min(2000, int(target / max(t, 1e-7))))
 
 
-def bench_workload(name, libs, rounds):
+def bench_workload(name, libs, rounds, mean=False):
+    """Per library: the median (or ``mean``) seconds per call over ``rounds``, and the
+    collector's mean seconds per call (0 unless ``--gc`` hooked it)."""
     runs = {}
     for lib in libs:
         run = WORKLOADS[name](lib)
@@ -64,10 +80,13 @@ def bench_workload(name, libs, rounds):
             runs[lib] = run
     numbers = {lib: _calibrate(r) for lib, r in runs.items()}
     samples = {lib: [] for lib in runs}
+    gc_spent = {lib: 0.0 for lib in runs}
     for _ in range(rounds):
         for lib, run in runs.items():
             samples[lib].append(_time(run, numbers[lib]))
-    return {lib: statistics.median(s) for lib, s in samples.items()}
+            gc_spent[lib] += GC["spent"] / numbers[lib] / rounds
+    pick = statistics.fmean if mean else statistics.median
+    return {lib: pick(s) for lib, s in samples.items()}, gc_spent
 
 
 def _fmt(seconds):
@@ -150,11 +169,18 @@ def main(argv=None):
                         help="time by the calling thread's CPU time (--threads 1 only: every "
                         "kernel of both libraries then runs on that thread), so that other "
                         "jobs on a loaded machine stay out of the numbers")
+    parser.add_argument("--mean", action="store_true",
+                        help="the mean of the rounds instead of the median (which leaves out "
+                        "the rounds that ran a full garbage collection)")
+    parser.add_argument("--gc", action="store_true",
+                        help="also print the garbage collector's time per call (mean)")
     args = parser.parse_args(argv)
     if args.cpu_time:
         if args.threads != 1:
             parser.error("--cpu-time needs --threads 1 (other threads' work is not counted)")
         CLOCK["now"] = time.thread_time
+    if args.gc:
+        gc.callbacks.append(_gc_clock)
     rounds = args.rounds or (2 if args.quick else 15)
     libs = [lib for lib in LIBS if available(lib)]
     if args.torch_first and "torch" in libs:
@@ -171,21 +197,24 @@ def main(argv=None):
           f"{platform.machine()}, {os.cpu_count()} cores, {args.threads} threads"
           + (f", torch {torch.__version__}" if "torch" in libs else "")
           + (", PyTorch imported first" if args.torch_first else ", numgrad imported first"))
-    print(f"date: {time.strftime('%Y-%m-%d')}; median of {rounds} interleaved rounds"
+    print(f"date: {time.strftime('%Y-%m-%d')}; {'mean' if args.mean else 'median'} of "
+          f"{rounds} interleaved rounds"
           + ("; thread CPU time" if args.cpu_time else "; wall time") + "\n")
     others = [lib for lib in libs if lib not in ("numgrad", "torch")]
     header = ["workload", "numgrad", "PyTorch", "ratio"] + others + \
-        [f"{o}/numgrad" for o in others]
+        [f"{o}/numgrad" for o in others] + (["numgrad gc", "PyTorch gc"] if args.gc else [])
     rows = []
     for name in WORKLOADS:
         if args.only and name not in args.only:
             continue
         use = [lib for lib in libs if lib in ("numgrad", "torch") or name in SMALL]
-        t = bench_workload(name, use, rounds)
+        t, spent = bench_workload(name, use, rounds, args.mean)
         ratio = (f"{t['numgrad'] / t['torch']:.2f}" if "torch" in t else "-")
         row = [name, _fmt(t.get("numgrad")), _fmt(t.get("torch")), ratio]
         row += [_fmt(t.get(o)) for o in others]
         row += [f"{t[o] / t['numgrad']:.1f}x" if o in t else "-" for o in others]
+        if args.gc:
+            row += [_fmt(spent.get("numgrad")), _fmt(spent.get("torch"))]
         rows.append(row)
         print("  done", name, file=sys.stderr)
     widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
