@@ -112,11 +112,13 @@ def softshrink(input, lambd=0.5):
 
 def softsign(input):
     """x / (1 + |x|): PyTorch's composite (``DivBackward0``)."""
+    C.attribute(input, "abs")
     return act.softsign(input)
 
 
 def tanhshrink(input):
     """x - tanh(x): PyTorch's composite (``SubBackward0``)."""
+    C.attribute(input, "tanh")
     return act.tanhshrink(input)
 
 
@@ -133,7 +135,7 @@ def threshold_(input, threshold, value):
 
 def glu(input, dim=-1):
     """a sigmoid(b) over the halves of ``dim`` (``GluBackward0``)."""
-    C.tensor_arg("glu", "input", 1, input)
+    C.attribute(input, "dim")
     return NA.glu(input, C.int_arg(dim, "glu", "dim", 2))
 
 

@@ -297,6 +297,7 @@ BATCH_NORM = ("Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean,
               "Tensor? running_var, bool training, float momentum, float eps")
 INSTANCE_NORM = BATCH_NORM.replace("training", "use_input_stats")
 DROPOUT = "Tensor input, float p, bool train"
+BILINEAR = "Tensor input1, Tensor input2, Tensor weight, Tensor? bias"
 BCE = "Tensor input, Tensor target, Tensor? weight"
 EMBEDDING = "Tensor weight, Tensor indices, int padding_idx, bool scale_grad_by_freq, bool sparse"
 RENORM = "Tensor self, Tensor indices, float max_norm, float norm_type"

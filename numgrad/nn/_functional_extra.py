@@ -69,7 +69,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     ``size`` or ``scale_factor``; ``antialias=True`` with ``'bilinear'`` or ``'bicubic'``
     (``Upsample{Bilinear,Bicubic}2DAaBackward0``, PIL's widened filters); ``'area'`` of 5-D
     input too. Not yet: the other modes of 5-D input, ``'lanczos'``, uint8 input."""
-    C.tensor_arg("interpolate", "input", 1, input)
+    C.attribute(input, "dim")  # (PyTorch's input.dim() - 2)
     output_size, scales, align_corners = NP.resize_args(
         input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias)
     dim = input._data.ndim - 2

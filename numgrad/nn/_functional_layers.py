@@ -92,9 +92,7 @@ def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
 
 def bilinear(input1, input2, weight, bias=None):
     """y[..., o] = sum_ij x1[..., i] W[o, i, j] x2[..., j] + b[o] (two matrix products)."""
-    for i, t in enumerate((input1, input2, weight), 1):
-        C.tensor_arg("bilinear", f"input{i}" if i < 3 else "weight", i, t)
-    return NL.bilinear(input1, input2, weight, bias)
+    return NL.bilinear(*C.parse("bilinear", C.BILINEAR, input1, input2, weight, bias))
 
 
 # ========================================================================================

@@ -159,7 +159,7 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
 
 def adaptive_avg_pool2d(input, output_size):
     """Means over PyTorch's adaptive windows of (N, C, H, W) or (C, H, W) input."""
-    C.tensor_arg("adaptive_avg_pool2d", "input", 1, input)
+    C.attribute(input, "size")
     size = _adaptive_size("adaptive_avg_pool2d", input, output_size, 2)
     return NP.adaptive_avg_pool(input, size, 2)
 
@@ -183,7 +183,7 @@ def adaptive_max_pool2d(input, output_size, return_indices=False, _fn="adaptive_
                         _shown=None):
     """Maxima over PyTorch's adaptive windows of (N, C, H, W) or (C, H, W) input; an output
     size of 0 gives an empty result (``_fn``/``_shown``: the 1-D caller's name and shape)."""
-    C.tensor_arg("adaptive_max_pool2d", "input", 1, input)
+    C.attribute(input, "size")
     size = _adaptive_size("adaptive_max_pool2d", input, output_size, 2)
     return NP.adaptive_max_pool(input, size, 2, return_indices, _fn, _shown)
 

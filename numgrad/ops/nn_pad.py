@@ -3,7 +3,6 @@ size and dtype checks in its order and with its messages, then the ops of ``numg
 and ``numgrad.ops.resample`` (gathers along one dim at a time, whose adjoints are
 scatter-adds)."""
 
-import math
 
 import numpy as np
 
@@ -167,7 +166,7 @@ _MODES = "nearest | linear | bilinear | bicubic | trilinear | lanczos | area | n
 def check_mode(input, mode, antialias, dim):
     """PyTorch's errors for an interpolation mode it has no kernel for at this rank (and the
     ones numgrad does not have)."""
-    key = (mode + "-aa" if antialias else mode, dim)
+    key = (mode + "-aa" if antialias else mode, dim) if isinstance(mode, str) else None
     if key not in R.UPSAMPLE:
         if mode == "bilinear" and dim == 1:
             raise NotImplementedError("Got 3D input, but bilinear mode needs 4D input")
@@ -238,9 +237,10 @@ def _spatial(v, dim, shape, what, shown, fmt):
 
 
 def scaled_size(input, scales):
-    """The output size ``scales`` give ``input``'s spatial dims (floored, as PyTorch)."""
+    """The output size ``scales`` give ``input``'s spatial dims (truncated, as PyTorch's
+    ``sym_int``, with its errors for a scale that is not a number)."""
     shape = input._data.shape
-    return [math.floor(float(shape[i + 2]) * s) for i, s in enumerate(scales)]
+    return [int(shape[i + 2] * s) for i, s in enumerate(scales)]
 
 
 def resize_args(input, size, scale_factor, mode, align_corners, recompute_scale_factor,
@@ -265,12 +265,14 @@ def resize_args(input, size, scale_factor, mode, align_corners, recompute_scale_
     elif scale_factor is not None:
         listed = _spatial(scale_factor, dim, shape, "scale_factor", "scale_factor of shape",
                           "scale_factor in (s1, s2, ...,sK)")
-        scales = [float(s) for s in scale_factor] if listed else [float(scale_factor)] * dim
+        scales = list(scale_factor) if listed else [scale_factor] * dim
         output_size = None
     else:
         raise ValueError("either size or scale_factor should be defined")
     if recompute_scale_factor is not None and recompute_scale_factor and size is not None:
         raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+    if scales is not None and not (recompute_scale_factor or mode == "area"):
+        scales = _float_scales(scales, mode, antialias, dim, align_corners)
     if recompute_scale_factor and scales is not None:
         output_size, scales = scaled_size(input, scales), None
     if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and dim == 2):
@@ -282,4 +284,47 @@ def resize_args(input, size, scale_factor, mode, align_corners, recompute_scale_
         if not antialias:
             raise ValueError("Lanczos mode requires antialias=True")
         raise NotImplementedError("interpolate mode 'lanczos' is not supported by numgrad")
+    if mode not in ("nearest", "nearest-exact", "area") and not isinstance(
+            align_corners, (bool, np.bool_)):
+        passed = size if isinstance(size, (list, tuple)) else output_size
+        raise _upsample_mismatch(mode, antialias, dim, passed, align_corners, scales)
     return output_size, scales, align_corners
+
+
+def _upsample_name(mode, antialias, dim):
+    if antialias:
+        return f"_upsample_{mode}{dim}d_aa"
+    if mode == "nearest-exact":
+        return f"_upsample_nearest_exact{dim}d"
+    return f"upsample_{mode}{dim}d"
+
+
+def _upsample_mismatch(mode, antialias, dim, output_size, align_corners, scales):
+    """The parser's TypeError for arguments that match no overload of the upsampling C
+    function ``interpolate`` calls (an align_corners not a bool, a first scale not a number)."""
+    interpolating = mode not in ("nearest", "nearest-exact")
+    flag = "bool align_corners, " if interpolating else ""
+    got = ["Tensor", type(output_size).__name__] + (
+        [type(align_corners).__name__] if interpolating else []) + [type(scales).__name__]
+    names = ("",) if dim == 1 else ("_h", "_w") if dim == 2 else ("_d", "_h", "_w")
+    floats = ", ".join(f"float scales{n} = None" for n in names)
+    return TypeError(
+        f"{_upsample_name(mode, antialias, dim)}() received an invalid combination of arguments "
+        f"- got ({', '.join(got)}), but expected one of:\n"
+        f" * (Tensor input, tuple of ints output_size, {flag}tuple of floats scale_factors)\n"
+        f" * (Tensor input, tuple of ints output_size, {flag}{floats}, *, Tensor out = None)\n")
+
+
+def _float_scales(scales, mode, antialias, dim, align_corners):
+    """The scale factors as floats, with the parser's errors for others (a bool counts)."""
+    out = []
+    for i, s in enumerate(scales):
+        if not isinstance(s, (int, float, np.integer, np.floating, np.bool_)):
+            if i == 0 or (mode not in ("nearest", "nearest-exact", "area")
+                          and not isinstance(align_corners, (bool, np.bool_))):
+                raise _upsample_mismatch(mode, antialias, dim, None, align_corners, scales)
+            raise TypeError(f"{_upsample_name(mode, antialias, dim)}(): argument "
+                            "'scale_factors' must be tuple of floats, but found element of type "
+                            f"{type(s).__name__} at pos {i + 1}")
+        out.append(float(s))
+    return out
