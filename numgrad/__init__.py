@@ -65,6 +65,7 @@ from numgrad import profiler  # noqa: E402
 from numgrad import distributions, multiprocessing  # noqa: E402
 from numgrad import onnx  # noqa: E402  (light: the onnx package loads in export())
 from numgrad import func  # noqa: E402
+from numgrad import special  # noqa: E402
 from numgrad.func import vmap  # noqa: E402
 from numgrad._tensortype import CPU_TYPES as _CPU_TYPES
 from numgrad._factories import get_default_device, set_default_device

@@ -1,4 +1,5 @@
-"""numgrad.finfo / numgrad.iinfo against PyTorch: every attribute, the repr and the errors."""
+"""numgrad.finfo / numgrad.iinfo against PyTorch: every attribute, the repr and the errors;
+numgrad.special against torch.special: values, gradients and node names."""
 
 import pytest
 
@@ -82,3 +83,26 @@ def test_swapaxes_error_matches_torch():
     with pytest.raises(IndexError) as got:
         numgrad.swapaxes(numgrad.zeros(2, 3), 0, 2)
     assert str(got.value) == str(expected.value)
+
+
+SPECIAL = ["erf(x)", "erfc(x)", "expm1(x)", "log1p(x)", "expit(x)", "gammaln(x + 2)",
+           "digamma(x + 2)", "psi(x + 2)", "polygamma(1, x + 2)", "round(x * 3, decimals=1)",
+           "softmax(x, 1)", "log_softmax(x, 0, dtype=m.float32)", "logsumexp(x, 1, keepdim=True)"]
+
+
+@requires_torch
+@pytest.mark.parametrize("call", SPECIAL)
+def test_special_matches_torch(call):
+    import numpy as np
+    import torch
+    arr = np.linspace(-0.9, 0.8, 6).reshape(2, 3)
+    res = []
+    for m in (numgrad, torch):
+        x = m.tensor(arr, requires_grad=True)
+        out = eval(f"m.special.{call}", {"m": m, "x": x})
+        out.sum().backward()
+        res.append((out.detach().numpy(), x.grad.numpy(), out.grad_fn.name(), str(out.dtype)))
+    (o, g, n, d), (to, tg, tn, td) = res
+    np.testing.assert_allclose(o, to, rtol=1e-6, atol=1e-12)
+    np.testing.assert_allclose(g, tg, rtol=1e-6, atol=1e-12)
+    assert (n, d) == (tn, td)
