@@ -22,35 +22,26 @@ def _kernel(mr, nr, vector):
     product = inline(rnn._bind(rnn._product, MR=mr, NR=nr, micro=micro))
 
     @numba.njit(error_model="numpy")
-    def run(reps, a, lda, m_n, k_n, bp, n_cols, groups, c, ldc):
+    def run(reps, a, lda, m_n, k_n, bp, n_cols, c, ldc):
         for _ in range(reps):
-            product(a, 0, lda, m_n, k_n, bp, n_cols, groups, c, 0, ldc)
+            product(a, 0, lda, m_n, k_n, bp, n_cols, c, 0, ldc)
     return run
 
 
-def _pack(b, nr, groups):
-    """B (k x n) into panels nr wide (``groups`` 4: nr / 4 columns of each quarter)."""
+def _pack(b, nr):
+    """B (k x n) into panels nr wide, zeros past the last column."""
     k, n = b.shape
-    if groups == 4:
-        per, wide = n // 4, nr // 4
-        cols = []
-        for p in range((per + wide - 1) // wide):
-            for q in range(4):
-                idx = list(range(q * per + p * wide, min(q * per + (p + 1) * wide,
-                                                         (q + 1) * per)))
-                cols += idx + [-1] * (wide - len(idx))
-    else:
-        cols = list(range(n)) + [-1] * (-n % nr)
-    bb = np.concatenate([b, np.zeros((k, 1), b.dtype)], 1)[:, cols]
+    bb = np.zeros((k, -(-n // nr) * nr), b.dtype)
+    bb[:, :n] = b
     return np.ascontiguousarray(bb.reshape(k, -1, nr).transpose(1, 0, 2)).reshape(-1)
 
 
-CASES = [  # (name, rows, k, cols, groups)
-    ("fwd L1 32x320@320x1024", 32, 320, 1024, 4),
-    ("fwd L2 32x512@512x1024", 32, 512, 1024, 4),
-    ("bwd rec 32x1024@1024x256", 32, 1024, 256, 1),
-    ("dx L2 2048x1024@1024x256", 2048, 1024, 256, 1),
-    ("dx L1 2048x1024@1024x64", 2048, 1024, 64, 1),
+CASES = [  # (name, rows, k, cols)
+    ("fwd L1 32x320@320x1024", 32, 320, 1024),
+    ("fwd L2 32x512@512x1024", 32, 512, 1024),
+    ("bwd rec 32x1024@1024x256", 32, 1024, 256),
+    ("dx L2 2048x1024@1024x256", 2048, 1024, 256),
+    ("dx L1 2048x1024@1024x64", 2048, 1024, 64),
 ]
 
 
@@ -63,25 +54,25 @@ def main():
                s.endswith("v")) for s in args.shapes.split(",")]
     rng = np.random.default_rng(0)
     kernels = {s: _kernel(*s) for s in shapes}
-    for name, m, k, n, groups in CASES:
+    for name, m, k, n in CASES:
         a = rng.standard_normal((m, k)).astype(np.float32)
         b = rng.standard_normal((k, n)).astype(np.float32)
         ref = a @ b
         reps = max(1, int(2e8 // (2 * m * k * n)))
-        packs = {s: _pack(b, s[1], groups) for s in shapes}
+        packs = {s: _pack(b, s[1]) for s in shapes}
         outs = {s: np.empty((m, n), np.float32) for s in shapes}
         times = {s: [] for s in shapes}
         times["blas"] = []
         c = np.empty((m, n), np.float32)
         for s in shapes:  # compile and check
-            kernels[s](1, a.reshape(-1), k, m, k, packs[s], n, groups, outs[s].reshape(-1), n)
+            kernels[s](1, a.reshape(-1), k, m, k, packs[s], n, outs[s].reshape(-1), n)
             assert np.allclose(outs[s], ref, rtol=1e-4, atol=1e-3), (name, s)
         first = outs[shapes[0]]
         same = {s: bool(np.array_equal(outs[s], first)) for s in shapes}
         for _ in range(args.rounds):
             for s in shapes:
                 t0 = time.thread_time()
-                kernels[s](reps, a.reshape(-1), k, m, k, packs[s], n, groups,
+                kernels[s](reps, a.reshape(-1), k, m, k, packs[s], n,
                            outs[s].reshape(-1), n)
                 times[s].append((time.thread_time() - t0) / reps)
             t0 = time.thread_time()

@@ -300,15 +300,12 @@ def _micro(a, ao, lda, bp, bo, c, k_n):
         c[i] = acc[i]
 
 
-def _product(a, ao, lda, m_n, k_n, bp, n_cols, groups, c, co, ldc):
+def _product(a, ao, lda, m_n, k_n, bp, n_cols, c, co, ldc):
     """c rows co + i ldc (i < m_n) = ``a`` rows ao + i lda (k_n long) times B (k_n x n_cols),
-    packed into ``bp`` by ``_pack`` (``groups`` 1) or ``_pack_gates_cat`` (4: a
-    panel holds NR / 4 columns of each quarter of B's columns). By blocks of rows of ``a``
+    packed into ``bp`` by ``_pack`` or ``_pack_cat``. By blocks of rows of ``a``
     (BLOCK_ELEMENTS: they stay in cache), panel by panel, tile by tile down the block; a
     last tile of fewer than MR rows reads its rows from a zeroed copy, so that no row past
     ``a``'s is read."""
-    wide = NR // groups  # noqa: F821
-    per = n_cols // groups
     last = (m_n - 1) // MR * MR  # noqa: F821
     acc = np.empty(MR * NR, c.dtype)  # noqa: F821
     pad = np.zeros(MR * k_n, c.dtype)  # noqa: F821
@@ -319,20 +316,19 @@ def _product(a, ao, lda, m_n, k_n, bp, n_cols, groups, c, co, ldc):
             dst[k] = src[k]
     block = max(1, BLOCK_ELEMENTS // (MR * k_n)) * MR  # noqa: F821
     for m0 in range(0, m_n, block):
-        for p in range((per + wide - 1) // wide):
-            width = min(wide, per - p * wide)
+        for p in range((n_cols + NR - 1) // NR):  # noqa: F821
+            width = min(NR, n_cols - p * NR)  # noqa: F821
             for b0 in range(m0, min(m0 + block, m_n), MR):  # noqa: F821
                 if b0 + MR <= m_n:  # noqa: F821
                     micro(a, ao + b0 * lda, lda, bp, p * k_n * NR, acc, k_n)  # noqa: F821
                 else:
                     micro(pad, 0, k_n, bp, p * k_n * NR, acc, k_n)  # noqa: F821
                 for m in range(min(MR, m_n - b0)):  # noqa: F821
-                    for q in range(groups):
-                        src = acc[m * NR + q * wide:m * NR + q * wide + width]  # noqa: F821
-                        d0 = co + (b0 + m) * ldc + q * per + p * wide
-                        d = c[d0:d0 + width]
-                        for u in range(width):
-                            d[u] = src[u]
+                    src = acc[m * NR:m * NR + width]  # noqa: F821
+                    d0 = co + (b0 + m) * ldc + p * NR  # noqa: F821
+                    d = c[d0:d0 + width]
+                    for u in range(width):
+                        d[u] = src[u]
 
 
 def _pack(w, rows, cols, bp):
@@ -347,24 +343,23 @@ def _pack(w, rows, cols, bp):
                 dst[u] = src[u]
 
 
-def _pack_gates_cat(w_ih, n_in, w, n, wp):
-    """B = [W_ih W_hh]^T ((n_in + n) x 4n) into panels of PANEL hidden units of each gate:
-    wp[(p kk + k) NR + PANEL q + u] = [W_ih W_hh][q n + PANEL p + u, k], kk = n_in + n
-    (columns past n are left as they are). Panel by panel, k by k: the writes run in order
-    and the reads stay within the panel's 4 PANEL rows of the weights (in cache)."""
+def _pack_cat(w_ih, n_in, w, n, wp):
+    """B = [W_ih W_hh]^T ((n_in + n) x 4n) into panels, as ``_pack`` (columns past 4n are
+    left as they are): wp[(p kk + k) NR + u] = [W_ih W_hh][p NR + u, k], kk = n_in + n. Panel
+    by panel, k by k: the writes run in order and the reads stay within the panel's NR rows
+    of the weights (in cache)."""
     kk = n_in + n
-    for p in range((n + PANEL - 1) // PANEL):  # noqa: F821
-        j0 = PANEL * p  # noqa: F821
-        u_n = min(PANEL, n - j0)  # noqa: F821
-        for k in range(kk):
+    for p in range((4 * n + NR - 1) // NR):  # noqa: F821
+        r0 = NR * p  # noqa: F821
+        u_n = min(NR, 4 * n - r0)  # noqa: F821
+        for k in range(n_in):
             dst = wp[(p * kk + k) * NR:(p * kk + k + 1) * NR]  # noqa: F821
-            for q in range(4):
-                for u in range(u_n):
-                    row = q * n + j0 + u
-                    if k < n_in:
-                        dst[PANEL * q + u] = w_ih[row * n_in + k]  # noqa: F821
-                    else:
-                        dst[PANEL * q + u] = w[row * n + k - n_in]  # noqa: F821
+            for u in range(u_n):
+                dst[u] = w_ih[(r0 + u) * n_in + k]
+        for k in range(n):
+            dst = wp[(p * kk + n_in + k) * NR:(p * kk + n_in + k + 1) * NR]  # noqa: F821
+            for u in range(u_n):
+                dst[u] = w[(r0 + u) * n + k]
 
 
 def _panels(cols):
@@ -386,10 +381,10 @@ def _layer_forward(x, w_ih, b_ih, b_hh, w, h0, c0, xw, out, zs, cs, tcs, hn, cn,
     n4 = 4 * n
     kk = n_in + n
     dt = xw.dtype
-    wp = np.empty((n + PANEL - 1) // PANEL * kk * NR, dt)  # noqa: F821
-    if n % PANEL:  # noqa: F821
+    wp = np.empty(_panels(n4) * kk * NR, dt)  # noqa: F821
+    if n4 % NR:  # noqa: F821
         wp[:] = 0
-    _pack_gates_cat(w_ih.reshape(w_ih.size), n_in, w.reshape(w.size), n, wp)
+    _pack_cat(w_ih.reshape(w_ih.size), n_in, w.reshape(w.size), n, wp)
     zero = np.zeros(n4, dt)
     ldx, ldo, ldz = sb * n4, sb * n, sb * kk
     for k in range(n_t):
@@ -409,7 +404,7 @@ def _layer_forward(x, w_ih, b_ih, b_hh, w, h0, c0, xw, out, zs, cs, tcs, hn, cn,
             src = hp[hpo + b * ldhp:hpo + b * ldhp + n]
             for i in range(n):
                 zh[i] = src[i]
-        product(zs, t * st * kk, ldz, n_b, kk, wp, n4, 4, xw, t * st * n4, ldx)  # noqa: F821
+        product(zs, t * st * kk, ldz, n_b, kk, wp, n4, xw, t * st * n4, ldx)  # noqa: F821
         _step_forward(xw, t * st * n4, ldx, b_ih, b_hh, zero, 0, 0, n, hp, hpo, ldhp, cp, cpo,
                       cs, tcs, t * n_b * n, out, out, t * st * n, ldo, k == n_t - 1, hn, cn,
                       0, n_b, 0, n, n)
@@ -445,9 +440,9 @@ def _layer_backward(dout, dhn, dcn, x, w_ih, w, c0, act, cs, tcs, zs, dg, dx, dh
         _step_backward(dout, t * st * n, ldo, dh_in, dc_in, dc0, act, t * st * n4, ldg, tcs,
                        t * n_b * n, cp, cpo, dg, sums, need_b, n_b, n)
         if k < n_t - 1:
-            product(dg, t * st * n4, ldg, n_b, n4, wq, n, 1, dhr, 0, n)  # noqa: F821
+            product(dg, t * st * n4, ldg, n_b, n4, wq, n, dhr, 0, n)  # noqa: F821
         elif need_h0:
-            product(dg, t * st * n4, ldg, n_b, n4, wq, n, 1, dh0, 0, n)  # noqa: F821
+            product(dg, t * st * n4, ldg, n_b, n4, wq, n, dh0, 0, n)  # noqa: F821
     # the weight gradients: dgates^T [x h_prev] (``zs``) as one product when both are asked
     kk = n_in + n
     if need_w and need_wih:
@@ -475,7 +470,7 @@ def _layer_backward(dout, dhn, dcn, x, w_ih, w, c0, act, cs, tcs, zs, dg, dx, dh
         if n_in % NR_ALL:  # noqa: F821
             wi[:] = 0
         _pack_all(w_ih.reshape(w_ih.size), n4, n_in, wi)  # noqa: F821
-        product_all(dg, 0, n4, rows_all, n4, wi, n_in, 1, dx, 0, n_in)  # noqa: F821
+        product_all(dg, 0, n4, rows_all, n4, wi, n_in, dx, 0, n_in)  # noqa: F821
     if need_b:
         for j in range(n4):
             db[j] = sums[j]
@@ -504,8 +499,8 @@ def _layer_kernels(dtype, name, gemm):
     """The forward and backward layer kernels for one real type, with this CPU's tiles."""
     mr, nr, lanes = _tile_shape(dtype)
     mr_all, nr_all, lanes_all = _tile_shape(dtype, many_rows=True)
-    tiles = {"NR": nr, "PANEL": nr // 4}
-    values = {f.__name__: inline(_bind(f, **tiles)) for f in (_pack, _pack_gates_cat, _panels)}
+    tiles = {"NR": nr}
+    values = {f.__name__: inline(_bind(f, **tiles)) for f in (_pack, _pack_cat, _panels)}
     values.update(tiles, gemm=gemm, product=_product_kernel(dtype, mr, nr, lanes),
                   NR_ALL=nr_all, _pack_all=inline(_bind(_pack, NR=nr_all)),
                   product_all=_product_kernel(dtype, mr_all, nr_all, lanes_all))
