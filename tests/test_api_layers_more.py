@@ -259,8 +259,7 @@ def test_channel_dropout_masks_match_pytorch(call, shape):
 @requires_torch
 @pytest.mark.parametrize("k, shape", [(1, (3, 4)), (3, (2, 3, 2, 2))])
 def test_channel_dropout_in_place_on_unbatched_input(k, shape):
-    # PyTorch's draws and gradients, the input itself returned; numgrad records MulBackward0
-    # where PyTorch records its squeeze_/unsqueeze_ pair (numgrad has no in-place reshapes)
+    # PyTorch's draws, nodes and gradients, the input itself returned
     arr = np.random.default_rng(4).uniform(0.5, 1.5, size=shape)
     res = []
     for m in (ng, torch):
@@ -269,10 +268,12 @@ def test_channel_dropout_in_place_on_unbatched_input(k, shape):
         x = leaf.clone()
         out = getattr(m.nn.functional, f"dropout{k}d")(x, 0.5, True, inplace=True)
         assert out is x and tuple(out.shape) == shape
+        nodes = [out.grad_fn.name(), out.grad_fn.next_functions[0][0].name()]
         out.sum().backward()
-        res.append((to_numpy(out), to_numpy(leaf.grad)))
+        res.append((to_numpy(out), to_numpy(leaf.grad), nodes))
     np.testing.assert_allclose(res[0][0], res[1][0], rtol=1e-12)
     np.testing.assert_allclose(res[0][1], res[1][1], rtol=1e-12)
+    assert res[0][2] == res[1][2]
 
 
 def test_channel_dropout_zeroes_whole_channels():

@@ -540,3 +540,39 @@ def test_out_on_matrix_products_matches_pytorch(fn, shapes):
     _same_error(bad, arrays)
     grad = f"m.{fn}(ts[0].requires_grad_(), ts[1], out=m.empty(1, dtype=m.float64))"
     _same_error(grad, arrays)
+
+
+# ---- in-place reshapes: the tensor's new shape, strides, node (PyTorch's in-place names),
+# version and gradient; a leaf that requires grad refuses them
+
+def _source(m, kind):
+    x = m.ones(1, 2, 1, 3, requires_grad=kind != "no grad")
+    if kind == "view":
+        return (x * 2)[0], x
+    if kind in ("leaf view", "no grad"):
+        return x[0], x
+    return (x if kind == "leaf" else x * 2), x
+
+
+def _reshaped(m, kind, call):
+    try:
+        y, x = _source(m, kind)
+        v0 = y._version
+        r = eval(call, {"y": y})
+        got = [r is y, tuple(y.shape), tuple(y.stride()), y._version - v0]
+        if y.grad_fn is not None:
+            got += [y.grad_fn.name(), y.grad_fn.next_functions[0][0].name()]
+            (y * m.arange(6.0).reshape(y.shape)).sum().backward()
+            got.append(to_numpy(x.grad).tolist())
+        return got
+    except RuntimeError as e:  # the outcome under test
+        return str(e)
+
+
+@pytest.mark.parametrize("kind", ["leaf", "non-leaf", "view", "leaf view", "no grad"])
+@pytest.mark.parametrize("call", [
+    "y.unsqueeze_(1)", "y.unsqueeze_(-1)", "y.squeeze_()", "y.squeeze_(0)", "y.squeeze_((0, 1))",
+    "y.squeeze_(dim=-2)", "y.transpose_(0, 1)", "y.swapdims_(0, -1)", "y.swapaxes_(1, 0)",
+    "y.squeeze_().t_()", "y.t_()"])
+def test_inplace_reshapes_match_pytorch(call, kind):
+    assert _reshaped(ng, kind, call) == _reshaped(torch, kind, call)

@@ -22,6 +22,7 @@ from numgrad.autograd.graph import Node
 from numgrad.kernels._guard import OVERLAP, check_writable, internal_overlap
 from numgrad.ops import elementwise as ew
 from numgrad.ops import indexing as ix
+from numgrad.ops import shape as sh
 from numgrad.ops._util import (
     EW,
     INFERENCE,
@@ -601,3 +602,57 @@ METHODS = {
     "__irshift__": REGISTRY["bitwise_right_shift"].inplace_fn,
     "__setitem__": setitem,
 }
+
+
+# ========================================================================================
+# in-place reshapes (unsqueeze_, squeeze_, t_, transpose_): the tensor takes the view's
+# geometry and node, under PyTorch's in-place names
+# ========================================================================================
+
+_INPLACE_NODES = {"SqueezeBackward4": sh.SqueezeBackward4}  # (matmul's squeeze_(0) too)
+
+
+def _inplace_node(node, name):
+    """``node`` (of the out-of-place view) as PyTorch's in-place node ``name``."""
+    cls = _INPLACE_NODES.get(name)
+    if cls is None:
+        cls = _INPLACE_NODES[name] = type(name, (node.__class__,), {"__slots__": ()})
+    node.__class__ = cls
+    return node
+
+
+def _reshape_(view, rename):
+    """The in-place form of view op ``view``: only the tensor's shape and strides change (its
+    version is bumped, its node becomes ``rename(view's node)``'s name); a leaf that requires
+    grad refuses it, as PyTorch."""
+    def method(self, *args, **kwargs):
+        check_inplace(self, overlap=True)
+        out = view(self, *args, **kwargs)
+        self._data = out._data
+        node = out._grad_fn
+        if node is not None:
+            _rebase(self, _inplace_node(node, rename(node)))
+        self._bump_version()
+        if self._base is not None:  # (its own node stays current)
+            self._view_ver = self._vc[0]
+        return self
+    return method
+
+
+def _t(input):
+    nd = input._data.ndim
+    if nd > 2:
+        raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, but self is {nd}D")
+    return sh.t(input)
+
+
+# squeeze's nodes 0/1/2 (all dims, one dim, several dims) are 3/4/5 in place
+_SQUEEZED = {"SqueezeBackward0": "SqueezeBackward3", "SqueezeBackward1": "SqueezeBackward4",
+             "SqueezeBackward2": "SqueezeBackward5"}
+unsqueeze_ = inplace_of("unsqueeze")(
+    _reshape_(lambda t, dim: sh.unsqueeze(t, dim), lambda n: "UnsqueezeBackward1"))
+squeeze_ = inplace_of("squeeze")(
+    _reshape_(lambda t, dim=None: sh.squeeze(t, dim), lambda n: _SQUEEZED[type(n).__name__]))
+t_ = inplace_of("t")(_reshape_(_t, lambda n: "TBackward1"))
+transpose_ = inplace_of("transpose")(
+    _reshape_(lambda t, dim0, dim1: sh.transpose(t, dim0, dim1), lambda n: "TransposeBackward1"))

@@ -203,18 +203,18 @@ def channel_rank(k, input):
 
 
 def feature_dropout(input, p, training, inplace, unbatched=False):
-    """Zero whole channels of (N, C, *) input (``unbatched``: (C, *)) with probability p,
-    scaling by 1/(1-p)."""
-    if unbatched and not inplace:
-        return sh.squeeze(feature_dropout(sh.unsqueeze(input, 0), p, training, inplace), 0)
+    """Zero whole channels of (N, C, *) input (``unbatched``: (C, *), seen as (1, C, *) in
+    or out of place, as PyTorch) with probability p, scaling by 1/(1-p)."""
+    if unbatched:
+        if inplace:  # (SqueezeBackward4 over the op over UnsqueezeBackward1, as PyTorch)
+            return feature_dropout(input.unsqueeze_(0), p, training, True).squeeze_(0)
+        return sh.squeeze(feature_dropout(sh.unsqueeze(input, 0), p, training, False), 0)
     if not training or p == 0 or input.numel() == 0:
         return input
     if p != 1 and input.dim() < 2:
         raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
-    # one draw per channel: (N, C, 1, ...), or (C, 1, ...) in place on unbatched input (the
-    # same draws as PyTorch's (1, C, 1, ...) mask, which it applies between squeeze_/unsqueeze_)
-    lead = 1 if unbatched else 2
-    shape = tuple(input._data.shape[:lead]) + (1,) * (input.dim() - lead)
+    # one draw per channel: (N, C, 1, ...)
+    shape = tuple(input._data.shape[:2]) + (1,) * (input.dim() - 2)
     mask = zeros(shape, input) if p == 1 else _mask(shape, 1.0 - p, input) * (1.0 / (1.0 - p))
     return input.mul_(mask) if inplace else input * mask
 
