@@ -473,3 +473,17 @@ def test_declared_losses_property_vs_torch():
             return run
         _compare(f(torch), f(ng), (x, t), (True, True), node=False)
     check()
+
+
+@pytest.mark.parametrize("p", [2.0, 1.5, float("inf")])
+def test_pdist_records_one_node_as_torch(p):
+    arr = np.random.default_rng(2).standard_normal((4, 3))
+    res = []
+    for lib in (torch, ng):
+        x = lib.tensor(arr, requires_grad=True)
+        y = _F(lib).pdist(x, p)
+        (y * lib.arange(6.0)).sum().backward()
+        res.append((y.grad_fn.name(), [type(f).__name__ for f, _ in y.grad_fn.next_functions],
+                    x.grad.numpy()))
+    assert res[1][:2] == res[0][:2]
+    np.testing.assert_allclose(res[1][2], res[0][2], rtol=1e-10)

@@ -15,6 +15,7 @@ from numgrad._shape import Size, broadcast_shapes
 from numgrad.ops import elementwise as ew
 from numgrad.ops import indexing as ix
 from numgrad.ops import losses as L
+from numgrad.ops import named_composite
 from numgrad.ops import nn_checks as K
 from numgrad.ops import reduction as red
 from numgrad.ops import shape as sh
@@ -661,7 +662,9 @@ def pdist(input, p):
         raise RuntimeError("pdist only supports floating-point dtypes")
     if p < 0:
         raise RuntimeError("pdist only supports non-negative p values")
-    return L.pdist(input, p)
+    # PyTorch's one node over the composite (the pairs' differences and norms)
+    return named_composite.record("PdistBackward0", lambda x: L.pdist(x, p), (input,), (input,),
+                                  ("self",))
 
 
 def cosine_similarity(x1, x2, dim, eps):
