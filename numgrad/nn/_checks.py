@@ -154,6 +154,8 @@ def _scalar_tensor(v):
 
 def float_arg(v, fn, name, pos):
     """A ``float`` argument: an int, a float, a bool or a 0-d tensor (as PyTorch's parser)."""
+    if v.__class__ is float:
+        return v
     if not isinstance(v, _NUMBERS) and not isinstance(v, bool):
         if not _scalar_tensor(v):
             raise must_be(fn, name, pos, "float", v)
@@ -164,6 +166,12 @@ def float_arg(v, fn, name, pos):
 def shape_arg(v, fn, name, pos):
     """An ``int[]`` argument without a size (a shape): ints in a list or tuple, a lone int
     refused (``int_list`` takes one for ``int[n]``)."""
+    if v.__class__ is tuple:
+        for e in v:
+            if e.__class__ is not int:
+                break
+        else:
+            return v
     if not isinstance(v, (list, tuple)):
         raise must_be(fn, name, pos, "tuple of ints", v)
     return int_list(v, fn, name, pos)
@@ -205,6 +213,8 @@ def softmax_args(fn, input, dim, dtype, stacklevel):
 
 
 def bool_arg(v, fn, name, pos):
+    if v.__class__ is bool:
+        return v
     if not isinstance(v, (bool, np.bool_)):
         raise must_be(fn, name, pos, "bool", v)
     return bool(v)
@@ -265,8 +275,9 @@ def sizes(input, target):
 
 
 _PARSERS = {
-    "Tensor": lambda v, fn, name, pos: tensor_arg(fn, name, pos, v) or v,
-    "Tensor?": lambda v, fn, name, pos: opt_tensor(fn, name, pos, v) or v,
+    "Tensor": lambda v, fn, name, pos: v if isinstance(v, Tensor) else tensor_arg(fn, name, pos, v),
+    "Tensor?": lambda v, fn, name, pos: (v if v is None or isinstance(v, Tensor)
+                                         else opt_tensor(fn, name, pos, v)),
     "Number": lambda v, fn, name, pos: number_arg(fn, name, pos, v),
     "int": int_arg, "float": float_arg, "bool": bool_arg, "int[]": shape_arg, "str": str_arg,
     "float?": lambda v, fn, name, pos: None if v is None else float_arg(v, fn, name, pos),
@@ -274,9 +285,10 @@ _PARSERS = {
 
 
 @functools.cache
-def _signature(spec):
+def _signature(spec, first):
     args = (a.split() for a in spec.split(","))
-    return tuple((_PARSERS[kind], name.lstrip("*"), name[0] != "*") for kind, name in args)
+    return tuple((_PARSERS[kind], name.lstrip("*"), None if name[0] == "*" else pos)
+                 for pos, (kind, name) in enumerate(args, first))
 
 
 def parse(fn, spec, *values, first=1):
@@ -285,8 +297,8 @@ def parse(fn, spec, *values, first=1):
     Tensor?, int, float, float?, bool, int[]; a name marked ``*name``: one PyTorch's Python
     passes by keyword) from position ``first``: the TypeError of the first bad one, else the
     values as the op takes them."""
-    return [check(v, fn, name, pos if positional else None) for pos, ((check, name, positional),
-            v) in enumerate(zip(_signature(spec), values), first)]
+    return [check(v, fn, name, pos) for (check, name, pos), v in zip(_signature(spec, first),
+                                                                      values)]
 
 
 # signatures of PyTorch's C functions, as it declares them
