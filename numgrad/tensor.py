@@ -10,8 +10,7 @@ import weakref
 
 import numpy as np
 
-from numgrad import _device, _dtype
-from numgrad._compile import tape as _tape
+from numgrad import _device, _dtype, _hook
 from numgrad._shape import Size, wrap_dim
 from numgrad.autograd import grad_mode
 from numgrad.autograd.creation_meta import rebase_error, without_grad_mode
@@ -456,21 +455,21 @@ class Tensor(metaclass=_TensorMeta):
 
     # ------------------------------------------------------------------ conversion
     def item(self):
-        if _tape.TAPE is not None:
-            _tape.host_read("item()")
+        if _hook.TAPE is not None:
+            _hook.host_read("item()")
         if self._data.size != 1:
             raise RuntimeError(
                 f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
         return _values(self._data).reshape(()).item()
 
     def tolist(self):
-        if _tape.TAPE is not None:
-            _tape.host_read("tolist()")
+        if _hook.TAPE is not None:
+            _hook.host_read("tolist()")
         return _values(self._data).tolist()
 
     def numpy(self, *, force=False):
-        if _tape.TAPE is not None:
-            _tape.host_read("numpy()")
+        if _hook.TAPE is not None:
+            _hook.host_read("numpy()")
         if self._requires_grad and not force:
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
@@ -485,8 +484,8 @@ class Tensor(metaclass=_TensorMeta):
         return a
 
     def __array__(self, dtype=None, copy=None):
-        if _tape.TAPE is not None:
-            _tape.host_read("NumPy conversion")
+        if _hook.TAPE is not None:
+            _hook.host_read("NumPy conversion")
         if self._requires_grad:
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
@@ -511,15 +510,15 @@ class Tensor(metaclass=_TensorMeta):
         return (self[i] for i in range(self._data.shape[0]))
 
     def __bool__(self):
-        if _tape.TAPE is not None:
-            _tape.host_read("bool()")
+        if _hook.TAPE is not None:
+            _hook.host_read("bool()")
         if self._data.size != 1:
             raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(_values(self._data).reshape(()).item())
 
     def _scalar_value(self, kind):
-        if _tape.TAPE is not None:
-            _tape.host_read("a Python number conversion")
+        if _hook.TAPE is not None:
+            _hook.host_read("a Python number conversion")
         if self._data.size != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
         return kind(_values(self._data).reshape(()).item())
@@ -531,8 +530,8 @@ class Tensor(metaclass=_TensorMeta):
         return self._scalar_value(int)
 
     def __index__(self):
-        if _tape.TAPE is not None:
-            _tape.host_read("an index conversion")
+        if _hook.TAPE is not None:
+            _hook.host_read("an index conversion")
         if self._data.dtype.kind not in "iub" or self._data.size != 1:
             raise TypeError(
                 "only integer tensors of a single element can be converted to an index")
@@ -545,13 +544,13 @@ class Tensor(metaclass=_TensorMeta):
 
     def __repr__(self, *, tensor_contents=None):
         from numgrad._printing import tensor_repr
-        if _tape.TAPE is not None:
-            _tape.host_read("printing")
+        if _hook.TAPE is not None:
+            _hook.host_read("printing")
         return tensor_repr(self)
 
     def __format__(self, spec):
-        if _tape.TAPE is not None:
-            _tape.host_read("formatting")
+        if _hook.TAPE is not None:
+            _hook.host_read("formatting")
         # a plain 0-dim tensor formats as its Python number (f"{loss}", f"{loss:.4f}"); others
         # (and subclasses such as Parameter) as object does: str(), or TypeError with a spec
         if self._data.ndim == 0 and type(self) is Tensor:

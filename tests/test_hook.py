@@ -13,9 +13,6 @@ _ROOT = pathlib.Path(numgrad.__file__).parent
 # modules that may import ``numgrad._compile``: the package's public ``compile`` and the ONNX
 # exporter, which runs its own trace
 _CLIENTS = {"__init__.py", "onnx/__init__.py"}
-# eager modules that still reach the tracer through ``numgrad._compile.tape``'s old names
-_NOT_YET = {"tensor.py", "autograd/engine.py", "kernels/cpu/linalg.py", "ops/shape.py",
-            "ops/reduction.py", "ops/promote.py", "ops/inplace.py", "ops/nn_layers.py"}
 
 
 def _imports_compiler(path):
@@ -31,7 +28,7 @@ def _imports_compiler(path):
 def test_eager_modules_do_not_import_the_compiler():
     found = {p.relative_to(_ROOT).as_posix() for p in _ROOT.rglob("*.py")
              if "_compile" not in p.relative_to(_ROOT).parts and _imports_compiler(p)}
-    assert found <= _CLIENTS | _NOT_YET, sorted(found - _CLIENTS - _NOT_YET)
+    assert found <= _CLIENTS, sorted(found - _CLIENTS)
     assert _imports_compiler(_ROOT / "onnx" / "__init__.py")  # (imports inside functions too)
 
 

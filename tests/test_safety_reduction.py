@@ -31,6 +31,12 @@ ERRORS = [
     ("vector norm duplicates in order", RuntimeError, lambda L: L.norm(_t(L, ()), 1, (0, 0, 1))),
     ("inf norm of an empty tensor", RuntimeError, lambda L: _t(L, (2, 0)).norm(float("inf"))),
     ("-1 norm over an empty dim", RuntimeError, lambda L: L.norm(_t(L, (2, 0)), -1, (0, -1))),
+    # norm's ord is a number and its dim ints: a bool dim is not taken as dim 1
+    ("norm of a bool dim", TypeError, lambda L: _t(L, (3, 4)).norm(2, True)),
+    ("fro norm of a bool dim", TypeError, lambda L: L.norm(_t(L, (3, 4)), "fro", True)),
+    ("norm of a float dim", TypeError, lambda L: _t(L, (3, 4)).norm(2, 1.5)),
+    ("norm of a float in a dim list", TypeError, lambda L: _t(L, (3, 4)).norm(2, (0, 1.5))),
+    ("norm of a list ord", TypeError, lambda L: _t(L, (3, 4)).norm(p=[1, 2])),
     # torch.norm's Frobenius norm over more than two dims is a matrix norm
     ("fro norm over three dims", RuntimeError, lambda L: _t(L, (2, 3, 4)).norm(dim=(0, 2, 0))),
     ("fro norm of a vector over three dims", RuntimeError,

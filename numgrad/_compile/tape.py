@@ -235,10 +235,6 @@ class Tape:
             self.uninit[id(a)] = a
 
 
-# the old module-level names of what eager code reports (``numgrad._hook`` has them)
-constant, host_read, record, record_draw, uninit = (
-    _hook.constant, _hook.host_read, _hook.record, _hook.record_draw, _hook.uninit)
-
 # host functions a trace may rerun on copies (see ``_writes``)
 PURE = {np.ascontiguousarray, np.copyto, np.flatnonzero, np.reshape}
 

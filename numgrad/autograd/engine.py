@@ -17,8 +17,7 @@ import sys
 
 import numpy as np
 
-from numgrad import _arrays
-from numgrad._compile import tape as _tape
+from numgrad import _arrays, _hook
 from numgrad.autograd import anomaly_mode, grad_mode
 from numgrad.autograd.anomaly_mode import STATE as ANOMALY
 from numgrad.autograd.function import BackwardCFunction
@@ -307,8 +306,7 @@ def _run_hooks_before(node, hooks, grads, captured, capture, shared):
     What hooks return may be held by the user: it joins ``shared`` (never stolen as a .grad).
     """
     if hooks is not None:
-        if _tape.TAPE is not None:
-            _tape.TAPE.unreplayable("autograd hooks")
+        _hook.unreplayable("autograd hooks")
         for nr, fns in hooks.tensor_pre.items():
             for fn in list(fns.values()):
                 g = grads[nr]
@@ -346,8 +344,7 @@ def _run_hooks_before(node, hooks, grads, captured, capture, shared):
 
 def _leaf_hooks(var, g, shared):
     """``var.register_hook`` hooks: they run first, as the tensor pre-hooks of its node."""
-    if _tape.TAPE is not None:
-        _tape.TAPE.unreplayable("autograd hooks")
+    _hook.unreplayable("autograd hooks")
     for fn in list(var._hooks.values()):
         r = fn(g)
         if r is not None and r is not g:
@@ -359,8 +356,7 @@ def _leaf_hooks(var, g, shared):
 
 def _post_accumulate(var):
     """``register_post_accumulate_grad_hook`` hooks, after ``var.grad`` was updated."""
-    if _tape.TAPE is not None:
-        _tape.TAPE.unreplayable("autograd hooks")
+    _hook.unreplayable("autograd hooks")
     for fn in list(var._post_acc_hooks.values()):
         r = fn(var)
         if r is not None:
@@ -517,10 +513,11 @@ def execute(roots, grads, keep_graph, create_graph, capture=None, targets=None,
     if capture is not None:
         captured = [None] * (1 + max(s for d in capture.values() for v in d.values() for s in v))
     anomaly = ANOMALY[0]
-    if _tape.TAPE is not None:
-        _tape.TAPE.ran_backward = True
+    tape = _hook.TAPE
+    if tape is not None:
+        tape.ran_backward = True
         if anomaly:
-            _tape.TAPE.unreplayable("anomaly detection")
+            tape.unreplayable("anomaly detection")
     state = grad_mode.state
     prev = state.enabled
     state.enabled = create_graph
@@ -548,11 +545,11 @@ def execute(roots, grads, keep_graph, create_graph, capture=None, targets=None,
                     if anomaly:
                         outs = _run_checked(node, inp)
                     elif (node.__class__ in _REGIONS and owned is not None
-                          and hooks is None and capture is None and _tape.TAPE is None
+                          and hooks is None and capture is None and _hook.TAPE is None
                           and node._meta is None and _into_region(node, inp[0], buffers, owned)):
                         pass  # delivered: outs stays None
                     elif (node.__class__ in _PIECES and owned is not None and hooks is None
-                          and capture is None and _tape.TAPE is None
+                          and capture is None and _hook.TAPE is None
                           and _into_pieces(node, inp, buffers, owned)):
                         pass  # delivered: outs stays None
                     elif node._plain:
@@ -623,7 +620,7 @@ def backward_scalar(t):
     if fn is None or a.size != 1 or a.dtype.kind != "f":
         return False
     if a.__class__ is _ND:
-        g = _wrap(_tape.constant(np.ones(a.shape, a.dtype)))
+        g = _wrap(_arrays.constant(np.ones(a.shape, a.dtype)))
     else:
         g = _wrap(a.__class__.full(a.shape, 1, a.dtype))
     execute([(fn, t._output_nr)], [g], False, False)

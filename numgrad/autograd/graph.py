@@ -19,6 +19,7 @@ from itertools import chain
 
 import numpy as np
 
+from numgrad import _hook
 from numgrad._shape import broadcast_shapes
 from numgrad.autograd import grad_mode
 from numgrad.autograd.anomaly_mode import STATE as ANOMALY
@@ -302,8 +303,7 @@ def _sole_owner(arr, holders=0):
 
 def _traced_refs(base):
     """The references the active ``numgrad.compile`` tape holds to array ``base``."""
-    mod = sys.modules.get("numgrad._compile.tape")
-    tape = None if mod is None else mod.TAPE
+    tape = _hook.TAPE
     return 0 if tape is None else tape.refs(base)
 
 

@@ -15,7 +15,6 @@ import numpy as np
 
 from numgrad import _arrays, _dtype
 from numgrad import tensor as _tensor_module
-from numgrad._compile import tape as _tape
 from numgrad.autograd.creation_meta import rebase_error
 from numgrad.autograd.grad_mode import no_grad
 from numgrad.autograd.graph import Node
@@ -484,7 +483,7 @@ def copy_(self, src, non_blocking=False):
         if not is_scalar(src):
             raise TypeError(f"copy_(): argument 'other' (position 1) must be Tensor, not "
                             f"{type(src).__name__}")
-        src = _wrap(_tape.constant(np.asarray(src)))  # a number: a 0-dim double, long or bool
+        src = _wrap(_arrays.constant(np.asarray(src)))  # a number: a 0-dim double, long or bool
     from numgrad._shape import broadcast_shapes
     if broadcast_shapes(self._data.shape, src._data.shape) != self._data.shape:
         raise RuntimeError(

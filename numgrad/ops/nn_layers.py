@@ -13,8 +13,7 @@ import warnings
 import numpy as np
 
 from numgrad import _arrays as A
-from numgrad import _intercept
-from numgrad._compile import tape as _tape
+from numgrad import _hook, _intercept
 from numgrad._shape import Size
 from numgrad.ops import activation as act
 from numgrad.ops import batch_norm as batch_norm_op
@@ -269,7 +268,7 @@ def bag_reduce(emb, per_sample_weights, bags, mode, fixed, like):
 def unwatched():
     """Whether no compile trace, profiler, exporter or forward-AD level watches the ops: a
     result nothing records may then skip the ops around its kernel."""
-    return _tape.TAPE is None and not _intercept._CLIENTS
+    return _hook.TAPE is None and not _intercept._CLIENTS
 
 
 def _linear_no_graph(input, weight, bias):

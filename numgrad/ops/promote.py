@@ -32,8 +32,7 @@ PyTorch's way:
 
 import numpy as np
 
-from numgrad import _arrays, _dtype
-from numgrad._compile import tape as _tape
+from numgrad import _arrays, _dtype, _hook
 from numgrad._shape import broadcast_shapes
 from numgrad.kernels._parallel import ELEMENTWISE, pick
 from numgrad.ops._util import (
@@ -108,8 +107,8 @@ def scalar_tensor(v, dt):
     PyTorch casts it (-3 as uint8 is 253)."""
     v = scalar_value(v, dt)
     if dt._kind == 1:
-        return _wrap(_tape.constant(np.array(v, np.int64).astype(dt.np)))
-    return _wrap(_tape.constant(np.full((), v, dt.np)))
+        return _wrap(_arrays.constant(np.array(v, np.int64).astype(dt.np)))
+    return _wrap(_arrays.constant(np.full((), v, dt.np)))
 
 
 def _tensor_arg(x, fn, name, pos):
@@ -259,7 +258,7 @@ def binary(name=None, *, node=None, kernel, scalar_kernel=None, grad=None, resul
                         ad.ravel(), bd.ravel(), r.ravel(), p, 0.0)
             elif (exact_scalar and ad.dtype is bd.dtype and al == 1 and ad.dtype.kind == "f"
                   and ad.dtype.itemsize > 2 and ad.__class__ is _ND and bd.__class__ is _ND
-                  and _tape.TAPE is None  # (the element is read on the host: not in a trace)
+                  and _hook.TAPE is None  # (the element is read on the host: not in a trace)
                   and (bd.size == 1 and bd.ndim <= ad.ndim and ad.flags.c_contiguous
                        or ad.size == 1 and ad.ndim <= bd.ndim and exact_scalar == 2
                        and bd.flags.c_contiguous)):

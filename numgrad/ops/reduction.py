@@ -5,8 +5,7 @@ import operator
 
 import numpy as np
 
-from numgrad import _arrays, _dtype
-from numgrad._compile import tape as _tape
+from numgrad import _arrays, _dtype, _hook
 from numgrad._shape import reduced_shape, sum_to_axes, wrap_dim, wrap_dims
 from numgrad.autograd.graph import Node
 from numgrad.ops import elementwise as ew
@@ -609,8 +608,32 @@ def _norm_dtype(input, dtype):
     return as_type(input, dt)
 
 
+def _vector_norm_args(p, dim):
+    """PyTorch's parser errors for ``linalg_vector_norm``'s ord (a number) and dim (ints; a
+    bool is not one there)."""
+    fn = "linalg_vector_norm(): argument"
+    if isinstance(p, (list, tuple, dict, set)):
+        raise TypeError(f"{fn} 'ord' (position 2) must be Number, not {type(p).__name__}")
+    if dim is None:
+        return
+    seq = isinstance(dim, (list, tuple))
+    first = (dim[0] if dim else None) if seq else dim
+    if first is not None and (first.__class__ is bool or not hasattr(first, "__index__")):
+        if seq or first.__class__ is bool:  # the parser checks a list's first item only
+            raise TypeError(f"{fn} 'dim' (position 3) must be tuple of ints, but found "
+                            f"element of type {type(first).__name__} at pos 0")
+        raise TypeError(f"{fn} 'dim' (position 3) must be tuple of ints, not "
+                        f"{type(first).__name__}")
+    for i, d in enumerate(dim if seq else ()):  # then unpacks every item (a bool as an int)
+        if not hasattr(d, "__index__"):
+            raise TypeError(f"{fn} 'dim' failed to unpack the object at pos {i + 1} with error "
+                            f"\"type must be tuple of ints,but got {type(d).__name__}\"")
+
+
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     """Vector p-norm over all elements or ``dim`` (``LinalgVectorNormBackward0``)."""
+    if not isinstance(p, str) or (p == "fro" and not isinstance(dim, (tuple, list))):
+        _vector_norm_args(p, dim)
     if isinstance(p, str):
         if p != "fro" or (isinstance(dim, (tuple, list)) and len(dim) > 2):
             dim = _matrix_norm_dims(input, p, dim)
@@ -659,7 +682,7 @@ class LogsumexpBackward0(Node):
     def _backward(self, g):
         x, result, keep_shape = self._saved
         gd = g._data
-        if result.size == 1 and not state.enabled and _tape.TAPE is None:
+        if result.size == 1 and not state.enabled and _hook.TAPE is None:
             xd = x._data
             dt = xd.dtype
             if (dt is result.dtype and dt is gd.dtype and (dt is _F32 or dt is _F64)

@@ -7,8 +7,7 @@ import warnings
 
 import numpy as np
 
-from numgrad import _arrays, _device, _dtype, _memory_format
-from numgrad._compile import tape as _tape
+from numgrad import _arrays, _device, _dtype, _hook, _memory_format
 from numgrad._shape import infer_size, parse_shape, wrap_dim, wrap_dims
 from numgrad.autograd import creation_meta as _cm
 from numgrad.autograd.graph import FREED_MSG, Node
@@ -470,7 +469,7 @@ def embed(g, shape, key):
     """Zeros of ``shape`` with ``g`` written at ``key`` (a tuple of ints and slices)."""
     gd = g._data
     k0 = key[0] if len(key) == 1 else None
-    if (k0.__class__ is int and k0 >= 0 and gd.__class__ is np.ndarray and _tape.TAPE is None
+    if (k0.__class__ is int and k0 >= 0 and gd.__class__ is np.ndarray and _hook.TAPE is None
             and not (state.enabled and g._requires_grad) and gd.flags.c_contiguous
             and gd.shape == shape[1:]):
         # row k0 of dim 0 (x[i]'s gradient), nothing recorded: the copy kernel called on the
@@ -918,7 +917,7 @@ class _PiecesBackward(Node):
         like = next((g for g in grads if g is not None), None)
         if like is None:
             return None
-        if _tape.TAPE is None and not (
+        if _hook.TAPE is None and not (
                 state.enabled and any(g is not None and g._requires_grad for g in grads)):
             from numgrad.autograd.regions import pieces_dense
             out = pieces_dense(self, grads)

@@ -3,8 +3,7 @@
 
 import numpy as np
 
-from numgrad import _arrays
-from numgrad._compile import tape as _tape
+from numgrad import _arrays, _hook
 from numgrad.kernels import LIN
 from numgrad.kernels._jit import inline, jit, specialize
 from numgrad.kernels.cpu import _blas, _host
@@ -87,9 +86,9 @@ def matmul(a, b, out):
     """out = a @ b for 2-D or batched 3-D operands (BLAS sgemm/dgemm)."""
     if a.__class__ is not np.ndarray or b.__class__ is not np.ndarray:
         return LIN.cuda().matmul(a, b, out)
-    if _tape.TAPE is None:
+    if _hook.TAPE is None:
         return gemm(a, b, out)
-    return _tape.record(gemm, a, b, out)
+    return _hook.record(gemm, a, b, out)
 
 
 # ---- linear: x @ W^T + bias ------------------------------------------------------------------
@@ -324,9 +323,9 @@ def _linear_call(x, wt, bias, out):
 
 def linear(x, wt, bias, out):
     """out = x @ wt + bias (bias None: no bias) for arrays ``linear_fits`` takes."""
-    if _tape.TAPE is None:
+    if _hook.TAPE is None:
         return _linear_call(x, wt, bias, out)
-    return _tape.record(_linear_call, x, wt, bias, out)
+    return _hook.record(_linear_call, x, wt, bias, out)
 
 
 # ---- attention: softmax(q k^T scale, causal) v per (batch, head) -----------------------------
@@ -435,9 +434,9 @@ def _attention_call(q, k, v, scale, causal, probs, out):
 def attention(q, k, v, scale, causal, probs, out):
     """probs = softmax(q k^T scale (+ causal mask)), out = probs v, per (batch, head), for
     arrays ``attention_fits`` takes (probs: a new C-contiguous array; out: ``output_rows``)."""
-    if _tape.TAPE is None:
+    if _hook.TAPE is None:
         return _attention_call(q, k, v, scale, causal, probs, out)
-    return _tape.record(_attention_call, q, k, v, float(scale), bool(causal), probs, out)
+    return _hook.record(_attention_call, q, k, v, float(scale), bool(causal), probs, out)
 
 
 # dV = P^T dO; dS = P (dO V^T - rowsum(dO O)); dQ = scale dS K; dK = scale dS^T Q
@@ -545,10 +544,10 @@ def attention_backward(g, q, k, v, o, probs, scale, causal, need):
     gq, gk, gv = (output_rows(a, a.shape) if n else _EMPTY4[dt] for a, n in zip((q, k, v), need))
     args = (g, q, k, v, o, probs, float(scale), bool(causal), tuple(bool(n) for n in need), gq,
             gk, gv)
-    if _tape.TAPE is None:
+    if _hook.TAPE is None:
         _attention_bwd_call(*args)
     else:
-        _tape.record(_attention_bwd_call, *args)
+        _hook.record(_attention_bwd_call, *args)
     return tuple(a if n else None for a, n in zip((gq, gk, gv), need))
 
 
