@@ -58,7 +58,6 @@ from numgrad._memory_format import (channels_last, channels_last_3d, contiguous_
                                      memory_format, preserve_format)
 from numgrad.serialization import load, save
 from numgrad._dlpack import from_dlpack
-from numgrad._compile.api import compile  # noqa: A001  (PyTorch's name)
 from numgrad import cuda, nn, optim, utils, viz  # noqa: E402  (after the namespace they build on)
 from numgrad import accelerator, testing  # noqa: E402
 from numgrad import profiler  # noqa: E402
@@ -145,4 +144,13 @@ def get_num_threads():
     return numba.get_num_threads()
 
 
-__all__ = [n for n in dir() if not n.startswith("_")]
+def __getattr__(name):
+    """``numgrad.compile`` (PyTorch's name) loads the compiler on first use, not at import."""
+    if name == "compile":
+        from numgrad._compile.api import compile
+        globals()["compile"] = compile
+        return compile
+    raise AttributeError(f"module 'numgrad' has no attribute {name!r}")
+
+
+__all__ = [n for n in dir() if not n.startswith("_")] + ["compile"]
