@@ -314,6 +314,56 @@ def _sdpa_np(q, k, v, causal=False, scale=None, gqa=False):
     return _softmax(s, -1) @ v
 
 
+def _sdpa_masks():
+    """Attention masks: (4, 5) bool with a row that sees no key and one that sees 3 of 5;
+    (2, 1, 4, 5) float with -inf and 0.5 entries; (2, 3, 4, 5) bool drawn at rate 0.7."""
+    b = np.ones((4, 5), bool)
+    b[1] = False
+    b[2, :2] = False
+    f = np.zeros((2, 1, 4, 5))
+    f[0, 0, 3] = -np.inf
+    f[1, 0, :, 1] = -np.inf
+    f[:, 0, 0, 2] = 0.5
+    return b, f, np.random.default_rng(3).uniform(size=(2, 3, 4, 5)) > 0.3, b[None].repeat(3, 0)
+
+
+SDPA_BOOL2, SDPA_FLOAT4, SDPA_BOOL4, SDPA_BOOL3 = _sdpa_masks()
+
+
+def _sdpa(mask=None, **kw):
+    """scaled_dot_product_attention(q, k, v, mask, **kw), the mask made by the library ``m``
+    on q's device (a float mask in q's dtype)."""
+    def call(m, q, k, v):
+        if mask is not None:
+            dt = q.dtype if mask.dtype.kind == "f" else None
+            kw["attn_mask"] = m.tensor(mask, dtype=dt, device=q.device)
+        return m.nn.functional.scaled_dot_product_attention(q, k, v, **kw)
+    return call
+
+
+def _sdpa_masked_np(q, k, v, mask=None, causal=False):
+    """softmax(q k^T / sqrt(E) + mask) v, where a bool mask keeps its True entries (-inf
+    elsewhere); a row that sees no key gives 0, as PyTorch's CPU attention does."""
+    if k.shape[-2] == 0:
+        return np.zeros(np.broadcast_shapes(q.shape[:-1], v.shape[:-2] + (1,)) + v.shape[-1:])
+    s = q @ k.swapaxes(-1, -2) / np.sqrt(q.shape[-1])
+    if causal:
+        s = s + np.triu(np.full(s.shape[-2:], -np.inf), 1)
+    if mask is not None:
+        s = np.where(mask, s, -np.inf) if mask.dtype == bool else s + mask
+    top = s.max(-1, keepdims=True)
+    e = np.exp(s - np.where(np.isfinite(top), top, 0))
+    d = e.sum(-1, keepdims=True)
+    return np.where(d > 0, e / np.where(d > 0, d, 1), 0) @ v
+
+
+def _sdpa_ref(mask=None, causal=False):
+    return lambda q, k, v: _sdpa_masked_np(q, k, v, mask, causal)
+
+
+_QKV = [U(2, 3, 4, 8), U(2, 3, 5, 8), U(2, 3, 5, 8)]
+
+
 def _lse(x, d):
     m = x.max(axis=d, keepdims=True)
     return (m + np.log(np.exp(x - m).sum(axis=d, keepdims=True))).squeeze(d)
@@ -999,6 +1049,35 @@ CASES = [
     ("_scaled_dot_product_flash_attention_for_cpu_gqa", lambda m, q, k, v:
      m.nn.functional.scaled_dot_product_attention(q, k, v, enable_gqa=True),
      lambda q, k, v: _sdpa_np(q, k, v, gqa=True), [U(2, 6, 4, 8), U(2, 3, 5, 8), U(2, 3, 5, 8)]),
+    # masks and the math path's shapes (errors and modules: test_api_attention.py)
+    ("scaled_dot_product_attention_bool_mask", _sdpa(SDPA_BOOL2),
+     _sdpa_ref(SDPA_BOOL2), _QKV),
+    ("scaled_dot_product_attention_bool_mask_4d", _sdpa(SDPA_BOOL4),
+     _sdpa_ref(SDPA_BOOL4), _QKV),
+    ("scaled_dot_product_attention_float_mask", _sdpa(SDPA_FLOAT4),
+     _sdpa_ref(SDPA_FLOAT4), _QKV),
+    ("scaled_dot_product_attention_mask_and_causal", _sdpa(SDPA_BOOL4, is_causal=True),
+     _sdpa_ref(SDPA_BOOL4, causal=True), _QKV),
+    ("scaled_dot_product_attention_3d_mask", _sdpa(SDPA_BOOL2),
+     _sdpa_ref(SDPA_BOOL2), [U(3, 4, 8), U(3, 5, 8), U(3, 5, 8)]),
+    ("scaled_dot_product_attention_2d", _sdpa(is_causal=True),
+     _sdpa_ref(causal=True), [U(4, 8), U(5, 8), U(5, 8)]),
+    ("scaled_dot_product_attention_v_dim", _sdpa(SDPA_FLOAT4),
+     _sdpa_ref(SDPA_FLOAT4),
+     [U(2, 3, 4, 8), U(2, 3, 5, 8), U(2, 3, 5, 6)]),
+    ("scaled_dot_product_attention_3d_mask_on_4d", _sdpa(SDPA_BOOL3),
+     _sdpa_ref(SDPA_BOOL3), _QKV),
+    ("scaled_dot_product_attention_batch_broadcast", _sdpa(), _sdpa_masked_np,
+     [U(2, 3, 4, 8), U(1, 3, 5, 8), U(1, 1, 5, 8)]),
+    ("scaled_dot_product_attention_5d", _sdpa(SDPA_BOOL2),
+     _sdpa_ref(SDPA_BOOL2),
+     [U(2, 1, 2, 4, 8), U(2, 1, 2, 5, 8), U(2, 1, 2, 5, 8)]),
+    ("scaled_dot_product_attention_transposed_q", lambda m, q, k, v:
+     m.nn.functional.scaled_dot_product_attention(q.transpose(-1, -2), k, v),
+     lambda q, k, v: _sdpa_masked_np(q.swapaxes(-1, -2), k, v),
+     [U(2, 3, 8, 4), U(2, 3, 5, 8), U(2, 3, 5, 8)]),
+    ("scaled_dot_product_attention_empty_keys", _sdpa(), _sdpa_masked_np,
+     [U(2, 3, 4, 8), U(2, 3, 0, 8), U(2, 3, 0, 8)]),
     # --- selection, counting, comparison (numgrad/ops/selection.py)
     ("topk", lambda m, a: m.topk(a, 2, 1).values, lambda a: -np.sort(-a, 1)[:, :2],
      [DISTINCT(3, 5)]),
