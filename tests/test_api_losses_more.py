@@ -475,7 +475,7 @@ def test_declared_losses_property_vs_torch():
     check()
 
 
-@pytest.mark.parametrize("p", [2.0, 1.5, float("inf")])
+@pytest.mark.parametrize("p", [2.0, 1.5, float("inf"), 0.0])  # p = 0: zero gradients
 def test_pdist_records_one_node_as_torch(p):
     arr = np.random.default_rng(2).standard_normal((4, 3))
     res = []

@@ -10,6 +10,7 @@ gradients are functions of them (double backward through the composite). The sub
 in the node's saved values: freed after a backward without retain_graph, as any node's.
 """
 
+from numgrad import _arrays
 from numgrad.autograd.graph import Node
 from numgrad.ops._util import _wrap, attach, edge, needs_grad, state
 
@@ -27,7 +28,11 @@ class _Composite(Node):
         want = [i for i, t in enumerate(inputs)
                 if t is not None and nf[i][0] is not None and t._requires_grad]
         res = [None] * len(inputs)
-        if not want or not out._requires_grad:  # (an empty layer's constant output)
+        if not want:
+            return tuple(res)
+        if not out._requires_grad:  # a constant output (pdist with p = 0): zero gradients
+            for i in want:
+                res[i] = _zeros(inputs[i])
             return tuple(res)
         if state.enabled:  # create_graph: the gradients as functions of the real inputs
             y = forward(*inputs)
@@ -36,9 +41,14 @@ class _Composite(Node):
         else:
             y, wrt = out, [leaves[i] for i in want]
         gs = grad(y, wrt, g, retain_graph=True, create_graph=state.enabled, allow_unused=True)
-        for i, gi in zip(want, gs):
-            res[i] = gi
+        for i, gi in zip(want, gs):  # an input the composite does not use: zeros, as PyTorch
+            res[i] = _zeros(inputs[i]) if gi is None else gi
         return tuple(res)
+
+
+def _zeros(t):
+    d = t._data
+    return _wrap(_arrays.zeros(d, d.shape, d.dtype))
 
 
 def _node_class(name, names_of_saved):
