@@ -37,6 +37,7 @@ import warnings
 
 import numpy as np
 
+from numgrad import _hook
 from numgrad._compile import dynamic as _dynamic
 from numgrad._compile import forward as _forward
 from numgrad._compile import guard as _guard_module
@@ -106,7 +107,7 @@ class CompiledFunction:
 
     def __call__(self, *args, **kwargs):
         fn = self._orig_fn
-        if self._disable or _tape.TAPE is not None:
+        if self._disable or _hook.TAPE is not None:
             return fn(*args, **kwargs)
         if not self._lock.acquire(blocking=False):
             return fn(*args, **kwargs)

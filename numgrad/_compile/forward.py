@@ -26,8 +26,7 @@ import threading
 
 import numpy as np
 
-from numgrad import _arrays, autograd
-from numgrad._compile import tape as _tape
+from numgrad import _arrays, _hook, autograd
 from numgrad._compile.cuda_plan import READ, UPLOAD, CudaPlan, device_buffers
 from numgrad._compile.cuda_tape import Alloc, Upload
 from numgrad._compile.fuse import POOL
@@ -131,7 +130,7 @@ def _pattern(a):
     if a.__class__ is np.ndarray:
         return p
     from numgrad.kernels.cuda.array import CudaArray
-    tape = _tape.TAPE
+    tape = _hook.TAPE
     if tape is not None:
         tape._depth += 1  # not recorded: the tapes record outermost calls only
     try:

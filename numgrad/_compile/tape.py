@@ -31,7 +31,6 @@ import numpy as np
 from numgrad import _hook
 from numgrad._compile import cuda_tape
 
-TAPE = None  # the active Tape (also ``numgrad._hook.TAPE``, which eager code reads)
 _LOCK = threading.Lock()
 _SNAPSHOT_BYTES = 16 << 20  # buffers up to this size can start a replay from traced content
 
@@ -290,38 +289,36 @@ def address(a):
 
 
 def _recording_call(self, *args, **kwargs):
-    return TAPE.call(self, _NUMBA_CALL.__get__(self), args, kwargs)
+    return _hook.TAPE.call(self, _NUMBA_CALL.__get__(self), args, kwargs)
 
 
 _NUMBA_CALL = None
 
 
 def start(light=False):
-    """Make a new tape the active one and route kernel calls to it."""
-    global TAPE, _NUMBA_CALL
+    """Make a new tape the active one (``numgrad._hook.TAPE``) and route kernel calls to it."""
+    global _NUMBA_CALL
     from numba._dispatcher import Dispatcher
     from numba.core.registry import CPUDispatcher
     _LOCK.acquire()
     _NUMBA_CALL = Dispatcher.__call__
-    TAPE = Tape(light)
+    tape = Tape(light)
+    _hook.attach(tape)
     CPUDispatcher.__call__ = _recording_call
-    _CUDA[0] = cuda_tape.install(TAPE)
-    _hook.attach(TAPE)
-    return TAPE
+    _CUDA[0] = cuda_tape.install(tape)
+    return tape
 
 
 _CUDA = [False]  # whether the active tape records CUDA work
 
 
 def stop():
-    global TAPE
     from numba.core.registry import CPUDispatcher
     try:
         del CPUDispatcher.__call__
     finally:
         try:
-            cuda_tape.uninstall(TAPE, _CUDA[0])
+            cuda_tape.uninstall(_hook.TAPE, _CUDA[0])
         finally:
-            TAPE = None
             _hook.attach(None)
             _LOCK.release()

@@ -120,6 +120,7 @@ def _set_mode(model, training):
 def _trace(model, args, kwargs):
     """Run the forward once, recording its ops; floating inputs are traced as tensors that
     require grad, so that a tensor the recording missed is recognized by its ``grad_fn``."""
+    from numgrad import _hook
     from numgrad._compile import tape as _tape
     from numgrad.autograd import grad_mode
     from numgrad.onnx._record import Recorder
@@ -142,7 +143,7 @@ def _trace(model, args, kwargs):
     params = _positional_names(model)
     traced = [leaf(a, params[i] if i < len(params) else None) for i, a in enumerate(args)]
     kwargs = {k: leaf(v, k) for k, v in kwargs.items()}
-    own_tape = _tape.TAPE is None
+    own_tape = _hook.TAPE is None
     tape = _tape.start() if own_tape else None
     _EXPORTING[0] = True
     try:

@@ -649,9 +649,9 @@ def _t(input):
 _SQUEEZED = {"SqueezeBackward0": "SqueezeBackward3", "SqueezeBackward1": "SqueezeBackward4",
              "SqueezeBackward2": "SqueezeBackward5"}
 unsqueeze_ = inplace_of("unsqueeze")(
-    _reshape_(lambda t, dim: sh.unsqueeze(t, dim), lambda n: "UnsqueezeBackward1"))
+    _reshape_(sh.unsqueeze, lambda n: "UnsqueezeBackward1"))
 squeeze_ = inplace_of("squeeze")(
-    _reshape_(lambda t, dim=None: sh.squeeze(t, dim), lambda n: _SQUEEZED[type(n).__name__]))
+    _reshape_(sh.squeeze, lambda n: _SQUEEZED[type(n).__name__]))
 t_ = inplace_of("t")(_reshape_(_t, lambda n: "TBackward1"))
 transpose_ = inplace_of("transpose")(
-    _reshape_(lambda t, dim0, dim1: sh.transpose(t, dim0, dim1), lambda n: "TransposeBackward1"))
+    _reshape_(sh.transpose, lambda n: "TransposeBackward1"))

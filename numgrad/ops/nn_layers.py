@@ -201,6 +201,11 @@ def channel_rank(k, input):
     return nd == 2 if k == 1 else (k == 3 and nd != 5)
 
 
+def _feature_rank(input):
+    if input.dim() < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+
+
 def feature_dropout(input, p, training, inplace, unbatched=False):
     """Zero whole channels of (N, C, *) input (``unbatched``: (C, *), seen as (1, C, *) in
     or out of place, as PyTorch) with probability p, scaling by 1/(1-p)."""
@@ -210,8 +215,8 @@ def feature_dropout(input, p, training, inplace, unbatched=False):
         return sh.squeeze(feature_dropout(sh.unsqueeze(input, 0), p, training, False), 0)
     if not training or p == 0 or input.numel() == 0:
         return input
-    if p != 1 and input.dim() < 2:
-        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    if p != 1:
+        _feature_rank(input)
     # one draw per channel: (N, C, 1, ...)
     shape = tuple(input._data.shape[:2]) + (1,) * (input.dim() - 2)
     mask = zeros(shape, input) if p == 1 else _mask(shape, 1.0 - p, input) * (1.0 / (1.0 - p))
@@ -227,8 +232,8 @@ def alpha_dropout(input, p, training, inplace, feature=False):
     if p == 1:
         zero = zeros((), input)
         return input.mul_(zero) if inplace else input * zero
-    if feature and input.dim() < 2:
-        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    if feature:
+        _feature_rank(input)
     shape = tuple(input._data.shape)
     if feature:
         shape = shape[:2] + (1,) * (len(shape) - 2)
